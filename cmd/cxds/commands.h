@@ -1,0 +1,21 @@
+// Subcommands of the cxds binary.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <string>
+
+namespace cxds {
+
+struct DemoOptions {
+  std::string xds_address = "127.0.0.1:18000";
+  std::string node_id = "teaching-envoy";
+  uint32_t inventory_port = 18080;
+};
+
+// The teaching control plane (seed 003): serves version 1, then reads `port N`, `invalid`,
+// `status` and `quit` from `in`, writing results to `out`. Returns the process exit code.
+int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
+
+}  // namespace cxds

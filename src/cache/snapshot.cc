@@ -1,0 +1,142 @@
+#include "cache/snapshot.h"
+
+#include "common/strings.h"
+#include "absl/strings/str_join.h"
+#include "protocol/references.h"
+#include "protocol/type_url.h"
+
+namespace cxds {
+
+namespace {
+const std::string& EmptyString() {
+  static const std::string* empty = new std::string();
+  return *empty;
+}
+
+// Compares the names referenced with the names present for one type and appends the
+// differences to `problems`.
+void CompareReferences(std::string_view what, std::string_view referrer,
+                       const std::set<std::string>& referenced, const Snapshot::TypeResources* present,
+                       std::vector<std::string>* problems) {
+  for (const std::string& name : referenced) {
+    if (present == nullptr || !present->items.contains(name)) {
+      problems->push_back(StrCat(what, " \"", name, "\" is referenced by ", referrer,
+                                       " but missing from the snapshot"));
+    }
+  }
+  if (present == nullptr) {
+    return;
+  }
+  for (const auto& [name, resource] : present->items) {
+    if (!referenced.contains(name)) {
+      problems->push_back(StrCat(what, " \"", name, "\" is in the snapshot but no ", referrer,
+                                       " references it"));
+    }
+  }
+}
+}  // namespace
+
+absl::StatusOr<SnapshotPtr> Snapshot::Create(std::string version, std::vector<ResourcePtr> resources) {
+  std::map<std::string, std::string> versions;
+  for (const ResourcePtr& resource : resources) {
+    if (resource == nullptr) {
+      return absl::InvalidArgumentError("snapshot contains a null resource");
+    }
+    versions[resource->type_url()] = version;
+  }
+  if (version.empty()) {
+    return absl::InvalidArgumentError("snapshot version must not be empty");
+  }
+  return CreateWithTypeVersions(std::move(versions), std::move(resources));
+}
+
+absl::StatusOr<SnapshotPtr> Snapshot::CreateWithTypeVersions(std::map<std::string, std::string> versions,
+                                                             std::vector<ResourcePtr> resources) {
+  std::shared_ptr<Snapshot> snapshot(new Snapshot());
+  for (auto& [type_url, version] : versions) {
+    if (version.empty()) {
+      // An empty version would equal the empty version_info of a first request (edge cases).
+      return absl::InvalidArgumentError(StrCat("empty version for type ", type_url));
+    }
+    snapshot->types_[type_url].version = version;
+  }
+  for (ResourcePtr& resource : resources) {
+    if (resource == nullptr) {
+      return absl::InvalidArgumentError("snapshot contains a null resource");
+    }
+    auto it = snapshot->types_.find(resource->type_url());
+    if (it == snapshot->types_.end()) {
+      return absl::InvalidArgumentError(
+          StrCat("no version given for type ", resource->type_url(), " of resource ", resource->name()));
+    }
+    const std::string name = resource->name();
+    if (!it->second.items.emplace(name, std::move(resource)).second) {
+      return absl::InvalidArgumentError(
+          StrCat("duplicate ", ShortTypeName(it->first), " resource name \"", name, "\""));
+    }
+  }
+  return SnapshotPtr(std::move(snapshot));
+}
+
+const std::string& Snapshot::version(const std::string& type_url) const {
+  auto it = types_.find(type_url);
+  return it == types_.end() ? EmptyString() : it->second.version;
+}
+
+const Snapshot::TypeResources* Snapshot::resources(const std::string& type_url) const {
+  auto it = types_.find(type_url);
+  return it == types_.end() ? nullptr : &it->second;
+}
+
+ResourcePtr Snapshot::Find(const std::string& type_url, const std::string& name) const {
+  const TypeResources* typed = resources(type_url);
+  if (typed == nullptr) {
+    return nullptr;
+  }
+  auto it = typed->items.find(name);
+  return it == typed->items.end() ? nullptr : it->second;
+}
+
+absl::Status Snapshot::Consistent() const {
+  ResourceReferences from_clusters;
+  ResourceReferences from_listeners;
+  if (const TypeResources* clusters = resources(std::string(kClusterType))) {
+    for (const auto& [name, resource] : clusters->items) CollectReferences(*resource, &from_clusters);
+  }
+  if (const TypeResources* listeners = resources(std::string(kListenerType))) {
+    for (const auto& [name, resource] : listeners->items) CollectReferences(*resource, &from_listeners);
+  }
+  std::vector<std::string> problems;
+  CompareReferences("ClusterLoadAssignment", "an EDS cluster", from_clusters.load_assignments,
+                    resources(std::string(kEndpointType)), &problems);
+  CompareReferences("RouteConfiguration", "a listener", from_listeners.route_configurations,
+                    resources(std::string(kRouteType)), &problems);
+  if (problems.empty()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(StrCat("inconsistent snapshot: ", absl::StrJoin(problems, "; ")));
+}
+
+absl::Status Snapshot::ConsistentStrict() const {
+  std::vector<std::string> problems;
+  if (absl::Status status = Consistent(); !status.ok()) {
+    problems.push_back(std::string(status.message()));
+  }
+  ResourceReferences from_routes;
+  if (const TypeResources* routes = resources(std::string(kRouteType))) {
+    for (const auto& [name, resource] : routes->items) CollectReferences(*resource, &from_routes);
+  }
+  const TypeResources* clusters = resources(std::string(kClusterType));
+  for (const std::string& cluster : from_routes.clusters) {
+    if (clusters == nullptr || !clusters->items.contains(cluster)) {
+      problems.push_back(StrCat("Cluster \"", cluster,
+                                      "\" is referenced by a route configuration but missing from the snapshot"));
+    }
+  }
+  if (problems.empty()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrJoin(problems, "; "));
+}
+
+}  // namespace cxds

@@ -1,0 +1,59 @@
+// A Snapshot is one immutable, versioned set of resources for a node (or a group of nodes):
+// for each type URL, a version string and the resources by name. Snapshots are shared
+// read-only between the cache and every stream serving them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "protocol/resource.h"
+
+namespace cxds {
+
+class Snapshot;
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+class Snapshot {
+ public:
+  // Resources of one type, ordered by name (so responses are deterministic).
+  struct TypeResources {
+    std::string version;
+    std::map<std::string, ResourcePtr> items;
+  };
+
+  // Every type present gets `version`. Fails with InvalidArgument on an empty version, a null
+  // resource, or two resources of one type with the same name (a client must NACK duplicates,
+  // so they are refused here rather than silently collapsed).
+  static absl::StatusOr<SnapshotPtr> Create(std::string version, std::vector<ResourcePtr> resources);
+
+  // One version per type URL; every type of `resources` must have a version in `versions`
+  // (types with a version but no resources are present and empty).
+  static absl::StatusOr<SnapshotPtr> CreateWithTypeVersions(std::map<std::string, std::string> versions,
+                                                            std::vector<ResourcePtr> resources);
+
+  // The version of `type_url`, or "" if the snapshot does not have that type.
+  const std::string& version(const std::string& type_url) const;
+  // The resources of `type_url`, or nullptr if the snapshot does not have that type.
+  const TypeResources* resources(const std::string& type_url) const;
+  // The resource of that type and name, or nullptr.
+  ResourcePtr Find(const std::string& type_url, const std::string& name) const;
+  const std::map<std::string, TypeResources>& types() const { return types_; }
+
+  // go-control-plane's consistency rule: the ClusterLoadAssignments named by EDS clusters are
+  // exactly the ClusterLoadAssignments present, and the route configurations named by
+  // listeners are exactly the route configurations present: none missing and none extra. The
+  // error names every missing and extra resource.
+  absl::Status Consistent() const;
+  // Consistent(), and also every cluster a route configuration names exists.
+  absl::Status ConsistentStrict() const;
+
+ private:
+  Snapshot() = default;
+  std::map<std::string, TypeResources> types_;
+};
+
+}  // namespace cxds

@@ -1,0 +1,172 @@
+#include "cache/snapshot_cache.h"
+
+#include "common/strings.h"
+#include "common/logging.h"
+
+namespace cxds {
+
+// The callback of one watch. Its own mutex makes cancellation synchronous: the WatchImpl
+// destructor takes it to clear `on_change`, so it waits for a running callback to finish.
+struct SnapshotCache::WatchCallback {
+  absl::Mutex mu;
+  absl::AnyInvocable<void()> on_change ABSL_GUARDED_BY(mu);
+};
+
+class SnapshotCache::WatchImpl final : public ConfigWatcher::Watch {
+ public:
+  WatchImpl(SnapshotCache* cache, std::string key, uint64_t id, std::shared_ptr<WatchCallback> callback)
+      : cache_(cache), key_(std::move(key)), id_(id), callback_(std::move(callback)) {}
+
+  ~WatchImpl() override {
+    {
+      absl::MutexLock lock(&callback_->mu);
+      callback_->on_change = nullptr;
+    }
+    cache_->RemoveWatch(key_, id_);
+  }
+
+  SnapshotPtr Current() override { return cache_->Current(key_); }
+  void RecordRequest() override { cache_->RecordRequest(key_); }
+
+ private:
+  SnapshotCache* const cache_;
+  const std::string key_;
+  const uint64_t id_;
+  const std::shared_ptr<WatchCallback> callback_;
+};
+
+SnapshotCache::SnapshotCache() : SnapshotCache(Options{}) {}
+
+SnapshotCache::SnapshotCache(Options options)
+    : options_([&] {
+        if (options.node_hash == nullptr) options.node_hash = std::make_shared<IdHash>();
+        return std::move(options);
+      }()),
+      clock_(options_.clock != nullptr ? *options_.clock : RealClock()) {}
+
+SnapshotCache::~SnapshotCache() = default;
+
+absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr snapshot) {
+  if (snapshot == nullptr) {
+    return absl::InvalidArgumentError(StrCat("null snapshot for node ", node_key));
+  }
+  absl::Status check;
+  switch (options_.consistency) {
+    case ConsistencyPolicy::kNone:
+      break;
+    case ConsistencyPolicy::kConsistent:
+      check = snapshot->Consistent();
+      break;
+    case ConsistencyPolicy::kStrict:
+      check = snapshot->ConsistentStrict();
+      break;
+  }
+  if (!check.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat("snapshot for node ", node_key, " refused: ", check.message()));
+  }
+  std::vector<std::shared_ptr<WatchCallback>> to_notify;
+  {
+    absl::MutexLock lock(&mu_);
+    NodeEntry& entry = nodes_[node_key];
+    entry.snapshot = std::move(snapshot);
+    entry.status.has_snapshot = true;
+    for (const auto& [id, callback] : entry.watches) to_notify.push_back(callback);
+  }
+  Notify(std::move(to_notify));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SnapshotPtr> SnapshotCache::GetSnapshot(const std::string& node_key) const {
+  SnapshotPtr snapshot = Current(node_key);
+  if (snapshot == nullptr) {
+    return absl::NotFoundError(StrCat("no snapshot for node ", node_key));
+  }
+  return snapshot;
+}
+
+void SnapshotCache::ClearSnapshot(const std::string& node_key) {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(node_key);
+  if (it == nodes_.end()) {
+    return;
+  }
+  it->second.snapshot = nullptr;
+  it->second.status.has_snapshot = false;
+  if (it->second.watches.empty()) {
+    nodes_.erase(it);
+  }
+}
+
+std::optional<NodeStatus> SnapshotCache::GetStatus(const std::string& node_key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(node_key);
+  if (it == nodes_.end()) {
+    return std::nullopt;
+  }
+  return it->second.status;
+}
+
+std::vector<std::string> SnapshotCache::StatusKeys() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> keys;
+  keys.reserve(nodes_.size());
+  for (const auto& [key, entry] : nodes_) keys.push_back(key);
+  return keys;
+}
+
+std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(const envoy::config::core::v3::Node& node,
+                                                                  absl::AnyInvocable<void()> on_change) {
+  std::string key = options_.node_hash->Key(node);
+  auto callback = std::make_shared<WatchCallback>();
+  {
+    absl::MutexLock lock(&callback->mu);
+    callback->on_change = std::move(on_change);
+  }
+  uint64_t id;
+  {
+    absl::MutexLock lock(&mu_);
+    id = next_watch_id_++;
+    NodeEntry& entry = nodes_[key];
+    entry.watches.emplace(id, callback);
+    entry.status.node = node;
+    entry.status.open_watches = static_cast<int>(entry.watches.size());
+  }
+  return std::make_unique<WatchImpl>(this, std::move(key), id, std::move(callback));
+}
+
+void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks) {
+  for (const auto& callback : callbacks) {
+    absl::MutexLock lock(&callback->mu);
+    if (callback->on_change) {
+      callback->on_change();
+    }
+  }
+}
+
+void SnapshotCache::RemoveWatch(const std::string& key, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) {
+    return;
+  }
+  it->second.watches.erase(id);
+  it->second.status.open_watches = static_cast<int>(it->second.watches.size());
+}
+
+void SnapshotCache::RecordRequest(const std::string& key) {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(key);
+  if (it != nodes_.end()) {
+    it->second.status.last_request_time = now;
+  }
+}
+
+SnapshotPtr SnapshotCache::Current(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(key);
+  return it == nodes_.end() ? nullptr : it->second.snapshot;
+}
+
+}  // namespace cxds

@@ -1,0 +1,98 @@
+#include "protocol/resource.h"
+
+#include <openssl/sha.h>
+
+#include "absl/strings/escaping.h"
+#include "common/strings.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "protocol/type_url.h"
+
+namespace cxds {
+
+namespace {
+std::atomic<uint64_t> g_serializations{0};
+
+std::string SerializeDeterministic(const google::protobuf::Message& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  g_serializations.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+}  // namespace
+
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+void AppendLengthDelimited(uint32_t field_number, std::string_view bytes, std::string* out) {
+  AppendVarint((static_cast<uint64_t>(field_number) << 3) | 2, out);
+  AppendVarint(bytes.size(), out);
+  out->append(bytes.data(), bytes.size());
+}
+
+std::string ResourceNameOf(const google::protobuf::Message& message) {
+  if (const auto* cla = dynamic_cast<const envoy::config::endpoint::v3::ClusterLoadAssignment*>(&message)) {
+    return cla->cluster_name();
+  }
+  const google::protobuf::FieldDescriptor* field = message.GetDescriptor()->FindFieldByName("name");
+  if (field == nullptr || field->is_repeated() ||
+      field->type() != google::protobuf::FieldDescriptor::TYPE_STRING) {
+    return "";
+  }
+  return message.GetReflection()->GetString(message, field);
+}
+
+std::string ContentHash(std::string_view bytes) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
+}
+
+uint64_t ResourceSerializationCount() { return g_serializations.load(std::memory_order_relaxed); }
+
+absl::StatusOr<ResourcePtr> Resource::Create(std::unique_ptr<google::protobuf::Message> message,
+                                             std::optional<absl::Duration> ttl) {
+  if (message == nullptr) {
+    return absl::InvalidArgumentError("resource message is null");
+  }
+  std::string name = ResourceNameOf(*message);
+  const std::string type_url = TypeUrlOf(message->GetDescriptor()->full_name());
+  if (name.empty()) {
+    return absl::InvalidArgumentError(StrCat("resource of type ", type_url, " has no name"));
+  }
+  if (ttl.has_value() && *ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(StrCat("resource ", name, " has a non-positive TTL"));
+  }
+  std::shared_ptr<Resource> resource(new Resource());
+  resource->type_url_ = type_url;
+  resource->name_ = std::move(name);
+  resource->serialized_ = SerializeDeterministic(*message);
+  resource->content_version_ = ContentHash(resource->serialized_);
+  std::string any;
+  AppendLengthDelimited(1, resource->type_url_, &any);
+  AppendLengthDelimited(2, resource->serialized_, &any);
+  AppendLengthDelimited(2, any, &resource->encoded_any_field_);
+  resource->ttl_ = ttl;
+  resource->message_ = std::move(message);
+  return resource;
+}
+
+absl::StatusOr<ResourcePtr> Resource::FromMessage(const google::protobuf::Message& message,
+                                                  std::optional<absl::Duration> ttl) {
+  std::unique_ptr<google::protobuf::Message> copy(message.New());
+  copy->CopyFrom(message);
+  return Create(std::move(copy), ttl);
+}
+
+}  // namespace cxds

@@ -1,0 +1,125 @@
+#include "server/ack_ledger.h"
+
+namespace cxds {
+
+std::string_view FeedbackKindName(FeedbackKind kind) {
+  switch (kind) {
+    case FeedbackKind::kAck:
+      return "ACK";
+    case FeedbackKind::kNack:
+      return "NACK";
+    case FeedbackKind::kUnmatched:
+      return "UNMATCHED";
+  }
+  return "UNKNOWN";
+}
+
+void AckLedger::OpenStream(int64_t stream_id, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  streams_[stream_id].opened = now;
+}
+
+void AckLedger::SetNode(int64_t stream_id, const std::string& node_id) {
+  absl::MutexLock lock(&mu_);
+  streams_[stream_id].node_id = node_id;
+}
+
+void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
+                           const std::string& version, size_t resources, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  TypeEntry& entry = streams_[stream_id].types[type_url];
+  entry.status.type_url = type_url;
+  entry.status.responses_sent++;
+  entry.status.sent_version = version;
+  entry.status.sent_nonce = nonce;
+  entry.status.sent_resources = resources;
+  entry.status.sent_time = now;
+  entry.recent.push_back(SentRecord{next_seq_++, nonce, version});
+  while (entry.recent.size() > kRememberedResponses) entry.recent.pop_front();
+}
+
+FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& type_url,
+                                        const std::string& nonce, const std::string& client_version,
+                                        const std::string* error_message, int error_code, absl::Time now) {
+  FeedbackEvent event;
+  event.stream_id = stream_id;
+  event.type_url = type_url;
+  event.nonce = nonce;
+  event.client_version = client_version;
+  event.time = now;
+  if (error_message != nullptr) {
+    event.error = *error_message;
+    event.error_code = error_code;
+  }
+  absl::MutexLock lock(&mu_);
+  auto stream_it = streams_.find(stream_id);
+  if (stream_it == streams_.end()) {
+    return event;
+  }
+  event.node_id = stream_it->second.node_id;
+  auto type_it = stream_it->second.types.find(type_url);
+  if (type_it == stream_it->second.types.end()) {
+    return event;
+  }
+  TypeEntry& entry = type_it->second;
+  const SentRecord* match = nullptr;
+  for (const SentRecord& record : entry.recent) {
+    if (record.nonce == nonce) match = &record;
+  }
+  if (match == nullptr) {
+    return event;  // UNMATCHED: evicted, from another stream, or never sent
+  }
+  event.sent_version = match->version;
+  event.stale = match != &entry.recent.back();
+  if (error_message != nullptr) {
+    event.kind = FeedbackKind::kNack;
+    entry.status.nacks++;
+    entry.status.last_nack =
+        NackRecord{match->version, nonce, client_version, *error_message, now};
+  } else {
+    event.kind = FeedbackKind::kAck;
+    entry.status.acks++;
+    // Feedback can cross newer responses; only a newer response's ACK moves "accepted".
+    if (match->seq > entry.acked_seq) {
+      entry.acked_seq = match->seq;
+      entry.status.acked_version = match->version;
+      entry.status.acked_nonce = nonce;
+      entry.status.acked_time = now;
+    }
+  }
+  return event;
+}
+
+void AckLedger::ForgetType(int64_t stream_id, const std::string& type_url) {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(stream_id);
+  if (it != streams_.end()) it->second.types.erase(type_url);
+}
+
+void AckLedger::CloseStream(int64_t stream_id) {
+  absl::MutexLock lock(&mu_);
+  streams_.erase(stream_id);
+}
+
+std::vector<StreamSyncStatus> AckLedger::AllStreams() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<StreamSyncStatus> out;
+  out.reserve(streams_.size());
+  for (const auto& [id, stream] : streams_) {
+    StreamSyncStatus status{id, stream.node_id, stream.opened, {}};
+    for (const auto& [type, entry] : stream.types) status.types.push_back(entry.status);
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+std::optional<StreamSyncStatus> AckLedger::GetStream(int64_t stream_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return std::nullopt;
+  StreamSyncStatus status{stream_id, it->second.node_id, it->second.opened, {}};
+  for (const auto& [type, entry] : it->second.types) status.types.push_back(entry.status);
+  return status;
+}
+
+}  // namespace cxds

@@ -1,0 +1,121 @@
+// The ACK/NACK ledger: the record of what each stream was sent and what it said about it.
+//
+// "Pushed" is not "accepted". Every response is recorded under (stream id, type URL, nonce)
+// with its version. A client's feedback is matched by that same key, never by nonce alone
+// (nonces may repeat across streams) and never by version:
+//  - an ACK records the version of the matched response as accepted;
+//  - a NACK records its error and the version the client says it still uses; the NACK's
+//    version_info is never taken as newly accepted;
+//  - feedback that matches no recorded response is UNMATCHED, never guessed to be an ACK.
+// A stream's entries are dropped when it closes.
+//
+// Thread-safe: streams record concurrently; status readers take a consistent copy.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace cxds {
+
+enum class FeedbackKind { kAck, kNack, kUnmatched };
+std::string_view FeedbackKindName(FeedbackKind kind);  // "ACK", "NACK", "UNMATCHED"
+
+struct FeedbackEvent {
+  FeedbackKind kind = FeedbackKind::kUnmatched;
+  int64_t stream_id = 0;
+  std::string node_id;
+  std::string type_url;
+  std::string nonce;
+  std::string client_version;  // version_info of the request: for a NACK, what the client still uses
+  std::string sent_version;    // version of the matched response ("" when unmatched)
+  std::string error;           // error_detail.message of a NACK
+  int error_code = 0;          // error_detail.code of a NACK
+  bool stale = false;          // matched a response older than the newest sent for the type
+  absl::Time time;
+};
+
+struct NackRecord {
+  std::string sent_version;      // the rejected version
+  std::string nonce;
+  std::string accepted_version;  // what the client reported it still uses
+  std::string error;
+  absl::Time time;
+};
+
+struct TypeSyncStatus {
+  std::string type_url;
+  uint64_t responses_sent = 0;
+  std::string sent_version;
+  std::string sent_nonce;
+  size_t sent_resources = 0;
+  std::optional<absl::Time> sent_time;
+  std::string acked_version;
+  std::string acked_nonce;
+  std::optional<absl::Time> acked_time;
+  std::optional<NackRecord> last_nack;
+  uint64_t acks = 0;
+  uint64_t nacks = 0;
+
+  // The newest response was ACKed.
+  bool synced() const { return responses_sent > 0 && acked_nonce == sent_nonce; }
+};
+
+struct StreamSyncStatus {
+  int64_t stream_id = 0;
+  std::string node_id;
+  absl::Time opened;
+  std::vector<TypeSyncStatus> types;  // in type URL order
+};
+
+class AckLedger {
+ public:
+  // How many recent responses per (stream, type) can still be matched by feedback.
+  static constexpr size_t kRememberedResponses = 16;
+
+  void OpenStream(int64_t stream_id, absl::Time now);
+  void SetNode(int64_t stream_id, const std::string& node_id);
+  void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
+                  const std::string& version, size_t resources, absl::Time now);
+  // Matches feedback (a request with a non-empty response_nonce) against what was sent.
+  // `error_message` is set for a NACK (a request with error_detail).
+  FeedbackEvent RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
+                               const std::string& client_version, const std::string* error_message,
+                               int error_code, absl::Time now);
+  // Drops one type of a stream from the status (SotW unsubscribe from everything).
+  void ForgetType(int64_t stream_id, const std::string& type_url);
+  void CloseStream(int64_t stream_id);
+
+  std::vector<StreamSyncStatus> AllStreams() const;
+  std::optional<StreamSyncStatus> GetStream(int64_t stream_id) const;
+
+ private:
+  struct SentRecord {
+    uint64_t seq;
+    std::string nonce;
+    std::string version;
+  };
+  struct TypeEntry {
+    TypeSyncStatus status;
+    std::deque<SentRecord> recent;  // newest last
+    uint64_t acked_seq = 0;
+  };
+  struct StreamEntry {
+    std::string node_id;
+    absl::Time opened;
+    std::map<std::string, TypeEntry> types;
+  };
+
+  mutable absl::Mutex mu_;
+  std::map<int64_t, StreamEntry> streams_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace cxds

@@ -1,0 +1,30 @@
+// Encoding DiscoveryResponses from shared resources without copying them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "protocol/resource.h"
+
+namespace cxds {
+
+// One SotW response, before encoding. Resources are shared, never copied.
+struct OutgoingResponse {
+  std::string type_url;
+  std::string version;
+  std::string nonce;
+  std::vector<ResourcePtr> resources;
+};
+
+// Wire bytes of `response` as a gRPC ByteBuffer: a small header and trailer are encoded per
+// response; each resource contributes a slice that points at the resource's own pre-encoded
+// bytes (kept alive by a reference until gRPC releases the slice).
+grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id);
+
+// The same response as a protobuf message (for tests and debugging; this one copies).
+envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const OutgoingResponse& response,
+                                                                     const std::string& control_plane_id);
+
+}  // namespace cxds

@@ -1,0 +1,454 @@
+#include "server/sotw_stream.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/strings.h"
+#include "common/logging.h"
+#include "protocol/references.h"
+#include "protocol/type_url.h"
+
+namespace cxds {
+
+using envoy::service::discovery::v3::DiscoveryRequest;
+
+namespace {
+std::vector<std::string> RequestedNames(const DiscoveryRequest& request) {
+  return {request.resource_names().begin(), request.resource_names().end()};
+}
+}  // namespace
+
+SotwStream::SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
+                       StreamTransport* transport)
+    : env_(env), stream_id_(stream_id), fixed_type_url_(std::move(fixed_type_url)), transport_(transport) {}
+
+SotwStream::~SotwStream() = default;
+
+void SotwStream::Start() {
+  env_.ledger->OpenStream(stream_id_, env_.clock->Now());
+  if (env_.callbacks != nullptr) {
+    absl::Status status = env_.callbacks->OnStreamOpen(stream_id_, fixed_type_url_);
+    if (!status.ok()) {
+      EndStream(status);
+      return;
+    }
+  }
+  transport_->ReadNext();
+}
+
+void SotwStream::OnRequest(DiscoveryRequest request) {
+  {
+    absl::MutexLock lock(&mu_);
+    requests_.push_back(std::move(request));
+  }
+  Kick();
+}
+
+void SotwStream::OnReadsDone() {
+  {
+    absl::MutexLock lock(&mu_);
+    reads_done_ = true;
+  }
+  Kick();
+}
+
+void SotwStream::OnMalformedRequest(absl::Status status) {
+  {
+    absl::MutexLock lock(&mu_);
+    transport_error_ = std::move(status);
+  }
+  Kick();
+}
+
+void SotwStream::OnWriteDone(bool ok) {
+  {
+    absl::MutexLock lock(&mu_);
+    writes_done_++;
+    if (!ok) write_failed_ = true;
+  }
+  Kick();
+}
+
+void SotwStream::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    mu_.Await(absl::Condition(
+        +[](bool* processing) { return !*processing; }, &processing_));
+  }
+  // No processing runs now and none will start; the watch callback (Kick) sees closed_.
+  watch_.reset();
+  env_.ledger->CloseStream(stream_id_);
+  Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
+  if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
+}
+
+void SotwStream::Kick() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (processing_ || closed_) return;
+    processing_ = true;
+  }
+  for (;;) {
+    std::optional<DiscoveryRequest> request;
+    bool write_done = false;
+    bool write_ok = true;
+    bool reads_done = false;
+    bool config_changed = false;
+    std::optional<absl::Status> transport_error;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) {
+        processing_ = false;
+        return;
+      }
+      // Requests first (they are cheap and keep the ACK state current), then write
+      // completions, then pushes.
+      if (!requests_.empty()) {
+        request = std::move(requests_.front());
+        requests_.pop_front();
+      } else if (writes_done_ > 0) {
+        writes_done_--;
+        write_done = true;
+        write_ok = !write_failed_;
+      } else if (transport_error_.has_value()) {
+        transport_error = std::move(transport_error_);
+        transport_error_.reset();
+      } else if (reads_done_) {
+        reads_done_ = false;
+        reads_done = true;
+      } else if (config_changed_) {
+        config_changed_ = false;
+        config_changed = true;
+      } else {
+        processing_ = false;
+        return;
+      }
+    }
+    if (finished_) continue;  // the stream is over: events are drained and dropped
+    if (request.has_value()) {
+      HandleRequest(*request);
+      if (!finished_) transport_->ReadNext();
+    } else if (write_done) {
+      write_in_flight_ = false;
+      if (!write_ok) {
+        EndStream(absl::UnavailableError("write to the client failed"));
+        continue;
+      }
+    } else if (transport_error.has_value()) {
+      EndStream(*transport_error);
+      continue;
+    } else if (reads_done) {
+      EndStream(absl::OkStatus());
+      continue;
+    } else if (config_changed) {
+      MarkAllDirty();
+    }
+    SendNext();
+  }
+}
+
+void SotwStream::EndStream(const absl::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  if (!status.ok()) {
+    Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
+               absl::StatusCodeToString(status.code()), std::string(status.message()));
+  }
+  transport_->FinishStream(status);
+}
+
+void SotwStream::MarkAllDirty() {
+  for (auto& [type_url, state] : types_) state.dirty = true;
+}
+
+void SotwStream::HandleRequest(DiscoveryRequest& request) {
+  // Identity: the first request must say who the client is; later ones may omit it.
+  if (!node_bound_) {
+    if (!request.has_node() || request.node().id().empty()) {
+      EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
+      return;
+    }
+    node_ = request.node();
+    node_bound_ = true;
+    env_.ledger->SetNode(stream_id_, node_.id());
+    Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(),
+               fixed_type_url_.empty() ? "ADS" : ShortTypeName(fixed_type_url_));
+    watch_ = env_.watcher->CreateWatch(node_, [this] {
+      {
+        absl::MutexLock lock(&mu_);
+        config_changed_ = true;
+      }
+      Kick();
+    });
+  } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
+    EndStream(absl::InvalidArgumentError(
+        StrCat("node.id changed on the stream from \"", node_.id(), "\" to \"", request.node().id(), "\"")));
+    return;
+  }
+
+  if (fixed_type_url_.empty()) {
+    if (request.type_url().empty()) {
+      EndStream(absl::InvalidArgumentError("an ADS request must carry type_url"));
+      return;
+    }
+  } else if (request.type_url().empty()) {
+    request.set_type_url(fixed_type_url_);
+  } else if (request.type_url() != fixed_type_url_) {
+    EndStream(absl::InvalidArgumentError(StrCat("type_url ", request.type_url(),
+                                                      " on the discovery service for ", fixed_type_url_)));
+    return;
+  }
+
+  watch_->RecordRequest();
+  if (env_.callbacks != nullptr) {
+    absl::Status status = env_.callbacks->OnStreamRequest(stream_id_, request);
+    if (!status.ok()) {
+      EndStream(status);
+      return;
+    }
+  }
+
+  const std::string& type_url = request.type_url();
+  auto it = types_.find(type_url);
+
+  // C1: NACK. Recorded; the rejected content is never sent again because of it. A NACK that
+  // answers the newest response may still change the subscription.
+  if (request.has_error_detail()) {
+    HandleFeedback(request);
+    if (it != types_.end() && request.response_nonce() == it->second.last_nonce) {
+      ApplyNames(type_url, it->second, request);
+    }
+    return;
+  }
+
+  // C2: the first request for this type on this stream is initial, whatever its nonce (a nonce
+  // from an earlier stream means nothing here).
+  if (it == types_.end()) {
+    if (!request.response_nonce().empty()) HandleFeedback(request);
+    if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
+      return;  // subscribed to nothing: no state, no response (edge case 28)
+    }
+    it = types_.emplace(type_url, TypeState(type_url)).first;
+    TypeState& state = it->second;
+    state.subscription.Apply(
+        RequestedNames(request));
+    state.dirty = true;
+    // Envoy may ask for EDS before CDS after reconnecting; its next EDS request then looks
+    // like an ACK but must still be answered or the new clusters stay warming (edge case 18).
+    if (type_url == kClusterType) {
+      auto eds = types_.find(std::string(kEndpointType));
+      if (eds != types_.end()) eds->second.always_respond = true;
+    }
+    return;
+  }
+
+  TypeState& state = it->second;
+  // An empty nonce on an existing subscription: the client has not seen a response yet, or
+  // starts over; either way it gets the full current state for its new name list.
+  if (request.response_nonce().empty()) {
+    ApplyNames(type_url, state, request);
+    state.respond_in_full = true;
+    state.dirty = true;
+    return;
+  }
+
+  HandleFeedback(request);
+  // C3: stale nonce. Not answered; the client will ACK the newer response.
+  if (request.response_nonce() != state.last_nonce) {
+    Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_.id(),
+                type_url, request.response_nonce(), state.last_nonce);
+    return;
+  }
+  // C4/C5: ACK, possibly with a subscription change.
+  ApplyNames(type_url, state, request);
+}
+
+void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const DiscoveryRequest& request) {
+  if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
+    // Unsubscribe from everything of this type: forget it (a later request starts afresh).
+    types_.erase(type_url);
+    env_.ledger->ForgetType(stream_id_, type_url);
+    return;
+  }
+  SotwSubscription::Change change = state.subscription.Apply(
+      RequestedNames(request));
+  for (const std::string& name : change.removed) {
+    if (!state.subscription.Covers(name)) state.known.erase(name);
+  }
+  if (change.wildcard_removed) {
+    for (auto known = state.known.begin(); known != state.known.end();) {
+      auto current = known++;
+      if (!state.subscription.Covers(current->first)) state.known.erase(current);
+    }
+  }
+  if (change.adds_something() || state.always_respond) {
+    for (const std::string& name : change.added) state.force.insert(name);
+    state.dirty = true;
+  }
+}
+
+void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
+  const std::string* error = request.has_error_detail() ? &request.error_detail().message() : nullptr;
+  FeedbackEvent event = env_.ledger->RecordFeedback(
+      stream_id_, request.type_url(), request.response_nonce(), request.version_info(), error,
+      request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());
+  event.node_id = node_.id();
+  switch (event.kind) {
+    case FeedbackKind::kAck:
+      Log().info("ACK stream={} node={} type={} nonce={} version={}{}", stream_id_, node_.id(),
+                 request.type_url(), request.response_nonce(), event.sent_version,
+                 event.stale ? " stale=true" : "");
+      break;
+    case FeedbackKind::kNack:
+      Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} accepted_version={} error=\"{}\"{}",
+                 stream_id_, node_.id(), request.type_url(), request.response_nonce(), event.sent_version,
+                 request.version_info(), event.error, event.stale ? " stale=true" : "");
+      break;
+    case FeedbackKind::kUnmatched:
+      Log().info("UNMATCHED stream={} node={} type={} nonce={} version={} nack={}", stream_id_, node_.id(),
+                 request.type_url(), request.response_nonce(), request.version_info(),
+                 request.has_error_detail());
+      break;
+  }
+  if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
+}
+
+void SotwStream::SendNext() {
+  if (write_in_flight_ || finished_ || !node_bound_) return;
+  std::vector<std::string> dirty;
+  for (const auto& [type_url, state] : types_) {
+    if (state.dirty) dirty.push_back(type_url);
+  }
+  if (dirty.empty()) return;
+  std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
+    const int ra = PushOrderRank(a);
+    const int rb = PushOrderRank(b);
+    return ra != rb ? ra < rb : a < b;
+  });
+  SnapshotPtr snapshot = watch_->Current();
+  if (snapshot == nullptr) {
+    // Nothing to serve yet; never send an empty state in place of a missing one. The next
+    // change marks the types dirty again.
+    for (const std::string& type_url : dirty) types_.at(type_url).dirty = false;
+    return;
+  }
+  for (const std::string& type_url : dirty) {
+    TypeState& state = types_.at(type_url);
+    state.dirty = false;
+    std::optional<OutgoingResponse> response = Compute(type_url, state, *snapshot);
+    if (!response.has_value()) continue;
+    AfterSend(type_url, state, *response);
+    write_in_flight_ = true;
+    // Other dirty types wait for this write to complete (one write outstanding).
+    transport_->WriteResponse(*response);
+    return;
+  }
+}
+
+std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url, TypeState& state,
+                                                    const Snapshot& snapshot) {
+  const Snapshot::TypeResources* available = snapshot.resources(type_url);
+  const std::string& version = snapshot.version(type_url);
+  const SotwSubscription& sub = state.subscription;
+
+  std::vector<ResourcePtr> covered;
+  if (available != nullptr) {
+    if (sub.wildcard()) {
+      for (const auto& [name, resource] : available->items) covered.push_back(resource);
+    } else {
+      for (const auto& [name, resource] : available->items) {
+        if (sub.names().contains(name)) covered.push_back(resource);
+      }
+    }
+  }
+  const bool version_changed = !state.sent_any || version != state.sent_version;
+  auto client_lacks = [&](const ResourcePtr& resource) {
+    auto known = state.known.find(resource->name());
+    return known == state.known.end() || known->second != resource->content_version() ||
+           state.force.contains(resource->name());
+  };
+
+  std::vector<ResourcePtr> to_send;
+  if (IsFullStateType(type_url)) {
+    // Full state: the response always lists everything subscribed; decide only whether one is
+    // needed. A resource that disappeared needs one too (it is deleted by omission).
+    bool needed = state.respond_in_full || state.always_respond || version_changed;
+    size_t still_known = 0;
+    for (const ResourcePtr& resource : covered) {
+      if (client_lacks(resource)) needed = true;
+      if (state.known.contains(resource->name())) still_known++;
+    }
+    if (still_known != state.known.size()) needed = true;
+    if (!needed) return std::nullopt;
+    to_send = std::move(covered);
+  } else {
+    if (state.respond_in_full || state.always_respond || version_changed) {
+      to_send = std::move(covered);
+    } else {
+      for (ResourcePtr& resource : covered) {
+        if (client_lacks(resource)) to_send.push_back(std::move(resource));
+      }
+    }
+    // SotW cannot say "does not exist" for these types: nothing to send means no response.
+    if (to_send.empty()) return std::nullopt;
+  }
+  OutgoingResponse response;
+  response.type_url = type_url;
+  response.version = version;
+  response.nonce = StrCat(version, "-", stream_id_, "-", ++nonce_seq_);
+  response.resources = std::move(to_send);
+  return response;
+}
+
+void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response) {
+  // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did
+  // not change: remember which clusters changed before `known` is updated.
+  std::vector<std::string> changed_eds;
+  if (type_url == kClusterType) {
+    for (const ResourcePtr& cluster : response.resources) {
+      auto known = state.known.find(cluster->name());
+      if (known != state.known.end() && known->second != cluster->content_version()) {
+        std::string eds = EdsServiceNameOf(*cluster);
+        if (!eds.empty()) changed_eds.push_back(std::move(eds));
+      }
+    }
+  }
+
+  if (IsFullStateType(type_url)) state.known.clear();
+  for (const ResourcePtr& resource : response.resources) {
+    state.known[resource->name()] = resource->content_version();
+    state.force.erase(resource->name());
+  }
+  state.sent_any = true;
+  state.sent_version = response.version;
+  state.last_nonce = response.nonce;
+  state.respond_in_full = false;
+  state.always_respond = false;
+
+  if (!changed_eds.empty()) {
+    auto eds = types_.find(std::string(kEndpointType));
+    if (eds != types_.end()) {
+      for (std::string& name : changed_eds) {
+        if (eds->second.subscription.Covers(name)) eds->second.force.insert(std::move(name));
+      }
+      eds->second.dirty = true;
+    }
+  }
+
+  const absl::Time now = env_.clock->Now();
+  env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(), now);
+  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_.id(), type_url,
+             response.version, response.nonce, response.resources.size());
+  if (env_.callbacks != nullptr) {
+    ResponseInfo info;
+    info.node_id = node_.id();
+    info.type_url = type_url;
+    info.version = response.version;
+    info.nonce = response.nonce;
+    for (const ResourcePtr& resource : response.resources) info.resource_names.push_back(resource->name());
+    env_.callbacks->OnStreamResponse(stream_id_, info);
+  }
+}
+
+}  // namespace cxds

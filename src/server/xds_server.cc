@@ -1,0 +1,189 @@
+#include "server/xds_server.h"
+
+#include <vector>
+
+#include "envoy/service/cluster/v3/cds.grpc.pb.h"
+#include "envoy/service/discovery/v3/ads.grpc.pb.h"
+#include "envoy/service/endpoint/v3/eds.grpc.pb.h"
+#include "envoy/service/listener/v3/lds.grpc.pb.h"
+#include "envoy/service/route/v3/rds.grpc.pb.h"
+#include "envoy/service/secret/v3/sds.grpc.pb.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "protocol/type_url.h"
+#include "server/response_encoding.h"
+#include "server/sotw_stream.h"
+
+namespace cxds {
+
+namespace {
+using RawBidiReactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// Ends a stream at once (a method cxds does not serve yet).
+class RejectingReactor final : public RawBidiReactor {
+ public:
+  explicit RejectingReactor(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+grpc::ServerUnaryReactor* RejectUnary(grpc::CallbackServerContext* context, std::string message) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::move(message)));
+  return reactor;
+}
+}  // namespace
+
+class XdsServer::Impl {
+ public:
+  Impl(ConfigWatcher& watcher, Options options)
+      : options_(std::move(options)),
+        clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
+        env_{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id} {}
+
+  RawBidiReactor* NewSotwReactor(std::string type_url);
+
+  AckLedger ledger_;
+  std::atomic<int64_t> next_stream_id_{1};
+  std::atomic<int64_t> open_streams_{0};
+  const Options options_;
+  Clock& clock_;
+  const StreamEnvironment env_;
+  std::vector<std::unique_ptr<grpc::Service>> services_;
+};
+
+namespace {
+
+// Adapts one gRPC callback stream to a SotwStream. Requests are parsed here; responses are
+// encoded from shared resource bytes (EncodeSotwResponse) and written one at a time.
+class SotwReactor final : public RawBidiReactor, public StreamTransport {
+ public:
+  SotwReactor(XdsServer::Impl* server, std::string type_url)
+      : server_(server),
+        stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
+    server_->open_streams_.fetch_add(1);
+    stream_.Start();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      stream_.OnReadsDone();
+      return;
+    }
+    envoy::service::discovery::v3::DiscoveryRequest request;
+    grpc::Status parsed =
+        grpc::SerializationTraits<envoy::service::discovery::v3::DiscoveryRequest>::Deserialize(&read_buffer_,
+                                                                                            &request);
+    if (!parsed.ok()) {
+      stream_.OnMalformedRequest(absl::InvalidArgumentError("malformed DiscoveryRequest"));
+      return;
+    }
+    stream_.OnRequest(std::move(request));
+  }
+
+  void OnWriteDone(bool ok) override { stream_.OnWriteDone(ok); }
+
+  void OnDone() override {
+    stream_.Close();
+    server_->open_streams_.fetch_sub(1);
+    delete this;
+  }
+
+  // StreamTransport (called only from the stream's event processing).
+  void ReadNext() override { StartRead(&read_buffer_); }
+  void WriteResponse(const OutgoingResponse& response) override {
+    write_buffer_ = EncodeSotwResponse(response, server_->options_.control_plane_id);
+    StartWrite(&write_buffer_);
+  }
+  void FinishStream(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+
+ private:
+  XdsServer::Impl* const server_;
+  SotwStream stream_;
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_;
+};
+
+constexpr char kDeltaNotYet[] = "cxds does not serve incremental (delta) xDS yet";
+constexpr char kFetchNotServed[] = "cxds does not serve REST-style Fetch; use a stream";
+
+// One class per generated service: the stream method goes to a SotwStream of that type; the
+// delta and fetch methods are refused with UNIMPLEMENTED.
+#define CXDS_SOTW_SERVICE(ClassName, Svc, Stream, Delta, Fetch, TypeUrl)                               \
+  class ClassName final                                                                             \
+      : public Svc::WithRawCallbackMethod_##Stream<                                                 \
+            Svc::WithRawCallbackMethod_##Delta<Svc::WithRawCallbackMethod_##Fetch<Svc::Service>>> {     \
+   public:                                                                                          \
+    explicit ClassName(XdsServer::Impl* impl) : impl_(impl) {}                                       \
+    RawBidiReactor* Stream(grpc::CallbackServerContext*) override {                                 \
+      return impl_->NewSotwReactor(std::string(TypeUrl));                                           \
+    }                                                                                               \
+    RawBidiReactor* Delta(grpc::CallbackServerContext*) override {                                  \
+      return new RejectingReactor(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kDeltaNotYet));     \
+    }                                                                                               \
+    grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context, const grpc::ByteBuffer*, \
+                                    grpc::ByteBuffer*) override {                                   \
+      return RejectUnary(context, kFetchNotServed);                                                 \
+    }                                                                                               \
+                                                                                                    \
+   private:                                                                                         \
+    XdsServer::Impl* const impl_;                                                                   \
+  };
+
+CXDS_SOTW_SERVICE(ClusterService, envoy::service::cluster::v3::ClusterDiscoveryService, StreamClusters,
+                  DeltaClusters, FetchClusters, kClusterType)
+CXDS_SOTW_SERVICE(ListenerService, envoy::service::listener::v3::ListenerDiscoveryService, StreamListeners,
+                  DeltaListeners, FetchListeners, kListenerType)
+CXDS_SOTW_SERVICE(RouteService, envoy::service::route::v3::RouteDiscoveryService, StreamRoutes, DeltaRoutes,
+                  FetchRoutes, kRouteType)
+CXDS_SOTW_SERVICE(EndpointService, envoy::service::endpoint::v3::EndpointDiscoveryService, StreamEndpoints,
+                  DeltaEndpoints, FetchEndpoints, kEndpointType)
+CXDS_SOTW_SERVICE(SecretService, envoy::service::secret::v3::SecretDiscoveryService, StreamSecrets,
+                  DeltaSecrets, FetchSecrets, kSecretType)
+#undef CXDS_SOTW_SERVICE
+
+using Ads = envoy::service::discovery::v3::AggregatedDiscoveryService;
+class AggregatedService final
+    : public Ads::WithRawCallbackMethod_StreamAggregatedResources<
+          Ads::WithRawCallbackMethod_DeltaAggregatedResources<Ads::Service>> {
+ public:
+  explicit AggregatedService(XdsServer::Impl* impl) : impl_(impl) {}
+  RawBidiReactor* StreamAggregatedResources(grpc::CallbackServerContext*) override {
+    return impl_->NewSotwReactor("");
+  }
+  RawBidiReactor* DeltaAggregatedResources(grpc::CallbackServerContext*) override {
+    return new RejectingReactor(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kDeltaNotYet));
+  }
+
+ private:
+  XdsServer::Impl* const impl_;
+};
+
+}  // namespace
+
+RawBidiReactor* XdsServer::Impl::NewSotwReactor(std::string type_url) {
+  return new SotwReactor(this, std::move(type_url));
+}
+
+XdsServer::XdsServer(ConfigWatcher& watcher, Options options)
+    : impl_(std::make_unique<Impl>(watcher, std::move(options))) {}
+
+XdsServer::~XdsServer() = default;
+
+void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
+  impl_->services_.push_back(std::make_unique<AggregatedService>(impl_.get()));
+  impl_->services_.push_back(std::make_unique<ClusterService>(impl_.get()));
+  impl_->services_.push_back(std::make_unique<ListenerService>(impl_.get()));
+  impl_->services_.push_back(std::make_unique<RouteService>(impl_.get()));
+  impl_->services_.push_back(std::make_unique<EndpointService>(impl_.get()));
+  impl_->services_.push_back(std::make_unique<SecretService>(impl_.get()));
+  for (auto& service : impl_->services_) builder.RegisterService(service.get());
+}
+
+const AckLedger& XdsServer::ledger() const { return impl_->ledger_; }
+
+int64_t XdsServer::open_streams() const { return impl_->open_streams_.load(); }
+
+}  // namespace cxds
