@@ -38,6 +38,9 @@ void CompareReferences(std::string_view what, std::string_view referrer,
 
 absl::StatusOr<SnapshotPtr> Snapshot::Create(std::string version, std::vector<ResourcePtr> resources) {
   std::map<std::string, std::string> versions;
+  for (std::string_view core : {kClusterType, kEndpointType, kListenerType, kRouteType, kSecretType}) {
+    versions[std::string(core)] = version;
+  }
   for (const ResourcePtr& resource : resources) {
     if (resource == nullptr) {
       return absl::InvalidArgumentError("snapshot contains a null resource");

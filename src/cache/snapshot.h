@@ -25,7 +25,9 @@ class Snapshot {
     std::map<std::string, ResourcePtr> items;
   };
 
-  // Every type present gets `version`. Fails with InvalidArgument on an empty version, a null
+  // Every type present, and each of the five core types (CDS, EDS, LDS, RDS, SDS) even when it
+  // has no resources, gets `version`: an absent core type means "none of these at this version",
+  // so an LDS/CDS subscriber is told its state is empty. Fails with InvalidArgument on an empty version, a null
   // resource, or two resources of one type with the same name (a client must NACK duplicates,
   // so they are refused here rather than silently collapsed).
   static absl::StatusOr<SnapshotPtr> Create(std::string version, std::vector<ResourcePtr> resources);

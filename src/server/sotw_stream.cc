@@ -271,8 +271,8 @@ void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
     env_.ledger->ForgetType(stream_id_, type_url);
     return;
   }
-  SotwSubscription::Change change = state.subscription.Apply(
-      RequestedNames(request));
+  const bool was_wildcard = state.subscription.wildcard();
+  SotwSubscription::Change change = state.subscription.Apply(RequestedNames(request));
   for (const std::string& name : change.removed) {
     if (!state.subscription.Covers(name)) state.known.erase(name);
   }
@@ -282,10 +282,14 @@ void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
       if (!state.subscription.Covers(current->first)) state.known.erase(current);
     }
   }
-  if (change.adds_something() || state.always_respond) {
+  // Newly named resources are sent even if sent before (the client may have dropped them as
+  // unrequested, R4.1), unless a wildcard already covered them: then the client holds them.
+  bool newly_wanted = change.wildcard_added;
+  if (!was_wildcard) {
     for (const std::string& name : change.added) state.force.insert(name);
-    state.dirty = true;
+    newly_wanted = newly_wanted || !change.added.empty();
   }
+  if (newly_wanted || state.always_respond) state.dirty = true;
 }
 
 void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
@@ -349,18 +353,23 @@ void SotwStream::SendNext() {
 std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url, TypeState& state,
                                                     const Snapshot& snapshot) {
   const Snapshot::TypeResources* available = snapshot.resources(type_url);
-  const std::string& version = snapshot.version(type_url);
+  if (available == nullptr) {
+    return std::nullopt;  // a type this configuration does not have: nothing to say (edge case 19)
+  }
+  const std::string& version = available->version;
   const SotwSubscription& sub = state.subscription;
 
   std::vector<ResourcePtr> covered;
-  if (available != nullptr) {
-    if (sub.wildcard()) {
-      for (const auto& [name, resource] : available->items) covered.push_back(resource);
-    } else {
-      for (const auto& [name, resource] : available->items) {
-        if (sub.names().contains(name)) covered.push_back(resource);
-      }
+  if (sub.wildcard()) {
+    for (const auto& [name, resource] : available->items) covered.push_back(resource);
+  } else {
+    // Look names up rather than scan: a client usually wants few of many (EDS).
+    for (const std::string& name : sub.names()) {
+      auto found = available->items.find(name);
+      if (found != available->items.end()) covered.push_back(found->second);
     }
+    std::sort(covered.begin(), covered.end(),
+              [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });
   }
   const bool version_changed = !state.sent_any || version != state.sent_version;
   auto client_lacks = [&](const ResourcePtr& resource) {

@@ -1,0 +1,47 @@
+# Entry points. `make run` and `make test` install what is missing, build, then run.
+#   make run    the teaching control plane (cxds demo) on 127.0.0.1:18000
+#   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
+#               ThreadSanitizer (server and cache tests)
+#   make build  install dependencies and build build/cxds and the tests
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
+export CCACHE_MAXSIZE ?= 5G
+
+.PHONY: deps build run test test-main test-asan test-tsan clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/cxds demo
+
+test-main: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Sanitizer trees reuse the main tree's generated Envoy API library.
+test-asan: build
+	@test -f $(BUILD)-asan/build.ninja || cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCXDS_SANITIZE=address,undefined -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -E 'teaching_checkpoints_(python|cpp)'
+
+test-tsan: build
+	@test -f $(BUILD)-tsan/build.ninja || cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCXDS_SANITIZE=thread -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target cxds_tests
+	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/test/tsan.supp" \
+	  ctest --output-on-failure -j $(JOBS) -L unit
+
+test: test-main test-asan test-tsan
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

@@ -1,0 +1,107 @@
+// The ACK/NACK ledger (seed 003): feedback matched by (stream, type, nonce).
+#include "server/ack_ledger.h"
+
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+const std::string kEds = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+const absl::Time kT0 = absl::FromUnixSeconds(1000);
+
+class AckLedgerTest : public ::testing::Test {
+ protected:
+  AckLedgerTest() {
+    ledger_.OpenStream(3, kT0);
+    ledger_.SetNode(3, "teaching-envoy");
+  }
+  FeedbackEvent Ack(int64_t stream, const std::string& nonce, const std::string& version) {
+    return ledger_.RecordFeedback(stream, kEds, nonce, version, nullptr, 0, kT0 + absl::Seconds(1));
+  }
+  FeedbackEvent Nack(int64_t stream, const std::string& nonce, const std::string& version, const std::string& error) {
+    return ledger_.RecordFeedback(stream, kEds, nonce, version, &error, 3, kT0 + absl::Seconds(2));
+  }
+  AckLedger ledger_;
+};
+
+// An ACK records the version of the matched response as accepted.
+TEST_F(AckLedgerTest, AckRecordsTheMatchedVersion) {
+  ledger_.RecordSent(3, kEds, "n1", "1", 1, kT0);
+  FeedbackEvent event = Ack(3, "n1", "1");
+  EXPECT_EQ(event.kind, FeedbackKind::kAck);
+  EXPECT_EQ(event.sent_version, "1");
+  EXPECT_EQ(event.node_id, "teaching-envoy");
+  auto status = ledger_.GetStream(3);
+  EXPECT_EQ(status->types[0].acked_version, "1");
+  EXPECT_TRUE(status->types[0].synced());
+}
+
+// A NACK of version 2 reported with version_info 1 keeps 1 as accepted; 2 is never accepted.
+TEST_F(AckLedgerTest, NackKeepsTheLastAcceptedVersion) {
+  ledger_.RecordSent(3, kEds, "n1", "1", 1, kT0);
+  Ack(3, "n1", "1");
+  ledger_.RecordSent(3, kEds, "n2", "2", 1, kT0);
+  FeedbackEvent event = Nack(3, "n2", "1", "bad port");
+  EXPECT_EQ(event.kind, FeedbackKind::kNack);
+  EXPECT_EQ(event.sent_version, "2");
+  EXPECT_EQ(event.client_version, "1");
+  EXPECT_EQ(event.error, "bad port");
+  auto status = ledger_.GetStream(3)->types[0];
+  EXPECT_EQ(status.acked_version, "1");
+  EXPECT_FALSE(status.synced());
+  ASSERT_TRUE(status.last_nack.has_value());
+  EXPECT_EQ(status.last_nack->sent_version, "2");
+  EXPECT_EQ(status.last_nack->accepted_version, "1");
+}
+
+// Feedback naming a nonce never sent on that stream and type is UNMATCHED, not an ACK.
+TEST_F(AckLedgerTest, UnknownNonceIsUnmatched) {
+  ledger_.RecordSent(3, kEds, "n1", "1", 1, kT0);
+  EXPECT_EQ(Ack(3, "n-other", "1").kind, FeedbackKind::kUnmatched);
+  EXPECT_EQ(ledger_.RecordFeedback(3, "type.googleapis.com/other", "n1", "1", nullptr, 0, kT0).kind,
+            FeedbackKind::kUnmatched);
+  EXPECT_TRUE(ledger_.GetStream(3)->types[0].acked_version.empty());
+}
+
+// The same nonce on another stream matches nothing there (nonces are per stream).
+TEST_F(AckLedgerTest, SameNonceOnAnotherStreamIsUnmatched) {
+  ledger_.OpenStream(4, kT0);
+  ledger_.RecordSent(3, kEds, "1", "1", 1, kT0);
+  EXPECT_EQ(Ack(4, "1", "1").kind, FeedbackKind::kUnmatched);
+  EXPECT_EQ(Ack(3, "1", "1").kind, FeedbackKind::kAck);
+}
+
+// An ACK that crosses a newer response is matched but does not move "accepted" backwards.
+TEST_F(AckLedgerTest, LateAckOfOlderResponseDoesNotRegress) {
+  ledger_.RecordSent(3, kEds, "n1", "1", 1, kT0);
+  ledger_.RecordSent(3, kEds, "n2", "2", 1, kT0);
+  EXPECT_EQ(Ack(3, "n2", "2").kind, FeedbackKind::kAck);
+  FeedbackEvent late = Ack(3, "n1", "1");
+  EXPECT_EQ(late.kind, FeedbackKind::kAck);
+  EXPECT_TRUE(late.stale);
+  EXPECT_EQ(ledger_.GetStream(3)->types[0].acked_version, "2");
+}
+
+// Only the most recent responses can be matched; older feedback becomes UNMATCHED.
+TEST_F(AckLedgerTest, OnlyRecentResponsesAreRemembered) {
+  for (size_t i = 0; i <= AckLedger::kRememberedResponses; ++i) {
+    ledger_.RecordSent(3, kEds, "n" + std::to_string(i), std::to_string(i), 1, kT0);
+  }
+  EXPECT_EQ(Ack(3, "n0", "0").kind, FeedbackKind::kUnmatched);
+  EXPECT_EQ(Ack(3, "n1", "1").kind, FeedbackKind::kAck);
+}
+
+// Closing a stream drops its entries; forgetting a type drops that type only.
+TEST_F(AckLedgerTest, EntriesAreDroppedWithTheStream) {
+  ledger_.RecordSent(3, kEds, "n1", "1", 1, kT0);
+  ledger_.RecordSent(3, "type.googleapis.com/x", "n2", "1", 1, kT0);
+  ledger_.ForgetType(3, kEds);
+  EXPECT_EQ(ledger_.GetStream(3)->types.size(), 1u);
+  ledger_.CloseStream(3);
+  EXPECT_FALSE(ledger_.GetStream(3).has_value());
+  EXPECT_TRUE(ledger_.AllStreams().empty());
+  EXPECT_EQ(Ack(3, "n1", "1").kind, FeedbackKind::kUnmatched);
+}
+
+}  // namespace
+}  // namespace cxds
