@@ -8,7 +8,7 @@ namespace cxds {
 // The callback of one watch. Its own mutex makes cancellation synchronous: the WatchImpl
 // destructor takes it to clear `on_change`, so it waits for a running callback to finish.
 struct SnapshotCache::WatchCallback {
-  absl::Mutex mu;
+  Mutex mu;
   absl::AnyInvocable<void()> on_change ABSL_GUARDED_BY(mu);
 };
 
@@ -19,7 +19,7 @@ class SnapshotCache::WatchImpl final : public ConfigWatcher::Watch {
 
   ~WatchImpl() override {
     {
-      absl::MutexLock lock(&callback_->mu);
+      MutexLock lock(&callback_->mu);
       callback_->on_change = nullptr;
     }
     cache_->RemoveWatch(key_, id_);
@@ -67,7 +67,7 @@ absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr
   }
   std::vector<std::shared_ptr<WatchCallback>> to_notify;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     NodeEntry& entry = nodes_[node_key];
     entry.snapshot = std::move(snapshot);
     entry.status.has_snapshot = true;
@@ -86,7 +86,7 @@ absl::StatusOr<SnapshotPtr> SnapshotCache::GetSnapshot(const std::string& node_k
 }
 
 void SnapshotCache::ClearSnapshot(const std::string& node_key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(node_key);
   if (it == nodes_.end()) {
     return;
@@ -99,7 +99,7 @@ void SnapshotCache::ClearSnapshot(const std::string& node_key) {
 }
 
 std::optional<NodeStatus> SnapshotCache::GetStatus(const std::string& node_key) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(node_key);
   if (it == nodes_.end()) {
     return std::nullopt;
@@ -108,7 +108,7 @@ std::optional<NodeStatus> SnapshotCache::GetStatus(const std::string& node_key) 
 }
 
 std::vector<std::string> SnapshotCache::StatusKeys() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> keys;
   keys.reserve(nodes_.size());
   for (const auto& [key, entry] : nodes_) keys.push_back(key);
@@ -120,12 +120,12 @@ std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(const envoy::co
   std::string key = options_.node_hash->Key(node);
   auto callback = std::make_shared<WatchCallback>();
   {
-    absl::MutexLock lock(&callback->mu);
+    MutexLock lock(&callback->mu);
     callback->on_change = std::move(on_change);
   }
   uint64_t id;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     id = next_watch_id_++;
     NodeEntry& entry = nodes_[key];
     entry.watches.emplace(id, callback);
@@ -137,7 +137,7 @@ std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(const envoy::co
 
 void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks) {
   for (const auto& callback : callbacks) {
-    absl::MutexLock lock(&callback->mu);
+    MutexLock lock(&callback->mu);
     if (callback->on_change) {
       callback->on_change();
     }
@@ -145,7 +145,7 @@ void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks
 }
 
 void SnapshotCache::RemoveWatch(const std::string& key, uint64_t id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(key);
   if (it == nodes_.end()) {
     return;
@@ -156,7 +156,7 @@ void SnapshotCache::RemoveWatch(const std::string& key, uint64_t id) {
 
 void SnapshotCache::RecordRequest(const std::string& key) {
   const absl::Time now = clock_.Now();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(key);
   if (it != nodes_.end()) {
     it->second.status.last_request_time = now;
@@ -164,7 +164,7 @@ void SnapshotCache::RecordRequest(const std::string& key) {
 }
 
 SnapshotPtr SnapshotCache::Current(const std::string& key) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(key);
   return it == nodes_.end() ? nullptr : it->second.snapshot;
 }

@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
@@ -103,7 +103,7 @@ class SnapshotCache final : public ConfigWatcher {
 
   const Options options_;
   Clock& clock_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, NodeEntry> nodes_ ABSL_GUARDED_BY(mu_);
   uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
 };

@@ -14,12 +14,12 @@ Clock& RealClock() {
 }
 
 absl::Time SimulatedClock::Now() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return now_;
 }
 
 void SimulatedClock::Advance(absl::Duration d) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   now_ += d;
 }
 

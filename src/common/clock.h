@@ -3,7 +3,7 @@
 #pragma once
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 
 namespace cxds {
@@ -26,7 +26,7 @@ class SimulatedClock final : public Clock {
   void Advance(absl::Duration d);
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 

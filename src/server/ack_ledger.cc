@@ -15,18 +15,18 @@ std::string_view FeedbackKindName(FeedbackKind kind) {
 }
 
 void AckLedger::OpenStream(int64_t stream_id, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   streams_[stream_id].opened = now;
 }
 
 void AckLedger::SetNode(int64_t stream_id, const std::string& node_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   streams_[stream_id].node_id = node_id;
 }
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
                            const std::string& version, size_t resources, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   TypeEntry& entry = streams_[stream_id].types[type_url];
   entry.status.type_url = type_url;
   entry.status.responses_sent++;
@@ -51,7 +51,7 @@ FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& ty
     event.error = *error_message;
     event.error_code = error_code;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto stream_it = streams_.find(stream_id);
   if (stream_it == streams_.end()) {
     return event;
@@ -91,18 +91,18 @@ FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& ty
 }
 
 void AckLedger::ForgetType(int64_t stream_id, const std::string& type_url) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = streams_.find(stream_id);
   if (it != streams_.end()) it->second.types.erase(type_url);
 }
 
 void AckLedger::CloseStream(int64_t stream_id) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   streams_.erase(stream_id);
 }
 
 std::vector<StreamSyncStatus> AckLedger::AllStreams() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<StreamSyncStatus> out;
   out.reserve(streams_.size());
   for (const auto& [id, stream] : streams_) {
@@ -114,7 +114,7 @@ std::vector<StreamSyncStatus> AckLedger::AllStreams() const {
 }
 
 std::optional<StreamSyncStatus> AckLedger::GetStream(int64_t stream_id) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return std::nullopt;
   StreamSyncStatus status{stream_id, it->second.node_id, it->second.opened, {}};

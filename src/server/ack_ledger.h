@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 
 namespace cxds {
@@ -113,7 +113,7 @@ class AckLedger {
     std::map<std::string, TypeEntry> types;
   };
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<int64_t, StreamEntry> streams_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
 };

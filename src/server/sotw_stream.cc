@@ -38,7 +38,7 @@ void SotwStream::Start() {
 
 void SotwStream::OnRequest(DiscoveryRequest request) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     requests_.push_back(std::move(request));
   }
   Kick();
@@ -46,7 +46,7 @@ void SotwStream::OnRequest(DiscoveryRequest request) {
 
 void SotwStream::OnReadsDone() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     reads_done_ = true;
   }
   Kick();
@@ -54,7 +54,7 @@ void SotwStream::OnReadsDone() {
 
 void SotwStream::OnMalformedRequest(absl::Status status) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     transport_error_ = std::move(status);
   }
   Kick();
@@ -62,7 +62,7 @@ void SotwStream::OnMalformedRequest(absl::Status status) {
 
 void SotwStream::OnWriteDone(bool ok) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writes_done_++;
     if (!ok) write_failed_ = true;
   }
@@ -71,10 +71,9 @@ void SotwStream::OnWriteDone(bool ok) {
 
 void SotwStream::Close() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
-    mu_.Await(absl::Condition(
-        +[](bool* processing) { return !*processing; }, &processing_));
+    mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !processing_; });
   }
   // No processing runs now and none will start; the watch callback (Kick) sees closed_.
   watch_.reset();
@@ -85,7 +84,7 @@ void SotwStream::Close() {
 
 void SotwStream::Kick() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (processing_ || closed_) return;
     processing_ = true;
   }
@@ -97,7 +96,7 @@ void SotwStream::Kick() {
     bool config_changed = false;
     std::optional<absl::Status> transport_error;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (closed_) {
         processing_ = false;
         return;
@@ -176,7 +175,7 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
                fixed_type_url_.empty() ? "ADS" : ShortTypeName(fixed_type_url_));
     watch_ = env_.watcher->CreateWatch(node_, [this] {
       {
-        absl::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         config_changed_ = true;
       }
       Kick();

@@ -33,7 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
@@ -123,7 +123,7 @@ class SotwStream {
   StreamTransport* const transport_;
 
   // Event queue, shared between threads.
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<envoy::service::discovery::v3::DiscoveryRequest> requests_ ABSL_GUARDED_BY(mu_);
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> transport_error_ ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,7 @@
 #include "envoy/service/route/v3/rds.grpc.pb.h"
 #include "envoy/service/secret/v3/sds.grpc.pb.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "common/tsan.h"
 #include "protocol/type_url.h"
 #include "server/response_encoding.h"
 #include "server/sotw_stream.h"
@@ -65,9 +66,13 @@ class SotwReactor final : public RawBidiReactor, public StreamTransport {
         stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
     server_->open_streams_.fetch_add(1);
     stream_.Start();
+    TsanRelease(this);
   }
 
+  // Every reaction starts with TsanAcquire and every operation is started after TsanRelease:
+  // gRPC orders them through its completion queue, which ThreadSanitizer cannot see.
   void OnReadDone(bool ok) override {
+    TsanAcquire(this);
     if (!ok) {
       stream_.OnReadsDone();
       return;
@@ -83,21 +88,32 @@ class SotwReactor final : public RawBidiReactor, public StreamTransport {
     stream_.OnRequest(std::move(request));
   }
 
-  void OnWriteDone(bool ok) override { stream_.OnWriteDone(ok); }
+  void OnWriteDone(bool ok) override {
+    TsanAcquire(this);
+    stream_.OnWriteDone(ok);
+  }
 
   void OnDone() override {
+    TsanAcquire(this);
     stream_.Close();
     server_->open_streams_.fetch_sub(1);
     delete this;
   }
 
   // StreamTransport (called only from the stream's event processing).
-  void ReadNext() override { StartRead(&read_buffer_); }
+  void ReadNext() override {
+    TsanRelease(this);
+    StartRead(&read_buffer_);
+  }
   void WriteResponse(const OutgoingResponse& response) override {
     write_buffer_ = EncodeSotwResponse(response, server_->options_.control_plane_id);
+    TsanRelease(this);
     StartWrite(&write_buffer_);
   }
-  void FinishStream(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+  void FinishStream(const absl::Status& status) override {
+    TsanRelease(this);
+    Finish(ToGrpcStatus(status));
+  }
 
  private:
   XdsServer::Impl* const server_;

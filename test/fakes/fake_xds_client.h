@@ -49,7 +49,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
@@ -120,7 +120,7 @@ class FakeXdsClient {
       reader_.join();
       stream_->Finish();
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!discard_unread_ && !queue_.empty()) {
       std::string unread;
       for (const DiscoveryResponse& response : queue_) {
@@ -184,8 +184,8 @@ class FakeXdsClient {
   std::optional<DiscoveryResponse> WaitForResponse(absl::Duration deadline) {
     std::optional<DiscoveryResponse> response;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(this, &FakeXdsClient::ResponseOrEndLocked), deadline);
+      MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ResponseOrEndLocked(); }, deadline);
       if (queue_.empty()) return std::nullopt;
       response = std::move(queue_.front());
       queue_.pop_front();
@@ -287,7 +287,7 @@ class FakeXdsClient {
   grpc::Status WaitForStreamEnd(absl::Duration deadline = absl::Seconds(10)) { return AwaitEnd(deadline); }
 
   bool stream_ended() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return reads_done_;
   }
 
@@ -301,7 +301,7 @@ class FakeXdsClient {
 
   // Drops untaken responses; the destructor will not complain about them.
   void DiscardUnread() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     queue_.clear();
     discard_unread_ = true;
   }
@@ -316,11 +316,11 @@ class FakeXdsClient {
   void ReadLoop() {
     DiscoveryResponse response;
     while (stream_->Read(&response)) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       queue_.push_back(std::move(response));
       response = DiscoveryResponse();
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     reads_done_ = true;
   }
 
@@ -349,8 +349,8 @@ class FakeXdsClient {
 
   grpc::Status AwaitEnd(absl::Duration deadline) {
     {
-      absl::MutexLock lock(&mu_);
-      if (!mu_.AwaitWithTimeout(absl::Condition(this, &FakeXdsClient::EndLocked), deadline)) {
+      MutexLock lock(&mu_);
+      if (!mu_.AwaitWithTimeout([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return EndLocked(); }, deadline)) {
         context_.TryCancel();
       }
     }
@@ -368,7 +368,7 @@ class FakeXdsClient {
   std::thread reader_;
 
   // Shared with the reader thread.
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<DiscoveryResponse> queue_ ABSL_GUARDED_BY(mu_);
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool discard_unread_ ABSL_GUARDED_BY(mu_) = false;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cache/snapshot_cache.h"
@@ -104,7 +104,7 @@ class RecordingCallbacks final : public ServerCallbacks {
   };
 
   absl::Status OnStreamOpen(int64_t stream_id, std::string_view type_url) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Stream& stream = streams_[stream_id];
     stream.opens++;
     stream.type_url = std::string(type_url);
@@ -112,20 +112,20 @@ class RecordingCallbacks final : public ServerCallbacks {
   }
   absl::Status OnStreamRequest(int64_t stream_id,
                                const envoy::service::discovery::v3::DiscoveryRequest& request) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     streams_[stream_id].requests++;
     return absl::OkStatus();
   }
   void OnStreamResponse(int64_t stream_id, const ResponseInfo& response) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     streams_[stream_id].responses.push_back(response);
   }
   void OnFeedback(const FeedbackEvent& event) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     streams_[event.stream_id].feedback.push_back(event);
   }
   void OnStreamClosed(int64_t stream_id, const envoy::config::core::v3::Node& node) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Stream& stream = streams_[stream_id];
     stream.closes++;
     stream.closed_node_id = node.id();
@@ -134,25 +134,25 @@ class RecordingCallbacks final : public ServerCallbacks {
 
   // Waits until `count` stream closes have been seen in total.
   bool WaitForCloses(int count, absl::Duration deadline = kWait) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto reached = [this, count]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closes_ >= count; };
-    return mu_.AwaitWithTimeout(absl::Condition(&reached), deadline);
+    return mu_.AwaitWithTimeout(reached, deadline);
   }
   bool WaitForClosed(int64_t stream_id, absl::Duration deadline = kWait) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto closed = [this, stream_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       auto it = streams_.find(stream_id);
       return it != streams_.end() && it->second.closes > 0;
     };
-    return mu_.AwaitWithTimeout(absl::Condition(&closed), deadline);
+    return mu_.AwaitWithTimeout(closed, deadline);
   }
   std::map<int64_t, Stream> streams() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return streams_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<int64_t, Stream> streams_ ABSL_GUARDED_BY(mu_);
   int closes_ ABSL_GUARDED_BY(mu_) = 0;
 };
