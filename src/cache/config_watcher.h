@@ -4,13 +4,36 @@
 // and decides itself, from what it has already sent, what goes on the wire.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
 #include "cache/snapshot.h"
 #include "envoy/config/core/v3/base.pb.h"
 
 namespace cxds {
+
+// What changed in a node's configuration, per type URL: the names whose resource was added,
+// modified or removed. A type mapped to nullopt may have changed in any way (every name counts
+// as changed); a type whose version changed while no resource did maps to an empty list.
+// Streams use it to look only at what changed (delta pushes cost O(changed names)).
+struct ConfigChange {
+  std::map<std::string, std::optional<std::vector<std::string>>> types;
+  bool everything = false;  // e.g. the first configuration, or one cleared
+
+  static ConfigChange Everything() {
+    ConfigChange change;
+    change.everything = true;
+    return change;
+  }
+};
+
+// The names changed between two snapshots (either may be null).
+ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after);
 
 class ConfigWatcher {
  public:
@@ -23,15 +46,20 @@ class ConfigWatcher {
     virtual SnapshotPtr Current() = 0;
     // Records that the stream received a request (for per-node status).
     virtual void RecordRequest() = 0;
+    // What the stream subscribes to for one type, so a watcher can notify it only about names
+    // it wants (LinearCache). Watchers that notify per node may ignore it.
+    virtual void SetInterest(const std::string& type_url, bool wildcard,
+                             const absl::flat_hash_set<std::string>& names) {}
   };
 
   virtual ~ConfigWatcher() = default;
 
-  // Starts watching `node`'s configuration. `on_change` runs after every change, on the thread
+  // Starts watching `node`'s configuration. `on_change` runs after every change with what
+  // changed, on the thread
   // that made it, with no lock of the watcher held; it must be quick and must not destroy the
   // watch. Thread-safe.
   virtual std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
-                                             absl::AnyInvocable<void()> on_change) = 0;
+                                             absl::AnyInvocable<void(const ConfigChange&)> on_change) = 0;
 };
 
 }  // namespace cxds

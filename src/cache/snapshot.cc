@@ -55,40 +55,53 @@ absl::StatusOr<SnapshotPtr> Snapshot::Create(std::string version, std::vector<Re
 
 absl::StatusOr<SnapshotPtr> Snapshot::CreateWithTypeVersions(std::map<std::string, std::string> versions,
                                                              std::vector<ResourcePtr> resources) {
-  std::shared_ptr<Snapshot> snapshot(new Snapshot());
+  std::map<std::string, std::shared_ptr<TypeResources>> building;
   for (auto& [type_url, version] : versions) {
     if (version.empty()) {
       // An empty version would equal the empty version_info of a first request (edge cases).
       return absl::InvalidArgumentError(StrCat("empty version for type ", type_url));
     }
-    snapshot->types_[type_url].version = version;
+    building[type_url] = std::make_shared<TypeResources>();
+    building[type_url]->version = version;
   }
   for (ResourcePtr& resource : resources) {
     if (resource == nullptr) {
       return absl::InvalidArgumentError("snapshot contains a null resource");
     }
-    auto it = snapshot->types_.find(resource->type_url());
-    if (it == snapshot->types_.end()) {
+    auto it = building.find(resource->type_url());
+    if (it == building.end()) {
       return absl::InvalidArgumentError(
           StrCat("no version given for type ", resource->type_url(), " of resource ", resource->name()));
     }
     const std::string name = resource->name();
-    if (!it->second.items.emplace(name, std::move(resource)).second) {
+    if (!it->second->items.emplace(name, std::move(resource)).second) {
       return absl::InvalidArgumentError(
           StrCat("duplicate ", ShortTypeName(it->first), " resource name \"", name, "\""));
     }
   }
+  std::shared_ptr<Snapshot> snapshot(new Snapshot());
+  for (auto& [type_url, typed] : building) snapshot->types_.emplace(type_url, std::move(typed));
+  return SnapshotPtr(std::move(snapshot));
+}
+
+absl::StatusOr<SnapshotPtr> Snapshot::FromTypes(std::map<std::string, TypeResourcesPtr> types) {
+  for (const auto& [type_url, typed] : types) {
+    if (typed == nullptr) return absl::InvalidArgumentError(StrCat("no resources given for type ", type_url));
+    if (typed->version.empty()) return absl::InvalidArgumentError(StrCat("empty version for type ", type_url));
+  }
+  std::shared_ptr<Snapshot> snapshot(new Snapshot());
+  snapshot->types_ = std::move(types);
   return SnapshotPtr(std::move(snapshot));
 }
 
 const std::string& Snapshot::version(const std::string& type_url) const {
   auto it = types_.find(type_url);
-  return it == types_.end() ? EmptyString() : it->second.version;
+  return it == types_.end() ? EmptyString() : it->second->version;
 }
 
 const Snapshot::TypeResources* Snapshot::resources(const std::string& type_url) const {
   auto it = types_.find(type_url);
-  return it == types_.end() ? nullptr : &it->second;
+  return it == types_.end() ? nullptr : it->second.get();
 }
 
 ResourcePtr Snapshot::Find(const std::string& type_url, const std::string& name) const {

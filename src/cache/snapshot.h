@@ -19,11 +19,13 @@ using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
 class Snapshot {
  public:
-  // Resources of one type, ordered by name (so responses are deterministic).
+  // Resources of one type, ordered by name (so responses are deterministic). Immutable once
+  // in a snapshot, and shared between snapshots that have the same resources of a type.
   struct TypeResources {
     std::string version;
     std::map<std::string, ResourcePtr> items;
   };
+  using TypeResourcesPtr = std::shared_ptr<const TypeResources>;
 
   // Every type present, and each of the five core types (CDS, EDS, LDS, RDS, SDS) even when it
   // has no resources, gets `version`: an absent core type means "none of these at this version",
@@ -37,13 +39,17 @@ class Snapshot {
   static absl::StatusOr<SnapshotPtr> CreateWithTypeVersions(std::map<std::string, std::string> versions,
                                                             std::vector<ResourcePtr> resources);
 
+  // Assembles a snapshot from per-type parts (caches that keep one type each share them).
+  // Fails with InvalidArgument on a null part or an empty version.
+  static absl::StatusOr<SnapshotPtr> FromTypes(std::map<std::string, TypeResourcesPtr> types);
+
   // The version of `type_url`, or "" if the snapshot does not have that type.
   const std::string& version(const std::string& type_url) const;
   // The resources of `type_url`, or nullptr if the snapshot does not have that type.
   const TypeResources* resources(const std::string& type_url) const;
   // The resource of that type and name, or nullptr.
   ResourcePtr Find(const std::string& type_url, const std::string& name) const;
-  const std::map<std::string, TypeResources>& types() const { return types_; }
+  const std::map<std::string, TypeResourcesPtr>& types() const { return types_; }
 
   // go-control-plane's consistency rule: the ClusterLoadAssignments named by EDS clusters are
   // exactly the ClusterLoadAssignments present, and the route configurations named by
@@ -55,7 +61,7 @@ class Snapshot {
 
  private:
   Snapshot() = default;
-  std::map<std::string, TypeResources> types_;
+  std::map<std::string, TypeResourcesPtr> types_;
 };
 
 }  // namespace cxds

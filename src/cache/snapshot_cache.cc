@@ -1,5 +1,7 @@
 #include "cache/snapshot_cache.h"
 
+#include <utility>
+
 #include "common/strings.h"
 #include "common/logging.h"
 
@@ -9,7 +11,7 @@ namespace cxds {
 // destructor takes it to clear `on_change`, so it waits for a running callback to finish.
 struct SnapshotCache::WatchCallback {
   Mutex mu;
-  absl::AnyInvocable<void()> on_change ABSL_GUARDED_BY(mu);
+  absl::AnyInvocable<void(const ConfigChange&)> on_change ABSL_GUARDED_BY(mu);
 };
 
 class SnapshotCache::WatchImpl final : public ConfigWatcher::Watch {
@@ -66,14 +68,18 @@ absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr
         StrCat("snapshot for node ", node_key, " refused: ", check.message()));
   }
   std::vector<std::shared_ptr<WatchCallback>> to_notify;
+  SnapshotPtr previous;
   {
     MutexLock lock(&mu_);
     NodeEntry& entry = nodes_[node_key];
-    entry.snapshot = std::move(snapshot);
+    previous = std::exchange(entry.snapshot, snapshot);
     entry.status.has_snapshot = true;
     for (const auto& [id, callback] : entry.watches) to_notify.push_back(callback);
   }
-  Notify(std::move(to_notify));
+  if (!to_notify.empty()) {
+    // Diffed once here, outside the lock, not once per stream.
+    Notify(std::move(to_notify), DiffSnapshots(previous.get(), snapshot.get()));
+  }
   return absl::OkStatus();
 }
 
@@ -115,8 +121,8 @@ std::vector<std::string> SnapshotCache::StatusKeys() const {
   return keys;
 }
 
-std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(const envoy::config::core::v3::Node& node,
-                                                                  absl::AnyInvocable<void()> on_change) {
+std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(
+    const envoy::config::core::v3::Node& node, absl::AnyInvocable<void(const ConfigChange&)> on_change) {
   std::string key = options_.node_hash->Key(node);
   auto callback = std::make_shared<WatchCallback>();
   {
@@ -135,13 +141,52 @@ std::unique_ptr<ConfigWatcher::Watch> SnapshotCache::CreateWatch(const envoy::co
   return std::make_unique<WatchImpl>(this, std::move(key), id, std::move(callback));
 }
 
-void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks) {
+void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks, const ConfigChange& change) {
   for (const auto& callback : callbacks) {
     MutexLock lock(&callback->mu);
     if (callback->on_change) {
-      callback->on_change();
+      callback->on_change(change);
     }
   }
+}
+
+ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after) {
+  if (before == nullptr || after == nullptr) return ConfigChange::Everything();
+  ConfigChange change;
+  auto diff_type = [&](const std::string& type_url) {
+    const Snapshot::TypeResources* old_items = before->resources(type_url);
+    const Snapshot::TypeResources* new_items = after->resources(type_url);
+    if (old_items == new_items) return;  // shared, unchanged part
+    if (old_items == nullptr || new_items == nullptr) {
+      change.types[type_url] = std::nullopt;
+      return;
+    }
+    std::vector<std::string> names;
+    auto a = old_items->items.begin();
+    auto b = new_items->items.begin();
+    // Both maps are ordered by name: one merge pass.
+    while (a != old_items->items.end() || b != new_items->items.end()) {
+      if (b == new_items->items.end() || (a != old_items->items.end() && a->first < b->first)) {
+        names.push_back(a->first);  // removed
+        ++a;
+      } else if (a == old_items->items.end() || b->first < a->first) {
+        names.push_back(b->first);  // added
+        ++b;
+      } else {
+        if (a->second != b->second && a->second->content_version() != b->second->content_version()) {
+          names.push_back(a->first);  // modified
+        }
+        ++a;
+        ++b;
+      }
+    }
+    if (!names.empty() || old_items->version != new_items->version) change.types[type_url] = std::move(names);
+  };
+  for (const auto& [type_url, typed] : before->types()) diff_type(type_url);
+  for (const auto& [type_url, typed] : after->types()) {
+    if (before->resources(type_url) == nullptr) diff_type(type_url);
+  }
+  return change;
 }
 
 void SnapshotCache::RemoveWatch(const std::string& key, uint64_t id) {

@@ -85,7 +85,7 @@ class SnapshotCache final : public ConfigWatcher {
   std::vector<std::string> StatusKeys() const;
 
   std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
-                                     absl::AnyInvocable<void()> on_change) override;
+                                     absl::AnyInvocable<void(const ConfigChange&)> on_change) override;
 
  private:
   class WatchImpl;
@@ -96,7 +96,7 @@ class SnapshotCache final : public ConfigWatcher {
     std::map<uint64_t, std::shared_ptr<WatchCallback>> watches;
   };
 
-  void Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks);
+  void Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks, const ConfigChange& change);
   void RemoveWatch(const std::string& key, uint64_t id);
   void RecordRequest(const std::string& key);
   SnapshotPtr Current(const std::string& key) const;

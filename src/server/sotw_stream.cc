@@ -20,194 +20,23 @@ std::vector<std::string> RequestedNames(const DiscoveryRequest& request) {
 
 SotwStream::SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
                        StreamTransport* transport)
-    : env_(env), stream_id_(stream_id), fixed_type_url_(std::move(fixed_type_url)), transport_(transport) {}
+    : StreamBase(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
 
-SotwStream::~SotwStream() = default;
-
-void SotwStream::Start() {
-  env_.ledger->OpenStream(stream_id_, env_.clock->Now());
-  if (env_.callbacks != nullptr) {
-    absl::Status status = env_.callbacks->OnStreamOpen(stream_id_, fixed_type_url_);
-    if (!status.ok()) {
-      EndStream(status);
-      return;
-    }
-  }
-  transport_->ReadNext();
+std::string SotwStream::ServiceName() const {
+  return fixed_type_url_.empty() ? "ADS" : std::string(ShortTypeName(fixed_type_url_));
 }
 
-void SotwStream::OnRequest(DiscoveryRequest request) {
-  {
-    MutexLock lock(&mu_);
-    requests_.push_back(std::move(request));
-  }
-  Kick();
+absl::Status SotwStream::RunRequestCallback(const DiscoveryRequest& request) {
+  return env_.callbacks != nullptr ? env_.callbacks->OnStreamRequest(stream_id_, request) : absl::OkStatus();
 }
 
-void SotwStream::OnReadsDone() {
-  {
-    MutexLock lock(&mu_);
-    reads_done_ = true;
-  }
-  Kick();
-}
-
-void SotwStream::OnMalformedRequest(absl::Status status) {
-  {
-    MutexLock lock(&mu_);
-    transport_error_ = std::move(status);
-  }
-  Kick();
-}
-
-void SotwStream::OnWriteDone(bool ok) {
-  {
-    MutexLock lock(&mu_);
-    writes_done_++;
-    if (!ok) write_failed_ = true;
-  }
-  Kick();
-}
-
-void SotwStream::Close() {
-  {
-    MutexLock lock(&mu_);
-    closed_ = true;
-    mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !processing_; });
-  }
-  // No processing runs now and none will start; the watch callback (Kick) sees closed_.
-  watch_.reset();
-  env_.ledger->CloseStream(stream_id_);
-  Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
-  if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
-}
-
-void SotwStream::Kick() {
-  {
-    MutexLock lock(&mu_);
-    if (processing_ || closed_) return;
-    processing_ = true;
-  }
-  for (;;) {
-    std::optional<DiscoveryRequest> request;
-    bool write_done = false;
-    bool write_ok = true;
-    bool reads_done = false;
-    bool config_changed = false;
-    std::optional<absl::Status> transport_error;
-    {
-      MutexLock lock(&mu_);
-      if (closed_) {
-        processing_ = false;
-        return;
-      }
-      // Requests first (they are cheap and keep the ACK state current), then write
-      // completions, then pushes.
-      if (!requests_.empty()) {
-        request = std::move(requests_.front());
-        requests_.pop_front();
-      } else if (writes_done_ > 0) {
-        writes_done_--;
-        write_done = true;
-        write_ok = !write_failed_;
-      } else if (transport_error_.has_value()) {
-        transport_error = std::move(transport_error_);
-        transport_error_.reset();
-      } else if (reads_done_) {
-        reads_done_ = false;
-        reads_done = true;
-      } else if (config_changed_) {
-        config_changed_ = false;
-        config_changed = true;
-      } else {
-        processing_ = false;
-        return;
-      }
-    }
-    if (finished_) continue;  // the stream is over: events are drained and dropped
-    if (request.has_value()) {
-      HandleRequest(*request);
-      if (!finished_) transport_->ReadNext();
-    } else if (write_done) {
-      write_in_flight_ = false;
-      if (!write_ok) {
-        EndStream(absl::UnavailableError("write to the client failed"));
-        continue;
-      }
-    } else if (transport_error.has_value()) {
-      EndStream(*transport_error);
-      continue;
-    } else if (reads_done) {
-      EndStream(absl::OkStatus());
-      continue;
-    } else if (config_changed) {
-      MarkAllDirty();
-    }
-    SendNext();
-  }
-}
-
-void SotwStream::EndStream(const absl::Status& status) {
-  if (finished_) return;
-  finished_ = true;
-  if (!status.ok()) {
-    Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
-               absl::StatusCodeToString(status.code()), std::string(status.message()));
-  }
-  transport_->FinishStream(status);
-}
-
-void SotwStream::MarkAllDirty() {
+void SotwStream::HandleChange(const ConfigChange& change) {
+  // SotW compares whole types against what was sent (version and content), so any change
+  // makes every subscribed type worth a look.
   for (auto& [type_url, state] : types_) state.dirty = true;
 }
 
 void SotwStream::HandleRequest(DiscoveryRequest& request) {
-  // Identity: the first request must say who the client is; later ones may omit it.
-  if (!node_bound_) {
-    if (!request.has_node() || request.node().id().empty()) {
-      EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
-      return;
-    }
-    node_ = request.node();
-    node_bound_ = true;
-    env_.ledger->SetNode(stream_id_, node_.id());
-    Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(),
-               fixed_type_url_.empty() ? "ADS" : ShortTypeName(fixed_type_url_));
-    watch_ = env_.watcher->CreateWatch(node_, [this] {
-      {
-        MutexLock lock(&mu_);
-        config_changed_ = true;
-      }
-      Kick();
-    });
-  } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
-    EndStream(absl::InvalidArgumentError(
-        StrCat("node.id changed on the stream from \"", node_.id(), "\" to \"", request.node().id(), "\"")));
-    return;
-  }
-
-  if (fixed_type_url_.empty()) {
-    if (request.type_url().empty()) {
-      EndStream(absl::InvalidArgumentError("an ADS request must carry type_url"));
-      return;
-    }
-  } else if (request.type_url().empty()) {
-    request.set_type_url(fixed_type_url_);
-  } else if (request.type_url() != fixed_type_url_) {
-    EndStream(absl::InvalidArgumentError(StrCat("type_url ", request.type_url(),
-                                                      " on the discovery service for ", fixed_type_url_)));
-    return;
-  }
-
-  watch_->RecordRequest();
-  if (env_.callbacks != nullptr) {
-    absl::Status status = env_.callbacks->OnStreamRequest(stream_id_, request);
-    if (!status.ok()) {
-      EndStream(status);
-      return;
-    }
-  }
-
   const std::string& type_url = request.type_url();
   auto it = types_.find(type_url);
 
@@ -318,7 +147,6 @@ void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
 }
 
 void SotwStream::SendNext() {
-  if (write_in_flight_ || finished_ || !node_bound_) return;
   std::vector<std::string> dirty;
   for (const auto& [type_url, state] : types_) {
     if (state.dirty) dirty.push_back(type_url);

@@ -58,8 +58,8 @@ TEST(SnapshotCacheTest, WatchesAreNotifiedOfTheirNode) {
   SnapshotCache cache;
   int a_changes = 0;
   int b_changes = 0;
-  auto a = cache.CreateWatch(NodeWithId("a"), [&] { a_changes++; });
-  auto b = cache.CreateWatch(NodeWithId("b"), [&] { b_changes++; });
+  auto a = cache.CreateWatch(NodeWithId("a"), [&](const ConfigChange&) { a_changes++; });
+  auto b = cache.CreateWatch(NodeWithId("b"), [&](const ConfigChange&) { b_changes++; });
   EXPECT_EQ(a->Current(), nullptr);
   ASSERT_OK(cache.SetSnapshot("a", Good("1")));
   ASSERT_OK(cache.SetSnapshot("a", Good("2")));
@@ -72,7 +72,7 @@ TEST(SnapshotCacheTest, WatchesAreNotifiedOfTheirNode) {
 TEST(SnapshotCacheTest, CancelledWatchIsNotCalled) {
   SnapshotCache cache;
   int changes = 0;
-  auto watch = cache.CreateWatch(NodeWithId("a"), [&] { changes++; });
+  auto watch = cache.CreateWatch(NodeWithId("a"), [&](const ConfigChange&) { changes++; });
   EXPECT_EQ(cache.GetStatus("a")->open_watches, 1);
   watch.reset();
   EXPECT_EQ(cache.GetStatus("a")->open_watches, 0);
@@ -84,7 +84,7 @@ TEST(SnapshotCacheTest, CancelledWatchIsNotCalled) {
 TEST(SnapshotCacheTest, ClearSnapshotKeepsWatches) {
   SnapshotCache cache;
   int changes = 0;
-  auto watch = cache.CreateWatch(NodeWithId("a"), [&] { changes++; });
+  auto watch = cache.CreateWatch(NodeWithId("a"), [&](const ConfigChange&) { changes++; });
   ASSERT_OK(cache.SetSnapshot("a", Good("1")));
   cache.ClearSnapshot("a");
   EXPECT_EQ(watch->Current(), nullptr);
@@ -98,8 +98,8 @@ TEST(SnapshotCacheTest, ClearSnapshotKeepsWatches) {
 TEST(SnapshotCacheTest, StatusTracksWatchesAndRequestTime) {
   SimulatedClock clock;
   SnapshotCache cache(SnapshotCache::Options{ConsistencyPolicy::kConsistent, nullptr, &clock});
-  auto w1 = cache.CreateWatch(NodeWithId("a"), [] {});
-  auto w2 = cache.CreateWatch(NodeWithId("a"), [] {});
+  auto w1 = cache.CreateWatch(NodeWithId("a"), [](const ConfigChange&) {});
+  auto w2 = cache.CreateWatch(NodeWithId("a"), [](const ConfigChange&) {});
   EXPECT_FALSE(cache.GetStatus("a")->last_request_time.has_value());
   clock.Advance(absl::Seconds(5));
   w1->RecordRequest();
@@ -122,8 +122,8 @@ TEST(SnapshotCacheTest, NodeHashGroupsNodes) {
   n1.set_cluster("frontend");
   envoy::config::core::v3::Node n2 = NodeWithId("pod-2");
   n2.set_cluster("frontend");
-  auto w1 = cache.CreateWatch(n1, [] {});
-  auto w2 = cache.CreateWatch(n2, [] {});
+  auto w1 = cache.CreateWatch(n1, [](const ConfigChange&) {});
+  auto w2 = cache.CreateWatch(n2, [](const ConfigChange&) {});
   ASSERT_OK(cache.SetSnapshot("frontend", Good("1")));
   EXPECT_EQ(w1->Current(), w2->Current());
   EXPECT_NE(w1->Current(), nullptr);
@@ -142,7 +142,7 @@ TEST(SnapshotCacheTest, ConcurrentSetAndWatch) {
     threads.emplace_back([&, t] {
       for (int n = 0; n < kNodes; ++n) {
         watches[t * kNodes + n] =
-            cache.CreateWatch(NodeWithId("node-" + std::to_string(n)), [&] { notifications++; });
+            cache.CreateWatch(NodeWithId("node-" + std::to_string(n)), [&](const ConfigChange&) { notifications++; });
       }
     });
   }
@@ -162,6 +162,44 @@ TEST(SnapshotCacheTest, ConcurrentSetAndWatch) {
   }
   for (auto& watch : watches) EXPECT_NE(watch->Current(), nullptr);
   EXPECT_GT(notifications.load(), 0);
+}
+
+}  // namespace
+}  // namespace cxds
+
+namespace cxds {
+namespace {
+
+using namespace cxds::testing;  // NOLINT
+
+// Watches learn which names changed: added, modified and removed, per type, and nothing for
+// unchanged resources (so a stream can look at the changed names only).
+TEST(SnapshotDiffTest, ListsAddedModifiedAndRemovedNames) {
+  auto c1 = EdsCluster("c1");
+  SnapshotPtr before = MustSnapshot("1", {c1, EdsCluster("c2"), Endpoints("c1", {1}), Endpoints("c2", {2})});
+  SnapshotPtr after = MustSnapshot("2", {c1, EdsCluster("c3"), Endpoints("c1", {1}), Endpoints("c2", {9})});
+  ConfigChange change = DiffSnapshots(before.get(), after.get());
+  EXPECT_FALSE(change.everything);
+  ASSERT_TRUE(change.types.at(std::string(kClusterType)).has_value());
+  EXPECT_EQ(*change.types.at(std::string(kClusterType)), (std::vector<std::string>{"c2", "c3"}));
+  EXPECT_EQ(*change.types.at(std::string(kEndpointType)), (std::vector<std::string>{"c2"}));
+  // Version changed, nothing else: listed with no names.
+  EXPECT_TRUE(change.types.at(std::string(kListenerType))->empty());
+  EXPECT_TRUE(DiffSnapshots(nullptr, after.get()).everything);
+}
+
+// SetSnapshot passes the diff to the watches.
+TEST(SnapshotDiffTest, WatchesReceiveTheDiff) {
+  SnapshotCache cache(SnapshotCache::Options{ConsistencyPolicy::kNone, nullptr, nullptr});
+  std::vector<ConfigChange> seen;
+  envoy::config::core::v3::Node node;
+  node.set_id("a");
+  auto watch = cache.CreateWatch(node, [&](const ConfigChange& change) { seen.push_back(change); });
+  ASSERT_OK(cache.SetSnapshot("a", MustSnapshot("1", {EdsCluster("c1")})));
+  ASSERT_OK(cache.SetSnapshot("a", MustSnapshot("2", {EdsCluster("c1", "", 5)})));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(seen[0].everything);
+  EXPECT_EQ(*seen[1].types.at(std::string(kClusterType)), (std::vector<std::string>{"c1"}));
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ TEST(TeachingSnapshotTest, DroppingRdsOrEdsMakesItInconsistent) {
     std::vector<ResourcePtr> kept;
     for (const auto& [type, resources] : s->types()) {
       if (type == dropped) continue;
-      for (const auto& [name, resource] : resources.items) kept.push_back(resource);
+      for (const auto& [name, resource] : resources->items) kept.push_back(resource);
     }
     ASSERT_OK_AND_ASSIGN(SnapshotPtr partial, Snapshot::Create("2", kept));
     EXPECT_FALSE(partial->Consistent().ok()) << "without " << dropped;

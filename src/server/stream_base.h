@@ -1,0 +1,276 @@
+// What every xDS stream shares, whatever the protocol variant: the event queue and its
+// processing, node identity, type checks, the watch on the node's configuration, the ledger
+// entry, and the end of the stream. SotwStream and DeltaStream add the protocol.
+//
+// Threading: events (requests, write completions, configuration changes, the client closing)
+// may arrive on any thread. Each is queued under `mu_`; whichever thread finds the stream idle
+// processes the queue until it is empty, requests first (seed 004, L07), then write
+// completions, then configuration changes. Protocol state is touched only by that processing,
+// so it needs no lock, and the transport is driven only from it: at most one read and one
+// write are outstanding (one writer per stream).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cache/config_watcher.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/mutex.h"
+#include "common/strings.h"
+#include "protocol/type_url.h"
+#include "server/ack_ledger.h"
+#include "server/callbacks.h"
+
+namespace cxds {
+
+// The part of a transport every stream uses. Called only from the stream's event processing.
+class TransportBase {
+ public:
+  virtual ~TransportBase() = default;
+  // Starts reading the next request (at most one read is outstanding).
+  virtual void ReadNext() = 0;
+  // Ends the stream. No read or write follows.
+  virtual void FinishStream(const absl::Status& status) = 0;
+};
+
+// What every stream of a server shares.
+struct StreamEnvironment {
+  ConfigWatcher* watcher = nullptr;
+  AckLedger* ledger = nullptr;
+  ServerCallbacks* callbacks = nullptr;  // may be null
+  Clock* clock = nullptr;
+  std::string control_plane_id;
+};
+
+template <typename Request>
+class StreamBase {
+ public:
+  StreamBase(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
+             TransportBase* transport)
+      : env_(env), stream_id_(stream_id), fixed_type_url_(std::move(fixed_type_url)), base_transport_(transport) {}
+  virtual ~StreamBase() = default;
+  StreamBase(const StreamBase&) = delete;
+  StreamBase& operator=(const StreamBase&) = delete;
+
+  // Runs the open callback and starts reading. Call once, before any other event.
+  void Start() {
+    env_.ledger->OpenStream(stream_id_, env_.clock->Now());
+    if (env_.callbacks != nullptr) {
+      absl::Status status = env_.callbacks->OnStreamOpen(stream_id_, fixed_type_url_);
+      if (!status.ok()) {
+        EndStream(status);
+        return;
+      }
+    }
+    base_transport_->ReadNext();
+  }
+
+  // Transport events; any thread.
+  void OnRequest(Request request) {
+    {
+      MutexLock lock(&mu_);
+      requests_.push_back(std::move(request));
+    }
+    Kick();
+  }
+  void OnReadsDone() {  // the client closed its side, or reading failed
+    {
+      MutexLock lock(&mu_);
+      reads_done_ = true;
+    }
+    Kick();
+  }
+  void OnMalformedRequest(absl::Status status) {  // ends the stream with `status`
+    {
+      MutexLock lock(&mu_);
+      transport_error_ = std::move(status);
+    }
+    Kick();
+  }
+  void OnWriteDone(bool ok) {
+    {
+      MutexLock lock(&mu_);
+      writes_done_++;
+      if (!ok) write_failed_ = true;
+    }
+    Kick();
+  }
+
+  // The transport is finished: cancels the watch, drops the ledger entries, runs the closed
+  // callback. Waits for event processing running on another thread to stop. Call once.
+  void Close() {
+    {
+      MutexLock lock(&mu_);
+      closed_ = true;
+      mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !processing_; });
+    }
+    // No processing runs now and none will start; the watch callback (Kick) sees closed_.
+    watch_.reset();
+    env_.ledger->CloseStream(stream_id_);
+    Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
+    if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
+  }
+
+  int64_t id() const { return stream_id_; }
+
+ protected:
+  // Protocol hooks, called from event processing only.
+  // A request that passed the identity and type checks.
+  virtual void HandleRequest(Request& request) = 0;
+  // The configuration changed as described.
+  virtual void HandleChange(const ConfigChange& change) = 0;
+  // Starts the next write if one is due and none is outstanding.
+  virtual void SendNext() = 0;
+  // Runs the embedder's request callback for this variant.
+  virtual absl::Status RunRequestCallback(const Request& request) = 0;
+  // Protocol name for logs ("ADS", "DeltaADS", "CDS", ...).
+  virtual std::string ServiceName() const = 0;
+
+  void EndStream(const absl::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    if (!status.ok()) {
+      Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
+                 absl::StatusCodeToString(status.code()), std::string(status.message()));
+    }
+    base_transport_->FinishStream(status);
+  }
+
+  const StreamEnvironment env_;
+  const int64_t stream_id_;
+  const std::string fixed_type_url_;
+
+  // Protocol state shared by the variants, confined to event processing.
+  bool node_bound_ = false;
+  envoy::config::core::v3::Node node_;
+  std::unique_ptr<ConfigWatcher::Watch> watch_;
+  bool write_in_flight_ = false;
+  bool finished_ = false;
+
+ private:
+  void Kick() {
+    {
+      MutexLock lock(&mu_);
+      if (processing_ || closed_) return;
+      processing_ = true;
+    }
+    for (;;) {
+      std::optional<Request> request;
+      std::optional<ConfigChange> change;
+      bool write_done = false;
+      bool write_ok = true;
+      bool reads_done = false;
+      std::optional<absl::Status> transport_error;
+      {
+        MutexLock lock(&mu_);
+        if (closed_) {
+          processing_ = false;
+          return;
+        }
+        if (!requests_.empty()) {
+          request = std::move(requests_.front());
+          requests_.pop_front();
+        } else if (writes_done_ > 0) {
+          writes_done_--;
+          write_done = true;
+          write_ok = !write_failed_;
+        } else if (transport_error_.has_value()) {
+          transport_error = std::move(transport_error_);
+          transport_error_.reset();
+        } else if (reads_done_) {
+          reads_done_ = false;
+          reads_done = true;
+        } else if (!changes_.empty()) {
+          change = std::move(changes_.front());
+          changes_.pop_front();
+        } else {
+          processing_ = false;
+          return;
+        }
+      }
+      if (finished_) continue;  // the stream is over: events are drained and dropped
+      if (request.has_value()) {
+        if (CheckRequest(*request)) HandleRequest(*request);
+        if (!finished_) base_transport_->ReadNext();
+      } else if (write_done) {
+        write_in_flight_ = false;
+        if (!write_ok) {
+          EndStream(absl::UnavailableError("write to the client failed"));
+          continue;
+        }
+      } else if (transport_error.has_value()) {
+        EndStream(*transport_error);
+        continue;
+      } else if (reads_done) {
+        EndStream(absl::OkStatus());
+        continue;
+      } else if (change.has_value()) {
+        HandleChange(*change);
+      }
+      if (!finished_ && node_bound_ && !write_in_flight_) SendNext();
+    }
+  }
+
+  // Identity and type checks common to every variant; false if the stream was ended.
+  bool CheckRequest(Request& request) {
+    if (!node_bound_) {
+      if (!request.has_node() || request.node().id().empty()) {
+        EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
+        return false;
+      }
+      node_ = request.node();
+      node_bound_ = true;
+      env_.ledger->SetNode(stream_id_, node_.id());
+      Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(), ServiceName());
+      watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
+        {
+          MutexLock lock(&mu_);
+          changes_.push_back(change);
+        }
+        Kick();
+      });
+    } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
+      EndStream(absl::InvalidArgumentError(
+          StrCat("node.id changed on the stream from \"", node_.id(), "\" to \"", request.node().id(), "\"")));
+      return false;
+    }
+    if (fixed_type_url_.empty()) {
+      if (request.type_url().empty()) {
+        EndStream(absl::InvalidArgumentError("an ADS request must carry type_url"));
+        return false;
+      }
+    } else if (request.type_url().empty()) {
+      request.set_type_url(fixed_type_url_);
+    } else if (request.type_url() != fixed_type_url_) {
+      EndStream(absl::InvalidArgumentError(
+          StrCat("type_url ", request.type_url(), " on the discovery service for ", fixed_type_url_)));
+      return false;
+    }
+    watch_->RecordRequest();
+    absl::Status status = RunRequestCallback(request);
+    if (!status.ok()) {
+      EndStream(status);
+      return false;
+    }
+    return true;
+  }
+
+  TransportBase* const base_transport_;
+  Mutex mu_;
+  std::deque<Request> requests_ ABSL_GUARDED_BY(mu_);
+  std::deque<ConfigChange> changes_ ABSL_GUARDED_BY(mu_);
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> transport_error_ ABSL_GUARDED_BY(mu_);
+  int writes_done_ ABSL_GUARDED_BY(mu_) = 0;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool processing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace cxds
