@@ -24,6 +24,10 @@ class Snapshot {
   struct TypeResources {
     std::string version;
     std::map<std::string, ResourcePtr> items;
+    // True (snapshots): the version covers every resource of the type, so a SotW client is sent
+    // all it subscribes to whenever the version changes. False (LinearCache): resources are
+    // versioned one by one, and SotW sends only those whose content the client lacks.
+    bool version_covers_all = true;
   };
   using TypeResourcesPtr = std::shared_ptr<const TypeResources>;
 
