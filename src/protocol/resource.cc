@@ -88,6 +88,73 @@ absl::StatusOr<ResourcePtr> Resource::Create(std::unique_ptr<google::protobuf::M
   return resource;
 }
 
+std::string EncodeDuration(absl::Duration d) {
+  std::string out;
+  const int64_t seconds = absl::ToInt64Seconds(d);
+  const int64_t nanos = absl::ToInt64Nanoseconds(d - absl::Seconds(seconds));
+  if (seconds != 0) {
+    AppendVarint(1 << 3, &out);
+    AppendVarint(static_cast<uint64_t>(seconds), &out);
+  }
+  if (nanos != 0) {
+    AppendVarint(2 << 3, &out);
+    AppendVarint(static_cast<uint64_t>(nanos), &out);
+  }
+  return out;
+}
+
+namespace {
+// discovery.v3.Resource fields: version 1, resource 2, name 3, ttl 6.
+std::string EncodeDiscoveryResource(const Resource& r, bool with_body, bool with_ttl) {
+  std::string out;
+  AppendLengthDelimited(3, r.name(), &out);
+  AppendLengthDelimited(1, r.content_version(), &out);
+  if (with_body) {
+    std::string any;
+    AppendLengthDelimited(1, r.type_url(), &any);
+    AppendLengthDelimited(2, r.serialized(), &any);
+    AppendLengthDelimited(2, any, &out);
+  }
+  if (with_ttl && r.ttl().has_value()) AppendLengthDelimited(6, EncodeDuration(*r.ttl()), &out);
+  return out;
+}
+
+// A DiscoveryResponse `resources` entry holding a wrapped discovery Resource.
+std::string WrapForSotw(const std::string& resource_bytes) {
+  std::string any;
+  AppendLengthDelimited(1, kResourceWrapperType, &any);
+  AppendLengthDelimited(2, resource_bytes, &any);
+  std::string out;
+  AppendLengthDelimited(2, any, &out);
+  return out;
+}
+}  // namespace
+
+const std::string& Resource::encoded_delta_field(bool with_ttl) const {
+  const int i = with_ttl && ttl_.has_value() ? 1 : 0;
+  std::call_once(delta_once_[i], [&] {
+    AppendLengthDelimited(2, EncodeDiscoveryResource(*this, /*with_body=*/true, i == 1), &encoded_delta_field_[i]);
+  });
+  return encoded_delta_field_[i];
+}
+
+const std::string& Resource::encoded_sotw_ttl_field() const {
+  std::call_once(sotw_ttl_once_, [&] {
+    encoded_sotw_ttl_field_ = WrapForSotw(EncodeDiscoveryResource(*this, /*with_body=*/true, /*with_ttl=*/true));
+  });
+  return encoded_sotw_ttl_field_;
+}
+
+std::string EncodeDeltaHeartbeat(const Resource& resource) {
+  std::string out;
+  AppendLengthDelimited(2, EncodeDiscoveryResource(resource, /*with_body=*/false, /*with_ttl=*/true), &out);
+  return out;
+}
+
+std::string EncodeSotwHeartbeat(const Resource& resource) {
+  return WrapForSotw(EncodeDiscoveryResource(resource, /*with_body=*/false, /*with_ttl=*/true));
+}
+
 absl::StatusOr<ResourcePtr> Resource::FromMessage(const google::protobuf::Message& message,
                                                   std::optional<absl::Duration> ttl) {
   std::unique_ptr<google::protobuf::Message> copy(message.New());

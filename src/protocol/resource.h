@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +50,14 @@ class Resource {
   const std::string& encoded_any_field() const { return encoded_any_field_; }
   const std::optional<absl::Duration>& ttl() const { return ttl_; }
 
+  // The bytes of one `repeated Resource resources = 2` entry of a DeltaDiscoveryResponse:
+  // Resource{name, version = content_version(), resource, ttl if `with_ttl` and set}. Built on
+  // first use (only delta clients need it) and then shared. Thread-safe.
+  const std::string& encoded_delta_field(bool with_ttl) const;
+  // The bytes of one DiscoveryResponse `resources` entry that wraps this resource in a
+  // discovery Resource with its TTL (SotW TTL, for clients that support it). Built on first use.
+  const std::string& encoded_sotw_ttl_field() const;
+
  private:
   Resource() = default;
 
@@ -59,7 +68,19 @@ class Resource {
   std::string content_version_;
   std::string encoded_any_field_;
   std::optional<absl::Duration> ttl_;
+
+  mutable std::once_flag delta_once_[2];
+  mutable std::string encoded_delta_field_[2];
+  mutable std::once_flag sotw_ttl_once_;
+  mutable std::string encoded_sotw_ttl_field_;
 };
+
+// Encodes a google.protobuf.Duration message.
+std::string EncodeDuration(absl::Duration d);
+// One DeltaDiscoveryResponse `resources` entry without a body: a TTL heartbeat for `resource`.
+std::string EncodeDeltaHeartbeat(const Resource& resource);
+// One DiscoveryResponse `resources` entry without a body: a SotW TTL heartbeat for `resource`.
+std::string EncodeSotwHeartbeat(const Resource& resource);
 
 // The xDS name of a resource message: ClusterLoadAssignment.cluster_name, otherwise the
 // message's top-level `name` string field; "" if it has neither.

@@ -53,4 +53,36 @@ class SotwSubscription {
   absl::flat_hash_set<std::string> names_;
 };
 
+// What one stream subscribes to for one type in Delta xDS (xds-protocol R10.4):
+//  - LDS/CDS: a first request with an empty subscribe list is a legacy wildcard (also when it
+//    carries initial_resource_versions: their keys are what the client holds, not new names).
+//    "*" in subscribe is an explicit wildcard. Subscribing names keeps the wildcard (legacy or
+//    not); only unsubscribing "*" ends it.
+//  - Other types: names only; "*" is an ordinary name.
+//  - Unsubscribing a name that is not subscribed is ignored.
+// Thread-compatible: owned by one stream.
+class DeltaSubscription {
+ public:
+  using Change = SotwSubscription::Change;
+
+  explicit DeltaSubscription(std::string_view type_url);
+
+  // The first request for the type on a stream.
+  Change Initial(absl::Span<const std::string> subscribe, absl::Span<const std::string> unsubscribe);
+  // Any later request.
+  Change Update(absl::Span<const std::string> subscribe, absl::Span<const std::string> unsubscribe);
+
+  bool wildcard() const { return wildcard_; }
+  bool legacy_wildcard() const { return wildcard_ && legacy_; }
+  const absl::flat_hash_set<std::string>& names() const { return names_; }
+  bool Covers(const std::string& name) const { return wildcard_ || names_.contains(name); }
+  bool Named(const std::string& name) const { return names_.contains(name); }
+
+ private:
+  const bool wildcard_capable_;
+  bool legacy_ = false;
+  bool wildcard_ = false;
+  absl::flat_hash_set<std::string> names_;
+};
+
 }  // namespace cxds

@@ -23,7 +23,8 @@ struct ResponseInfo {
   std::string version;
   std::string nonce;
   std::vector<std::string> resource_names;
-  size_t bytes = 0;  // encoded DiscoveryResponse size
+  std::vector<std::string> removed_names;  // delta only
+  bool delta = false;
 };
 
 class ServerCallbacks {
@@ -36,6 +37,11 @@ class ServerCallbacks {
   // stream with that status.
   virtual absl::Status OnStreamRequest(int64_t stream_id,
                                        const envoy::service::discovery::v3::DiscoveryRequest& request) {
+    return absl::OkStatus();
+  }
+  // Every delta request, likewise.
+  virtual absl::Status OnStreamDeltaRequest(int64_t stream_id,
+                                            const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) {
     return absl::OkStatus();
   }
   // A response is about to be written.

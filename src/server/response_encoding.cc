@@ -7,11 +7,13 @@ namespace cxds {
 namespace {
 void ReleaseResource(void* user_data) { delete static_cast<ResourcePtr*>(user_data); }
 
-grpc::Slice SharedSlice(const ResourcePtr& resource) {
-  const std::string& bytes = resource->encoded_any_field();
+// A slice over bytes owned by `resource`, which it keeps alive until gRPC releases the slice.
+grpc::Slice SharedSlice(const ResourcePtr& resource, const std::string& bytes) {
   return grpc::Slice(const_cast<char*>(bytes.data()), bytes.size(), &ReleaseResource,
                      new ResourcePtr(resource));
 }
+
+grpc::Slice SharedSlice(const ResourcePtr& resource) { return SharedSlice(resource, resource->encoded_any_field()); }
 }  // namespace
 
 grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id) {
@@ -31,6 +33,45 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
   for (const ResourcePtr& resource : response.resources) slices.push_back(SharedSlice(resource));
   slices.emplace_back(trailer);
   return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, const std::string& control_plane_id) {
+  std::string header;
+  AppendLengthDelimited(1, response.system_version, &header);  // system_version_info
+  std::string trailer;
+  AppendLengthDelimited(4, response.type_url, &trailer);  // type_url
+  AppendLengthDelimited(5, response.nonce, &trailer);     // nonce
+  for (const std::string& name : response.removed) AppendLengthDelimited(6, name, &trailer);
+  if (!control_plane_id.empty()) {
+    std::string control_plane;
+    AppendLengthDelimited(1, control_plane_id, &control_plane);
+    AppendLengthDelimited(7, control_plane, &trailer);
+  }
+  std::vector<grpc::Slice> slices;
+  slices.reserve(response.resources.size() + 3);
+  slices.emplace_back(header);
+  for (const ResourcePtr& resource : response.resources) {
+    slices.push_back(SharedSlice(resource, resource->encoded_delta_field(response.with_ttl)));
+  }
+  if (!response.heartbeats.empty()) {
+    std::string heartbeats;
+    for (const ResourcePtr& resource : response.heartbeats) heartbeats += EncodeDeltaHeartbeat(*resource);
+    slices.emplace_back(heartbeats);
+  }
+  slices.emplace_back(trailer);
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(
+    const OutgoingDeltaResponse& response, const std::string& control_plane_id) {
+  envoy::service::discovery::v3::DeltaDiscoveryResponse proto;
+  std::string bytes;
+  grpc::ByteBuffer buffer = EncodeDeltaResponse(response, control_plane_id);
+  std::vector<grpc::Slice> slices;
+  (void)buffer.Dump(&slices);
+  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  proto.ParseFromString(bytes);
+  return proto;
 }
 
 envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const OutgoingResponse& response,

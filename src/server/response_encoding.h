@@ -18,13 +18,29 @@ struct OutgoingResponse {
   std::vector<ResourcePtr> resources;
 };
 
+// One Delta response, before encoding.
+struct OutgoingDeltaResponse {
+  std::string type_url;
+  std::string system_version;  // for debugging only (R10.7)
+  std::string nonce;
+  std::vector<ResourcePtr> resources;
+  std::vector<std::string> removed;
+  bool with_ttl = false;                // the client supports TTLs: resources carry theirs
+  std::vector<ResourcePtr> heartbeats;  // TTL heartbeats: name, version and TTL, no body
+};
+
 // Wire bytes of `response` as a gRPC ByteBuffer: a small header and trailer are encoded per
 // response; each resource contributes a slice that points at the resource's own pre-encoded
 // bytes (kept alive by a reference until gRPC releases the slice).
 grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id);
 
+grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, const std::string& control_plane_id);
+
 // The same response as a protobuf message (for tests and debugging; this one copies).
 envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const OutgoingResponse& response,
                                                                      const std::string& control_plane_id);
+
+envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(
+    const OutgoingDeltaResponse& response, const std::string& control_plane_id);
 
 }  // namespace cxds

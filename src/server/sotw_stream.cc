@@ -59,8 +59,8 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
     }
     it = types_.emplace(type_url, TypeState(type_url)).first;
     TypeState& state = it->second;
-    state.subscription.Apply(
-        RequestedNames(request));
+    state.subscription.Apply(RequestedNames(request));
+    watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
     state.dirty = true;
     // Envoy may ask for EDS before CDS after reconnecting; its next EDS request then looks
     // like an ACK but must still be answered or the new clusters stay warming (edge case 18).
@@ -95,12 +95,14 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
 void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const DiscoveryRequest& request) {
   if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
     // Unsubscribe from everything of this type: forget it (a later request starts afresh).
+    watch_->SetInterest(type_url, false, {});
     types_.erase(type_url);
     env_.ledger->ForgetType(stream_id_, type_url);
     return;
   }
   const bool was_wildcard = state.subscription.wildcard();
   SotwSubscription::Change change = state.subscription.Apply(RequestedNames(request));
+  if (change.any()) watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
   for (const std::string& name : change.removed) {
     if (!state.subscription.Covers(name)) state.known.erase(name);
   }
@@ -219,7 +221,9 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
     if (!needed) return std::nullopt;
     to_send = std::move(covered);
   } else {
-    if (state.respond_in_full || state.always_respond || version_changed) {
+    // A snapshot's version covers every resource: a new one resends all subscribed. A linear
+    // cache versions resources one by one: send only what the client lacks.
+    if (state.respond_in_full || state.always_respond || (version_changed && available->version_covers_all)) {
       to_send = std::move(covered);
     } else {
       for (ResourcePtr& resource : covered) {

@@ -12,6 +12,7 @@
 #include "common/tsan.h"
 #include "protocol/type_url.h"
 #include "server/response_encoding.h"
+#include "server/delta_stream.h"
 #include "server/sotw_stream.h"
 
 namespace cxds {
@@ -22,13 +23,6 @@ using RawBidiReactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffe
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
-
-// Ends a stream at once (a method cxds does not serve yet).
-class RejectingReactor final : public RawBidiReactor {
- public:
-  explicit RejectingReactor(grpc::Status status) { Finish(std::move(status)); }
-  void OnDone() override { delete this; }
-};
 
 grpc::ServerUnaryReactor* RejectUnary(grpc::CallbackServerContext* context, std::string message) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -45,6 +39,7 @@ class XdsServer::Impl {
         env_{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id} {}
 
   RawBidiReactor* NewSotwReactor(std::string type_url);
+  RawBidiReactor* NewDeltaReactor(std::string type_url);
 
   AckLedger ledger_;
   std::atomic<int64_t> next_stream_id_{1};
@@ -57,13 +52,15 @@ class XdsServer::Impl {
 
 namespace {
 
-// Adapts one gRPC callback stream to a SotwStream. Requests are parsed here; responses are
-// encoded from shared resource bytes (EncodeSotwResponse) and written one at a time.
-class SotwReactor final : public RawBidiReactor, public StreamTransport {
+// Adapts one gRPC callback stream to a stream state machine (SotwStream or DeltaStream).
+// Requests are parsed here; responses are encoded from shared resource bytes and written one at
+// a time.
+template <typename Stream, typename Request, typename Transport, typename Response,
+          grpc::ByteBuffer (*Encode)(const Response&, const std::string&)>
+class XdsReactor final : public RawBidiReactor, public Transport {
  public:
-  SotwReactor(XdsServer::Impl* server, std::string type_url)
-      : server_(server),
-        stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
+  XdsReactor(XdsServer::Impl* server, std::string type_url)
+      : server_(server), stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
     server_->open_streams_.fetch_add(1);
     stream_.Start();
     TsanRelease(this);
@@ -77,12 +74,10 @@ class SotwReactor final : public RawBidiReactor, public StreamTransport {
       stream_.OnReadsDone();
       return;
     }
-    envoy::service::discovery::v3::DiscoveryRequest request;
-    grpc::Status parsed =
-        grpc::SerializationTraits<envoy::service::discovery::v3::DiscoveryRequest>::Deserialize(&read_buffer_,
-                                                                                            &request);
+    Request request;
+    grpc::Status parsed = grpc::SerializationTraits<Request>::Deserialize(&read_buffer_, &request);
     if (!parsed.ok()) {
-      stream_.OnMalformedRequest(absl::InvalidArgumentError("malformed DiscoveryRequest"));
+      stream_.OnMalformedRequest(absl::InvalidArgumentError(StrCat("malformed ", Request::descriptor()->name())));
       return;
     }
     stream_.OnRequest(std::move(request));
@@ -100,13 +95,13 @@ class SotwReactor final : public RawBidiReactor, public StreamTransport {
     delete this;
   }
 
-  // StreamTransport (called only from the stream's event processing).
+  // The transport (called only from the stream's event processing).
   void ReadNext() override {
     TsanRelease(this);
     StartRead(&read_buffer_);
   }
-  void WriteResponse(const OutgoingResponse& response) override {
-    write_buffer_ = EncodeSotwResponse(response, server_->options_.control_plane_id);
+  void WriteResponse(const Response& response) override {
+    write_buffer_ = Encode(response, server_->options_.control_plane_id);
     TsanRelease(this);
     StartWrite(&write_buffer_);
   }
@@ -117,16 +112,20 @@ class SotwReactor final : public RawBidiReactor, public StreamTransport {
 
  private:
   XdsServer::Impl* const server_;
-  SotwStream stream_;
+  Stream stream_;
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;
 };
 
-constexpr char kDeltaNotYet[] = "cxds does not serve incremental (delta) xDS yet";
+using SotwReactor = XdsReactor<SotwStream, envoy::service::discovery::v3::DiscoveryRequest, StreamTransport,
+                               OutgoingResponse, &EncodeSotwResponse>;
+using DeltaReactor = XdsReactor<DeltaStream, envoy::service::discovery::v3::DeltaDiscoveryRequest, DeltaTransport,
+                                OutgoingDeltaResponse, &EncodeDeltaResponse>;
+
 constexpr char kFetchNotServed[] = "cxds does not serve REST-style Fetch; use a stream";
 
-// One class per generated service: the stream method goes to a SotwStream of that type; the
-// delta and fetch methods are refused with UNIMPLEMENTED.
+// One class per generated service: the stream method goes to a SotwStream of that type, the
+// delta method to a DeltaStream; the fetch method is refused with UNIMPLEMENTED.
 #define CXDS_SOTW_SERVICE(ClassName, Svc, Stream, Delta, Fetch, TypeUrl)                               \
   class ClassName final                                                                             \
       : public Svc::WithRawCallbackMethod_##Stream<                                                 \
@@ -137,7 +136,7 @@ constexpr char kFetchNotServed[] = "cxds does not serve REST-style Fetch; use a 
       return impl_->NewSotwReactor(std::string(TypeUrl));                                           \
     }                                                                                               \
     RawBidiReactor* Delta(grpc::CallbackServerContext*) override {                                  \
-      return new RejectingReactor(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kDeltaNotYet));     \
+      return impl_->NewDeltaReactor(std::string(TypeUrl));                                          \
     }                                                                                               \
     grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context, const grpc::ByteBuffer*, \
                                     grpc::ByteBuffer*) override {                                   \
@@ -170,7 +169,7 @@ class AggregatedService final
     return impl_->NewSotwReactor("");
   }
   RawBidiReactor* DeltaAggregatedResources(grpc::CallbackServerContext*) override {
-    return new RejectingReactor(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kDeltaNotYet));
+    return impl_->NewDeltaReactor("");
   }
 
  private:
@@ -181,6 +180,10 @@ class AggregatedService final
 
 RawBidiReactor* XdsServer::Impl::NewSotwReactor(std::string type_url) {
   return new SotwReactor(this, std::move(type_url));
+}
+
+RawBidiReactor* XdsServer::Impl::NewDeltaReactor(std::string type_url) {
+  return new DeltaReactor(this, std::move(type_url));
 }
 
 XdsServer::XdsServer(ConfigWatcher& watcher, Options options)

@@ -78,7 +78,7 @@ inline std::vector<std::string> NamesOf(const DiscoveryResponse& response) {
 
 class StreamHarness {
  public:
-  explicit StreamHarness(SnapshotCache& cache, std::string fixed_type_url = "",
+  explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "",
                          ServerCallbacks* callbacks = nullptr, const std::string& node_id = "node-a",
                          int64_t stream_id = 1)
       : env_{&cache, &ledger_, callbacks, &clock_, "cxds"},

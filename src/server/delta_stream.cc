@@ -1,0 +1,273 @@
+#include "server/delta_stream.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "protocol/references.h"
+
+namespace cxds {
+
+using envoy::service::discovery::v3::DeltaDiscoveryRequest;
+
+namespace {
+std::vector<std::string> ToVector(const google::protobuf::RepeatedPtrField<std::string>& names) {
+  return {names.begin(), names.end()};
+}
+}  // namespace
+
+DeltaStream::DeltaStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
+                         DeltaTransport* transport)
+    : StreamBase(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
+
+std::string DeltaStream::ServiceName() const {
+  return fixed_type_url_.empty() ? "DeltaADS" : StrCat("Delta", ShortTypeName(fixed_type_url_));
+}
+
+absl::Status DeltaStream::RunRequestCallback(const DeltaDiscoveryRequest& request) {
+  return env_.callbacks != nullptr ? env_.callbacks->OnStreamDeltaRequest(stream_id_, request) : absl::OkStatus();
+}
+
+bool DeltaStream::ClientSupportsTtl() const {
+  return std::find(node_.client_features().begin(), node_.client_features().end(), kClientFeatureResourceTtl) !=
+         node_.client_features().end();
+}
+
+void DeltaStream::UpdateInterest(const std::string& type_url, const TypeState& state) {
+  watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
+}
+
+void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
+  const std::string& type_url = request.type_url();
+  const std::vector<std::string> subscribe = ToVector(request.resource_names_subscribe());
+  const std::vector<std::string> unsubscribe = ToVector(request.resource_names_unsubscribe());
+
+  // Subscription changes first, whatever the nonce says (R3.2).
+  auto it = types_.find(type_url);
+  if (it == types_.end()) {
+    it = types_.emplace(type_url, TypeState(type_url)).first;
+    TypeState& state = it->second;
+    SotwSubscription::Change change = state.subscription.Initial(subscribe, unsubscribe);
+    // What the client already holds (reconnect). The keys are not subscriptions: some arrived
+    // through the wildcard (R10.4, edge case 49).
+    for (const auto& [name, version] : request.initial_resource_versions()) state.known[name] = version;
+    // Named subscriptions must be answered, unless the client reports holding them (R10.2,
+    // R10.5): those are sent only if their content changed.
+    for (const std::string& name : change.added) {
+      if (!state.known.contains(name)) state.force.insert(name);
+    }
+    state.pending_all = true;
+    state.reply_even_if_empty = state.subscription.wildcard() && request.response_nonce().empty();
+    state.dirty = true;
+    UpdateInterest(type_url, state);
+  } else {
+    TypeState& state = it->second;
+    SotwSubscription::Change change = state.subscription.Update(subscribe, unsubscribe);
+    // Every name in resource_names_subscribe is answered, even one already subscribed whose
+    // latest version the client should hold: it may have dropped it (R10.2).
+    bool resubscribed = false;
+    for (const std::string& name : subscribe) {
+      if (name == kWildcardName && IsWildcardCapableType(type_url)) continue;
+      state.force.insert(name);
+      state.reported_absent.erase(name);
+      state.pending.insert(name);
+      resubscribed = true;
+    }
+    for (const std::string& name : change.removed) {
+      state.reported_absent.erase(name);
+      if (state.subscription.wildcard()) {
+        // "*" and the name were both subscribed: answer with the resource, or its removal if
+        // the wildcard does not cover it (R10.3).
+        state.force.insert(name);
+        state.pending.insert(name);
+      } else {
+        state.known.erase(name);  // the client drops it; nothing to send
+        state.force.erase(name);
+      }
+    }
+    if (change.wildcard_added || change.wildcard_removed) state.pending_all = true;
+    if (change.any() || resubscribed) {
+      state.dirty = true;
+      UpdateInterest(type_url, state);
+    }
+  }
+  if (!request.response_nonce().empty()) HandleFeedback(request);
+}
+
+void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
+  const std::string* error = request.has_error_detail() ? &request.error_detail().message() : nullptr;
+  FeedbackEvent event = env_.ledger->RecordFeedback(stream_id_, request.type_url(), request.response_nonce(), "",
+                                                    error, request.has_error_detail() ? request.error_detail().code() : 0,
+                                                    env_.clock->Now());
+  event.node_id = node_.id();
+  switch (event.kind) {
+    case FeedbackKind::kAck:
+      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_.id(),
+                 request.type_url(), request.response_nonce(), event.sent_version, event.stale ? " stale=true" : "");
+      break;
+    case FeedbackKind::kNack:
+      // The client keeps what it had; the rejected content is not sent again (R10.8).
+      Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
+                 node_.id(), request.type_url(), request.response_nonce(), event.sent_version, event.error);
+      break;
+    case FeedbackKind::kUnmatched:
+      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_.id(),
+                 request.type_url(), request.response_nonce(), request.has_error_detail());
+      break;
+  }
+  if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
+}
+
+void DeltaStream::HandleChange(const ConfigChange& change) {
+  for (auto& [type_url, state] : types_) {
+    if (change.everything) {
+      state.pending_all = true;
+      state.dirty = true;
+      continue;
+    }
+    auto found = change.types.find(type_url);
+    if (found == change.types.end()) continue;
+    if (!found->second.has_value()) {
+      state.pending_all = true;
+    } else {
+      for (const std::string& name : *found->second) state.pending.insert(name);
+    }
+    state.dirty = true;
+  }
+}
+
+void DeltaStream::SendNext() {
+  std::vector<std::string> dirty;
+  for (const auto& [type_url, state] : types_) {
+    if (state.dirty) dirty.push_back(type_url);
+  }
+  if (dirty.empty()) return;
+  std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
+    const int ra = PushOrderRank(a);
+    const int rb = PushOrderRank(b);
+    return ra != rb ? ra < rb : a < b;
+  });
+  SnapshotPtr snapshot = watch_->Current();
+  if (snapshot == nullptr) {
+    // Nothing to serve yet; pending work stays and the first configuration marks everything.
+    for (const std::string& type_url : dirty) types_.at(type_url).dirty = false;
+    return;
+  }
+  for (const std::string& type_url : dirty) {
+    TypeState& state = types_.at(type_url);
+    state.dirty = false;
+    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, *snapshot);
+    if (!response.has_value()) continue;
+    AfterSend(type_url, state, *response);
+    write_in_flight_ = true;
+    transport_->WriteResponse(*response);
+    return;
+  }
+}
+
+std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& type_url, TypeState& state,
+                                                          const Snapshot& snapshot) {
+  const Snapshot::TypeResources* available = snapshot.resources(type_url);
+  const DeltaSubscription& sub = state.subscription;
+
+  // Only the names something asked about; everything only when the subscription or the whole
+  // type changed.
+  std::vector<std::string> names;
+  if (state.pending_all) {
+    absl::flat_hash_set<std::string> all;
+    if (sub.wildcard() && available != nullptr) {
+      for (const auto& [name, resource] : available->items) all.insert(name);
+    }
+    for (const std::string& name : sub.names()) all.insert(name);
+    for (const auto& [name, version] : state.known) all.insert(name);
+    for (const std::string& name : state.force) all.insert(name);
+    names.assign(all.begin(), all.end());
+  } else {
+    absl::flat_hash_set<std::string> some(state.pending.begin(), state.pending.end());
+    for (const std::string& name : state.force) some.insert(name);
+    names.assign(some.begin(), some.end());
+  }
+  std::sort(names.begin(), names.end());
+
+  OutgoingDeltaResponse response;
+  for (const std::string& name : names) {
+    ResourcePtr resource;
+    if (available != nullptr) {
+      auto found = available->items.find(name);
+      if (found != available->items.end()) resource = found->second;
+    }
+    const bool covered = sub.Covers(name);
+    auto known = state.known.find(name);
+    if (resource != nullptr && covered) {
+      if (state.force.contains(name) || known == state.known.end() ||
+          known->second != resource->content_version()) {
+        response.resources.push_back(resource);
+      }
+    } else if (known != state.known.end()) {
+      response.removed.push_back(name);  // the client holds it; it is gone or no longer wanted
+    } else if (sub.Named(name) && !state.reported_absent.contains(name)) {
+      response.removed.push_back(name);  // subscribed but does not exist: stop waiting (R7.3)
+    } else if (state.force.contains(name)) {
+      response.removed.push_back(name);  // the R10.3 answer for a name that does not exist
+    }
+  }
+  state.pending.clear();
+  state.pending_all = false;
+  if (response.resources.empty() && response.removed.empty() && !state.reply_even_if_empty) {
+    return std::nullopt;
+  }
+  response.type_url = type_url;
+  response.system_version = available != nullptr ? available->version : "";
+  response.nonce = StrCat(response.system_version, "-", stream_id_, "-", ++nonce_seq_);
+  response.with_ttl = ClientSupportsTtl();
+  return response;
+}
+
+void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response) {
+  for (const ResourcePtr& resource : response.resources) {
+    state.known[resource->name()] = resource->content_version();
+    state.force.erase(resource->name());
+  }
+  for (const std::string& name : response.removed) {
+    state.known.erase(name);
+    state.force.erase(name);
+    if (state.subscription.Named(name)) state.reported_absent.insert(name);
+  }
+  state.reply_even_if_empty = false;
+  state.last_nonce = response.nonce;
+
+  // Envoy warms every cluster it is sent until it gets EDS for it, even if unchanged: follow
+  // each CDS response with EDS for its clusters (edge case 57).
+  if (type_url == kClusterType) {
+    auto eds = types_.find(std::string(kEndpointType));
+    if (eds != types_.end()) {
+      for (const ResourcePtr& cluster : response.resources) {
+        std::string name = EdsServiceNameOf(*cluster);
+        if (!name.empty() && eds->second.subscription.Covers(name)) {
+          eds->second.force.insert(name);
+          eds->second.pending.insert(std::move(name));
+          eds->second.dirty = true;
+        }
+      }
+    }
+  }
+
+  const absl::Time now = env_.clock->Now();
+  env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.system_version, response.resources.size(),
+                          now);
+  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} removed={} delta=true", stream_id_,
+             node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
+             response.removed.size());
+  if (env_.callbacks != nullptr) {
+    ResponseInfo info;
+    info.node_id = node_.id();
+    info.type_url = type_url;
+    info.version = response.system_version;
+    info.nonce = response.nonce;
+    info.delta = true;
+    for (const ResourcePtr& resource : response.resources) info.resource_names.push_back(resource->name());
+    info.removed_names = response.removed;
+    env_.callbacks->OnStreamResponse(stream_id_, info);
+  }
+}
+
+}  // namespace cxds
