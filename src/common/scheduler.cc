@@ -1,15 +1,17 @@
 #include "common/scheduler.h"
 
+#include <type_traits>
 #include <vector>
 
 namespace cxds {
 
-// ---- RealScheduler
-
-class RealScheduler::TimerImpl final : public Timer {
+namespace scheduler_internal {
+// The Timer both schedulers hand out: cancels through the scheduler that made it.
+template <typename S>
+class TimerHandle final : public Timer {
  public:
-  TimerImpl(RealScheduler* scheduler, uint64_t id) : scheduler_(scheduler), id_(id) {}
-  ~TimerImpl() override { Cancel(); }
+  TimerHandle(S* scheduler, uint64_t id) : scheduler_(scheduler), id_(id) {}
+  ~TimerHandle() override { Cancel(); }
   void Cancel() override {
     if (scheduler_ != nullptr) {
       scheduler_->CancelTimer(id_);
@@ -18,9 +20,12 @@ class RealScheduler::TimerImpl final : public Timer {
   }
 
  private:
-  RealScheduler* scheduler_;
+  S* scheduler_;
   const uint64_t id_;
 };
+}  // namespace scheduler_internal
+
+// ---- RealScheduler
 
 RealScheduler::RealScheduler() : thread_([this] { Run(); }) {}
 
@@ -38,7 +43,7 @@ TimerPtr RealScheduler::Schedule(absl::Duration delay, absl::AnyInvocable<void()
   const uint64_t id = next_id_++;
   timers_.emplace(std::make_pair(absl::Now() + delay, id), Entry{std::move(fn)});
   generation_++;
-  return std::make_unique<TimerImpl>(this, id);
+  return std::make_unique<scheduler_internal::TimerHandle<std::remove_pointer_t<decltype(this)>>>(this, id);
 }
 
 void RealScheduler::CancelTimer(uint64_t id) {
@@ -88,27 +93,11 @@ void RealScheduler::Run() {
 
 // ---- SimulatedScheduler
 
-class SimulatedScheduler::TimerImpl final : public Timer {
- public:
-  TimerImpl(SimulatedScheduler* scheduler, uint64_t id) : scheduler_(scheduler), id_(id) {}
-  ~TimerImpl() override { Cancel(); }
-  void Cancel() override {
-    if (scheduler_ != nullptr) {
-      scheduler_->CancelTimer(id_);
-      scheduler_ = nullptr;
-    }
-  }
-
- private:
-  SimulatedScheduler* scheduler_;
-  const uint64_t id_;
-};
-
 TimerPtr SimulatedScheduler::Schedule(absl::Duration delay, absl::AnyInvocable<void()> fn) {
   MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   timers_.emplace(std::make_pair(clock_.Now() + std::max(delay, absl::ZeroDuration()), id), std::move(fn));
-  return std::make_unique<TimerImpl>(this, id);
+  return std::make_unique<scheduler_internal::TimerHandle<std::remove_pointer_t<decltype(this)>>>(this, id);
 }
 
 void SimulatedScheduler::CancelTimer(uint64_t id) {

@@ -26,6 +26,11 @@ class Timer {
 };
 using TimerPtr = std::unique_ptr<Timer>;
 
+namespace scheduler_internal {
+template <typename S>
+class TimerHandle;
+}  // namespace scheduler_internal
+
 // Thread-safe.
 class Scheduler {
  public:
@@ -44,8 +49,7 @@ class RealScheduler final : public Scheduler {
   Clock& clock() override { return RealClock(); }
 
  private:
-  class TimerImpl;
-  friend class TimerImpl;
+  friend class scheduler_internal::TimerHandle<RealScheduler>;
   struct Entry {
     absl::AnyInvocable<void()> fn;
   };
@@ -80,7 +84,7 @@ class SimulatedScheduler final : public Scheduler {
   size_t pending() const;
 
  private:
-  class TimerImpl;
+  friend class scheduler_internal::TimerHandle<SimulatedScheduler>;
   void CancelTimer(uint64_t id);
 
   SimulatedClock clock_;

@@ -27,9 +27,27 @@ absl::Status DeltaStream::RunRequestCallback(const DeltaDiscoveryRequest& reques
   return env_.callbacks != nullptr ? env_.callbacks->OnStreamDeltaRequest(stream_id_, request) : absl::OkStatus();
 }
 
-bool DeltaStream::ClientSupportsTtl() const {
-  return std::find(node_.client_features().begin(), node_.client_features().end(), kClientFeatureResourceTtl) !=
-         node_.client_features().end();
+void DeltaStream::HandleHeartbeat() {
+  for (auto& [type_url, state] : types_) {
+    state.heartbeat_due = true;
+    state.dirty = true;
+  }
+}
+
+std::vector<ResourcePtr> DeltaStream::HeldTtlResources(const std::string& type_url, const TypeState& state,
+                                                       const Snapshot& snapshot) const {
+  std::vector<ResourcePtr> held;
+  const Snapshot::TypeResources* available = snapshot.resources(type_url);
+  if (available == nullptr) return held;
+  for (const auto& [name, version] : state.known) {
+    auto found = available->items.find(name);
+    if (found != available->items.end() && found->second->ttl().has_value() &&
+        found->second->content_version() == version) {
+      held.push_back(found->second);
+    }
+  }
+  std::sort(held.begin(), held.end(), [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });
+  return held;
 }
 
 void DeltaStream::UpdateInterest(const std::string& type_url, const TypeState& state) {
@@ -136,32 +154,14 @@ void DeltaStream::HandleChange(const ConfigChange& change) {
 }
 
 void DeltaStream::SendNext() {
-  std::vector<std::string> dirty;
-  for (const auto& [type_url, state] : types_) {
-    if (state.dirty) dirty.push_back(type_url);
-  }
-  if (dirty.empty()) return;
-  std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
-    const int ra = PushOrderRank(a);
-    const int rb = PushOrderRank(b);
-    return ra != rb ? ra < rb : a < b;
-  });
-  SnapshotPtr snapshot = watch_->Current();
-  if (snapshot == nullptr) {
-    // Nothing to serve yet; pending work stays and the first configuration marks everything.
-    for (const std::string& type_url : dirty) types_.at(type_url).dirty = false;
-    return;
-  }
-  for (const std::string& type_url : dirty) {
-    TypeState& state = types_.at(type_url);
-    state.dirty = false;
-    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, *snapshot);
-    if (!response.has_value()) continue;
+  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const Snapshot& snapshot) {
+    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, snapshot);
+    if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
     write_in_flight_ = true;
     transport_->WriteResponse(*response);
-    return;
-  }
+    return true;
+  });
 }
 
 std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& type_url, TypeState& state,
@@ -212,7 +212,19 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
   }
   state.pending.clear();
   state.pending_all = false;
-  if (response.resources.empty() && response.removed.empty() && !state.reply_even_if_empty) {
+  if (state.heartbeat_due) {
+    state.heartbeat_due = false;
+    // Renew the TTL of what the client holds, unless this response sends it anyway (R9).
+    if (ClientSupportsTtl()) {
+      absl::flat_hash_set<std::string> sending;
+      for (const ResourcePtr& resource : response.resources) sending.insert(resource->name());
+      for (ResourcePtr& resource : HeldTtlResources(type_url, state, snapshot)) {
+        if (!sending.contains(resource->name())) response.heartbeats.push_back(std::move(resource));
+      }
+    }
+  }
+  if (response.resources.empty() && response.removed.empty() && response.heartbeats.empty() &&
+      !state.reply_even_if_empty) {
     return std::nullopt;
   }
   response.type_url = type_url;
@@ -234,6 +246,11 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   }
   state.reply_even_if_empty = false;
   state.last_nonce = response.nonce;
+  if (ClientSupportsTtl()) {
+    bool holds_ttl = !response.heartbeats.empty();
+    for (const ResourcePtr& resource : response.resources) holds_ttl = holds_ttl || resource->ttl().has_value();
+    if (holds_ttl) ArmHeartbeat();
+  }
 
   // Envoy warms every cluster it is sent until it gets EDS for it, even if unchanged: follow
   // each CDS response with EDS for its clusters (edge case 57).
@@ -254,9 +271,9 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   const absl::Time now = env_.clock->Now();
   env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.system_version, response.resources.size(),
                           now);
-  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} removed={} delta=true", stream_id_,
-             node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
-             response.removed.size());
+  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
+             stream_id_, node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
+             response.removed.size(), response.heartbeats.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;
     info.node_id = node_.id();

@@ -41,9 +41,6 @@ class DeltaTransport : public TransportBase {
   virtual void WriteResponse(const OutgoingDeltaResponse& response) = 0;
 };
 
-inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
-inline constexpr char kClientFeatureResourceInSotw[] = "xds.config.supports-resource-in-sotw";
-
 class DeltaStream final : public StreamBase<envoy::service::discovery::v3::DeltaDiscoveryRequest> {
  public:
   // `fixed_type_url` is "" for delta ADS, or the type of a per-type delta service.
@@ -65,6 +62,7 @@ class DeltaStream final : public StreamBase<envoy::service::discovery::v3::Delta
     absl::flat_hash_set<std::string> pending;
     bool pending_all = false;
     bool reply_even_if_empty = false;  // a wildcard request without nonce gets an answer
+    bool heartbeat_due = false;
     std::string last_nonce;
     bool dirty = false;
   };
@@ -74,13 +72,17 @@ class DeltaStream final : public StreamBase<envoy::service::discovery::v3::Delta
   void SendNext() override;
   absl::Status RunRequestCallback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) override;
   std::string ServiceName() const override;
+  void HandleHeartbeat() override;
 
   void HandleFeedback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void UpdateInterest(const std::string& type_url, const TypeState& state);
   std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state,
                                                const Snapshot& snapshot);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response);
-  bool ClientSupportsTtl() const;
+  bool ClientSupportsTtl() const { return ClientHasFeature(kClientFeatureResourceTtl); }
+  // TTL'd resources of `type_url` the client holds at their current content.
+  std::vector<ResourcePtr> HeldTtlResources(const std::string& type_url, const TypeState& state,
+                                            const Snapshot& snapshot) const;
 
   DeltaTransport* const transport_;
   std::map<std::string, TypeState> types_;  // confined to event processing

@@ -30,7 +30,17 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
   std::vector<grpc::Slice> slices;
   slices.reserve(response.resources.size() + 2);
   slices.emplace_back(header);
-  for (const ResourcePtr& resource : response.resources) slices.push_back(SharedSlice(resource));
+  std::string heartbeats;
+  for (const ResourcePtr& resource : response.resources) {
+    if (response.heartbeat && resource->ttl().has_value()) {
+      heartbeats += EncodeSotwHeartbeat(*resource);
+    } else if (response.wrap_ttl && resource->ttl().has_value()) {
+      slices.push_back(SharedSlice(resource, resource->encoded_sotw_ttl_field()));
+    } else {
+      slices.push_back(SharedSlice(resource));
+    }
+  }
+  if (!heartbeats.empty()) slices.emplace_back(heartbeats);
   slices.emplace_back(trailer);
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
@@ -81,10 +91,38 @@ envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const Outgo
   proto.set_type_url(response.type_url);
   proto.set_nonce(response.nonce);
   if (!control_plane_id.empty()) proto.mutable_control_plane()->set_identifier(control_plane_id);
+  // Built field by field (not by decoding EncodeSotwResponse), so tests compare two encoders.
+  std::vector<const Resource*> heartbeats;
   for (const ResourcePtr& resource : response.resources) {
+    const bool wrapped = (response.wrap_ttl || response.heartbeat) && resource->ttl().has_value();
+    if (response.heartbeat && wrapped) {
+      heartbeats.push_back(resource.get());
+      continue;
+    }
     google::protobuf::Any* any = proto.add_resources();
-    any->set_type_url(resource->type_url());
-    any->set_value(resource->serialized());
+    if (!wrapped) {
+      any->set_type_url(resource->type_url());
+      any->set_value(resource->serialized());
+      continue;
+    }
+    envoy::service::discovery::v3::Resource wrapper;
+    wrapper.set_name(resource->name());
+    wrapper.set_version(resource->content_version());
+    wrapper.mutable_resource()->set_type_url(resource->type_url());
+    wrapper.mutable_resource()->set_value(resource->serialized());
+    wrapper.mutable_ttl()->set_seconds(absl::ToInt64Seconds(*resource->ttl()));
+    wrapper.mutable_ttl()->set_nanos(
+        static_cast<int32_t>(absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
+    any->PackFrom(wrapper);
+  }
+  for (const Resource* resource : heartbeats) {
+    envoy::service::discovery::v3::Resource wrapper;
+    wrapper.set_name(resource->name());
+    wrapper.set_version(resource->content_version());
+    wrapper.mutable_ttl()->set_seconds(absl::ToInt64Seconds(*resource->ttl()));
+    wrapper.mutable_ttl()->set_nanos(
+        static_cast<int32_t>(absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
+    proto.add_resources()->PackFrom(wrapper);
   }
   return proto;
 }

@@ -16,6 +16,10 @@ struct OutgoingResponse {
   std::string version;
   std::string nonce;
   std::vector<ResourcePtr> resources;
+  // The client supports TTLs in SotW: resources with a TTL go wrapped in a discovery Resource.
+  bool wrap_ttl = false;
+  // A TTL heartbeat: the wrapped resources carry no body (only name, version and TTL).
+  bool heartbeat = false;
 };
 
 // One Delta response, before encoding.

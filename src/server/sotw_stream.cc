@@ -30,6 +30,13 @@ absl::Status SotwStream::RunRequestCallback(const DiscoveryRequest& request) {
   return env_.callbacks != nullptr ? env_.callbacks->OnStreamRequest(stream_id_, request) : absl::OkStatus();
 }
 
+void SotwStream::HandleHeartbeat() {
+  for (auto& [type_url, state] : types_) {
+    state.heartbeat_due = true;
+    state.dirty = true;
+  }
+}
+
 void SotwStream::HandleChange(const ConfigChange& change) {
   // SotW compares whole types against what was sent (version and content), so any change
   // makes every subscribed type worth a look.
@@ -149,34 +156,14 @@ void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
 }
 
 void SotwStream::SendNext() {
-  std::vector<std::string> dirty;
-  for (const auto& [type_url, state] : types_) {
-    if (state.dirty) dirty.push_back(type_url);
-  }
-  if (dirty.empty()) return;
-  std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
-    const int ra = PushOrderRank(a);
-    const int rb = PushOrderRank(b);
-    return ra != rb ? ra < rb : a < b;
-  });
-  SnapshotPtr snapshot = watch_->Current();
-  if (snapshot == nullptr) {
-    // Nothing to serve yet; never send an empty state in place of a missing one. The next
-    // change marks the types dirty again.
-    for (const std::string& type_url : dirty) types_.at(type_url).dirty = false;
-    return;
-  }
-  for (const std::string& type_url : dirty) {
-    TypeState& state = types_.at(type_url);
-    state.dirty = false;
-    std::optional<OutgoingResponse> response = Compute(type_url, state, *snapshot);
-    if (!response.has_value()) continue;
+  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const Snapshot& snapshot) {
+    std::optional<OutgoingResponse> response = Compute(type_url, state, snapshot);
+    if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
     write_in_flight_ = true;
-    // Other dirty types wait for this write to complete (one write outstanding).
     transport_->WriteResponse(*response);
-    return;
-  }
+    return true;
+  });
 }
 
 std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url, TypeState& state,
@@ -218,7 +205,12 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
       if (state.known.contains(resource->name())) still_known++;
     }
     if (still_known != state.known.size()) needed = true;
-    if (!needed) return std::nullopt;
+    // A heartbeat cannot be partial for these types (a missing resource is deleted): renew the
+    // TTLs by sending the full state again.
+    const bool heartbeat = state.heartbeat_due && ClientSupportsSotwTtl() &&
+                           std::any_of(covered.begin(), covered.end(), [](const ResourcePtr& r) { return r->ttl().has_value(); });
+    state.heartbeat_due = false;
+    if (!needed && !heartbeat) return std::nullopt;
     to_send = std::move(covered);
   } else {
     // A snapshot's version covers every resource: a new one resends all subscribed. A linear
@@ -230,11 +222,35 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
         if (client_lacks(resource)) to_send.push_back(std::move(resource));
       }
     }
+    if (to_send.empty() && state.heartbeat_due) {
+      state.heartbeat_due = false;
+      // Nothing changed: a heartbeat (no bodies) for the TTL'd resources the client holds, at
+      // the version it holds (R9).
+      if (ClientSupportsSotwTtl() && state.sent_any) {
+        OutgoingResponse heartbeat;
+        for (const ResourcePtr& resource : covered) {
+          auto known = state.known.find(resource->name());
+          if (resource->ttl().has_value() && known != state.known.end() &&
+              known->second == resource->content_version()) {
+            heartbeat.resources.push_back(resource);
+          }
+        }
+        if (heartbeat.resources.empty()) return std::nullopt;
+        heartbeat.type_url = type_url;
+        heartbeat.version = state.sent_version;
+        heartbeat.nonce = StrCat(state.sent_version, "-", stream_id_, "-", ++nonce_seq_);
+        heartbeat.heartbeat = true;
+        return heartbeat;
+      }
+    } else if (state.heartbeat_due) {
+      state.dirty = true;  // after this response, renew what it did not carry
+    }
     // SotW cannot say "does not exist" for these types: nothing to send means no response.
     if (to_send.empty()) return std::nullopt;
   }
   OutgoingResponse response;
   response.type_url = type_url;
+  response.wrap_ttl = ClientSupportsSotwTtl();
   response.version = version;
   response.nonce = StrCat(version, "-", stream_id_, "-", ++nonce_seq_);
   response.resources = std::move(to_send);
@@ -242,6 +258,20 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
 }
 
 void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response) {
+  if (ClientSupportsSotwTtl() &&
+      std::any_of(response.resources.begin(), response.resources.end(),
+                  [](const ResourcePtr& r) { return r->ttl().has_value(); })) {
+    ArmHeartbeat();
+  }
+  if (response.heartbeat) {
+    // Changes nothing the client holds; only the nonce and the ledger move.
+    state.last_nonce = response.nonce;
+    env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(),
+                            env_.clock->Now());
+    Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_,
+               node_.id(), type_url, response.version, response.nonce, response.resources.size());
+    return;
+  }
   // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did
   // not change: remember which clusters changed before `known` is updated.
   std::vector<std::string> changed_eds;

@@ -68,6 +68,7 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
     bool respond_in_full = true;      // the next response carries all subscribed resources
     absl::flat_hash_set<std::string> force;  // names to send even if the client has them
     bool always_respond = false;      // answer the next ACK (Envoy warming after reconnect)
+    bool heartbeat_due = false;       // renew the TTLs of what the client holds
     bool dirty = false;               // something may need sending
   };
 
@@ -76,6 +77,11 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
   void SendNext() override;
   absl::Status RunRequestCallback(const envoy::service::discovery::v3::DiscoveryRequest& request) override;
   std::string ServiceName() const override;
+  void HandleHeartbeat() override;
+  // Both features are needed to receive TTLs in SotW (R9).
+  bool ClientSupportsSotwTtl() const {
+    return ClientHasFeature(kClientFeatureResourceTtl) && ClientHasFeature(kClientFeatureResourceInSotw);
+  }
 
   void HandleFeedback(const envoy::service::discovery::v3::DiscoveryRequest& request);
   void ApplyNames(const std::string& type_url, TypeState& state,

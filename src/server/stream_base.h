@@ -10,7 +10,9 @@
 // write are outstanding (one writer per stream).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/mutex.h"
+#include "common/scheduler.h"
 #include "common/strings.h"
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
@@ -46,7 +49,14 @@ struct StreamEnvironment {
   ServerCallbacks* callbacks = nullptr;  // may be null
   Clock* clock = nullptr;
   std::string control_plane_id;
+  // TTL heartbeats (R9): every `heartbeat_interval`, clients that support TTLs are sent
+  // heartbeats for the TTL'd resources they hold. Off without a scheduler or interval.
+  Scheduler* scheduler = nullptr;
+  absl::Duration heartbeat_interval = absl::ZeroDuration();
 };
+
+inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
+inline constexpr char kClientFeatureResourceInSotw[] = "xds.config.supports-resource-in-sotw";
 
 template <typename Request>
 class StreamBase {
@@ -110,7 +120,9 @@ class StreamBase {
       closed_ = true;
       mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !processing_; });
     }
-    // No processing runs now and none will start; the watch callback (Kick) sees closed_.
+    // No processing runs now and none will start; the watch and timer callbacks (Kick) see
+    // closed_. Destroying them waits for a callback that is running.
+    heartbeat_timer_.reset();
     watch_.reset();
     env_.ledger->CloseStream(stream_id_);
     Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
@@ -131,6 +143,53 @@ class StreamBase {
   virtual absl::Status RunRequestCallback(const Request& request) = 0;
   // Protocol name for logs ("ADS", "DeltaADS", "CDS", ...).
   virtual std::string ServiceName() const = 0;
+  // The heartbeat interval passed: mark heartbeats due.
+  virtual void HandleHeartbeat() = 0;
+
+  bool ClientHasFeature(std::string_view feature) const {
+    for (const std::string& f : node_.client_features()) {
+      if (f == feature) return true;
+    }
+    return false;
+  }
+
+  // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
+  // `try_send(type_url, state, snapshot)` start at most one write; it returns whether it did.
+  // Types it passes over are clean. Without a configuration nothing is sent (never an empty
+  // state in place of a missing one); the first configuration marks the types dirty again.
+  template <typename State, typename TrySend>
+  void SendFirstDue(std::map<std::string, State>& types, TrySend try_send) {
+    std::vector<std::string> dirty;
+    for (const auto& [type_url, state] : types) {
+      if (state.dirty) dirty.push_back(type_url);
+    }
+    if (dirty.empty()) return;
+    std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
+      const int ra = PushOrderRank(a);
+      const int rb = PushOrderRank(b);
+      return ra != rb ? ra < rb : a < b;
+    });
+    SnapshotPtr snapshot = watch_->Current();
+    for (const std::string& type_url : dirty) {
+      State& state = types.at(type_url);
+      state.dirty = false;
+      if (snapshot != nullptr && try_send(type_url, state, *snapshot)) return;
+    }
+  }
+
+  // Schedules the next heartbeat, if heartbeats are on and none is scheduled.
+  void ArmHeartbeat() {
+    if (env_.scheduler == nullptr || env_.heartbeat_interval <= absl::ZeroDuration() || heartbeat_timer_ != nullptr) {
+      return;
+    }
+    heartbeat_timer_ = env_.scheduler->Schedule(env_.heartbeat_interval, [this] {
+      {
+        MutexLock lock(&mu_);
+        heartbeat_due_ = true;
+      }
+      Kick();
+    });
+  }
 
   void EndStream(const absl::Status& status) {
     if (finished_) return;
@@ -166,6 +225,7 @@ class StreamBase {
       bool write_done = false;
       bool write_ok = true;
       bool reads_done = false;
+      bool heartbeat = false;
       std::optional<absl::Status> transport_error;
       {
         MutexLock lock(&mu_);
@@ -189,6 +249,9 @@ class StreamBase {
         } else if (!changes_.empty()) {
           change = std::move(changes_.front());
           changes_.pop_front();
+        } else if (heartbeat_due_) {
+          heartbeat_due_ = false;
+          heartbeat = true;
         } else {
           processing_ = false;
           return;
@@ -212,6 +275,9 @@ class StreamBase {
         continue;
       } else if (change.has_value()) {
         HandleChange(*change);
+      } else if (heartbeat) {
+        heartbeat_timer_.reset();  // it fired; ArmHeartbeat schedules the next one
+        HandleHeartbeat();
       }
       if (!finished_ && node_bound_ && !write_in_flight_) SendNext();
     }
@@ -269,8 +335,10 @@ class StreamBase {
   std::optional<absl::Status> transport_error_ ABSL_GUARDED_BY(mu_);
   int writes_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool heartbeat_due_ ABSL_GUARDED_BY(mu_) = false;
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
 };
 
 }  // namespace cxds

@@ -60,8 +60,9 @@ using HeldState = std::map<std::string, HeldResource>;
 class DeltaHarness {
  public:
   explicit DeltaHarness(ConfigWatcher& watcher, const std::string& node_id = "node-a", int64_t stream_id = 1,
-                        std::vector<std::string> client_features = {})
-      : env_{&watcher, &ledger_, nullptr, &clock_, "cxds"},
+                        std::vector<std::string> client_features = {}, Scheduler* scheduler = nullptr,
+                        absl::Duration heartbeat_interval = absl::ZeroDuration())
+      : env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval},
         node_id_(node_id),
         features_(std::move(client_features)),
         stream_(env_, stream_id, "", &transport_) {

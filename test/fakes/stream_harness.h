@@ -76,13 +76,21 @@ inline std::vector<std::string> NamesOf(const DiscoveryResponse& response) {
   return names;
 }
 
+// Heartbeats and client features for a StreamHarness, for TTL tests.
+struct StreamHarnessOptions {
+  Scheduler* scheduler = nullptr;
+  absl::Duration heartbeat_interval = absl::ZeroDuration();
+  std::vector<std::string> client_features;
+};
+
 class StreamHarness {
  public:
   explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "",
                          ServerCallbacks* callbacks = nullptr, const std::string& node_id = "node-a",
-                         int64_t stream_id = 1)
-      : env_{&cache, &ledger_, callbacks, &clock_, "cxds"},
+                         int64_t stream_id = 1, StreamHarnessOptions options = {})
+      : env_{&cache, &ledger_, callbacks, &clock_, "cxds", options.scheduler, options.heartbeat_interval},
         node_id_(node_id),
+        features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {
     stream_.Start();
   }
@@ -91,7 +99,10 @@ class StreamHarness {
   // Sends `request`, adding the node to the stream's first request.
   void Send(DiscoveryRequest request) {
     if (!sent_first_) {
-      if (!request.has_node()) request.mutable_node()->set_id(node_id_);
+      if (!request.has_node()) {
+        request.mutable_node()->set_id(node_id_);
+        for (const auto& feature : features_) request.mutable_node()->add_client_features(feature);
+      }
       sent_first_ = true;
     }
     stream_.OnRequest(std::move(request));
@@ -132,6 +143,7 @@ class StreamHarness {
   FakeTransport transport_;
   StreamEnvironment env_;
   std::string node_id_;
+  std::vector<std::string> features_;
   SotwStream stream_;
   bool sent_first_ = false;
   bool closed_ = false;
