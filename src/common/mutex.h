@@ -34,7 +34,14 @@ class ABSL_LOCKABLE Mutex {
   void Await(Condition condition) ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
     ++waiters_;
-    while (!condition()) cv_.wait(lock);
+    bool first = true;
+    while (!condition()) {
+      // Waiting releases the mutex like Unlock: the caller may have changed what another
+      // waiter waits for. Only the first release can have (later wake-ups change nothing).
+      if (first && waiters_ > 1) cv_.notify_all();
+      first = false;
+      cv_.wait(lock);
+    }
     --waiters_;
     lock.release();
   }
@@ -45,7 +52,10 @@ class ABSL_LOCKABLE Mutex {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
     ++waiters_;
     bool ok = condition();
+    bool first = true;
     while (!ok) {
+      if (first && waiters_ > 1) cv_.notify_all();  // see Await
+      first = false;
       if (cv_.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout) {
         ok = condition();
         break;

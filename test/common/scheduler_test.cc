@@ -76,3 +76,29 @@ TEST(RealSchedulerTest, RunsTimersAndCancels) {
 
 }  // namespace
 }  // namespace cxds
+
+namespace cxds {
+namespace {
+
+// Regression: a waiter whose condition became true while another thread was about to wait
+// (not unlock) must still wake. The scheduler's thread finishes a callback and goes back to
+// waiting for timers while the thread cancelling that timer waits for the callback to end.
+TEST(MutexTest, WaitingReleasesWakeOtherWaiters) {
+  for (int round = 0; round < 200; ++round) {
+    RealScheduler scheduler;
+    Mutex mu;
+    bool fired = false;
+    auto timer = scheduler.Schedule(absl::ZeroDuration(), [&] {
+      MutexLock lock(&mu);
+      fired = true;
+    });
+    {
+      MutexLock lock(&mu);
+      ASSERT_TRUE(mu.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return fired; }, absl::Seconds(10)));
+    }
+    timer.reset();  // may wait for the callback to return; must not hang
+  }
+}
+
+}  // namespace
+}  // namespace cxds
