@@ -82,15 +82,17 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   // An empty nonce on an existing subscription: the client has not seen a response yet, or
   // starts over; either way it gets the full current state for its new name list.
   if (request.response_nonce().empty()) {
-    ApplyNames(type_url, state, request);
+    if (!ApplyNames(type_url, state, request)) return;  // unsubscribed from everything
     state.respond_in_full = true;
     state.dirty = true;
     return;
   }
 
   HandleFeedback(request);
-  // C3: stale nonce. Not answered; the client will ACK the newer response.
-  if (request.response_nonce() != state.last_nonce) {
+  // C3: stale nonce. Not answered; the client will ACK the newer response. A nonce is stale
+  // only once a newer response was sent for this subscription: after an unsubscribe from
+  // everything the subscription starts afresh, and the client's last nonce is still current.
+  if (!state.last_nonce.empty() && request.response_nonce() != state.last_nonce) {
     Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_.id(),
                 type_url, request.response_nonce(), state.last_nonce);
     return;
@@ -99,13 +101,14 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   ApplyNames(type_url, state, request);
 }
 
-void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const DiscoveryRequest& request) {
+bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const DiscoveryRequest& request) {
   if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
     // Unsubscribe from everything of this type: forget it (a later request starts afresh).
+    // `state` is destroyed here.
     watch_->SetInterest(type_url, false, {});
     types_.erase(type_url);
     env_.ledger->ForgetType(stream_id_, type_url);
-    return;
+    return false;
   }
   const bool was_wildcard = state.subscription.wildcard();
   SotwSubscription::Change change = state.subscription.Apply(RequestedNames(request));
@@ -127,6 +130,7 @@ void SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
     newly_wanted = newly_wanted || !change.added.empty();
   }
   if (newly_wanted || state.always_respond) state.dirty = true;
+  return true;
 }
 
 void SotwStream::HandleFeedback(const DiscoveryRequest& request) {

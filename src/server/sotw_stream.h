@@ -84,7 +84,9 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
   }
 
   void HandleFeedback(const envoy::service::discovery::v3::DiscoveryRequest& request);
-  void ApplyNames(const std::string& type_url, TypeState& state,
+  // Applies the request's names; returns false if that unsubscribed from everything of a
+  // non-wildcard type, which destroys `state`.
+  bool ApplyNames(const std::string& type_url, TypeState& state,
                   const envoy::service::discovery::v3::DiscoveryRequest& request);
   std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state,
                                           const Snapshot& snapshot);

@@ -71,6 +71,10 @@ class DeltaHarness {
   ~DeltaHarness() { Close(); }
 
   void Send(DeltaDiscoveryRequest request) {
+    // A client drops what it unsubscribes from (a wildcard it leaves is the server's to resolve).
+    for (const auto& name : request.resource_names_unsubscribe()) {
+      if (name != "*") held_[request.type_url()].erase(name);
+    }
     if (!sent_first_) {
       request.mutable_node()->set_id(node_id_);
       for (const auto& feature : features_) request.mutable_node()->add_client_features(feature);

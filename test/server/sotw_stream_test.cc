@@ -604,6 +604,40 @@ TEST_F(SotwStreamTest, ClearedSnapshotThenNewOneReachesStream) {
   EXPECT_EQ(h.Take().size(), 1u);
 }
 
+// Regression (found by the differential test): unsubscribing from everything with an empty
+// nonce, before any response, forgets the type without touching its freed state.
+TEST_F(SotwStreamTest, EmptyNamesWithoutNonceBeforeAnyResponseUnsubscribes) {
+  Set(BaseSnapshot("1"));
+  StreamHarness h(cache_);
+  h.Send(Request(kEds, {"ghost"}));
+  EXPECT_THAT(h.Take(), IsEmpty());
+  h.Send(Request(kEds, {}));
+  EXPECT_THAT(h.Take(), IsEmpty());
+  EXPECT_FALSE(h.transport().finished.has_value());
+  h.Send(Request(kEds, {"c1"}));
+  auto r = h.Take();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_THAT(NamesOf(r[0]), ElementsAre("c1"));
+}
+
+// Regression (found by the differential test): after an unsubscribe from everything, the
+// client's last nonce is not stale for the fresh subscription: nothing newer was sent.
+TEST_F(SotwStreamTest, NonceFromBeforeUnsubscribeAllIsNotStale) {
+  Set(BaseSnapshot("1"));
+  StreamHarness h(cache_);
+  h.Send(Request(kEds, {"c1"}));
+  auto r1 = h.Take();
+  ASSERT_EQ(r1.size(), 1u);
+  h.Send(Ack(r1[0], {"c1"}));
+  h.Send(Ack(r1[0], {}));           // unsubscribe from everything
+  h.Send(Ack(r1[0], {"ghost"}));    // a fresh subscription to a name that does not exist
+  EXPECT_THAT(h.Take(), IsEmpty());
+  h.Send(Ack(r1[0], {"c1", "ghost"}));  // same nonce: still the latest the client has seen
+  auto r2 = h.Take();
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_THAT(NamesOf(r2[0]), ElementsAre("c1"));
+}
+
 // Seed 003: the ledger matches feedback by (stream, type, nonce); the NACK keeps the client's
 // last accepted version and never records the NACK's version as accepted.
 TEST_F(SotwStreamTest, LedgerShowsSentAckedAndNackedVersions) {
