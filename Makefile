@@ -43,7 +43,7 @@ test-tsan: build
 	  -DCXDS_SANITIZE=thread -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target cxds_tests
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/test/tsan.supp" \
-	  ctest --output-on-failure -j $(JOBS) -L unit -E '^XdsServerTest'
+	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest)'
 
 test: test-main test-asan test-tsan
 
