@@ -35,9 +35,10 @@ test-asan: build
 	  ctest --output-on-failure -j $(JOBS) -E 'teaching_checkpoints_(python|cpp)'
 
 # ThreadSanitizer checks cxds's own synchronisation (cxds::Mutex is pthread-based) in the unit
-# and concurrency tests. The in-process gRPC tests are left out: Debian's gRPC is not
-# instrumented, so TSan cannot see how its completion queues order our reactions and reports
-# gRPC's own inline code; SotwStreamConcurrencyTest drives the same stream code from threads.
+# and concurrency tests. The tests over real gRPC (XdsServerTest, DeltaRestartTest) are left
+# out: Debian's gRPC is not instrumented, so TSan cannot see how its completion queues order our
+# reactions and reports gRPC's own inline code; SotwStreamConcurrencyTest drives the same
+# stream code from threads.
 test-tsan: build
 	@test -f $(BUILD)-tsan/build.ninja || cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCXDS_SANITIZE=thread -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
