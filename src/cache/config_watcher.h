@@ -17,12 +17,16 @@
 
 namespace cxds {
 
+// The names of one type that changed, shared by every stream told about the change (so telling
+// N streams copies no names); null means the type may have changed in any way.
+using ChangedNames = std::shared_ptr<const std::vector<std::string>>;
+
 // What changed in a node's configuration, per type URL: the names whose resource was added,
-// modified or removed. A type mapped to nullopt may have changed in any way (every name counts
-// as changed); a type whose version changed while no resource did maps to an empty list.
+// modified or removed. A type mapped to null may have changed in any way (every name counts as
+// changed); a type whose version changed while no resource did maps to an empty list.
 // Streams use it to look only at what changed (delta pushes cost O(changed names)).
 struct ConfigChange {
-  std::map<std::string, std::optional<std::vector<std::string>>> types;
+  std::map<std::string, ChangedNames> types;
   bool everything = false;  // e.g. the first configuration, or one cleared
 
   static ConfigChange Everything() {

@@ -172,7 +172,7 @@ absl::Status LinearCache::Apply(std::vector<ResourcePtr> upserts, std::vector<st
     if (first) {
       change = ConfigChange::Everything();
     } else {
-      change.types[type_url_] = std::move(changed);
+      change.types[type_url_] = std::make_shared<const std::vector<std::string>>(std::move(changed));
     }
     Notify(to_notify, change);
   }

@@ -158,7 +158,7 @@ ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after) {
     const Snapshot::TypeResources* new_items = after->resources(type_url);
     if (old_items == new_items) return;  // shared, unchanged part
     if (old_items == nullptr || new_items == nullptr) {
-      change.types[type_url] = std::nullopt;
+      change.types[type_url] = nullptr;
       return;
     }
     std::vector<std::string> names;
@@ -180,7 +180,7 @@ ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after) {
         ++b;
       }
     }
-    if (!names.empty() || old_items->version != new_items->version) change.types[type_url] = std::move(names);
+    if (!names.empty() || old_items->version != new_items->version) change.types[type_url] = std::make_shared<const std::vector<std::string>>(std::move(names));
   };
   for (const auto& [type_url, typed] : before->types()) diff_type(type_url);
   for (const auto& [type_url, typed] : after->types()) {

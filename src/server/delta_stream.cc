@@ -144,7 +144,7 @@ void DeltaStream::HandleChange(const ConfigChange& change) {
     }
     auto found = change.types.find(type_url);
     if (found == change.types.end()) continue;
-    if (!found->second.has_value()) {
+    if (found->second == nullptr) {
       state.pending_all = true;
     } else {
       for (const std::string& name : *found->second) state.pending.insert(name);

@@ -38,7 +38,7 @@ struct Recorder {
     EXPECT_FALSE(changes.back().everything);
     auto it = changes.back().types.find(kEds);
     EXPECT_NE(it, changes.back().types.end());
-    if (it == changes.back().types.end() || !it->second.has_value()) return {};
+    if (it == changes.back().types.end() || it->second == nullptr) return {};
     return *it->second;
   }
 };
