@@ -12,10 +12,13 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/time/time.h"
 #include "cache/snapshot.h"
 #include "envoy/config/core/v3/base.pb.h"
 
 namespace cxds {
+
+struct PushRequest;  // pipeline/push_request.h
 
 // The names of one type that changed, shared by every stream told about the change (so telling
 // N streams copies no names); null means the type may have changed in any way.
@@ -28,6 +31,13 @@ using ChangedNames = std::shared_ptr<const std::vector<std::string>>;
 struct ConfigChange {
   std::map<std::string, ChangedNames> types;
   bool everything = false;  // e.g. the first configuration, or one cleared
+  // Set by watchers that generate per proxy (the push pipeline): the push this change belongs
+  // to. `types` is then empty and the stream asks Watch::Materialize for the resource changes
+  // when the push is delivered (after the PushQueue and throttle).
+  std::shared_ptr<const PushRequest> push;
+  // Identifies the change for convergence tracking (0: untracked), and when it was made.
+  uint64_t change_id = 0;
+  absl::Time change_time = absl::InfiniteFuture();
 
   static ConfigChange Everything() {
     ConfigChange change;
@@ -35,6 +45,9 @@ struct ConfigChange {
     return change;
   }
 };
+
+// A process-wide unique change id (1, 2, ...). Thread-safe.
+uint64_t NewChangeId();
 
 // The names changed between two snapshots (either may be null).
 ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after);
@@ -54,6 +67,10 @@ class ConfigWatcher {
     // it wants (LinearCache). Watchers that notify per node may ignore it.
     virtual void SetInterest(const std::string& type_url, bool wildcard,
                              const absl::flat_hash_set<std::string>& names) {}
+    // Called when a change is delivered to the stream, on the stream's processing thread,
+    // before Current() is read: generating watchers compute the resources for `push` here
+    // and return what changed. Others return `change` unchanged.
+    virtual ConfigChange Materialize(const ConfigChange& change) { return change; }
   };
 
   virtual ~ConfigWatcher() = default;

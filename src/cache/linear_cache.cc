@@ -174,6 +174,7 @@ absl::Status LinearCache::Apply(std::vector<ResourcePtr> upserts, std::vector<st
     } else {
       change.types[type_url_] = std::make_shared<const std::vector<std::string>>(std::move(changed));
     }
+    change.change_id = NewChangeId();
     Notify(to_notify, change);
   }
   return absl::OkStatus();

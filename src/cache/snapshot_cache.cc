@@ -1,5 +1,7 @@
 #include "cache/snapshot_cache.h"
 
+#include <atomic>
+
 #include <utility>
 
 #include "common/strings.h"
@@ -78,7 +80,10 @@ absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr
   }
   if (!to_notify.empty()) {
     // Diffed once here, outside the lock, not once per stream.
-    Notify(std::move(to_notify), DiffSnapshots(previous.get(), snapshot.get()));
+    ConfigChange change = DiffSnapshots(previous.get(), snapshot.get());
+    change.change_id = NewChangeId();
+    change.change_time = clock_.Now();
+    Notify(std::move(to_notify), change);
   }
   return absl::OkStatus();
 }
@@ -148,6 +153,11 @@ void SnapshotCache::Notify(std::vector<std::shared_ptr<WatchCallback>> callbacks
       callback->on_change(change);
     }
   }
+}
+
+uint64_t NewChangeId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after) {

@@ -132,6 +132,7 @@ void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
                  request.type_url(), request.response_nonce(), request.has_error_detail());
       break;
   }
+  NoteFeedback(event);
   if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
 }
 
@@ -271,9 +272,13 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   const absl::Time now = env_.clock->Now();
   env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.system_version, response.resources.size(),
                           now);
-  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
-             stream_id_, node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
-             response.removed.size(), response.heartbeats.size());
+  size_t bytes = 0;
+  for (const ResourcePtr& resource : response.resources) bytes += resource->serialized().size();
+  NoteSent(type_url, response.system_version, response.nonce, bytes);
+  Log().log(SentLogLevel(),
+            "SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
+            stream_id_, node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
+            response.removed.size(), response.heartbeats.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;
     info.node_id = node_.id();

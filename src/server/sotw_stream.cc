@@ -38,9 +38,11 @@ void SotwStream::HandleHeartbeat() {
 }
 
 void SotwStream::HandleChange(const ConfigChange& change) {
-  // SotW compares whole types against what was sent (version and content), so any change
-  // makes every subscribed type worth a look.
-  for (auto& [type_url, state] : types_) state.dirty = true;
+  // SotW compares whole types against what was sent (version and content), so any change to
+  // a type makes it worth a look; a type the change does not name did not change.
+  for (auto& [type_url, state] : types_) {
+    if (change.everything || change.types.contains(type_url)) state.dirty = true;
+  }
 }
 
 void SotwStream::HandleRequest(DiscoveryRequest& request) {
@@ -95,6 +97,7 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   if (!state.last_nonce.empty() && request.response_nonce() != state.last_nonce) {
     Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_.id(),
                 type_url, request.response_nonce(), state.last_nonce);
+    NoteExpiredNonce(type_url);
     return;
   }
   // C4/C5: ACK, possibly with a subscription change.
@@ -156,6 +159,7 @@ void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
                  request.has_error_detail());
       break;
   }
+  NoteFeedback(event);
   if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
 }
 
@@ -312,8 +316,11 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
 
   const absl::Time now = env_.clock->Now();
   env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(), now);
-  Log().info("SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_.id(), type_url,
-             response.version, response.nonce, response.resources.size());
+  size_t bytes = 0;
+  for (const ResourcePtr& resource : response.resources) bytes += resource->serialized().size();
+  NoteSent(type_url, response.version, response.nonce, bytes);
+  Log().log(SentLogLevel(), "SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_.id(),
+            type_url, response.version, response.nonce, response.resources.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;
     info.node_id = node_.id();

@@ -26,9 +26,12 @@
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "common/strings.h"
+#include "pipeline/admission.h"
+#include "pipeline/push_dispatcher.h"
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
+#include "server/server_metrics.h"
 
 namespace cxds {
 
@@ -53,18 +56,26 @@ struct StreamEnvironment {
   // heartbeats for the TTL'd resources they hold. Off without a scheduler or interval.
   Scheduler* scheduler = nullptr;
   absl::Duration heartbeat_interval = absl::ZeroDuration();
+  // Every configuration change reaches the stream through this dispatcher (PushQueue and
+  // throttle). Null only in tests of the protocol alone: changes are then handled at once.
+  PushDispatcher* dispatcher = nullptr;
+  // Stage reports (sent, ACKed/NACKed) for pushes; may be null.
+  PushObserver* observer = nullptr;
+  ServerMetrics* metrics = nullptr;  // may be null
+  // New streams are admitted at a bounded rate; may be null (no limit). Needs `scheduler`.
+  AdmissionLimiter* admission = nullptr;
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
 inline constexpr char kClientFeatureResourceInSotw[] = "xds.config.supports-resource-in-sotw";
 
 template <typename Request>
-class StreamBase {
+class StreamBase : public PushTarget {
  public:
   StreamBase(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
              TransportBase* transport)
       : env_(env), stream_id_(stream_id), fixed_type_url_(std::move(fixed_type_url)), base_transport_(transport) {}
-  virtual ~StreamBase() = default;
+  ~StreamBase() override = default;
   StreamBase(const StreamBase&) = delete;
   StreamBase& operator=(const StreamBase&) = delete;
 
@@ -78,8 +89,40 @@ class StreamBase {
         return;
       }
     }
+    if (env_.admission != nullptr && env_.scheduler != nullptr) {
+      absl::StatusOr<absl::Duration> wait = env_.admission->Admit();
+      if (!wait.ok()) {
+        EndStream(wait.status());
+        return;
+      }
+      if (*wait > absl::ZeroDuration()) {
+        // Admitted later: the first read starts when the stream's turn comes.
+        MutexLock lock(&mu_);
+        admission_timer_ = env_.scheduler->Schedule(*wait, [this] {
+          {
+            MutexLock lock(&mu_);
+            if (closed_) return;
+            admitted_ = true;
+          }
+          Kick();
+        });
+        return;
+      }
+    }
     base_transport_->ReadNext();
   }
+
+  // PushTarget: the dispatcher hands over a (merged) push.
+  void DeliverPush(PushRequest request) override {
+    ConfigChange change = request.resources;
+    change.push = std::make_shared<const PushRequest>(std::move(request));
+    {
+      MutexLock lock(&mu_);
+      changes_.push_back(std::move(change));
+    }
+    Kick();
+  }
+  std::string PushTargetName() const override { return StrCat("stream-", stream_id_); }
 
   // Transport events; any thread.
   void OnRequest(Request request) {
@@ -122,8 +165,17 @@ class StreamBase {
     }
     // No processing runs now and none will start; the watch and timer callbacks (Kick) see
     // closed_. Destroying them waits for a callback that is running.
+    TimerPtr admission_timer;
+    {
+      MutexLock lock(&mu_);
+      admission_timer = std::move(admission_timer_);
+    }
+    admission_timer.reset();
     heartbeat_timer_.reset();
     watch_.reset();
+    // No push can be queued for the stream now; forget what is queued and free its slot.
+    if (env_.dispatcher != nullptr) env_.dispatcher->Remove(this);
+    if (env_.metrics != nullptr && node_bound_) env_.metrics->StreamClosed(ClientVersion());
     env_.ledger->CloseStream(stream_id_);
     Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
     if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
@@ -151,6 +203,62 @@ class StreamBase {
       if (f == feature) return true;
     }
     return false;
+  }
+
+  // A response of `type_url` went out: attributes it to the push being delivered, if any.
+  void NoteSent(const std::string& type_url, const std::string& version, const std::string& nonce, size_t bytes) {
+    if (env_.metrics != nullptr) env_.metrics->Sent(type_url, bytes);
+    auto awaiting = awaiting_.find(type_url);
+    if (awaiting != awaiting_.end()) {
+      // The older response of this type will not be ACKed (the client ACKs the newest).
+      awaiting->second.push->outstanding--;
+      awaiting_.erase(awaiting);
+    }
+    if (active_push_ == nullptr) return;
+    active_push_->responses++;
+    active_push_->outstanding++;
+    awaiting_[type_url] = Awaiting{nonce, active_push_};
+    if (env_.observer != nullptr) {
+      env_.observer->OnSent(push_info_, *active_push_->request, type_url, version, nonce, env_.clock->Now());
+    }
+  }
+
+  // The client answered a response (after the ledger classified it).
+  void NoteFeedback(const FeedbackEvent& event) {
+    if (event.kind == FeedbackKind::kUnmatched) return;
+    if (env_.metrics != nullptr) {
+      event.kind == FeedbackKind::kAck ? env_.metrics->Acked(event.type_url) : env_.metrics->Rejected(event.type_url);
+    }
+    auto awaiting = awaiting_.find(event.type_url);
+    if (awaiting == awaiting_.end() || awaiting->second.nonce != event.nonce) return;
+    std::shared_ptr<InFlightPush> push = awaiting->second.push;
+    awaiting_.erase(awaiting);
+    const bool accepted = event.kind == FeedbackKind::kAck;
+    if (!accepted) push->rejected = true;
+    push->outstanding--;
+    if (env_.observer != nullptr) {
+      env_.observer->OnFeedback(push_info_, *push->request, event.type_url, event.nonce, accepted, event.error,
+                                event.time);
+    }
+    if (push->outstanding == 0 && push->done && !push->rejected && env_.metrics != nullptr &&
+        push->request->start != absl::InfiniteFuture()) {
+      env_.metrics->Converged(absl::ToDoubleSeconds(event.time - push->request->start));
+    }
+  }
+
+  void NoteExpiredNonce(const std::string& type_url) {
+    if (env_.metrics != nullptr) env_.metrics->ExpiredNonce(type_url);
+  }
+
+  // Endpoint-only pushes log their sends at debug level, everything else at info (the
+  // pipeline's periodic summary counts the former).
+  spdlog::level::level_enum SentLogLevel() const {
+    return active_push_ != nullptr && active_push_->request->EndpointOnly() ? spdlog::level::debug
+                                                                            : spdlog::level::info;
+  }
+
+  std::string ClientVersion() const {
+    return node_.user_agent_version().empty() ? std::string("unknown") : node_.user_agent_version();
   }
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
@@ -194,6 +302,7 @@ class StreamBase {
   void EndStream(const absl::Status& status) {
     if (finished_) return;
     finished_ = true;
+    if (active_push_ != nullptr) FinishPush();
     if (!status.ok()) {
       Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
                  absl::StatusCodeToString(status.code()), std::string(status.message()));
@@ -213,6 +322,46 @@ class StreamBase {
   bool finished_ = false;
 
  private:
+  // A push delivered by the dispatcher, from delivery until its responses are written, and
+  // then until the client has answered each of them.
+  struct InFlightPush {
+    std::shared_ptr<const PushRequest> request;
+    int responses = 0;    // responses sent for it
+    int outstanding = 0;  // of those, not yet answered (nor superseded)
+    bool done = false;    // every response written
+    bool rejected = false;
+  };
+  struct Awaiting {
+    std::string nonce;
+    std::shared_ptr<InFlightPush> push;
+  };
+
+  void BeginPush(std::shared_ptr<const PushRequest> request) {
+    active_push_ = std::make_shared<InFlightPush>();
+    active_push_->request = std::move(request);
+  }
+
+  // The push's responses are written (or there were none): the slot goes back.
+  void FinishPush() {
+    std::shared_ptr<InFlightPush> push = std::move(active_push_);
+    active_push_ = nullptr;
+    push->done = true;
+    if (env_.observer != nullptr) {
+      env_.observer->OnPushDone(push_info_, *push->request, push->responses, env_.clock->Now());
+    }
+    if (env_.dispatcher != nullptr) env_.dispatcher->Done(this);
+  }
+
+  PushRequest ToPushRequest(const ConfigChange& change) const {
+    if (change.push != nullptr) return *change.push;
+    PushRequest request;
+    request.resources = change;
+    request.reasons[reason::kSnapshot] = 1;
+    request.start = change.change_time != absl::InfiniteFuture() ? change.change_time : env_.clock->Now();
+    if (change.change_id != 0) request.change_ids.insert(change.change_id);
+    return request;
+  }
+
   void Kick() {
     {
       MutexLock lock(&mu_);
@@ -226,6 +375,7 @@ class StreamBase {
       bool write_ok = true;
       bool reads_done = false;
       bool heartbeat = false;
+      bool admitted = false;
       std::optional<absl::Status> transport_error;
       {
         MutexLock lock(&mu_);
@@ -233,7 +383,10 @@ class StreamBase {
           processing_ = false;
           return;
         }
-        if (!requests_.empty()) {
+        if (admitted_) {
+          admitted_ = false;
+          admitted = true;
+        } else if (!requests_.empty()) {
           request = std::move(requests_.front());
           requests_.pop_front();
         } else if (writes_done_ > 0) {
@@ -257,8 +410,13 @@ class StreamBase {
           return;
         }
       }
-      if (finished_) continue;  // the stream is over: events are drained and dropped
-      if (request.has_value()) {
+      if (finished_) {  // the stream is over: events are drained and dropped
+        if (change.has_value() && change->push != nullptr && env_.dispatcher != nullptr) env_.dispatcher->Done(this);
+        continue;
+      }
+      if (admitted) {
+        base_transport_->ReadNext();
+      } else if (request.has_value()) {
         if (CheckRequest(*request)) HandleRequest(*request);
         if (!finished_) base_transport_->ReadNext();
       } else if (write_done) {
@@ -274,12 +432,20 @@ class StreamBase {
         EndStream(absl::OkStatus());
         continue;
       } else if (change.has_value()) {
-        HandleChange(*change);
+        if (change->push != nullptr) {
+          BeginPush(change->push);
+          // Generating watchers compute the proxy's resources for the push only now, inside
+          // the throttle slot.
+          HandleChange(watch_ != nullptr ? watch_->Materialize(*change) : *change);
+        } else {
+          HandleChange(*change);
+        }
       } else if (heartbeat) {
         heartbeat_timer_.reset();  // it fired; ArmHeartbeat schedules the next one
         HandleHeartbeat();
       }
       if (!finished_ && node_bound_ && !write_in_flight_) SendNext();
+      if (active_push_ != nullptr && !write_in_flight_) FinishPush();
     }
   }
 
@@ -292,9 +458,17 @@ class StreamBase {
       }
       node_ = request.node();
       node_bound_ = true;
+      push_info_.stream_id = stream_id_;
+      push_info_.node_id = node_.id();
       env_.ledger->SetNode(stream_id_, node_.id());
+      if (env_.metrics != nullptr) env_.metrics->StreamOpened(ClientVersion());
       Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(), ServiceName());
       watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
+        if (env_.dispatcher != nullptr) {
+          // Through the PushQueue (merged per stream, one push in progress) and the throttle.
+          env_.dispatcher->Enqueue(this, push_info_, ToPushRequest(change));
+          return;
+        }
         {
           MutexLock lock(&mu_);
           changes_.push_back(change);
@@ -336,9 +510,14 @@ class StreamBase {
   int writes_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool heartbeat_due_ ABSL_GUARDED_BY(mu_) = false;
+  bool admitted_ ABSL_GUARDED_BY(mu_) = false;
+  TimerPtr admission_timer_ ABSL_GUARDED_BY(mu_);
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
+  PushTargetInfo push_info_;  // set once, when the node is known, before the watch exists
+  std::shared_ptr<InFlightPush> active_push_;  // confined to event processing
+  std::map<std::string, Awaiting> awaiting_;   // by type URL; confined to event processing
 };
 
 }  // namespace cxds

@@ -36,7 +36,35 @@ class XdsServer::Impl {
   Impl(ConfigWatcher& watcher, Options options)
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
-        env_{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id} {}
+        metrics_(options_.metrics),
+        env_(MakeEnvironment(watcher)) {}
+
+  StreamEnvironment MakeEnvironment(ConfigWatcher& watcher) {
+    StreamEnvironment env{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id};
+    env.scheduler = options_.scheduler;
+    if (options_.max_new_streams_per_second > 0) {
+      if (env.scheduler == nullptr) {
+        own_scheduler_ = std::make_unique<RealScheduler>();
+        env.scheduler = own_scheduler_.get();
+      }
+      admission_ = std::make_unique<AdmissionLimiter>(options_.max_new_streams_per_second, absl::Seconds(1), clock_);
+      env.admission = admission_.get();
+    }
+    env.dispatcher = options_.dispatcher;
+    if (env.dispatcher == nullptr) {
+      PushDispatcher::Options dispatch;
+      dispatch.max_in_flight = options_.push_throttle;
+      dispatch.worker_threads = options_.push_workers;
+      dispatch.clock = &clock_;
+      dispatch.metrics = options_.metrics;
+      dispatch.observer = options_.observer;
+      own_dispatcher_ = std::make_unique<PushDispatcher>(dispatch);
+      env.dispatcher = own_dispatcher_.get();
+    }
+    env.observer = options_.observer != nullptr ? options_.observer : env.dispatcher->observer();
+    env.metrics = &metrics_;
+    return env;
+  }
 
   RawBidiReactor* NewSotwReactor(std::string type_url);
   RawBidiReactor* NewDeltaReactor(std::string type_url);
@@ -46,6 +74,10 @@ class XdsServer::Impl {
   std::atomic<int64_t> open_streams_{0};
   const Options options_;
   Clock& clock_;
+  ServerMetrics metrics_;
+  std::unique_ptr<RealScheduler> own_scheduler_;
+  std::unique_ptr<AdmissionLimiter> admission_;
+  std::unique_ptr<PushDispatcher> own_dispatcher_;
   const StreamEnvironment env_;
   std::vector<std::unique_ptr<grpc::Service>> services_;
 };
@@ -204,5 +236,7 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
 const AckLedger& XdsServer::ledger() const { return impl_->ledger_; }
 
 int64_t XdsServer::open_streams() const { return impl_->open_streams_.load(); }
+
+PushDispatcher& XdsServer::dispatcher() { return *impl_->env_.dispatcher; }
 
 }  // namespace cxds

@@ -10,8 +10,8 @@
 //   xds.RegisterServices(builder);
 //   auto server = builder.BuildAndStart();
 //
-// Threading: streams run on gRPC's callback threads and on the threads that change the
-// configuration (see SotwStream). The XdsServer must outlive the grpc::Server it is registered
+// Threading: streams run on gRPC's callback threads and on the dispatcher's threads, which
+// deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is registered
 // on (shut the grpc::Server down first). Accessors are thread-safe.
 #pragma once
 
@@ -19,8 +19,11 @@
 #include <memory>
 #include <string>
 
+#include "admin/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
+#include "common/scheduler.h"
+#include "pipeline/push_dispatcher.h"
 #include "grpcpp/server_builder.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
@@ -33,6 +36,18 @@ class XdsServer {
     std::string control_plane_id = "cxds";  // DiscoveryResponse.control_plane.identifier
     ServerCallbacks* callbacks = nullptr;   // not owned; must outlive the server
     Clock* clock = nullptr;                 // defaults to RealClock()
+    // Timers for heartbeats and delayed stream admission; the server makes a RealScheduler
+    // if it needs one and none is given.
+    Scheduler* scheduler = nullptr;
+    // Every push to a stream goes through a PushDispatcher (PushQueue + throttle). Give the
+    // pipeline's to share it; otherwise the server makes one with these settings.
+    PushDispatcher* dispatcher = nullptr;
+    int push_throttle = 0;  // connections pushing at once; 0: DefaultPushThrottle()
+    int push_workers = 2;   // dispatcher threads; 0: pushes run on the changing thread
+    // New streams admitted per second (istiod's PILOT_MAX_REQUESTS_PER_SECOND); 0: no limit.
+    double max_new_streams_per_second = 0;
+    MetricsRegistry* metrics = nullptr;  // may be null
+    PushObserver* observer = nullptr;    // may be null; stage reports (sent, ACK, NACK)
   };
 
   XdsServer(ConfigWatcher& watcher, Options options);
@@ -46,6 +61,7 @@ class XdsServer {
   // What each open stream was sent and what it ACKed or NACKed.
   const AckLedger& ledger() const;
   int64_t open_streams() const;
+  PushDispatcher& dispatcher();
 
   class Impl;
 

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "server/ack_ledger.h"
+#include "fakes/inline_dispatcher.h"
 #include "server/delta_stream.h"
 
 namespace cxds::testing {
@@ -62,7 +63,8 @@ class DeltaHarness {
   explicit DeltaHarness(ConfigWatcher& watcher, const std::string& node_id = "node-a", int64_t stream_id = 1,
                         std::vector<std::string> client_features = {}, Scheduler* scheduler = nullptr,
                         absl::Duration heartbeat_interval = absl::ZeroDuration())
-      : env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval},
+      : own_dispatcher_(InlineDispatcher()),
+        env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval, own_dispatcher_.get()},
         node_id_(node_id),
         features_(std::move(client_features)),
         stream_(env_, stream_id, "", &transport_) {
@@ -141,6 +143,7 @@ class DeltaHarness {
   SimulatedClock clock_;
   AckLedger ledger_;
   FakeDeltaTransport transport_;
+  std::unique_ptr<PushDispatcher> own_dispatcher_;
   StreamEnvironment env_;
   std::string node_id_;
   std::vector<std::string> features_;

@@ -13,6 +13,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "server/ack_ledger.h"
+#include "fakes/inline_dispatcher.h"
 #include "server/sotw_stream.h"
 
 namespace cxds::testing {
@@ -81,6 +82,12 @@ struct StreamHarnessOptions {
   Scheduler* scheduler = nullptr;
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   std::vector<std::string> client_features;
+  // Changes reach the stream through this dispatcher; null: the harness makes an inline one
+  // (deliveries on the changing thread, so tests stay deterministic) with room for every push.
+  PushDispatcher* dispatcher = nullptr;
+  PushObserver* observer = nullptr;
+  Clock* clock = nullptr;  // null: the harness's own SimulatedClock
+  ServerMetrics* metrics = nullptr;
 };
 
 class StreamHarness {
@@ -88,7 +95,10 @@ class StreamHarness {
   explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "",
                          ServerCallbacks* callbacks = nullptr, const std::string& node_id = "node-a",
                          int64_t stream_id = 1, StreamHarnessOptions options = {})
-      : env_{&cache, &ledger_, callbacks, &clock_, "cxds", options.scheduler, options.heartbeat_interval},
+      : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
+        env_{&cache, &ledger_, callbacks, options.clock != nullptr ? options.clock : &clock_, "cxds", options.scheduler, options.heartbeat_interval,
+             options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(), options.observer,
+             options.metrics},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {
@@ -141,6 +151,7 @@ class StreamHarness {
   SimulatedClock clock_;
   AckLedger ledger_;
   FakeTransport transport_;
+  std::unique_ptr<PushDispatcher> own_dispatcher_;
   StreamEnvironment env_;
   std::string node_id_;
   std::vector<std::string> features_;

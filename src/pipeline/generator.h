@@ -1,0 +1,62 @@
+// Generators: per type URL, what a proxy is sent. The pipeline calls a generator when a push
+// reaches a proxy (after the PushQueue and throttle) and when a proxy subscribes to new names.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "pipeline/push_context.h"
+#include "pipeline/push_request.h"
+#include "pipeline/resource_cache.h"
+#include "protocol/resource.h"
+
+namespace cxds {
+
+// The proxy a push is for, as its stream identified it.
+struct Proxy {
+  std::string id;
+  envoy::config::core::v3::Node node;
+};
+
+// What the proxy subscribes to for one type.
+struct WatchedResources {
+  std::string type_url;
+  bool wildcard = false;
+  absl::flat_hash_set<std::string> names;  // explicit names (with or without wildcard)
+
+  bool Wants(const std::string& name) const { return wildcard || names.contains(name); }
+};
+
+struct GeneratedResources {
+  std::vector<ResourcePtr> resources;
+  // False: `resources` is everything of the type for this proxy (names not listed are gone).
+  // True: only these resources changed; `removed` lists names that no longer exist.
+  bool incremental = false;
+  std::vector<std::string> removed;
+};
+
+// What generators share during one call.
+struct GeneratorEnv {
+  const PushContext& context;
+  ResourceCache& cache;  // key resources by name and every other input (ResourceCacheKey)
+};
+
+class Generator {
+ public:
+  virtual ~Generator() = default;
+  // The resources of this type for `proxy`, or nullopt when the request does not concern this
+  // type for this proxy (then nothing is sent for it: no response at all). `watched` is what
+  // the proxy subscribes to; when the request has a delta scope, `watched` holds only the
+  // newly subscribed names and an incremental result is expected. Called concurrently for
+  // different proxies; implementations must be thread-safe.
+  virtual absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy,
+                                                                     const WatchedResources& watched,
+                                                                     const PushRequest& request,
+                                                                     const GeneratorEnv& env) = 0;
+};
+
+}  // namespace cxds

@@ -1,0 +1,155 @@
+#include "pipeline/push_dispatcher.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace cxds {
+
+namespace {
+// The dispatcher whose inline loop runs on this thread (so a Done inside a delivery does not
+// start a nested loop).
+thread_local const PushDispatcher* pumping_dispatcher = nullptr;
+}  // namespace
+
+int DefaultPushThrottle() {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(15 + 5 * cores, 100);
+}
+
+PushDispatcher::PushDispatcher(Options options)
+    : max_in_flight_(options.max_in_flight > 0 ? options.max_in_flight : DefaultPushThrottle()),
+      clock_(options.clock != nullptr ? options.clock : &RealClock()),
+      observer_(options.observer),
+      metrics_(options.metrics) {
+  if (metrics_ != nullptr) {
+    queue_time_ = &metrics_->GetHistogram("pilot_proxy_queue_time",
+                                          "Time a proxy waits in the push queue before its push starts (s).",
+                                          FineTimeBuckets());
+    in_flight_gauge_ = &metrics_->GetGauge("cxds_push_in_flight", "Connections pushing now (throttle slots held).");
+    metrics_->GetGauge("cxds_push_throttle", "The push throttle: connections allowed to push at once.")
+        .Set(max_in_flight_);
+  }
+  for (int i = 0; i < options.worker_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+PushDispatcher::~PushDispatcher() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  queue_.ShutDown();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void PushDispatcher::Enqueue(PushTarget* target, const PushTargetInfo& info, const PushRequest& request) {
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    infos_.try_emplace(target, info);
+  }
+  if (observer_ != nullptr) observer_->OnQueued(info, request, clock_->Now());
+  queue_.Enqueue(target, request);
+  if (workers_.empty()) Pump();
+}
+
+void PushDispatcher::Deliver(PushQueue::Item item) {
+  const absl::Time now = clock_->Now();
+  if (queue_time_ != nullptr && item.request.start != absl::InfiniteFuture()) {
+    queue_time_->Observe(absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - item.request.start)));
+  }
+  if (metrics_ != nullptr) {
+    for (const auto& [reason, count] : item.request.reasons) {
+      metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}})
+          .Add(static_cast<double>(count));
+    }
+  }
+  PushTargetInfo info;
+  {
+    MutexLock lock(&mu_);
+    if (auto it = infos_.find(item.target); it != infos_.end()) info = it->second;
+  }
+  if (observer_ != nullptr) observer_->OnDequeued(info, item.request, now);
+  PushTarget* target = item.target;
+  target->DeliverPush(std::move(item.request));
+  queue_.DeliveryFinished(target);
+}
+
+void PushDispatcher::Pump() {
+  if (pumping_dispatcher == this) return;  // the loop below, further up this thread, continues
+  const PushDispatcher* outer = pumping_dispatcher;
+  pumping_dispatcher = this;
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      if (in_flight_ >= max_in_flight_ || stopping_) break;
+      in_flight_++;
+      max_seen_ = std::max(max_seen_, in_flight_);
+      if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+    }
+    std::optional<PushQueue::Item> item = queue_.TryDequeue();
+    if (!item.has_value()) {
+      ReleaseSlot();
+      // An Enqueue that raced with the release may have seen no free slot: look again.
+      if (queue_.Pending() == 0) break;
+      continue;
+    }
+    Deliver(std::move(*item));
+  }
+  pumping_dispatcher = outer;
+}
+
+void PushDispatcher::WorkerLoop() {
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ < max_in_flight_ || stopping_; });
+      if (stopping_) return;
+      in_flight_++;
+      max_seen_ = std::max(max_seen_, in_flight_);
+      if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+    }
+    std::optional<PushQueue::Item> item = queue_.Dequeue();
+    if (!item.has_value()) {  // shut down
+      ReleaseSlot();
+      return;
+    }
+    Deliver(std::move(*item));
+  }
+}
+
+void PushDispatcher::ReleaseSlot() {
+  MutexLock lock(&mu_);
+  in_flight_--;
+  if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+}
+
+void PushDispatcher::Done(PushTarget* target) {
+  if (!queue_.MarkDone(target)) return;
+  ReleaseSlot();
+  if (workers_.empty()) Pump();
+}
+
+void PushDispatcher::Remove(PushTarget* target) {
+  const bool held_slot = queue_.Remove(target);
+  {
+    MutexLock lock(&mu_);
+    infos_.erase(target);
+  }
+  if (held_slot) {
+    ReleaseSlot();
+    if (workers_.empty()) Pump();
+  }
+}
+
+int PushDispatcher::in_flight() const {
+  MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+int PushDispatcher::max_in_flight_seen() const {
+  MutexLock lock(&mu_);
+  return max_seen_;
+}
+
+}  // namespace cxds

@@ -1,0 +1,89 @@
+// PushDispatcher: the PushQueue plus the push throttle. Every push to a connection, from the
+// snapshot cache or from the generating pipeline, goes through one dispatcher:
+//
+//   Enqueue(conn, request) -> PushQueue (merge, one per connection) -> slot (at most
+//   `max_in_flight` connections pushing at once) -> conn->DeliverPush -> ... -> Done(conn)
+//
+// A slot is held from dequeue until the connection reports Done, i.e. until its responses for
+// the push are written (istiod holds it until the connection's push returns). So a slow proxy
+// holds one slot, never the whole pipeline, and the number of pushes generating and writing at
+// once never exceeds the limit.
+//
+// Threading: with `worker_threads` > 0, that many threads dequeue and deliver. With 0
+// (inline mode, used by deterministic tests), deliveries run on the thread that enqueues or
+// that reports Done; a thread never delivers recursively (a Done inside a delivery leaves
+// the next delivery to the loop already running on that thread). Every method is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "admin/metrics.h"
+#include "common/clock.h"
+#include "common/mutex.h"
+#include "pipeline/push_observer.h"
+#include "pipeline/push_queue.h"
+
+namespace cxds {
+
+// istiod's default PILOT_PUSH_THROTTLE: min(15 + 5 * cores, 100).
+int DefaultPushThrottle();
+
+class PushDispatcher {
+ public:
+  struct Options {
+    int max_in_flight = 0;   // 0: DefaultPushThrottle()
+    int worker_threads = 0;  // 0: inline mode
+    Clock* clock = nullptr;  // defaults to RealClock()
+    MetricsRegistry* metrics = nullptr;  // may be null
+    PushObserver* observer = nullptr;    // may be null
+  };
+
+  explicit PushDispatcher(Options options);
+  ~PushDispatcher();  // stops the workers; connections must have been removed
+  PushDispatcher(const PushDispatcher&) = delete;
+  PushDispatcher& operator=(const PushDispatcher&) = delete;
+
+  // Queues a push for `target` (merged with what is queued or in progress for it). Never
+  // blocks on other connections' pushes in worker mode.
+  void Enqueue(PushTarget* target, const PushTargetInfo& info, const PushRequest& request);
+  // `target` finished its current push: frees its slot and re-queues what arrived meanwhile.
+  void Done(PushTarget* target);
+  // `target` is closing: forgets it, frees its slot if it held one, and returns once no
+  // delivery to it is in progress. Must not be called from inside its own DeliverPush.
+  void Remove(PushTarget* target);
+
+  int max_in_flight() const { return max_in_flight_; }
+  int in_flight() const;
+  int max_in_flight_seen() const;  // the most connections ever pushing at once
+  const PushQueue& queue() const { return queue_; }
+  PushObserver* observer() const { return observer_; }
+  Clock& clock() const { return *clock_; }
+
+ private:
+  void Deliver(PushQueue::Item item);
+  void Pump();  // inline mode
+  void WorkerLoop();
+  void ReleaseSlot();
+
+  const int max_in_flight_;
+  Clock* const clock_;
+  PushObserver* const observer_;
+  PushQueue queue_;
+  Histogram* queue_time_ = nullptr;
+  MetricsRegistry* metrics_ = nullptr;
+  Gauge* in_flight_gauge_ = nullptr;
+
+  mutable Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_seen_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<PushTarget*, PushTargetInfo> infos_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace cxds

@@ -1,0 +1,443 @@
+#include "pipeline/push_pipeline.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/logging.h"
+#include "common/strings.h"
+#include "protocol/type_url.h"
+
+namespace cxds {
+
+// One proxy's generated configuration. `mu_` guards the view; the stream reads and changes it
+// from its processing thread, Push only notifies. Destroying the watch waits for a
+// notification in progress (the ConfigWatcher contract).
+class PushPipeline::WatchCore {
+ public:
+  WatchCore(Proxy proxy, absl::AnyInvocable<void(const ConfigChange&)> on_change)
+      : proxy_(std::move(proxy)), on_change_(std::move(on_change)) {}
+
+  const Proxy& proxy() const { return proxy_; }
+
+  void Notify(const ConfigChange& change) {
+    {
+      MutexLock lock(&notify_mu_);
+      if (cancelled_) return;
+      notifying_++;
+    }
+    on_change_(change);
+    MutexLock lock(&notify_mu_);
+    notifying_--;
+  }
+  void Cancel() {
+    MutexLock lock(&notify_mu_);
+    cancelled_ = true;
+    notify_mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(notify_mu_) { return notifying_ == 0; });
+  }
+
+  struct TypeView {
+    std::map<std::string, ResourcePtr> items;
+    Snapshot::TypeResourcesPtr frozen;  // what Current() serves; rebuilt after a change
+  };
+
+  Mutex mu_;
+  std::map<std::string, WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TypeView> view_ ABSL_GUARDED_BY(mu_);
+  SnapshotPtr snapshot_ ABSL_GUARDED_BY(mu_);
+  bool snapshot_stale_ ABSL_GUARDED_BY(mu_) = true;
+  std::shared_ptr<const PushContext> last_context_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_push_start_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+
+ private:
+  const Proxy proxy_;
+  absl::AnyInvocable<void(const ConfigChange&)> on_change_;
+  Mutex notify_mu_;
+  bool cancelled_ ABSL_GUARDED_BY(notify_mu_) = false;
+  int notifying_ ABSL_GUARDED_BY(notify_mu_) = 0;
+};
+
+namespace {
+// A version derived from a type's content (names and content versions), so equal views get
+// equal versions in every process.
+std::string ViewVersion(const std::map<std::string, ResourcePtr>& items) {
+  std::string bytes;
+  for (const auto& [name, resource] : items) {
+    bytes += name;
+    bytes += '\0';
+    bytes += resource->content_version();
+    bytes += '\n';
+  }
+  return ContentHash(bytes).substr(0, 16);
+}
+
+std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
+  std::sort(types.begin(), types.end(), [](const std::string& a, const std::string& b) {
+    const int ra = PushOrderRank(a);
+    const int rb = PushOrderRank(b);
+    return ra != rb ? ra < rb : a < b;
+  });
+  return types;
+}
+}  // namespace
+
+class PipelineWatch final : public ConfigWatcher::Watch {
+ public:
+  PipelineWatch(PushPipeline* pipeline, uint64_t id, std::shared_ptr<PushPipeline::WatchCore> core)
+      : pipeline_(pipeline), id_(id), core_(std::move(core)) {}
+  ~PipelineWatch() override {
+    {
+      MutexLock lock(&pipeline_->mu_);
+      pipeline_->watches_.erase(id_);
+    }
+    core_->Cancel();
+  }
+
+  SnapshotPtr Current() override {
+    MutexLock lock(&core_->mu_);
+    if (core_->snapshot_stale_) {
+      std::map<std::string, Snapshot::TypeResourcesPtr> types;
+      for (auto& [type_url, view] : core_->view_) {
+        if (view.frozen == nullptr) {
+          auto frozen = std::make_shared<Snapshot::TypeResources>();
+          frozen->items = view.items;
+          frozen->version = ViewVersion(view.items);
+          // Versions are per resource here: SotW sends a client only what it lacks
+          // (an endpoint change sends that one ClusterLoadAssignment).
+          frozen->version_covers_all = false;
+          view.frozen = std::move(frozen);
+        }
+        types[type_url] = view.frozen;
+      }
+      absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
+      core_->snapshot_ = snapshot.ok() ? *snapshot : nullptr;
+      core_->snapshot_stale_ = false;
+    }
+    return core_->snapshot_;
+  }
+
+  void RecordRequest() override {}
+
+  void SetInterest(const std::string& type_url, bool wildcard,
+                   const absl::flat_hash_set<std::string>& names) override {
+    PushRequest request;
+    bool first = false;
+    std::set<std::string> added;
+    {
+      MutexLock lock(&core_->mu_);
+      auto [it, inserted] = core_->interest_.try_emplace(type_url);
+      WatchedResources& watched = it->second;
+      first = inserted || (wildcard && !watched.wildcard);
+      for (const std::string& name : names) {
+        if (!watched.names.contains(name)) added.insert(name);
+      }
+      watched.type_url = type_url;
+      watched.wildcard = wildcard;
+      watched.names = names;
+      if (!wildcard && !IsFullStateType(type_url)) {
+        // Forget what is no longer wanted, so the view stays the size of the interest.
+        auto view = core_->view_.find(type_url);
+        if (view != core_->view_.end()) {
+          for (auto item = view->second.items.begin(); item != view->second.items.end();) {
+            if (!names.contains(item->first)) {
+              item = view->second.items.erase(item);
+              view->second.frozen = nullptr;
+              core_->snapshot_stale_ = true;
+            } else {
+              ++item;
+            }
+          }
+        }
+      }
+      if (!first && added.empty()) return;
+      // The request path generates from the proxy's last push (istiod: LastPushContext and
+      // LastPushTime), so its cache writes cannot overwrite a newer push's entries.
+      request.context = core_->last_context_;
+      request.push_sequence = core_->last_sequence_;
+      request.start = core_->last_push_start_;
+    }
+    if (request.context == nullptr) {
+      request.context = pipeline_->context();
+      MutexLock lock(&pipeline_->mu_);
+      request.push_sequence = pipeline_->push_sequence_;
+    }
+    if (request.context == nullptr) return;  // nothing pushed yet: the first push generates
+    request.reasons[reason::kProxyRequest] = 1;
+    request.forced = true;
+    if (!first && !IsFullStateType(type_url)) {
+      request.delta_scope = DeltaScope{};
+      request.delta_scope->subscribed = std::move(added);
+    }
+    pipeline_->Generate(*core_, request, {type_url});
+  }
+
+  ConfigChange Materialize(const ConfigChange& change) override {
+    if (change.push == nullptr) return change;
+    std::vector<std::string> types;
+    {
+      MutexLock lock(&core_->mu_);
+      for (const auto& [type_url, watched] : core_->interest_) types.push_back(type_url);
+    }
+    return pipeline_->Generate(*core_, *change.push, SortedByPushOrder(std::move(types)));
+  }
+
+ private:
+  PushPipeline* const pipeline_;
+  const uint64_t id_;
+  const std::shared_ptr<PushPipeline::WatchCore> core_;
+};
+
+PushPipeline::PushPipeline(std::shared_ptr<PushContextBuilder> builder, Options options)
+    : builder_(std::move(builder)),
+      options_(std::move(options)),
+      clock_(options_.scheduler->clock()),
+      debouncer_(*options_.scheduler, options_.debounce,
+                 [this](PushRequest request, uint64_t) { (void)Push(std::move(request)); }, options_.metrics,
+                 options_.observer) {
+  if (options_.metrics != nullptr) {
+    full_pushes_metric_ = &options_.metrics->GetCounter("cxds_pushes", "Pushes started, by kind.", {{"kind", "full"}});
+    incremental_pushes_metric_ =
+        &options_.metrics->GetCounter("cxds_pushes", "Pushes started, by kind.", {{"kind", "incremental"}});
+    context_init_time_ = &options_.metrics->GetHistogram(
+        "pilot_pushcontext_init_seconds", "Time to build a PushContext (s).", FineTimeBuckets());
+  }
+  if (options_.summary_interval > absl::ZeroDuration()) {
+    MutexLock lock(&mu_);
+    summary_timer_ = options_.scheduler->Schedule(options_.summary_interval, [this] { LogSummary(); });
+  }
+}
+
+PushPipeline::~PushPipeline() {
+  TimerPtr timer;
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    timer = std::move(summary_timer_);
+  }
+}
+
+void PushPipeline::AddGenerator(const std::string& type_url, std::shared_ptr<Generator> generator) {
+  MutexLock lock(&mu_);
+  generators_[type_url] = std::move(generator);
+}
+
+std::map<std::string, std::shared_ptr<Generator>> PushPipeline::generators() const {
+  MutexLock lock(&mu_);
+  return generators_;
+}
+
+void PushPipeline::ConfigUpdate(PushRequest request) {
+  if (request.change_ids.empty()) request.change_ids.insert(NewChangeId());
+  debouncer_.ConfigUpdate(std::move(request));
+}
+
+std::shared_ptr<const PushContext> PushPipeline::context() const {
+  MutexLock lock(&mu_);
+  return context_;
+}
+
+PushPipeline::Stats PushPipeline::stats() const {
+  MutexLock lock(&mu_);
+  return stats_;
+}
+
+size_t PushPipeline::watches() const {
+  MutexLock lock(&mu_);
+  return watches_.size();
+}
+
+absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushRequest request) {
+  const absl::Time started = clock_.Now();
+  std::shared_ptr<const PushContext> previous;
+  uint64_t sequence;
+  {
+    MutexLock lock(&mu_);
+    previous = context_;
+    sequence = ++push_sequence_;
+  }
+  if (request.start == absl::InfiniteFuture()) request.start = started;
+  // An endpoint-only request reuses the context; anything else (or the first push) builds one.
+  const bool full = previous == nullptr || !request.EndpointOnly();
+  request.full = full;
+  std::shared_ptr<const PushContext> context = previous;
+  if (full) {
+    absl::StatusOr<std::shared_ptr<const PushContext>> built =
+        builder_->Build(previous.get(), request, sequence, started);
+    if (!built.ok()) {
+      MutexLock lock(&mu_);
+      stats_.context_errors++;
+      Log().error("PUSH failed: building the PushContext: {}; version {} keeps serving",
+                  std::string(built.status().message()), previous != nullptr ? previous->version() : "(none)");
+      return built.status();
+    }
+    context = *built;
+    if (context_init_time_ != nullptr) context_init_time_->Observe(absl::ToDoubleSeconds(clock_.Now() - started));
+  }
+  if (request.forced) {
+    cache_.ClearAll(sequence);
+  } else {
+    cache_.Clear(request.configs, sequence);
+  }
+  request.context = context;
+  request.push_sequence = sequence;
+
+  std::vector<std::shared_ptr<WatchCore>> watches;
+  {
+    MutexLock lock(&mu_);
+    context_ = context;
+    for (const auto& [id, core] : watches_) watches.push_back(core);
+  }
+  if (options_.observer != nullptr) options_.observer->OnPushStarted(request, clock_.Now());
+
+  auto shared = std::make_shared<const PushRequest>(request);
+  ConfigChange change;
+  change.push = shared;
+  uint64_t notified = 0;
+  for (const std::shared_ptr<WatchCore>& core : watches) {
+    if (!request.forced && options_.proxy_filter && !options_.proxy_filter(core->proxy(), request, *context)) continue;
+    notified++;
+    core->Notify(change);
+  }
+  {
+    MutexLock lock(&mu_);
+    stats_.proxies_notified += notified;
+    stats_.proxies_filtered_out += watches.size() - notified;
+    if (full) {
+      stats_.full_pushes++;
+      stats_.contexts_built++;
+      summary_full_++;
+    } else {
+      stats_.incremental_pushes++;
+      summary_incremental_++;
+      summary_incremental_proxies_ += notified;
+    }
+  }
+  if (full) {
+    if (full_pushes_metric_ != nullptr) full_pushes_metric_->Add();
+    Log().info("XDS: Pushing version={} full=true configs={} reasons=\"{}\" proxies={}/{}", context->version(),
+               request.configs.size(), request.ReasonsString(), notified, watches.size());
+  } else {
+    if (incremental_pushes_metric_ != nullptr) incremental_pushes_metric_->Add();
+    Log().debug("XDS: Incremental push version={} configs={} reasons=\"{}\" proxies={}/{}", context->version(),
+                request.configs.size(), request.ReasonsString(), notified, watches.size());
+  }
+  return context;
+}
+
+ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types) {
+  ConfigChange change;
+  std::shared_ptr<const PushContext> context = request.context != nullptr ? request.context : this->context();
+  if (context == nullptr) return change;
+  const auto generators = this->generators();
+  {
+    MutexLock lock(&core.mu_);
+    if (request.push_sequence >= core.last_sequence_ && request.TotalReasons() > 0 &&
+        !request.reasons.contains(reason::kProxyRequest)) {
+      core.last_context_ = context;
+      core.last_sequence_ = request.push_sequence;
+      core.last_push_start_ = request.start;
+    }
+  }
+  GeneratorEnv env{*context, cache_};
+  for (const std::string& type_url : types) {
+    auto generator = generators.find(type_url);
+    if (generator == generators.end()) continue;
+    WatchedResources watched;
+    {
+      MutexLock lock(&core.mu_);
+      auto it = core.interest_.find(type_url);
+      if (it == core.interest_.end()) continue;
+      watched = it->second;
+    }
+    if (request.delta_scope.has_value()) {
+      // Narrowed to what was just subscribed (seed 000, section 5).
+      watched.wildcard = false;
+      watched.names = absl::flat_hash_set<std::string>(request.delta_scope->subscribed.begin(),
+                                                       request.delta_scope->subscribed.end());
+    }
+    const absl::Time started = clock_.Now();
+    absl::StatusOr<std::optional<GeneratedResources>> generated =
+        generator->second->Generate(core.proxy(), watched, request, env);
+    if (options_.metrics != nullptr) {
+      options_.metrics
+          ->GetHistogram("pilot_xds_push_time", "Time to generate one type for one proxy (s).", FineTimeBuckets(),
+                         {{"type", std::string(ShortTypeName(type_url))}})
+          .Observe(absl::ToDoubleSeconds(clock_.Now() - started));
+    }
+    if (!generated.ok()) {
+      {
+        MutexLock lock(&mu_);
+        stats_.generate_errors++;
+      }
+      Log().error("GENERATE failed node={} type={}: {}; what the proxy has keeps serving", core.proxy().id,
+                  ShortTypeName(type_url), std::string(generated.status().message()));
+      continue;
+    }
+    if (!generated->has_value()) continue;  // nothing for this type: no response
+    GeneratedResources& result = **generated;
+    auto names = std::make_shared<std::vector<std::string>>();
+    MutexLock lock(&core.mu_);
+    WatchCore::TypeView& view = core.view_[type_url];
+    const bool existed = view.frozen != nullptr || !view.items.empty();
+    if (!result.incremental) {
+      std::map<std::string, ResourcePtr> next;
+      for (ResourcePtr& resource : result.resources) next[resource->name()] = std::move(resource);
+      for (const auto& [name, old] : view.items) {
+        auto it = next.find(name);
+        if (it == next.end() || it->second->content_version() != old->content_version()) names->push_back(name);
+      }
+      for (const auto& [name, resource] : next) {
+        if (!view.items.contains(name)) names->push_back(name);
+      }
+      view.items = std::move(next);
+    } else {
+      for (ResourcePtr& resource : result.resources) {
+        auto it = view.items.find(resource->name());
+        if (it == view.items.end() || it->second->content_version() != resource->content_version()) {
+          names->push_back(resource->name());
+          view.items[resource->name()] = std::move(resource);
+        }
+      }
+      for (const std::string& name : result.removed) {
+        if (view.items.erase(name) > 0) names->push_back(name);
+      }
+    }
+    if (!names->empty() || !existed) {
+      view.frozen = nullptr;
+      core.snapshot_stale_ = true;
+      std::sort(names->begin(), names->end());
+      names->erase(std::unique(names->begin(), names->end()), names->end());
+      change.types[type_url] = std::move(names);
+    }
+  }
+  return change;
+}
+
+std::unique_ptr<ConfigWatcher::Watch> PushPipeline::CreateWatch(
+    const envoy::config::core::v3::Node& node, absl::AnyInvocable<void(const ConfigChange&)> on_change) {
+  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node}, std::move(on_change));
+  MutexLock lock(&mu_);
+  const uint64_t id = next_watch_id_++;
+  watches_[id] = core;
+  return std::make_unique<PipelineWatch>(this, id, std::move(core));
+}
+
+void PushPipeline::LogSummary() {
+  uint64_t incremental;
+  uint64_t proxies;
+  uint64_t full;
+  TimerPtr self;  // this timer; released (outside the lock) from its own callback, as allowed
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    incremental = std::exchange(summary_incremental_, 0);
+    proxies = std::exchange(summary_incremental_proxies_, 0);
+    full = std::exchange(summary_full_, 0);
+    self = std::move(summary_timer_);
+    summary_timer_ = options_.scheduler->Schedule(options_.summary_interval, [this] { LogSummary(); });
+  }
+  Log().info("Push summary: {} full and {} incremental pushes (to {} proxies) in the last {}s", full, incremental,
+             proxies, absl::ToInt64Seconds(options_.summary_interval));
+}
+
+}  // namespace cxds

@@ -1,0 +1,121 @@
+// PushPipeline: the generating side of cxds, as a ConfigWatcher the xDS server serves from.
+//
+//   ConfigUpdate(request) -> Debouncer -> Push(request)
+//     full:        PushContextBuilder::Build -> new immutable PushContext (content version),
+//                  ResourceCache cleared for the request's configs (all, if forced)
+//     incremental: the current PushContext is reused; only dependent cache entries dropped
+//   -> for each watching proxy that the proxy filter lets through: notify its stream, whose
+//      push goes through the server's PushDispatcher (queue + throttle)
+//   -> when the push is delivered, Watch::Materialize runs the generators for the proxy's
+//      watched types, in push order, and reports what changed; the stream sends it.
+//
+// A proxy that subscribes to new names gets them generated at once, from the context of its
+// last push (istiod's request path), not throttled.
+//
+// Logging: full pushes at Info, incremental ones at Debug, and every `summary_interval` an Info
+// line counts the incremental pushes (so they are never invisible).
+//
+// Threading: ConfigUpdate from any thread. Push runs on the scheduler's thread (via the
+// debouncer) or on a test's thread, one at a time. Generators run on stream processing threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "admin/metrics.h"
+#include "cache/config_watcher.h"
+#include "common/mutex.h"
+#include "common/scheduler.h"
+#include "pipeline/debouncer.h"
+#include "pipeline/generator.h"
+#include "pipeline/push_context.h"
+#include "pipeline/push_observer.h"
+#include "pipeline/resource_cache.h"
+
+namespace cxds {
+
+// istiod's ProxyNeedsPush: whether a push concerns a proxy at all. Must be thread-safe.
+using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context)>;
+
+class PushPipeline final : public ConfigWatcher {
+ public:
+  struct Options {
+    Scheduler* scheduler = nullptr;  // required: debounce and summary timers
+    DebounceOptions debounce;
+    MetricsRegistry* metrics = nullptr;  // may be null
+    PushObserver* observer = nullptr;    // may be null
+    ProxyFilter proxy_filter;            // empty: every proxy gets every push
+    absl::Duration summary_interval = absl::Seconds(60);
+  };
+  struct Stats {
+    uint64_t full_pushes = 0;
+    uint64_t incremental_pushes = 0;
+    uint64_t contexts_built = 0;
+    uint64_t context_errors = 0;
+    uint64_t proxies_notified = 0;  // summed over pushes
+    uint64_t proxies_filtered_out = 0;
+    uint64_t generate_errors = 0;
+  };
+
+  PushPipeline(std::shared_ptr<PushContextBuilder> builder, Options options);
+  ~PushPipeline() override;
+  PushPipeline(const PushPipeline&) = delete;
+  PushPipeline& operator=(const PushPipeline&) = delete;
+
+  // Registers the generator of `type_url`. Call before serving.
+  void AddGenerator(const std::string& type_url, std::shared_ptr<Generator> generator);
+
+  // Queues a change (debounced). Never blocks on a push.
+  void ConfigUpdate(PushRequest request);
+  // Runs a push now (what the debouncer calls). Returns the context it pushed, or the error
+  // that kept the previous one.
+  absl::StatusOr<std::shared_ptr<const PushContext>> Push(PushRequest request);
+
+  std::shared_ptr<const PushContext> context() const;
+  ResourceCache& cache() { return cache_; }
+  Debouncer& debouncer() { return debouncer_; }
+  Stats stats() const;
+  size_t watches() const;
+
+  std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
+                                     absl::AnyInvocable<void(const ConfigChange&)> on_change) override;
+
+  class WatchCore;  // a proxy's generated view; internal
+
+ private:
+  friend class PipelineWatch;
+  void LogSummary();
+  std::map<std::string, std::shared_ptr<Generator>> generators() const;
+  // Generates `types` for one proxy and applies the results to its view; returns the changes.
+  ConfigChange Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
+
+  const std::shared_ptr<PushContextBuilder> builder_;
+  Options options_;
+  Clock& clock_;
+  ResourceCache cache_;
+  Debouncer debouncer_;
+
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Generator>> generators_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const PushContext> context_ ABSL_GUARDED_BY(mu_);
+  uint64_t push_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::shared_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  uint64_t summary_incremental_ ABSL_GUARDED_BY(mu_) = 0;  // since the last summary
+  uint64_t summary_incremental_proxies_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t summary_full_ ABSL_GUARDED_BY(mu_) = 0;
+  TimerPtr summary_timer_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Counter* full_pushes_metric_ = nullptr;
+  Counter* incremental_pushes_metric_ = nullptr;
+  Histogram* context_init_time_ = nullptr;
+  Gauge* context_version_info_ = nullptr;
+};
+
+}  // namespace cxds
