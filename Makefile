@@ -11,7 +11,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: deps build run test test-main test-asan test-tsan clean
+.PHONY: deps build run test test-main test-asan test-tsan bench-micro clean
 
 deps:
 	@scripts/install-deps.sh
@@ -47,6 +47,10 @@ test-tsan: build
 	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest)'
 
 test: test-main test-asan test-tsan
+
+# Google Benchmark micro-benchmarks of the push pipeline (each beside its baseline).
+bench-micro: build
+	$(BUILD)/bench/cxds_pipeline_bench --benchmark_counters_tabular=true
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

@@ -42,24 +42,25 @@ PushDispatcher::~PushDispatcher() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void PushDispatcher::Enqueue(PushTarget* target, const PushTargetInfo& info, const PushRequest& request) {
+void PushDispatcher::Enqueue(PushTarget* target, const PushTargetInfo& info, PushRequestPtr request) {
   {
     MutexLock lock(&mu_);
     if (stopping_) return;
     infos_.try_emplace(target, info);
   }
-  if (observer_ != nullptr) observer_->OnQueued(info, request, clock_->Now());
-  queue_.Enqueue(target, request);
+  if (observer_ != nullptr) observer_->OnQueued(info, *request, clock_->Now());
+  queue_.Enqueue(target, std::move(request));
   if (workers_.empty()) Pump();
 }
 
 void PushDispatcher::Deliver(PushQueue::Item item) {
   const absl::Time now = clock_->Now();
-  if (queue_time_ != nullptr && item.request.start != absl::InfiniteFuture()) {
-    queue_time_->Observe(absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - item.request.start)));
+  const PushRequest& request = *item.request;
+  if (queue_time_ != nullptr && request.start != absl::InfiniteFuture()) {
+    queue_time_->Observe(absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - request.start)));
   }
   if (metrics_ != nullptr) {
-    for (const auto& [reason, count] : item.request.reasons) {
+    for (const auto& [reason, count] : request.reasons) {
       metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}})
           .Add(static_cast<double>(count));
     }
@@ -69,7 +70,7 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
     MutexLock lock(&mu_);
     if (auto it = infos_.find(item.target); it != infos_.end()) info = it->second;
   }
-  if (observer_ != nullptr) observer_->OnDequeued(info, item.request, now);
+  if (observer_ != nullptr) observer_->OnDequeued(info, request, now);
   PushTarget* target = item.target;
   target->DeliverPush(std::move(item.request));
   queue_.DeliveryFinished(target);

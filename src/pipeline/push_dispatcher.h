@@ -50,7 +50,7 @@ class PushDispatcher {
 
   // Queues a push for `target` (merged with what is queued or in progress for it). Never
   // blocks on other connections' pushes in worker mode.
-  void Enqueue(PushTarget* target, const PushTargetInfo& info, const PushRequest& request);
+  void Enqueue(PushTarget* target, const PushTargetInfo& info, PushRequestPtr request);
   // `target` finished its current push: frees its slot and re-queues what arrived meanwhile.
   void Done(PushTarget* target);
   // `target` is closing: forgets it, frees its slot if it held one, and returns once no

@@ -2,22 +2,30 @@
 
 namespace cxds {
 
-void PushQueue::Enqueue(PushTarget* target, const PushRequest& request) {
+void PushQueue::Slot::Merge(PushRequestPtr incoming) {
+  if (empty()) {
+    shared = std::move(incoming);
+    return;
+  }
+  if (owned == nullptr) {
+    owned = std::make_shared<PushRequest>(*shared);
+    shared = nullptr;
+  }
+  owned->Merge(*incoming);
+}
+
+void PushQueue::Enqueue(PushTarget* target, PushRequestPtr request) {
   MutexLock lock(&mu_);
   if (shutting_down_) return;
   if (auto processing = processing_.find(target); processing != processing_.end()) {
-    if (processing->second.has_value()) {
-      processing->second->Merge(request);
-    } else {
-      processing->second = request;
-    }
+    processing->second.Merge(std::move(request));
     return;
   }
   if (auto pending = pending_.find(target); pending != pending_.end()) {
-    pending->second.Merge(request);
+    pending->second.Merge(std::move(request));
     return;
   }
-  pending_.emplace(target, request);
+  pending_.emplace(target, Slot{std::move(request), nullptr});
   queue_.push_back(target);
 }
 
@@ -26,10 +34,10 @@ std::optional<PushQueue::Item> PushQueue::PopLocked() {
   PushTarget* target = queue_.front();
   queue_.pop_front();
   auto pending = pending_.find(target);
-  Item item{target, std::move(pending->second)};
+  Item item{target, pending->second.get()};
   pending_.erase(pending);
-  processing_.emplace(target, std::nullopt);
-  delivering_.insert(target);
+  processing_.emplace(target, Slot{});
+  delivering_[target]++;
   return item;
 }
 
@@ -47,17 +55,17 @@ std::optional<PushQueue::Item> PushQueue::TryDequeue() {
 void PushQueue::DeliveryFinished(PushTarget* target) {
   MutexLock lock(&mu_);
   auto it = delivering_.find(target);
-  if (it != delivering_.end()) delivering_.erase(it);
+  if (it != delivering_.end() && --it->second == 0) delivering_.erase(it);
 }
 
 bool PushQueue::MarkDone(PushTarget* target) {
   MutexLock lock(&mu_);
   auto processing = processing_.find(target);
   if (processing == processing_.end()) return false;
-  std::optional<PushRequest> arrived = std::move(processing->second);
+  Slot arrived = std::move(processing->second);
   processing_.erase(processing);
-  if (arrived.has_value() && !shutting_down_) {
-    pending_.emplace(target, std::move(*arrived));
+  if (!arrived.empty() && !shutting_down_) {
+    pending_.emplace(target, std::move(arrived));
     queue_.push_back(target);
   }
   return true;
@@ -103,11 +111,11 @@ bool PushQueue::IsProcessing(PushTarget* target) const {
   return processing_.contains(target);
 }
 
-std::optional<PushRequest> PushQueue::Waiting(PushTarget* target) const {
+PushRequestPtr PushQueue::Waiting(PushTarget* target) const {
   MutexLock lock(&mu_);
-  if (auto it = pending_.find(target); it != pending_.end()) return it->second;
-  if (auto it = processing_.find(target); it != processing_.end()) return it->second;
-  return std::nullopt;
+  if (auto it = pending_.find(target); it != pending_.end()) return it->second.get();
+  if (auto it = processing_.find(target); it != processing_.end()) return it->second.get();
+  return nullptr;
 }
 
 }  // namespace cxds

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "common/mutex.h"
 #include "pipeline/push_request.h"
 
@@ -34,7 +35,7 @@ class PushTarget {
   virtual ~PushTarget() = default;
   // Hands a (merged) push to the connection. The connection reports completion with
   // PushDispatcher::Done. Called without any queue lock held.
-  virtual void DeliverPush(PushRequest request) = 0;
+  virtual void DeliverPush(PushRequestPtr request) = 0;
   // For logs and debug pages.
   virtual std::string PushTargetName() const = 0;
 };
@@ -43,11 +44,13 @@ class PushQueue {
  public:
   struct Item {
     PushTarget* target;
-    PushRequest request;
+    PushRequestPtr request;
   };
 
   // Adds `request` for `target`, merging as described above. No-op after ShutDown.
-  void Enqueue(PushTarget* target, const PushRequest& request);
+  // The request is shared, not copied (a push enqueues the same one for every connection);
+  // merging makes a new one.
+  void Enqueue(PushTarget* target, PushRequestPtr request);
   // Waits for the first pending connection; nullopt once shut down and empty. The connection
   // is then processing and being delivered.
   std::optional<Item> Dequeue();
@@ -69,17 +72,26 @@ class PushQueue {
   bool IsPending(PushTarget* target) const;
   bool IsProcessing(PushTarget* target) const;
   // The merged request waiting for `target` (pending, or kept aside while processing).
-  std::optional<PushRequest> Waiting(PushTarget* target) const;
+  PushRequestPtr Waiting(PushTarget* target) const;  // null if none
 
  private:
+  // A waiting request: shared with its sender until the first merge, then the queue's own
+  // copy, merged into in place (so N merges cost one copy, not N).
+  struct Slot {
+    PushRequestPtr shared;
+    std::shared_ptr<PushRequest> owned;
+    PushRequestPtr get() const { return owned != nullptr ? owned : shared; }
+    bool empty() const { return shared == nullptr && owned == nullptr; }
+    void Merge(PushRequestPtr incoming);
+  };
   std::optional<Item> PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
   std::deque<PushTarget*> queue_ ABSL_GUARDED_BY(mu_);
-  std::map<PushTarget*, PushRequest> pending_ ABSL_GUARDED_BY(mu_);
-  // Connections dequeued and not done; the value is what arrived meanwhile.
-  std::map<PushTarget*, std::optional<PushRequest>> processing_ ABSL_GUARDED_BY(mu_);
-  std::multiset<PushTarget*> delivering_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<PushTarget*, Slot> pending_ ABSL_GUARDED_BY(mu_);
+  // Connections dequeued and not done; the value is what arrived meanwhile (empty: nothing).
+  absl::flat_hash_map<PushTarget*, Slot> processing_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<PushTarget*, int> delivering_ ABSL_GUARDED_BY(mu_);  // deliveries in progress
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -45,6 +45,14 @@ void PushRequest::Merge(const PushRequest& other) {
   }
 }
 
+PushRequestPtr MergedRequest(const PushRequestPtr& a, const PushRequestPtr& b) {
+  if (a == nullptr) return b;
+  if (b == nullptr) return a;
+  auto merged = std::make_shared<PushRequest>(*a);
+  merged->Merge(*b);
+  return merged;
+}
+
 bool PushRequest::EndpointOnly() const {
   if (full || forced || configs.empty()) return false;
   return std::all_of(configs.begin(), configs.end(),

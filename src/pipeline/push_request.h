@@ -96,6 +96,11 @@ struct PushRequest {
   std::string ReasonsString() const;
 };
 
+using PushRequestPtr = std::shared_ptr<const PushRequest>;
+
+// A new request: `a` merged with `b` (either may be null).
+PushRequestPtr MergedRequest(const PushRequestPtr& a, const PushRequestPtr& b);
+
 // Merges resource-level changes: union of names per type; null (anything) dominates.
 void MergeConfigChange(ConfigChange& into, const ConfigChange& other);
 

@@ -113,9 +113,9 @@ class StreamBase : public PushTarget {
   }
 
   // PushTarget: the dispatcher hands over a (merged) push.
-  void DeliverPush(PushRequest request) override {
-    ConfigChange change = request.resources;
-    change.push = std::make_shared<const PushRequest>(std::move(request));
+  void DeliverPush(PushRequestPtr request) override {
+    ConfigChange change = request->resources;
+    change.push = std::move(request);
     {
       MutexLock lock(&mu_);
       changes_.push_back(std::move(change));
@@ -352,13 +352,13 @@ class StreamBase : public PushTarget {
     if (env_.dispatcher != nullptr) env_.dispatcher->Done(this);
   }
 
-  PushRequest ToPushRequest(const ConfigChange& change) const {
-    if (change.push != nullptr) return *change.push;
-    PushRequest request;
-    request.resources = change;
-    request.reasons[reason::kSnapshot] = 1;
-    request.start = change.change_time != absl::InfiniteFuture() ? change.change_time : env_.clock->Now();
-    if (change.change_id != 0) request.change_ids.insert(change.change_id);
+  PushRequestPtr ToPushRequest(const ConfigChange& change) const {
+    if (change.push != nullptr) return change.push;  // shared by every stream of the push
+    auto request = std::make_shared<PushRequest>();
+    request->resources = change;
+    request->reasons[reason::kSnapshot] = 1;
+    request->start = change.change_time != absl::InfiniteFuture() ? change.change_time : env_.clock->Now();
+    if (change.change_id != 0) request->change_ids.insert(change.change_id);
     return request;
   }
 

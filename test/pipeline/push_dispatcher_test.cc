@@ -14,8 +14,8 @@ namespace {
 class HoldingTarget final : public PushTarget {
  public:
   explicit HoldingTarget(int id) : id_(id) {}
-  void DeliverPush(PushRequest request) override {
-    delivered.push_back(std::move(request));
+  void DeliverPush(PushRequestPtr request) override {
+    delivered.push_back(*request);
   }
   std::string PushTargetName() const override { return std::to_string(id_); }
   std::vector<PushRequest> delivered;
@@ -24,9 +24,9 @@ class HoldingTarget final : public PushTarget {
   int id_;
 };
 
-PushRequest Reason(const std::string& reason) {
-  PushRequest r;
-  r.reasons[reason] = 1;
+PushRequestPtr Reason(const std::string& reason) {
+  auto r = std::make_shared<PushRequest>();
+  r->reasons[reason] = 1;
   return r;
 }
 
@@ -97,12 +97,12 @@ TEST(PushDispatcherTest, WorkerModeNeverExceedsTheThrottleUnderConcurrency) {
                 std::atomic<int64_t>& reasons, Mutex& threads_mu, std::vector<std::thread>& threads)
         : d_(d), in_push_(in_push), max_in_push_(max_in_push), reasons_(reasons), threads_mu_(threads_mu),
           threads_(threads) {}
-    void DeliverPush(PushRequest request) override {
+    void DeliverPush(PushRequestPtr request) override {
       const int now = ++in_push_;
       int seen = max_in_push_.load();
       while (now > seen && !max_in_push_.compare_exchange_weak(seen, now)) {
       }
-      reasons_ += request.TotalReasons();
+      reasons_ += request->TotalReasons();
       // Finish on another thread, as a write completion would.
       MutexLock lock(&threads_mu_);
       threads_.emplace_back([this] {

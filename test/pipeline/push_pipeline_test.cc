@@ -315,5 +315,27 @@ TEST_F(PushPipelineTest, SnapshotCacheUpdatesGoThroughTheSameQueueAndThrottle) {
   EXPECT_EQ(change->proxies.size(), 2u) << "snapshot changes are tracked per stream too";
 }
 
+// New streams are admitted at a bounded rate: a stream's first read waits for its turn, and a
+// stream that would wait longer than the limit is refused.
+TEST(StreamAdmissionTest, NewStreamsStartAtTheAdmissionRate) {
+  SimulatedScheduler scheduler;
+  AdmissionLimiter limiter(1, absl::Seconds(1), scheduler.clock());
+  SnapshotCache cache;
+  StreamHarnessOptions options;
+  options.scheduler = &scheduler;
+  options.admission = &limiter;
+  StreamHarness first(cache, "", nullptr, "n", 1, options);
+  StreamHarness second(cache, "", nullptr, "n", 2, options);
+  StreamHarness third(cache, "", nullptr, "n", 3, options);
+  EXPECT_EQ(first.transport().reads_requested, 1);
+  EXPECT_EQ(second.transport().reads_requested, 0) << "waits for its turn";
+  ASSERT_TRUE(third.transport().finished.has_value());
+  EXPECT_EQ(third.transport().finished->code(), absl::StatusCode::kResourceExhausted);
+  scheduler.AdvanceBy(absl::Milliseconds(999));
+  EXPECT_EQ(second.transport().reads_requested, 0);
+  scheduler.AdvanceBy(absl::Milliseconds(1));
+  EXPECT_EQ(second.transport().reads_requested, 1);
+}
+
 }  // namespace
 }  // namespace cxds::testing

@@ -13,17 +13,17 @@ namespace {
 class NamedTarget final : public PushTarget {
  public:
   explicit NamedTarget(std::string name) : name_(std::move(name)) {}
-  void DeliverPush(PushRequest) override {}
+  void DeliverPush(PushRequestPtr) override {}
   std::string PushTargetName() const override { return name_; }
 
  private:
   std::string name_;
 };
 
-PushRequest Reason(const std::string& reason, int64_t start_s = 100) {
-  PushRequest r;
-  r.reasons[reason] = 1;
-  r.start = absl::FromUnixSeconds(start_s);
+PushRequestPtr Reason(const std::string& reason, int64_t start_s = 100) {
+  auto r = std::make_shared<PushRequest>();
+  r->reasons[reason] = 1;
+  r->start = absl::FromUnixSeconds(start_s);
   return r;
 }
 
@@ -38,8 +38,8 @@ TEST(PushQueueTest, FifoByFirstEnqueueAndMergeKeepsThePlace) {
   auto first = queue.TryDequeue();
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->target, &a);
-  EXPECT_EQ(first->request.TotalReasons(), 2);
-  EXPECT_EQ(first->request.start, absl::FromUnixSeconds(10));
+  EXPECT_EQ(first->request->TotalReasons(), 2);
+  EXPECT_EQ(first->request->start, absl::FromUnixSeconds(10));
   EXPECT_EQ(queue.TryDequeue()->target, &b);
   EXPECT_EQ(queue.TryDequeue()->target, &c);
   EXPECT_FALSE(queue.TryDequeue().has_value());
@@ -64,9 +64,20 @@ TEST(PushQueueTest, RequestDuringProcessingIsKeptAsideAndRequeuedAtTheBackOnMark
   auto again = queue.TryDequeue();
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->target, &a);
-  EXPECT_EQ(again->request.TotalReasons(), 2);
-  EXPECT_EQ(again->request.reasons.count("y"), 1u);
-  EXPECT_EQ(again->request.reasons.count("z"), 1u);
+  EXPECT_EQ(again->request->TotalReasons(), 2);
+  EXPECT_EQ(again->request->reasons.count("y"), 1u);
+  EXPECT_EQ(again->request->reasons.count("z"), 1u);
+}
+
+TEST(PushQueueTest, OneRequestForManyConnectionsIsSharedNotCopied) {
+  PushQueue queue;
+  NamedTarget a("a"), b("b");
+  PushRequestPtr push = Reason("x");
+  queue.Enqueue(&a, push);
+  queue.Enqueue(&b, push);
+  EXPECT_EQ(queue.TryDequeue()->request, push);
+  EXPECT_EQ(queue.TryDequeue()->request, push);
+  EXPECT_EQ(push->TotalReasons(), 1) << "merging never changes a shared request";
 }
 
 TEST(PushQueueTest, MarkDoneWithNothingNewLeavesTheConnectionIdle) {
@@ -137,8 +148,8 @@ TEST(PushQueueTest, ConcurrentEnqueueDequeueKeepsTheInvariants) {
       while (auto item = queue.Dequeue()) {
         const int i = index.at(static_cast<NamedTarget*>(item->target));
         if (in_progress[i].fetch_add(1) != 0) violated = true;
-        delivered[i] += item->request.TotalReasons();
-        total_delivered += item->request.TotalReasons();
+        delivered[i] += item->request->TotalReasons();
+        total_delivered += item->request->TotalReasons();
         in_progress[i].fetch_sub(1);
         queue.DeliveryFinished(item->target);
         queue.MarkDone(item->target);
