@@ -18,4 +18,8 @@ struct DemoOptions {
 // `status` and `quit` from `in`, writing results to `out`. Returns the process exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
+// Checks every config file under `dir` offline: errors (file:line: object: field: message) go
+// to `err`, a summary to `out`. Returns 0 if all is valid, 1 if not, 2 if `dir` is unusable.
+int RunValidate(const std::string& dir, std::ostream& out, std::ostream& err);
+
 }  // namespace cxds

@@ -1,5 +1,6 @@
 // cxds: an xDS control plane. Subcommands:
-//   demo   the teaching control plane (seed 003), driven from standard input.
+//   demo      the teaching control plane (seed 003), driven from standard input.
+//   validate  checks a mesh config directory offline.
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -23,10 +24,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
 
+  std::string validate_dir;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "Check a mesh config directory; non-zero exit on errors");
+  validate_cmd->add_option("dir", validate_dir, "config directory")->required();
+
   CLI11_PARSE(app, argc, argv);
   cxds::Log().set_level(spdlog::level::from_str(log_level));
   if (demo_cmd->parsed()) {
     return cxds::RunDemo(demo, std::cin, std::cout);
+  }
+  if (validate_cmd->parsed()) {
+    return cxds::RunValidate(validate_dir, std::cout, std::cerr);
   }
   return 2;
 }

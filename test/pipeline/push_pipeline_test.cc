@@ -180,6 +180,15 @@ TEST_F(PushPipelineTest, TheProxyFilterKeepsPushesFromProxiesOutsideTheirScope) 
   ASSERT_TRUE(change.has_value());
   EXPECT_EQ(change->proxies.size(), 1u);
   EXPECT_EQ(change->proxies.begin()->second.node_id, "envoy-sees-b");
+
+  // A forced push reaches every proxy, whatever the filter says (edge 39).
+  model_.SetEndpoints("b", {2001});
+  PushRequest forced = EndpointChange("b");
+  forced.forced = true;
+  pipeline_->ConfigUpdate(forced);
+  Settle();
+  EXPECT_EQ(inside->Take().size(), 1u);
+  EXPECT_EQ(outside->Take().size(), 1u);
 }
 
 TEST_F(PushPipelineTest, ConvergenceStagesAreRecordedInOrderForEachProxyUpToTheAck) {

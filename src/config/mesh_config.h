@@ -1,0 +1,173 @@
+// The mesh configuration cxds reads: the supported subset of Kubernetes and Istio kinds, as
+// typed values. docs/config.md lists every supported field. Parsing and validation live in
+// config/yaml_loader.h; these are plain values (copyable, comparable by content hash).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace cxds {
+
+using LabelMap = std::map<std::string, std::string>;
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_name = "default";
+  LabelMap labels;
+};
+
+// Where a document came from, for error messages and /debug/config_status.
+struct SourcePosition {
+  std::string file;
+  int line = 0;  // 1-based; 0 unknown
+};
+
+struct ServicePort {
+  std::string name;
+  uint32_t number = 0;
+  std::string protocol;      // HTTP, HTTP2, GRPC, TCP (uppercased)
+  uint32_t target_port = 0;  // 0: same as number
+  bool operator==(const ServicePort&) const = default;
+};
+
+// v1 Service.
+struct K8sService {
+  ObjectMeta meta;
+  std::vector<ServicePort> ports;
+  LabelMap selector;
+};
+
+// discovery.k8s.io/v1 EndpointSlice.
+struct EndpointSlice {
+  ObjectMeta meta;
+  std::string service_name;  // label kubernetes.io/service-name
+  struct Port {
+    std::string name;
+    uint32_t port = 0;
+  };
+  std::vector<Port> ports;
+  struct Endpoint {
+    std::vector<std::string> addresses;
+    bool ready = true;
+  };
+  std::vector<Endpoint> endpoints;
+};
+
+struct WorkloadEndpoint {  // an inline ServiceEntry endpoint, or a WorkloadEntry's spec
+  std::string address;
+  std::map<std::string, uint32_t> ports;  // port name -> port
+  LabelMap labels;
+  uint32_t weight = 0;  // 0: unset (1)
+};
+
+// networking.istio.io ServiceEntry.
+struct ServiceEntry {
+  ObjectMeta meta;
+  std::vector<std::string> hosts;
+  std::vector<ServicePort> ports;
+  enum class Resolution { kStatic, kDns } resolution = Resolution::kStatic;
+  std::vector<WorkloadEndpoint> endpoints;
+  std::optional<LabelMap> workload_selector;
+};
+
+// networking.istio.io WorkloadEntry.
+struct WorkloadEntry {
+  ObjectMeta meta;
+  WorkloadEndpoint spec;
+};
+
+struct StringMatch {
+  enum class Kind { kExact, kPrefix, kRegex } kind = Kind::kExact;
+  std::string value;
+};
+
+struct HttpRouteDestination {
+  std::string host;
+  std::string subset;
+  uint32_t port = 0;  // 0: the service's only port / the listener's port
+  uint32_t weight = 0;
+};
+
+struct HttpRoute {
+  std::string name;
+  struct Match {
+    std::optional<StringMatch> uri;
+    std::map<std::string, StringMatch> headers;
+  };
+  std::vector<Match> match;  // empty: everything
+  std::vector<HttpRouteDestination> route;
+  std::optional<absl::Duration> timeout;
+  struct Retries {
+    uint32_t attempts = 0;
+    std::optional<absl::Duration> per_try_timeout;
+    std::string retry_on;
+  };
+  std::optional<Retries> retries;
+};
+
+// networking.istio.io VirtualService (HTTP routes).
+struct VirtualService {
+  ObjectMeta meta;
+  std::vector<std::string> hosts;
+  std::vector<HttpRoute> http;
+};
+
+struct TrafficPolicy {
+  enum class LoadBalancer { kUnset, kRoundRobin, kLeastRequest, kRandom } load_balancer = LoadBalancer::kUnset;
+  struct ConnectionPool {
+    std::optional<uint32_t> max_connections;
+    std::optional<uint32_t> http1_max_pending_requests;
+    std::optional<uint32_t> http2_max_requests;
+    std::optional<uint32_t> max_requests_per_connection;
+  };
+  std::optional<ConnectionPool> connection_pool;
+  struct OutlierDetection {
+    std::optional<uint32_t> consecutive_5xx_errors;
+    std::optional<absl::Duration> interval;
+    std::optional<absl::Duration> base_ejection_time;
+    std::optional<uint32_t> max_ejection_percent;
+  };
+  std::optional<OutlierDetection> outlier_detection;
+};
+
+// networking.istio.io DestinationRule.
+struct DestinationRule {
+  ObjectMeta meta;
+  std::string host;
+  std::optional<TrafficPolicy> traffic_policy;
+  struct Subset {
+    std::string name;
+    LabelMap labels;
+    std::optional<TrafficPolicy> traffic_policy;
+  };
+  std::vector<Subset> subsets;
+};
+
+// networking.istio.io Sidecar (egress scoping).
+struct Sidecar {
+  ObjectMeta meta;
+  std::optional<LabelMap> workload_selector;
+  std::vector<std::string> egress_hosts;  // "namespace/host" patterns
+};
+
+using MeshObject =
+    std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar>;
+
+// "Service", "EndpointSlice", ...
+std::string KindOf(const MeshObject& object);
+const ObjectMeta& MetaOf(const MeshObject& object);
+
+// One document of a file, parsed and validated.
+struct ConfigDocument {
+  MeshObject object;
+  SourcePosition position;
+  std::string content_hash;  // of the document's canonical YAML, to ignore unchanged saves
+};
+
+}  // namespace cxds

@@ -1,0 +1,693 @@
+#include "config/yaml_loader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+
+#include "common/strings.h"
+#include "protocol/resource.h"
+#include "yaml-cpp/yaml.h"
+
+namespace cxds {
+
+std::string ConfigError::ToString() const {
+  std::string out = file;
+  if (line > 0) out += StrCat(":", line);
+  out += ": ";
+  if (!object.empty()) out += object + ": ";
+  if (!field.empty()) out += field + ": ";
+  return out + message;
+}
+
+std::string KindOf(const MeshObject& object) {
+  static const char* kNames[] = {"Service",        "EndpointSlice",   "ServiceEntry", "WorkloadEntry",
+                                 "VirtualService", "DestinationRule", "Sidecar"};
+  return kNames[object.index()];
+}
+
+const ObjectMeta& MetaOf(const MeshObject& object) {
+  return std::visit([](const auto& o) -> const ObjectMeta& { return o.meta; }, object);
+}
+
+bool IsConfigFileName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (base.empty() || base[0] == '.' || base.back() == '~') return false;
+  for (std::string_view ext : {".yaml", ".yml", ".json"}) {
+    if (base.size() > ext.size() && base.substr(base.size() - ext.size()) == ext) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Validation context of one document.
+class Reader {
+ public:
+  Reader(std::string file, std::vector<ConfigError>& errors) : file_(std::move(file)), errors_(errors) {}
+
+  void set_object(std::string object) { object_ = std::move(object); }
+  int error_count() const { return count_; }
+
+  void Error(const YAML::Node& node, const std::string& field, const std::string& message) {
+    count_++;
+    errors_.push_back(ConfigError{file_, node.IsDefined() ? node.Mark().line + 1 : 0, object_, field, message});
+  }
+
+  bool IsMap(const YAML::Node& node, const std::string& field) {
+    if (node.IsMap()) return true;
+    Error(node, field, "must be a map");
+    return false;
+  }
+  bool IsSeq(const YAML::Node& node, const std::string& field) {
+    if (node.IsSequence()) return true;
+    Error(node, field, "must be a list");
+    return false;
+  }
+
+  // Reports every key of `node` that is not in `allowed`.
+  void OnlyKeys(const YAML::Node& node, const std::string& field, std::initializer_list<const char*> allowed) {
+    if (!node.IsMap()) return;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
+        Error(entry.first, Join(field, key), "unknown or unsupported field");
+      }
+    }
+  }
+
+  std::optional<std::string> String(const YAML::Node& parent, const char* key, const std::string& field,
+                                    bool required) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) {
+      if (required) Error(parent, Join(field, key), "is required");
+      return std::nullopt;
+    }
+    if (!node.IsScalar()) {
+      Error(node, Join(field, key), "must be a string");
+      return std::nullopt;
+    }
+    return node.Scalar();
+  }
+
+  std::optional<uint32_t> Uint(const YAML::Node& parent, const char* key, const std::string& field, bool required,
+                               uint32_t min, uint32_t max) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) {
+      if (required) Error(parent, Join(field, key), "is required");
+      return std::nullopt;
+    }
+    return UintValue(node, Join(field, key), min, max);
+  }
+
+  std::optional<uint32_t> UintValue(const YAML::Node& node, const std::string& field, uint32_t min, uint32_t max) {
+    const std::string text = node.IsScalar() ? node.Scalar() : "";
+    if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); }) &&
+        text.size() <= 10) {
+      const uint64_t value = std::stoull(text);
+      if (value >= min && value <= max) return static_cast<uint32_t>(value);
+    }
+    Error(node, field, StrCat("must be an integer from ", min, " to ", max, ", got \"", text, "\""));
+    return std::nullopt;
+  }
+
+  std::optional<bool> Bool(const YAML::Node& parent, const char* key, const std::string& field) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) return node.Scalar() == "true";
+    Error(node, Join(field, key), "must be true or false");
+    return std::nullopt;
+  }
+
+  // Istio durations: "1.5s", "100ms", "2m", "1h".
+  std::optional<absl::Duration> Duration(const YAML::Node& parent, const char* key, const std::string& field) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+    absl::Duration d;
+    if (node.IsScalar() && absl::ParseDuration(node.Scalar(), &d) && d >= absl::ZeroDuration() &&
+        node.Scalar().find_first_of("smh") != std::string::npos) {
+      return d;
+    }
+    Error(node, Join(field, key), StrCat("must be a duration such as \"1s\" or \"250ms\", got \"",
+                                         node.IsScalar() ? node.Scalar() : "", "\""));
+    return std::nullopt;
+  }
+
+  LabelMap Labels(const YAML::Node& parent, const char* key, const std::string& field) {
+    LabelMap labels;
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return labels;
+    if (!IsMap(node, Join(field, key))) return labels;
+    for (const auto& entry : node) {
+      if (!entry.second.IsScalar()) {
+        Error(entry.second, Join(Join(field, key), entry.first.Scalar()), "must be a string");
+        continue;
+      }
+      labels[entry.first.Scalar()] = entry.second.Scalar();
+    }
+    return labels;
+  }
+
+  std::vector<std::string> Strings(const YAML::Node& parent, const char* key, const std::string& field,
+                                   bool required) {
+    std::vector<std::string> out;
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) {
+      if (required) Error(parent, Join(field, key), "is required");
+      return out;
+    }
+    if (!IsSeq(node, Join(field, key))) return out;
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (!node[i].IsScalar()) {
+        Error(node[i], Index(Join(field, key), i), "must be a string");
+        continue;
+      }
+      out.push_back(node[i].Scalar());
+    }
+    if (required && out.empty()) Error(node, Join(field, key), "must not be empty");
+    return out;
+  }
+
+  static std::string Join(const std::string& field, const std::string& key) {
+    return field.empty() ? key : field + "." + key;
+  }
+  static std::string Index(const std::string& field, size_t i) { return StrCat(field, "[", i, "]"); }
+
+ private:
+  const std::string file_;
+  std::vector<ConfigError>& errors_;
+  std::string object_;
+  int count_ = 0;
+};
+
+// Keys of a DNS-1123 name: lowercase alphanumerics and '-', '.'.
+bool IsDnsName(const std::string& s) {
+  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                  c == '-' || c == '.';
+         });
+}
+
+ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
+  ObjectMeta meta;
+  const YAML::Node node = doc["metadata"];
+  if (!node.IsDefined()) {
+    r.Error(doc, "metadata", "is required");
+    return meta;
+  }
+  if (!r.IsMap(node, "metadata")) return meta;
+  r.OnlyKeys(node, "metadata", {"name", "namespace", "labels", "annotations"});
+  meta.name = r.String(node, "name", "metadata", true).value_or("");
+  if (!meta.name.empty() && !IsDnsName(meta.name)) {
+    r.Error(node["name"], "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.')");
+  }
+  meta.namespace_name = r.String(node, "namespace", "metadata", false).value_or("default");
+  meta.labels = r.Labels(node, "labels", "metadata");
+  return meta;
+}
+
+std::string Protocol(Reader& r, const YAML::Node& port, const std::string& field) {
+  std::optional<std::string> protocol = r.String(port, "protocol", field, false);
+  if (!protocol.has_value()) return "HTTP";
+  std::string upper = *protocol;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static const std::set<std::string> kSupported = {"HTTP", "HTTP2", "GRPC", "TCP"};
+  if (!kSupported.contains(upper)) {
+    r.Error(port["protocol"], Reader::Join(field, "protocol"), "must be one of HTTP, HTTP2, GRPC, TCP");
+  }
+  return upper;
+}
+
+std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::string& field, bool k8s) {
+  std::vector<ServicePort> ports;
+  const YAML::Node node = spec["ports"];
+  const std::string list = Reader::Join(field, "ports");
+  if (!node.IsDefined()) {
+    r.Error(spec, list, "is required");
+    return ports;
+  }
+  if (!r.IsSeq(node, list)) return ports;
+  std::set<uint32_t> numbers;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string f = Reader::Index(list, i);
+    const YAML::Node p = node[i];
+    if (!r.IsMap(p, f)) continue;
+    ServicePort port;
+    if (k8s) {
+      r.OnlyKeys(p, f, {"name", "port", "targetPort", "protocol", "appProtocol"});
+      port.number = r.Uint(p, "port", f, true, 1, 65535).value_or(0);
+      port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
+      port.protocol = "HTTP";
+      if (auto app = r.String(p, "appProtocol", f, false)) {
+        port.protocol = *app == "grpc" ? "GRPC" : *app == "http2" ? "HTTP2" : "HTTP";
+      }
+      if (auto proto = r.String(p, "protocol", f, false); proto.has_value() && *proto != "TCP") {
+        r.Error(p["protocol"], Reader::Join(f, "protocol"), "must be TCP (use appProtocol for HTTP, HTTP2, grpc)");
+      }
+    } else {
+      r.OnlyKeys(p, f, {"name", "number", "protocol", "targetPort"});
+      port.number = r.Uint(p, "number", f, true, 1, 65535).value_or(0);
+      port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
+      port.protocol = Protocol(r, p, f);
+    }
+    port.name = r.String(p, "name", f, false).value_or(StrCat("port-", port.number));
+    if (port.number != 0 && !numbers.insert(port.number).second) {
+      r.Error(p, f, StrCat("port ", port.number, " is listed twice"));
+    }
+    ports.push_back(std::move(port));
+  }
+  if (ports.empty() && node.size() == 0) r.Error(node, list, "must not be empty");
+  return ports;
+}
+
+WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::string& field) {
+  WorkloadEndpoint w;
+  r.OnlyKeys(node, field, {"address", "ports", "labels", "weight", "network", "locality", "serviceAccount"});
+  for (const char* unsupported : {"network", "locality", "serviceAccount"}) {
+    if (node[unsupported].IsDefined()) {
+      r.Error(node[unsupported], Reader::Join(field, unsupported), "is not supported by cxds");
+    }
+  }
+  w.address = r.String(node, "address", field, true).value_or("");
+  if (node["ports"].IsDefined() && r.IsMap(node["ports"], Reader::Join(field, "ports"))) {
+    for (const auto& entry : node["ports"]) {
+      if (auto v = r.UintValue(entry.second, Reader::Join(Reader::Join(field, "ports"), entry.first.Scalar()), 1,
+                               65535)) {
+        w.ports[entry.first.Scalar()] = *v;
+      }
+    }
+  }
+  w.labels = r.Labels(node, "labels", field);
+  w.weight = r.Uint(node, "weight", field, false, 1, 1u << 31).value_or(0);
+  return w;
+}
+
+std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::string& field) {
+  const YAML::Node node = spec["workloadSelector"];
+  if (!node.IsDefined()) return std::nullopt;
+  const std::string f = Reader::Join(field, "workloadSelector");
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(node, f, {"labels"});
+  return r.Labels(node, "labels", f);
+}
+
+MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  K8sService s{std::move(meta), {}, {}};
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return s;
+  r.OnlyKeys(spec, "spec", {"ports", "selector", "type", "clusterIP"});
+  if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
+    r.Error(spec["type"], "spec.type", "only ClusterIP is supported");
+  }
+  s.ports = Ports(r, spec, "spec", /*k8s=*/true);
+  s.selector = r.Labels(spec, "selector", "spec");
+  return s;
+}
+
+MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  EndpointSlice e;
+  e.meta = std::move(meta);
+  auto service = e.meta.labels.find("kubernetes.io/service-name");
+  if (service == e.meta.labels.end()) {
+    r.Error(doc["metadata"], "metadata.labels.kubernetes.io/service-name", "is required (the Service it belongs to)");
+  } else {
+    e.service_name = service->second;
+  }
+  if (auto type = r.String(doc, "addressType", "", true); type.has_value() && *type != "IPv4" && *type != "IPv6") {
+    r.Error(doc["addressType"], "addressType", "must be IPv4 or IPv6");
+  }
+  const YAML::Node ports = doc["ports"];
+  if (ports.IsDefined() && r.IsSeq(ports, "ports")) {
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const std::string f = Reader::Index("ports", i);
+      if (!r.IsMap(ports[i], f)) continue;
+      r.OnlyKeys(ports[i], f, {"name", "port", "protocol", "appProtocol"});
+      e.ports.push_back({r.String(ports[i], "name", f, false).value_or(""),
+                         r.Uint(ports[i], "port", f, true, 1, 65535).value_or(0)});
+    }
+  }
+  const YAML::Node endpoints = doc["endpoints"];
+  if (endpoints.IsDefined() && r.IsSeq(endpoints, "endpoints")) {
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      const std::string f = Reader::Index("endpoints", i);
+      if (!r.IsMap(endpoints[i], f)) continue;
+      r.OnlyKeys(endpoints[i], f, {"addresses", "conditions", "nodeName", "targetRef"});
+      EndpointSlice::Endpoint endpoint;
+      endpoint.addresses = r.Strings(endpoints[i], "addresses", f, true);
+      const YAML::Node conditions = endpoints[i]["conditions"];
+      if (conditions.IsDefined() && r.IsMap(conditions, Reader::Join(f, "conditions"))) {
+        r.OnlyKeys(conditions, Reader::Join(f, "conditions"), {"ready", "serving", "terminating"});
+        endpoint.ready = r.Bool(conditions, "ready", Reader::Join(f, "conditions")).value_or(true);
+      }
+      e.endpoints.push_back(std::move(endpoint));
+    }
+  }
+  return e;
+}
+
+MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  ServiceEntry se;
+  se.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return se;
+  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location"});
+  se.hosts = r.Strings(spec, "hosts", "spec", true);
+  se.ports = Ports(r, spec, "spec", /*k8s=*/false);
+  const std::string resolution = r.String(spec, "resolution", "spec", false).value_or("STATIC");
+  if (resolution == "DNS") {
+    se.resolution = ServiceEntry::Resolution::kDns;
+  } else if (resolution != "STATIC") {
+    r.Error(spec["resolution"], "spec.resolution", "must be STATIC or DNS");
+  }
+  if (auto location = r.String(spec, "location", "spec", false);
+      location.has_value() && *location != "MESH_INTERNAL" && *location != "MESH_EXTERNAL") {
+    r.Error(spec["location"], "spec.location", "must be MESH_INTERNAL or MESH_EXTERNAL");
+  }
+  const YAML::Node endpoints = spec["endpoints"];
+  if (endpoints.IsDefined() && r.IsSeq(endpoints, "spec.endpoints")) {
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      const std::string f = Reader::Index("spec.endpoints", i);
+      if (r.IsMap(endpoints[i], f)) se.endpoints.push_back(ReadWorkload(r, endpoints[i], f));
+    }
+  }
+  se.workload_selector = Selector(r, spec, "spec");
+  if (se.workload_selector.has_value() && !se.endpoints.empty()) {
+    r.Error(spec["workloadSelector"], "spec.workloadSelector", "cannot be used together with spec.endpoints");
+  }
+  return se;
+}
+
+MeshObject ReadWorkloadEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  WorkloadEntry we;
+  we.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (r.IsMap(spec, "spec")) we.spec = ReadWorkload(r, spec, "spec");
+  return we;
+}
+
+std::optional<StringMatch> ReadStringMatch(Reader& r, const YAML::Node& node, const std::string& field) {
+  if (!r.IsMap(node, field)) return std::nullopt;
+  r.OnlyKeys(node, field, {"exact", "prefix", "regex"});
+  if (node.size() != 1) {
+    r.Error(node, field, "must have exactly one of exact, prefix, regex");
+    return std::nullopt;
+  }
+  StringMatch m;
+  const std::string key = node.begin()->first.Scalar();
+  m.kind = key == "exact" ? StringMatch::Kind::kExact : key == "prefix" ? StringMatch::Kind::kPrefix
+                                                                         : StringMatch::Kind::kRegex;
+  m.value = r.String(node, key.c_str(), field, true).value_or("");
+  return m;
+}
+
+MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  VirtualService vs;
+  vs.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return vs;
+  r.OnlyKeys(spec, "spec", {"hosts", "http", "gateways", "exportTo"});
+  if (spec["gateways"].IsDefined()) r.Error(spec["gateways"], "spec.gateways", "gateways are not supported by cxds");
+  vs.hosts = r.Strings(spec, "hosts", "spec", true);
+  const YAML::Node http = spec["http"];
+  if (!http.IsDefined()) {
+    r.Error(spec, "spec.http", "is required (cxds supports HTTP routes)");
+    return vs;
+  }
+  if (!r.IsSeq(http, "spec.http")) return vs;
+  for (size_t i = 0; i < http.size(); ++i) {
+    const std::string f = Reader::Index("spec.http", i);
+    const YAML::Node h = http[i];
+    if (!r.IsMap(h, f)) continue;
+    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries"});
+    HttpRoute route;
+    route.name = r.String(h, "name", f, false).value_or("");
+    if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
+      for (size_t j = 0; j < h["match"].size(); ++j) {
+        const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
+        const YAML::Node m = h["match"][j];
+        if (!r.IsMap(m, mf)) continue;
+        r.OnlyKeys(m, mf, {"name", "uri", "headers"});
+        HttpRoute::Match match;
+        if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
+        if (m["headers"].IsDefined() && r.IsMap(m["headers"], Reader::Join(mf, "headers"))) {
+          for (const auto& entry : m["headers"]) {
+            const std::string hf = Reader::Join(Reader::Join(mf, "headers"), entry.first.Scalar());
+            if (auto sm = ReadStringMatch(r, entry.second, hf)) match.headers[entry.first.Scalar()] = *sm;
+          }
+        }
+        route.match.push_back(std::move(match));
+      }
+    }
+    const YAML::Node destinations = h["route"];
+    if (!destinations.IsDefined()) {
+      r.Error(h, Reader::Join(f, "route"), "is required");
+    } else if (r.IsSeq(destinations, Reader::Join(f, "route"))) {
+      uint32_t total = 0;
+      for (size_t j = 0; j < destinations.size(); ++j) {
+        const std::string df = Reader::Index(Reader::Join(f, "route"), j);
+        const YAML::Node d = destinations[j];
+        if (!r.IsMap(d, df)) continue;
+        r.OnlyKeys(d, df, {"destination", "weight"});
+        HttpRouteDestination dest;
+        const YAML::Node target = d["destination"];
+        if (!target.IsDefined()) {
+          r.Error(d, Reader::Join(df, "destination"), "is required");
+        } else if (r.IsMap(target, Reader::Join(df, "destination"))) {
+          const std::string tf = Reader::Join(df, "destination");
+          r.OnlyKeys(target, tf, {"host", "subset", "port"});
+          dest.host = r.String(target, "host", tf, true).value_or("");
+          dest.subset = r.String(target, "subset", tf, false).value_or("");
+          if (target["port"].IsDefined() && r.IsMap(target["port"], Reader::Join(tf, "port"))) {
+            r.OnlyKeys(target["port"], Reader::Join(tf, "port"), {"number"});
+            dest.port = r.Uint(target["port"], "number", Reader::Join(tf, "port"), true, 1, 65535).value_or(0);
+          }
+        }
+        dest.weight = r.Uint(d, "weight", df, false, 0, 100).value_or(destinations.size() == 1 ? 100 : 0);
+        total += dest.weight;
+        route.route.push_back(std::move(dest));
+      }
+      if (destinations.size() > 1 && total != 100) {
+        r.Error(destinations, Reader::Join(f, "route"), StrCat("weights must add up to 100, got ", total));
+      }
+    }
+    route.timeout = r.Duration(h, "timeout", f);
+    if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
+      const std::string rf = Reader::Join(f, "retries");
+      r.OnlyKeys(h["retries"], rf, {"attempts", "perTryTimeout", "retryOn"});
+      HttpRoute::Retries retries;
+      retries.attempts = r.Uint(h["retries"], "attempts", rf, true, 0, 100).value_or(0);
+      retries.per_try_timeout = r.Duration(h["retries"], "perTryTimeout", rf);
+      retries.retry_on = r.String(h["retries"], "retryOn", rf, false).value_or("");
+      route.retries = retries;
+    }
+    vs.http.push_back(std::move(route));
+  }
+  return vs;
+}
+
+std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& parent, const std::string& field) {
+  const YAML::Node node = parent["trafficPolicy"];
+  if (!node.IsDefined()) return std::nullopt;
+  const std::string f = Reader::Join(field, "trafficPolicy");
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection"});
+  TrafficPolicy p;
+  if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
+    const std::string lf = Reader::Join(f, "loadBalancer");
+    r.OnlyKeys(node["loadBalancer"], lf, {"simple"});
+    const std::string simple = r.String(node["loadBalancer"], "simple", lf, true).value_or("");
+    if (simple == "ROUND_ROBIN") {
+      p.load_balancer = TrafficPolicy::LoadBalancer::kRoundRobin;
+    } else if (simple == "LEAST_REQUEST" || simple == "LEAST_CONN") {
+      p.load_balancer = TrafficPolicy::LoadBalancer::kLeastRequest;
+    } else if (simple == "RANDOM") {
+      p.load_balancer = TrafficPolicy::LoadBalancer::kRandom;
+    } else if (!simple.empty()) {
+      r.Error(node["loadBalancer"]["simple"], Reader::Join(lf, "simple"),
+              "must be ROUND_ROBIN, LEAST_REQUEST or RANDOM");
+    }
+  }
+  if (node["connectionPool"].IsDefined() && r.IsMap(node["connectionPool"], Reader::Join(f, "connectionPool"))) {
+    const std::string cf = Reader::Join(f, "connectionPool");
+    const YAML::Node pool = node["connectionPool"];
+    r.OnlyKeys(pool, cf, {"tcp", "http"});
+    TrafficPolicy::ConnectionPool cp;
+    if (pool["tcp"].IsDefined() && r.IsMap(pool["tcp"], Reader::Join(cf, "tcp"))) {
+      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections"});
+      cp.max_connections = r.Uint(pool["tcp"], "maxConnections", Reader::Join(cf, "tcp"), false, 1, 1u << 31);
+    }
+    if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
+      const std::string hf = Reader::Join(cf, "http");
+      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests", "maxRequestsPerConnection"});
+      cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
+      cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
+      cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 1, 1u << 31);
+    }
+    p.connection_pool = cp;
+  }
+  if (node["outlierDetection"].IsDefined() && r.IsMap(node["outlierDetection"], Reader::Join(f, "outlierDetection"))) {
+    const std::string of = Reader::Join(f, "outlierDetection");
+    const YAML::Node od = node["outlierDetection"];
+    r.OnlyKeys(od, of, {"consecutive5xxErrors", "interval", "baseEjectionTime", "maxEjectionPercent"});
+    TrafficPolicy::OutlierDetection o;
+    o.consecutive_5xx_errors = r.Uint(od, "consecutive5xxErrors", of, false, 0, 1u << 31);
+    o.interval = r.Duration(od, "interval", of);
+    o.base_ejection_time = r.Duration(od, "baseEjectionTime", of);
+    o.max_ejection_percent = r.Uint(od, "maxEjectionPercent", of, false, 0, 100);
+    p.outlier_detection = o;
+  }
+  return p;
+}
+
+MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  DestinationRule dr;
+  dr.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return dr;
+  r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"});
+  dr.host = r.String(spec, "host", "spec", true).value_or("");
+  dr.traffic_policy = ReadTrafficPolicy(r, spec, "spec");
+  const YAML::Node subsets = spec["subsets"];
+  if (subsets.IsDefined() && r.IsSeq(subsets, "spec.subsets")) {
+    std::set<std::string> names;
+    for (size_t i = 0; i < subsets.size(); ++i) {
+      const std::string f = Reader::Index("spec.subsets", i);
+      if (!r.IsMap(subsets[i], f)) continue;
+      r.OnlyKeys(subsets[i], f, {"name", "labels", "trafficPolicy"});
+      DestinationRule::Subset subset;
+      subset.name = r.String(subsets[i], "name", f, true).value_or("");
+      if (!subset.name.empty() && !names.insert(subset.name).second) {
+        r.Error(subsets[i]["name"], Reader::Join(f, "name"), StrCat("subset \"", subset.name, "\" is defined twice"));
+      }
+      subset.labels = r.Labels(subsets[i], "labels", f);
+      subset.traffic_policy = ReadTrafficPolicy(r, subsets[i], f);
+      dr.subsets.push_back(std::move(subset));
+    }
+  }
+  return dr;
+}
+
+MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  Sidecar sc;
+  sc.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return sc;
+  r.OnlyKeys(spec, "spec", {"workloadSelector", "egress"});
+  sc.workload_selector = Selector(r, spec, "spec");
+  const YAML::Node egress = spec["egress"];
+  if (!egress.IsDefined()) {
+    r.Error(spec, "spec.egress", "is required (cxds scopes egress)");
+    return sc;
+  }
+  if (!r.IsSeq(egress, "spec.egress")) return sc;
+  for (size_t i = 0; i < egress.size(); ++i) {
+    const std::string f = Reader::Index("spec.egress", i);
+    if (!r.IsMap(egress[i], f)) continue;
+    r.OnlyKeys(egress[i], f, {"hosts"});
+    for (const std::string& host : r.Strings(egress[i], "hosts", f, true)) {
+      if (host.find('/') == std::string::npos) {
+        r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"),
+                StrCat("\"", host, "\" must be namespace/host (\"*/", host, "\", \"./", host, "\")"));
+        continue;
+      }
+      sc.egress_hosts.push_back(host);
+    }
+  }
+  return sc;
+}
+
+struct KindInfo {
+  const char* kind;
+  std::vector<std::string> api_versions;
+  std::function<MeshObject(Reader&, const YAML::Node&, ObjectMeta)> read;
+  std::vector<const char*> top_level;
+};
+
+const std::vector<KindInfo>& Kinds() {
+  static const std::vector<std::string> kIstio = {"networking.istio.io/v1", "networking.istio.io/v1beta1",
+                                                   "networking.istio.io/v1alpha3"};
+  static const std::vector<KindInfo> kinds = {
+      {"Service", {"v1"}, ReadService, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"EndpointSlice", {"discovery.k8s.io/v1"}, ReadEndpointSlice,
+       {"apiVersion", "kind", "metadata", "addressType", "ports", "endpoints"}},
+      {"ServiceEntry", kIstio, ReadServiceEntry, {"apiVersion", "kind", "metadata", "spec"}},
+      {"WorkloadEntry", kIstio, ReadWorkloadEntry, {"apiVersion", "kind", "metadata", "spec"}},
+      {"VirtualService", kIstio, ReadVirtualService, {"apiVersion", "kind", "metadata", "spec"}},
+      {"DestinationRule", kIstio, ReadDestinationRule, {"apiVersion", "kind", "metadata", "spec"}},
+      {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec"}},
+  };
+  return kinds;
+}
+
+}  // namespace
+
+ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
+  ParsedFile out;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(content));
+  } catch (const YAML::Exception& e) {
+    // A syntax error (e.g. a half-written file): the whole file is rejected, nothing in it
+    // changes what is served.
+    out.errors.push_back(ConfigError{path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "", e.msg});
+    out.unidentified_failure = true;
+    return out;
+  }
+  for (const YAML::Node& doc : docs) {
+    if (doc.IsNull()) continue;  // an empty document ("---" at the end)
+    Reader r(path, out.errors);
+    if (!doc.IsMap()) {
+      r.Error(doc, "", "a document must be a map with apiVersion, kind, metadata");
+      out.unidentified_failure = true;
+      continue;
+    }
+    const std::string kind = doc["kind"].IsDefined() && doc["kind"].IsScalar() ? doc["kind"].Scalar() : "";
+    const std::string api_version =
+        doc["apiVersion"].IsDefined() && doc["apiVersion"].IsScalar() ? doc["apiVersion"].Scalar() : "";
+    const KindInfo* info = nullptr;
+    for (const KindInfo& k : Kinds()) {
+      if (k.kind == kind) info = &k;
+    }
+    if (info == nullptr) {
+      r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
+              kind.empty() ? "is required" : StrCat("unknown kind \"", kind, "\" (supported: Service, EndpointSlice, "
+                                                    "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar)"));
+      out.unidentified_failure = true;
+      continue;
+    }
+    const int before = r.error_count();
+    ObjectMeta meta = ReadMeta(r, doc);
+    r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
+    if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
+      r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
+              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version, "\""));
+    }
+    for (const auto& entry : doc) {
+      const std::string key = entry.first.Scalar();
+      if (std::find_if(info->top_level.begin(), info->top_level.end(), [&](const char* k) { return key == k; }) ==
+          info->top_level.end()) {
+        r.Error(entry.first, key, "unknown or unsupported field");
+      }
+    }
+    if (info->kind != std::string("EndpointSlice") && !doc["spec"].IsDefined()) {
+      r.Error(doc, "spec", "is required");
+    }
+    MeshObject object = info->read(r, doc, meta);
+    if (r.error_count() > before) {
+      if (meta.name.empty()) {
+        out.unidentified_failure = true;
+      } else {
+        out.failed.push_back({kind, meta.namespace_name, meta.name});
+      }
+      continue;
+    }
+    YAML::Emitter canonical;
+    canonical << doc;
+    out.documents.push_back(ConfigDocument{std::move(object), {path, doc.Mark().line + 1},
+                                           ContentHash(canonical.c_str())});
+  }
+  return out;
+}
+
+}  // namespace cxds

@@ -1,0 +1,206 @@
+#include "config/yaml_loader.h"
+
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+std::string Errors(const ParsedFile& parsed) {
+  std::string out;
+  for (const ConfigError& e : parsed.errors) out += e.ToString() + "\n";
+  return out;
+}
+
+TEST(YamlLoaderTest, ParsesEverySupportedKind) {
+  const ParsedFile parsed = ParseConfigFile("mesh.yaml", R"(
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  selector: {app: reviews}
+  ports: [{name: http, port: 9080, appProtocol: http}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: reviews-abc
+  namespace: shop
+  labels: {kubernetes.io/service-name: reviews}
+addressType: IPv4
+ports: [{name: http, port: 9080}]
+endpoints:
+- addresses: [127.0.0.10]
+- addresses: [127.0.0.11]
+  conditions: {ready: false}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  resolution: STATIC
+  workloadSelector: {labels: {app: inventory}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: inventory-1}
+spec: {address: 127.0.0.1, ports: {grpc: 18081}, labels: {app: inventory, version: v1}, weight: 3}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - match: [{headers: {x-canary: {exact: "yes"}}}]
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - route:
+    - {destination: {host: inventory.mesh.local, subset: v1}, weight: 80}
+    - {destination: {host: inventory.mesh.local, subset: v2, port: {number: 8080}}, weight: 20}
+    timeout: 2s
+    retries: {attempts: 3, perTryTimeout: 500ms, retryOn: unavailable}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy:
+    loadBalancer: {simple: ROUND_ROBIN}
+    outlierDetection: {consecutive5xxErrors: 5, interval: 10s, baseEjectionTime: 30s}
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - {name: v2, labels: {version: v2}}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: shop}
+spec:
+  egress: [{hosts: ["./*", "default/inventory.mesh.local"]}]
+)");
+  EXPECT_TRUE(parsed.errors.empty()) << Errors(parsed);
+  ASSERT_EQ(parsed.documents.size(), 7u);
+  std::vector<std::string> kinds;
+  for (const auto& d : parsed.documents) kinds.push_back(KindOf(d.object));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Service", "EndpointSlice", "ServiceEntry", "WorkloadEntry",
+                                             "VirtualService", "DestinationRule", "Sidecar"}));
+  const auto& slice = std::get<EndpointSlice>(parsed.documents[1].object);
+  EXPECT_EQ(slice.service_name, "reviews");
+  EXPECT_FALSE(slice.endpoints[1].ready);
+  const auto& vs = std::get<VirtualService>(parsed.documents[4].object);
+  ASSERT_EQ(vs.http.size(), 2u);
+  EXPECT_EQ(vs.http[1].route[0].weight, 80u);
+  EXPECT_EQ(vs.http[1].route[1].port, 8080u);
+  EXPECT_EQ(*vs.http[1].timeout, absl::Seconds(2));
+  EXPECT_EQ(vs.http[1].retries->attempts, 3u);
+  const auto& we = std::get<WorkloadEntry>(parsed.documents[3].object);
+  EXPECT_EQ(we.spec.ports.at("grpc"), 18081u);
+  EXPECT_EQ(parsed.documents[2].position.line, 22);
+}
+
+TEST(YamlLoaderTest, ErrorsNameFileLineObjectAndField) {
+  const ParsedFile parsed = ParseConfigFile("dir/vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - route:
+    - destination: {host: inventory.mesh.local}
+      weight: eighty
+)");
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].ToString(),
+            "dir/vs.yaml:9: VirtualService default/inventory: spec.http[0].route[0].weight: must be an integer from 0 "
+            "to 100, got \"eighty\"");
+  EXPECT_TRUE(parsed.documents.empty());
+  ASSERT_EQ(parsed.failed.size(), 1u);
+  EXPECT_EQ(parsed.failed[0].name, "inventory");
+}
+
+TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: a}
+spec:
+  host: a.local
+  trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: g}
+spec: {}
+)");
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tls");
+  EXPECT_EQ(parsed.errors[0].line, 6);
+  EXPECT_EQ(parsed.errors[0].message, "unknown or unsupported field");
+  EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
+  EXPECT_NE(parsed.errors[1].message.find("unknown kind \"Gateway\""), std::string::npos);
+  EXPECT_TRUE(parsed.unidentified_failure);
+}
+
+TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: good}
+spec: {address: 127.0.0.1}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: bad}
+spec: {address: 127.0.0.2, ports: {http: 70000}}
+)");
+  ASSERT_EQ(parsed.documents.size(), 1u);
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "good");
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0].field, "spec.ports.http");
+}
+
+TEST(YamlLoaderTest, ASyntaxErrorRejectsTheFileWithItsLine) {
+  const ParsedFile parsed = ParseConfigFile("half.yaml", "kind: ServiceEntry\nspec: {hosts: [a\n");
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_GT(parsed.errors[0].line, 0);
+  EXPECT_TRUE(parsed.unidentified_failure);
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
+TEST(YamlLoaderTest, WeightsMustAddUpAndValuesAreChecked) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a]
+  http:
+  - route:
+    - {destination: {host: a}, weight: 50}
+    - {destination: {host: a}, weight: 40}
+    timeout: soon
+)");
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].message, "weights must add up to 100, got 90");
+  EXPECT_EQ(parsed.errors[1].field, "spec.http[0].timeout");
+}
+
+TEST(YamlLoaderTest, UnchangedContentHasTheSameHash) {
+  const char* doc = "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n";
+  const ParsedFile a = ParseConfigFile("a.yaml", doc);
+  const ParsedFile b = ParseConfigFile("a.yaml", std::string("# a comment\n") + doc);
+  ASSERT_EQ(a.documents.size(), 1u);
+  ASSERT_EQ(b.documents.size(), 1u);
+  EXPECT_EQ(a.documents[0].content_hash, b.documents[0].content_hash);
+}
+
+TEST(YamlLoaderTest, ConfigFileNamesSkipEditorTemporaries) {
+  EXPECT_TRUE(IsConfigFileName("a/b.yaml"));
+  EXPECT_TRUE(IsConfigFileName("b.yml"));
+  EXPECT_TRUE(IsConfigFileName("b.json"));
+  EXPECT_FALSE(IsConfigFileName("a/.b.yaml.swp"));
+  EXPECT_FALSE(IsConfigFileName("a/.#b.yaml"));
+  EXPECT_FALSE(IsConfigFileName("b.yaml~"));
+  EXPECT_FALSE(IsConfigFileName("b.txt"));
+}
+
+}  // namespace
+}  // namespace cxds
