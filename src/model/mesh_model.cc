@@ -1,0 +1,229 @@
+#include "model/mesh_model.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "common/strings.h"
+#include "protocol/resource.h"
+
+namespace cxds {
+
+namespace {
+
+// Istio resolves a short host relative to the object's namespace.
+std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix) {
+  if (host.find('.') != std::string::npos || host == "*") return host;
+  return StrCat(host, ".", ns, ".svc.", suffix);
+}
+
+bool Selects(const LabelMap& selector, const LabelMap& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
+  if (auto it = w.ports.find(port.name); it != w.ports.end()) return it->second;
+  return port.target_port != 0 ? port.target_port : port.number;
+}
+
+bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
+  return a.hosts == b.hosts && a.ports == b.ports && a.resolution == b.resolution &&
+         a.workload_selector == b.workload_selector && a.meta.labels == b.meta.labels;
+}
+
+bool IsEndpointKind(const std::string& kind) { return kind == "EndpointSlice" || kind == "WorkloadEntry"; }
+
+}  // namespace
+
+std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds) {
+  std::string bytes;
+  for (const auto& [key, stored] : objects) {
+    if (!include_endpoint_kinds && IsEndpointKind(key.kind)) continue;
+    bytes += StrCat(key.ToString(), "=", stored->content_hash, "\n");
+  }
+  return ContentHash(bytes).substr(0, 16);
+}
+
+MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time created,
+                         std::shared_ptr<const ObjectMap> objects, const std::string& domain_suffix)
+    : PushContext(std::move(version), sequence, created), objects_(std::move(objects)), domain_suffix_(domain_suffix) {
+  for (const auto& [key, stored] : *objects_) {
+    const MeshObject& object = stored->object;
+    if (const auto* svc = std::get_if<K8sService>(&object)) {
+      const std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_);
+      services_[host] = ServiceInfo{host, svc->meta.namespace_name, svc->ports, false};
+    } else if (const auto* se = std::get_if<ServiceEntry>(&object)) {
+      for (const std::string& host : se->hosts) {
+        services_[host] = ServiceInfo{host, se->meta.namespace_name, se->ports,
+                                      se->resolution == ServiceEntry::Resolution::kDns};
+      }
+    } else if (const auto* vs = std::get_if<VirtualService>(&object)) {
+      for (const std::string& host : vs->hosts) {
+        virtual_services_[ResolveHost(host, vs->meta.namespace_name, domain_suffix_)].push_back(vs);
+      }
+    } else if (const auto* dr = std::get_if<DestinationRule>(&object)) {
+      destination_rules_.emplace(ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix_), dr);
+    } else if (const auto* sc = std::get_if<Sidecar>(&object)) {
+      sidecars_.push_back(sc);
+    }
+  }
+}
+
+const ServiceInfo* MeshContext::FindService(const std::string& host) const {
+  auto it = services_.find(host);
+  return it == services_.end() ? nullptr : &it->second;
+}
+
+std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::string& host) const {
+  auto it = virtual_services_.find(host);
+  return it == virtual_services_.end() ? std::vector<const VirtualService*>{} : it->second;
+}
+
+const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host) const {
+  auto it = destination_rules_.find(host);
+  return it == destination_rules_.end() ? nullptr : it->second;
+}
+
+MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix)
+    : store_(store), domain_suffix_(std::move(domain_suffix)) {}
+
+std::vector<std::string> MeshModel::HostsOf(const MeshObject& object) const {
+  if (const auto* svc = std::get_if<K8sService>(&object)) {
+    return {StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_)};
+  }
+  if (const auto* se = std::get_if<ServiceEntry>(&object)) return se->hosts;
+  if (const auto* slice = std::get_if<EndpointSlice>(&object)) {
+    return {StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix_)};
+  }
+  return {};
+}
+
+PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
+  PushRequest request;
+  const std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
+  auto endpoint_keys_for_workload = [&](const WorkloadEntry& we) {
+    for (const auto& [key, stored] : *objects) {
+      const auto* se = std::get_if<ServiceEntry>(&stored->object);
+      if (se == nullptr || !se->workload_selector.has_value() || se->meta.namespace_name != we.meta.namespace_name ||
+          !Selects(*se->workload_selector, we.spec.labels)) {
+        continue;
+      }
+      for (const std::string& host : se->hosts) {
+        request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
+      }
+    }
+  };
+  for (const auto& [key, change] : update.changed) {
+    const auto& [before, after] = change;
+    const MeshObject& any = after != nullptr ? after->object : before->object;
+    const std::string& ns = key.namespace_name;
+    if (std::holds_alternative<EndpointSlice>(any)) {
+      for (const auto* side : {before.get(), after.get()}) {
+        if (side == nullptr) continue;
+        for (const std::string& host : HostsOf(side->object)) request.configs.insert({kind::kEndpoints, ns, host});
+      }
+    } else if (std::holds_alternative<WorkloadEntry>(any)) {
+      for (const auto* side : {before.get(), after.get()}) {
+        if (side != nullptr) endpoint_keys_for_workload(std::get<WorkloadEntry>(side->object));
+      }
+    } else if (std::holds_alternative<ServiceEntry>(any) || std::holds_alternative<K8sService>(any)) {
+      const bool endpoints_only = before != nullptr && after != nullptr &&
+                                  std::holds_alternative<ServiceEntry>(any) &&
+                                  SameExceptEndpoints(std::get<ServiceEntry>(before->object),
+                                                      std::get<ServiceEntry>(after->object));
+      for (const auto* side : {before.get(), after.get()}) {
+        if (side == nullptr) continue;
+        for (const std::string& host : HostsOf(side->object)) {
+          request.configs.insert({endpoints_only ? kind::kEndpoints : kind::kServiceEntry, ns, host});
+        }
+      }
+    } else if (const auto* dr = std::get_if<DestinationRule>(&any)) {
+      request.configs.insert({kind::kDestinationRule, ns, ResolveHost(dr->host, ns, domain_suffix_)});
+      if (before != nullptr && after != nullptr) {
+        const auto& old_dr = std::get<DestinationRule>(before->object);
+        request.configs.insert({kind::kDestinationRule, ns, ResolveHost(old_dr.host, ns, domain_suffix_)});
+      }
+    } else {
+      request.configs.insert(key);  // VirtualService, Sidecar
+    }
+  }
+  RebuildEndpoints(*objects);
+  request.full = !request.EndpointOnly() && !request.configs.empty();
+  request.reasons[request.full ? reason::kConfig : reason::kEndpoint] = static_cast<int64_t>(update.changed.size());
+  return request;
+}
+
+void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
+  std::map<std::string, HostEndpoints> index;
+  std::map<std::string, const K8sService*> services;  // host -> Service
+  std::vector<const WorkloadEntry*> workloads;
+  for (const auto& [key, stored] : objects) {
+    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+      services[StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_)] = svc;
+    } else if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
+      workloads.push_back(we);
+    }
+  }
+  for (const auto& [key, stored] : objects) {
+    if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
+      const std::string host = HostsOf(stored->object).front();
+      auto svc = services.find(host);
+      if (svc == services.end()) continue;  // a slice without its Service serves nothing
+      for (const EndpointSlice::Port& port : slice->ports) {
+        // The Service port this slice port backs: same name, or the only one.
+        const ServicePort* service_port = nullptr;
+        for (const ServicePort& p : svc->second->ports) {
+          if (p.name == port.name || svc->second->ports.size() == 1) service_port = &p;
+        }
+        if (service_port == nullptr) continue;
+        for (const EndpointSlice::Endpoint& endpoint : slice->endpoints) {
+          if (!endpoint.ready) continue;
+          for (const std::string& address : endpoint.addresses) {
+            index[host][service_port->number].push_back(EndpointInfo{address, port.port, {}, 1});
+          }
+        }
+      }
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+      std::vector<const WorkloadEndpoint*> members;
+      std::vector<LabelMap> member_labels;
+      for (const WorkloadEndpoint& w : se->endpoints) members.push_back(&w);
+      if (se->workload_selector.has_value()) {
+        for (const WorkloadEntry* we : workloads) {
+          if (we->meta.namespace_name == se->meta.namespace_name && Selects(*se->workload_selector, we->spec.labels)) {
+            members.push_back(&we->spec);
+          }
+        }
+      }
+      for (const std::string& host : se->hosts) {
+        for (const ServicePort& port : se->ports) {
+          auto& list = index[host][port.number];
+          for (const WorkloadEndpoint* w : members) {
+            list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight});
+          }
+        }
+      }
+    }
+  }
+  auto built = std::make_shared<EndpointIndex>();
+  for (auto& [host, endpoints] : index) (*built)[host] = std::make_shared<const HostEndpoints>(std::move(endpoints));
+  MutexLock lock(&mu_);
+  endpoints_ = std::move(built);
+}
+
+std::shared_ptr<const EndpointIndex> MeshModel::endpoints() const {
+  MutexLock lock(&mu_);
+  return endpoints_;
+}
+
+absl::StatusOr<std::shared_ptr<const PushContext>> MeshModel::Build(const PushContext* previous,
+                                                                    const PushRequest& request, uint64_t sequence,
+                                                                    absl::Time now) {
+  std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
+  return std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence, now,
+                                       objects, domain_suffix_);
+}
+
+}  // namespace cxds

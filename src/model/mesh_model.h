@@ -1,0 +1,101 @@
+// The mesh model: what the accepted config means, in Istio's terms.
+//
+//  - Services: a v1 Service is host NAME.NAMESPACE.svc.SUFFIX; every host of a ServiceEntry is
+//    a service. Each has ports (number, name, protocol).
+//  - Endpoints (outside the PushContext, as in istiod, so endpoint-only changes need no new
+//    context): from EndpointSlices (by the kubernetes.io/service-name label), inline
+//    ServiceEntry endpoints, and WorkloadEntries selected by a ServiceEntry's
+//    workloadSelector in the same namespace.
+//  - MeshContext (a PushContext): services, VirtualServices and DestinationRules by host, and
+//    Sidecars, from one immutable snapshot of the store.
+//
+// Push keys: services and their endpoints are keyed by host (kinds ServiceEntry and
+// Endpoints); DestinationRules by host; VirtualServices and Sidecars by name.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
+#include "config/config_store.h"
+#include "pipeline/push_context.h"
+#include "pipeline/push_request.h"
+
+namespace cxds {
+
+struct ServiceInfo {
+  std::string host;
+  std::string namespace_name;
+  std::vector<ServicePort> ports;
+  bool dns = false;  // ServiceEntry resolution DNS
+};
+
+struct EndpointInfo {
+  std::string address;
+  uint32_t port = 0;
+  LabelMap labels;
+  uint32_t weight = 1;
+};
+
+// Endpoints per host and service port number.
+using HostEndpoints = std::map<uint32_t, std::vector<EndpointInfo>>;
+using EndpointIndex = std::map<std::string, std::shared_ptr<const HostEndpoints>>;
+
+class MeshContext final : public PushContext {
+ public:
+  MeshContext(std::string version, uint64_t sequence, absl::Time created, std::shared_ptr<const ObjectMap> objects,
+              const std::string& domain_suffix);
+
+  const std::map<std::string, ServiceInfo>& services() const { return services_; }
+  const ServiceInfo* FindService(const std::string& host) const;
+  // VirtualServices naming `host`, in (namespace, name) order.
+  std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
+  const DestinationRule* DestinationRuleFor(const std::string& host) const;
+  const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
+  const std::string& domain_suffix() const { return domain_suffix_; }
+
+ private:
+  const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
+  const std::string domain_suffix_;
+  std::map<std::string, ServiceInfo> services_;
+  std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
+  std::map<std::string, const DestinationRule*> destination_rules_;
+  std::vector<const Sidecar*> sidecars_;
+};
+
+// Applies store updates: keeps the endpoint index current and says what each update means
+// for pushes. Also the PushContextBuilder of the pipeline. Thread-safe.
+class MeshModel final : public PushContextBuilder {
+ public:
+  MeshModel(ConfigStore& store, std::string domain_suffix);
+
+  // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice,
+  // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
+  // full. Updates the endpoint index before returning.
+  PushRequest OnUpdate(const ConfigStore::Update& update);
+
+  absl::StatusOr<std::shared_ptr<const PushContext>> Build(const PushContext* previous, const PushRequest& request,
+                                                           uint64_t sequence, absl::Time now) override;
+
+  std::shared_ptr<const EndpointIndex> endpoints() const;
+  const std::string& domain_suffix() const { return domain_suffix_; }
+  // The hosts a service object defines ("reviews.shop.svc.cluster.local" for a Service).
+  std::vector<std::string> HostsOf(const MeshObject& object) const;
+
+ private:
+  void RebuildEndpoints(const ObjectMap& objects);
+
+  ConfigStore& store_;
+  const std::string domain_suffix_;
+  mutable Mutex mu_;
+  std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
+};
+
+// The version of a set of objects: a hash of their keys and content hashes.
+std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds);
+
+}  // namespace cxds

@@ -1,0 +1,124 @@
+#include "model/mesh_model.h"
+
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  workloadSelector: {labels: {app: inventory}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: inventory-1}
+spec: {address: 127.0.0.1, ports: {grpc: 18081}, labels: {app: inventory, version: v1}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: other}
+spec: {address: 127.0.0.9, labels: {app: other}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: reviews-1, namespace: shop, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 19080}]
+endpoints:
+- addresses: [127.0.0.2]
+- addresses: [127.0.0.3]
+  conditions: {ready: false}
+)";
+
+class MeshModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Apply("mesh.yaml", kMesh); }
+  PushRequest Apply(const std::string& file, const std::string& content) {
+    const auto update = store_.ApplyFile(file, content);
+    EXPECT_TRUE(update.errors.empty()) << update.errors.front().ToString();
+    return model_.OnUpdate(update);
+  }
+  std::vector<EndpointInfo> Endpoints(const std::string& host, uint32_t port) {
+    auto index = model_.endpoints();
+    auto it = index->find(host);
+    if (it == index->end()) return {};
+    auto p = it->second->find(port);
+    return p == it->second->end() ? std::vector<EndpointInfo>{} : p->second;
+  }
+  ConfigStore store_;
+  MeshModel model_{store_, "cluster.local"};
+};
+
+TEST_F(MeshModelTest, EndpointsComeFromSelectedWorkloadEntriesAndReadySliceEndpoints) {
+  auto inventory = Endpoints("inventory.mesh.local", 8080);
+  ASSERT_EQ(inventory.size(), 1u) << "only the selected WorkloadEntry";
+  EXPECT_EQ(inventory[0].address, "127.0.0.1");
+  EXPECT_EQ(inventory[0].port, 18081u) << "the WorkloadEntry's port for the port name";
+  EXPECT_EQ(inventory[0].labels.at("version"), "v1");
+  auto reviews = Endpoints("reviews.shop.svc.cluster.local", 9080);
+  ASSERT_EQ(reviews.size(), 1u) << "the endpoint that is not ready is left out";
+  EXPECT_EQ(reviews[0].address, "127.0.0.2");
+  EXPECT_EQ(reviews[0].port, 19080u);
+}
+
+TEST_F(MeshModelTest, MovingAWorkloadEntryIsAnEndpointOnlyPushForItsServices) {
+  const std::string moved = std::string(kMesh).replace(std::string(kMesh).find("18081"), 5, "18082");
+  PushRequest request = Apply("mesh.yaml", moved);
+  EXPECT_TRUE(request.EndpointOnly());
+  EXPECT_FALSE(request.full);
+  ASSERT_EQ(request.configs.size(), 1u);
+  EXPECT_EQ(*request.configs.begin(), (ConfigKey{kind::kEndpoints, "default", "inventory.mesh.local"}));
+  EXPECT_EQ(Endpoints("inventory.mesh.local", 8080)[0].port, 18082u);
+}
+
+TEST_F(MeshModelTest, ChangingServicePortsOrRoutesIsAFullPush) {
+  std::string changed = kMesh;
+  changed.replace(changed.find("number: 8080"), 12, "number: 8081");
+  PushRequest request = Apply("mesh.yaml", changed);
+  EXPECT_TRUE(request.full);
+  EXPECT_TRUE(request.configs.contains(ConfigKey{kind::kServiceEntry, "default", "inventory.mesh.local"}));
+  request = Apply("vs.yaml",
+                  "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  hosts: "
+                  "[inventory.mesh.local]\n  http:\n  - route: [{destination: {host: inventory.mesh.local}}]\n");
+  EXPECT_TRUE(request.full);
+  EXPECT_TRUE(request.configs.contains(ConfigKey{"VirtualService", "default", "v"}));
+}
+
+TEST_F(MeshModelTest, AnUnrelatedWorkloadEntryPushesNothing) {
+  std::string changed = kMesh;
+  changed.replace(changed.find("127.0.0.9"), 9, "127.0.0.8");
+  PushRequest request = Apply("mesh.yaml", changed);
+  EXPECT_TRUE(request.configs.empty()) << "no ServiceEntry selects it";
+}
+
+TEST_F(MeshModelTest, ContextHasServicesByHostAndAContentVersion) {
+  auto built = model_.Build(nullptr, {}, 1, absl::UnixEpoch());
+  ASSERT_TRUE(built.ok());
+  const auto& context = static_cast<const MeshContext&>(**built);
+  EXPECT_NE(context.FindService("inventory.mesh.local"), nullptr);
+  EXPECT_NE(context.FindService("reviews.shop.svc.cluster.local"), nullptr);
+  // Another store with the same content (a replica, or a restart) gets the same version.
+  ConfigStore other_store;
+  other_store.ApplyFile("elsewhere.yaml", std::string("# comment\n") + kMesh);
+  MeshModel other(other_store, "cluster.local");
+  auto again = other.Build(nullptr, {}, 7, absl::UnixEpoch());
+  EXPECT_EQ((*again)->version(), context.version());
+  // Endpoint-only objects do not change the context version.
+  std::string moved = kMesh;
+  moved.replace(moved.find("18081"), 5, "18089");
+  Apply("mesh.yaml", moved);
+  EXPECT_EQ((*model_.Build(nullptr, {}, 2, absl::UnixEpoch()))->version(), context.version());
+}
+
+}  // namespace
+}  // namespace cxds
