@@ -124,7 +124,6 @@ struct TrafficPolicy {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;
     std::optional<uint32_t> http2_max_requests;
-    std::optional<uint32_t> max_requests_per_connection;
   };
   std::optional<ConnectionPool> connection_pool;
   struct OutlierDetection {

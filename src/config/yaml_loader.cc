@@ -519,10 +519,9 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
     }
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
-      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests", "maxRequestsPerConnection"});
+      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests"});
       cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
       cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
-      cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 1, 1u << 31);
     }
     p.connection_pool = cp;
   }

@@ -10,11 +10,15 @@ namespace cxds {
 
 namespace {
 
+}  // namespace
+
 // Istio resolves a short host relative to the object's namespace.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix) {
   if (host.find('.') != std::string::npos || host == "*") return host;
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
+
+namespace {
 
 bool Selects(const LabelMap& selector, const LabelMap& labels) {
   for (const auto& [k, v] : selector) {
@@ -141,10 +145,11 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
         }
       }
     } else if (const auto* dr = std::get_if<DestinationRule>(&any)) {
-      request.configs.insert({kind::kDestinationRule, ns, ResolveHost(dr->host, ns, domain_suffix_)});
+      // Keyed by host alone: a cluster depends on whatever rule names its host.
+      request.configs.insert({kind::kDestinationRule, "", ResolveHost(dr->host, ns, domain_suffix_)});
       if (before != nullptr && after != nullptr) {
         const auto& old_dr = std::get<DestinationRule>(before->object);
-        request.configs.insert({kind::kDestinationRule, ns, ResolveHost(old_dr.host, ns, domain_suffix_)});
+        request.configs.insert({kind::kDestinationRule, "", ResolveHost(old_dr.host, ns, domain_suffix_)});
       }
     } else {
       request.configs.insert(key);  // VirtualService, Sidecar

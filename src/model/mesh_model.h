@@ -95,6 +95,9 @@ class MeshModel final : public PushContextBuilder {
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
 };
 
+// "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
+std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);
+
 // The version of a set of objects: a hash of their keys and content hashes.
 std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds);
 

@@ -276,7 +276,9 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   if (request.forced) {
     cache_.ClearAll(sequence);
   } else {
-    cache_.Clear(request.configs, sequence);
+    std::set<ConfigKey> dropped = request.configs;
+    if (full) dropped.insert(ConfigKey{kind::kPushContext, "", ""});
+    cache_.Clear(dropped, sequence);
   }
   request.context = context;
   request.push_sequence = sequence;

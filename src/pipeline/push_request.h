@@ -40,6 +40,9 @@ inline constexpr char kVirtualService[] = "VirtualService";
 inline constexpr char kSidecar[] = "Sidecar";
 inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
 inline constexpr char kSnapshot[] = "Snapshot";  // a SnapshotCache node key
+// A cache dependency on the whole PushContext: dropped by every full push (for resources
+// such as route tables that depend on many configs).
+inline constexpr char kPushContext[] = "PushContext";
 }  // namespace kind
 
 // Why a push happened (istiod's TriggerReason values where they mean the same).

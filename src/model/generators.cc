@@ -1,0 +1,462 @@
+#include "model/generators.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+#include "common/strings.h"
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "model/proxy.h"
+#include "protocol/type_url.h"
+
+namespace cxds {
+
+using envoy::config::cluster::v3::Cluster;
+using envoy::config::endpoint::v3::ClusterLoadAssignment;
+using envoy::config::listener::v3::Listener;
+using envoy::config::route::v3::RouteConfiguration;
+using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+
+std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host) {
+  return StrCat("outbound|", port, "|", subset, "|", host);
+}
+
+namespace {
+
+struct ParsedCluster {
+  uint32_t port = 0;
+  std::string subset;
+  std::string host;
+};
+
+std::optional<ParsedCluster> ParseClusterName(const std::string& name) {
+  std::vector<std::string> parts = absl::StrSplit(name, '|');
+  if (parts.size() != 4 || parts[0] != "outbound") return std::nullopt;
+  ParsedCluster parsed;
+  if (!absl::SimpleAtoi(parts[1], &parsed.port)) return std::nullopt;
+  parsed.subset = parts[2];
+  parsed.host = parts[3];
+  return parsed;
+}
+
+const MeshContext& Mesh(const GeneratorEnv& env) { return static_cast<const MeshContext&>(env.context); }
+
+ConfigKey ServiceKey(const ServiceInfo& service) { return {kind::kServiceEntry, service.namespace_name, service.host}; }
+ConfigKey EndpointsKey(const ServiceInfo& service) { return {kind::kEndpoints, service.namespace_name, service.host}; }
+ConfigKey RuleKey(const std::string& host) { return {kind::kDestinationRule, "", host}; }
+const ConfigKey kWholeContext{kind::kPushContext, "", ""};
+
+const char* Variant(const ProxyInfo& proxy) { return proxy.grpc ? "grpc" : "envoy"; }
+
+// The policy of a subset overrides the rule's, as in Istio.
+const TrafficPolicy* PolicyFor(const DestinationRule* rule, const std::string& subset) {
+  if (rule == nullptr) return nullptr;
+  for (const auto& s : rule->subsets) {
+    if (s.name == subset && s.traffic_policy.has_value()) return &*s.traffic_policy;
+  }
+  return rule->traffic_policy.has_value() ? &*rule->traffic_policy : nullptr;
+}
+
+absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const ServiceInfo& service,
+                                         const TrafficPolicy* policy, bool grpc) {
+  Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
+      envoy::config::core::v3::ApiVersion::V3);
+  cluster.mutable_connect_timeout()->set_seconds(10);
+  if (policy != nullptr) {
+    switch (policy->load_balancer) {
+      case TrafficPolicy::LoadBalancer::kLeastRequest:
+        if (!grpc) cluster.set_lb_policy(Cluster::LEAST_REQUEST);  // gRPC 1.51 clients: round robin only
+        break;
+      case TrafficPolicy::LoadBalancer::kRandom:
+        if (!grpc) cluster.set_lb_policy(Cluster::RANDOM);
+        break;
+      default:
+        break;
+    }
+    if (policy->connection_pool.has_value()) {
+      auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
+      const auto& pool = *policy->connection_pool;
+      if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
+      if (!grpc) {  // gRPC honours max_requests only
+        if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
+        if (pool.http1_max_pending_requests) {
+          thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
+        }
+      }
+    }
+    if (policy->outlier_detection.has_value() && !grpc) {
+      const auto& od = *policy->outlier_detection;
+      auto* out = cluster.mutable_outlier_detection();
+      if (od.consecutive_5xx_errors) out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
+      if (od.interval) out->mutable_interval()->set_seconds(absl::ToInt64Seconds(*od.interval));
+      if (od.base_ejection_time) {
+        out->mutable_base_ejection_time()->set_seconds(absl::ToInt64Seconds(*od.base_ejection_time));
+      }
+      if (od.max_ejection_percent) out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
+    }
+  }
+  (void)service;
+  return Resource::FromMessage(cluster);
+}
+
+class ClusterGenerator final : public Generator {
+ public:
+  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
+                                                             const PushRequest& request,
+                                                             const GeneratorEnv& env) override {
+    if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
+    const MeshContext& mesh = Mesh(env);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyScope scope(proxy, mesh);
+    GeneratedResources out;
+    for (const auto& [host, service] : mesh.services()) {
+      if (!scope.Visible(service)) continue;
+      const DestinationRule* rule = mesh.DestinationRuleFor(host);
+      std::vector<std::string> subsets = {""};
+      if (rule != nullptr) {
+        for (const auto& s : rule->subsets) subsets.push_back(s.name);
+      }
+      for (const ServicePort& port : service.ports) {
+        if (port.protocol == "TCP" && proxy.grpc) continue;
+        for (const std::string& subset : subsets) {
+          const std::string name = ClusterName(port.number, subset, host);
+          absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+              {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(host)},
+              request.push_sequence, [&] { return BuildCluster(name, service, PolicyFor(rule, subset), proxy.grpc); });
+          if (!resource.ok()) return resource.status();
+          out.resources.push_back(*resource);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+class EndpointGenerator final : public Generator {
+ public:
+  explicit EndpointGenerator(const MeshModel& model) : model_(model) {}
+
+  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
+                                                             const PushRequest& request,
+                                                             const GeneratorEnv& env) override {
+    const MeshContext& mesh = Mesh(env);
+    const std::shared_ptr<const EndpointIndex> index = model_.endpoints();
+    const bool endpoint_only = request.EndpointOnly();
+    std::set<std::string> changed_hosts;
+    if (endpoint_only) {
+      for (const ConfigKey& key : request.configs) changed_hosts.insert(key.name);
+    }
+    GeneratedResources out;
+    out.incremental = endpoint_only || request.delta_scope.has_value();
+    for (const std::string& name : watched.names) {
+      std::optional<ParsedCluster> cluster = ParseClusterName(name);
+      if (!cluster.has_value()) continue;
+      if (endpoint_only && !changed_hosts.contains(cluster->host)) continue;
+      const ServiceInfo* service = mesh.FindService(cluster->host);
+      if (service == nullptr) {
+        if (out.incremental) out.removed.push_back(name);
+        continue;
+      }
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+      const LabelMap* subset_labels = nullptr;
+      if (!cluster->subset.empty()) {
+        if (rule != nullptr) {
+          for (const auto& s : rule->subsets) {
+            if (s.name == cluster->subset) subset_labels = &s.labels;
+          }
+        }
+        if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
+      }
+      absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+          {std::string(kEndpointType), name, ""}, {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)},
+          request.push_sequence, [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+    }
+    if (endpoint_only && out.resources.empty() && out.removed.empty()) return std::nullopt;
+    return out;
+  }
+
+ private:
+  static absl::StatusOr<ResourcePtr> BuildAssignment(const std::string& name, const ParsedCluster& cluster,
+                                                     const EndpointIndex& index, const LabelMap* subset_labels) {
+    ClusterLoadAssignment cla;
+    cla.set_cluster_name(name);
+    auto* locality = cla.add_endpoints();
+    locality->mutable_locality()->set_region("local");
+    locality->mutable_load_balancing_weight()->set_value(1);
+    if (auto host = index.find(cluster.host); host != index.end()) {
+      if (auto port = host->second->find(cluster.port); port != host->second->end()) {
+        for (const EndpointInfo& endpoint : port->second) {
+          if (subset_labels != nullptr) {
+            bool match = true;
+            for (const auto& [k, v] : *subset_labels) {
+              auto it = endpoint.labels.find(k);
+              match = match && it != endpoint.labels.end() && it->second == v;
+            }
+            if (!match) continue;
+          }
+          auto* lb = locality->add_lb_endpoints();
+          auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
+          socket->set_address(endpoint.address);
+          socket->set_port_value(endpoint.port);
+          lb->mutable_load_balancing_weight()->set_value(endpoint.weight);
+        }
+      }
+    }
+    return Resource::FromMessage(cla);
+  }
+
+  const MeshModel& model_;
+};
+
+HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix) {
+  HttpConnectionManager hcm;
+  hcm.set_stat_prefix(stat_prefix);
+  hcm.mutable_rds()->set_route_config_name(route_name);
+  hcm.mutable_rds()->mutable_config_source()->mutable_ads();
+  hcm.mutable_rds()->mutable_config_source()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
+  auto* router = hcm.add_http_filters();
+  router->set_name("envoy.filters.http.router");
+  router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
+  return hcm;
+}
+
+bool IsHttp(const ServicePort& port) { return port.protocol != "TCP"; }
+
+class ListenerGenerator final : public Generator {
+ public:
+  explicit ListenerGenerator(TranslationOptions options) : options_(std::move(options)) {}
+
+  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
+                                                             const PushRequest& request,
+                                                             const GeneratorEnv& env) override {
+    if (request.EndpointOnly()) return std::nullopt;
+    const MeshContext& mesh = Mesh(env);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyScope scope(proxy, mesh);
+    GeneratedResources out;
+    std::set<uint32_t> ports;
+    for (const auto& [host, service] : mesh.services()) {
+      if (!scope.Visible(service)) continue;
+      for (const ServicePort& port : service.ports) {
+        if (!IsHttp(port)) continue;
+        if (proxy.grpc) {
+          const std::string name = StrCat(host, ":", port.number);
+          auto resource = env.cache.GetOrBuild(
+              {std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
+              [&]() -> absl::StatusOr<ResourcePtr> {
+                Listener listener;
+                listener.set_name(name);
+                listener.mutable_api_listener()->mutable_api_listener()->PackFrom(RdsManager(name, name));
+                return Resource::FromMessage(listener);
+              });
+          if (!resource.ok()) return resource.status();
+          out.resources.push_back(*resource);
+        } else {
+          ports.insert(port.number);
+        }
+      }
+    }
+    for (uint32_t port : ports) {
+      const std::string name = StrCat(options_.listener_address, "_", port);
+      auto resource = env.cache.GetOrBuild(
+          {std::string(kListenerType), name, "envoy"}, {kWholeContext}, request.push_sequence,
+          [&]() -> absl::StatusOr<ResourcePtr> {
+            Listener listener;
+            listener.set_name(name);
+            auto* address = listener.mutable_address()->mutable_socket_address();
+            address->set_address(options_.listener_address);
+            address->set_port_value(port);
+            auto* filter = listener.add_filter_chains()->add_filters();
+            filter->set_name("envoy.filters.network.http_connection_manager");
+            filter->mutable_typed_config()->PackFrom(RdsManager(std::to_string(port), StrCat("outbound_", port)));
+            return Resource::FromMessage(listener);
+          });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+    }
+    return out;
+  }
+
+ private:
+  const TranslationOptions options_;
+};
+
+void SetStringMatch(const StringMatch& match, envoy::type::matcher::v3::StringMatcher* out) {
+  switch (match.kind) {
+    case StringMatch::Kind::kExact:
+      out->set_exact(match.value);
+      break;
+    case StringMatch::Kind::kPrefix:
+      out->set_prefix(match.value);
+      break;
+    case StringMatch::Kind::kRegex:
+      out->mutable_safe_regex()->set_regex(match.value);
+      break;
+  }
+}
+
+// The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
+// else (a VirtualService decides) or, without one, a catch-all to the service.
+void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port,
+               envoy::config::route::v3::VirtualHost* vhost) {
+  const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
+  for (const VirtualService* vs : virtual_services) {
+    for (const HttpRoute& http : vs->http) {
+      std::vector<const HttpRoute::Match*> matches;
+      for (const auto& m : http.match) matches.push_back(&m);
+      if (matches.empty()) matches.push_back(nullptr);
+      for (const HttpRoute::Match* match : matches) {
+        auto* route = vhost->add_routes();
+        if (!http.name.empty()) route->set_name(http.name);
+        auto* m = route->mutable_match();
+        if (match == nullptr || !match->uri.has_value()) {
+          m->set_prefix("/");
+        } else if (match->uri->kind == StringMatch::Kind::kExact) {
+          m->set_path(match->uri->value);
+        } else if (match->uri->kind == StringMatch::Kind::kPrefix) {
+          m->set_prefix(match->uri->value);
+        } else {
+          m->mutable_safe_regex()->set_regex(match->uri->value);
+        }
+        if (match != nullptr) {
+          for (const auto& [name, value] : match->headers) {
+            auto* header = m->add_headers();
+            header->set_name(name);
+            SetStringMatch(value, header->mutable_string_match());
+          }
+        }
+        auto* action = route->mutable_route();
+        auto destination_cluster = [&](const HttpRouteDestination& d) {
+          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
+          return ClusterName(d.port != 0 ? d.port : port, d.subset, host);
+        };
+        if (http.route.size() == 1) {
+          action->set_cluster(destination_cluster(http.route[0]));
+        } else {
+          for (const HttpRouteDestination& d : http.route) {
+            if (d.weight == 0) continue;
+            auto* weighted = action->mutable_weighted_clusters()->add_clusters();
+            weighted->set_name(destination_cluster(d));
+            weighted->mutable_weight()->set_value(d.weight);
+          }
+        }
+        if (http.timeout.has_value()) {
+          action->mutable_timeout()->set_seconds(absl::ToInt64Seconds(*http.timeout));
+          action->mutable_timeout()->set_nanos(
+              static_cast<int32_t>(absl::ToInt64Nanoseconds(*http.timeout % absl::Seconds(1))));
+        }
+        if (http.retries.has_value()) {
+          auto* retry = action->mutable_retry_policy();
+          retry->mutable_num_retries()->set_value(http.retries->attempts);
+          if (!http.retries->retry_on.empty()) retry->set_retry_on(http.retries->retry_on);
+          if (http.retries->per_try_timeout.has_value()) {
+            retry->mutable_per_try_timeout()->set_seconds(absl::ToInt64Seconds(*http.retries->per_try_timeout));
+            retry->mutable_per_try_timeout()->set_nanos(static_cast<int32_t>(
+                absl::ToInt64Nanoseconds(*http.retries->per_try_timeout % absl::Seconds(1))));
+          }
+        }
+      }
+    }
+  }
+  if (virtual_services.empty()) {
+    auto* route = vhost->add_routes();
+    route->mutable_match()->set_prefix("/");
+    route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
+  }
+}
+
+class RouteGenerator final : public Generator {
+ public:
+  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
+                                                             const PushRequest& request,
+                                                             const GeneratorEnv& env) override {
+    if (request.EndpointOnly()) return std::nullopt;
+    const MeshContext& mesh = Mesh(env);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyScope scope(proxy, mesh);
+    GeneratedResources out;
+    out.incremental = request.delta_scope.has_value();
+    for (const std::string& name : watched.names) {
+      absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+          {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.key())}, {kWholeContext},
+          request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+            RouteConfiguration config;
+            config.set_name(name);
+            if (proxy.grpc) {
+              // HOST:PORT, one virtual host whose domain is the target's authority.
+              const size_t colon = name.rfind(':');
+              uint32_t port = 0;
+              if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) {
+                return absl::NotFoundError("not a HOST:PORT route name");
+              }
+              const ServiceInfo* service = mesh.FindService(name.substr(0, colon));
+              if (service == nullptr || !scope.Visible(*service)) return absl::NotFoundError("unknown service");
+              auto* vhost = config.add_virtual_hosts();
+              vhost->set_name(name);
+              vhost->add_domains(name);
+              vhost->add_domains(service->host);
+              AddRoutes(mesh, *service, port, vhost);
+            } else {
+              uint32_t port = 0;
+              if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
+              for (const auto& [host, service] : mesh.services()) {
+                if (!scope.Visible(service)) continue;
+                if (std::none_of(service.ports.begin(), service.ports.end(),
+                                 [&](const ServicePort& p) { return p.number == port && IsHttp(p); })) {
+                  continue;
+                }
+                auto* vhost = config.add_virtual_hosts();
+                vhost->set_name(StrCat(host, ":", port));
+                vhost->add_domains(host);
+                vhost->add_domains(StrCat(host, ":", port));
+                AddRoutes(mesh, service, port, vhost);
+              }
+            }
+            return Resource::FromMessage(config);
+          });
+      if (absl::IsNotFound(resource.status())) continue;  // a name this proxy cannot have
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options) {
+  pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>());
+  pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
+  pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
+  pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());
+}
+
+ProxyFilter MeshProxyFilter() {
+  return [](const Proxy& proxy_node, const PushRequest& request, const PushContext& context) {
+    const auto& mesh = static_cast<const MeshContext&>(context);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyScope scope(proxy, mesh);
+    for (const ConfigKey& key : request.configs) {
+      const bool host_keyed = key.kind == kind::kServiceEntry || key.kind == kind::kEndpoints ||
+                              key.kind == kind::kDestinationRule;
+      if (!host_keyed) return true;  // routes and scopes may concern anyone
+      // A removed service is no longer in the context: push, so the proxy drops it.
+      if (mesh.FindService(key.name) == nullptr || scope.VisibleHost(key.name)) return true;
+    }
+    return false;
+  };
+}
+
+}  // namespace cxds

@@ -1,0 +1,45 @@
+// xDS generators of the mesh model (Istio's naming, so users recognise what they see):
+//
+//   CDS  outbound|PORT||HOST and outbound|PORT|SUBSET|HOST per visible service port and
+//        DestinationRule subset; EDS clusters over ADS; load balancer, circuit breakers and
+//        (Envoy only) outlier detection from the DestinationRule.
+//   EDS  one ClusterLoadAssignment per watched cluster, from the endpoint index (outside the
+//        PushContext), filtered by the subset's labels. Endpoint-only pushes regenerate only the
+//        clusters of the hosts that changed.
+//   LDS  Envoy: one listener per port, ADDRESS_PORT, with the HTTP connection manager, RDS
+//        route configuration "PORT" and the router filter. Proxyless gRPC: one API listener per
+//        service port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
+//   RDS  Envoy: route configuration "PORT" with a virtual host per service on that port;
+//        gRPC: route configuration HOST:PORT with one virtual host. Routes from VirtualService
+//        HTTP routes (URI and header matches, weighted destinations, timeout, retries), else
+//        a default route to outbound|PORT||HOST.
+//
+// Every resource goes through the ResourceCache: clusters and assignments keyed by name and
+// client kind, depending on their service, endpoints and DestinationRule; listeners and route
+// configurations also by scope, dropped by every full push.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/mesh_model.h"
+#include "pipeline/generator.h"
+#include "pipeline/push_pipeline.h"
+
+namespace cxds {
+
+struct TranslationOptions {
+  std::string listener_address = "127.0.0.1";  // where Envoy's outbound listeners bind
+};
+
+// Registers the four generators on `pipeline`.
+void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options = {});
+
+// The proxy filter (istiod's ProxyNeedsPush): a change to a service, its endpoints or its
+// DestinationRule reaches only proxies that can see that host.
+ProxyFilter MeshProxyFilter();
+
+// "outbound|PORT|SUBSET|HOST"
+std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host);
+
+}  // namespace cxds

@@ -1,0 +1,84 @@
+#include "model/proxy.h"
+
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "common/strings.h"
+
+namespace cxds {
+
+ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
+  ProxyInfo proxy;
+  proxy.id = node.id();
+  std::vector<std::string> parts = absl::StrSplit(node.id(), '~');
+  if (parts.size() == 4) {
+    proxy.type = parts[0];
+    proxy.ip = parts[1];
+    const size_t dot = parts[2].find('.');
+    if (dot != std::string::npos) proxy.namespace_name = parts[2].substr(dot + 1);
+  }
+  const auto& fields = node.metadata().fields();
+  if (auto ns = fields.find("NAMESPACE"); ns != fields.end() && !ns->second.string_value().empty()) {
+    proxy.namespace_name = ns->second.string_value();
+  }
+  if (auto labels = fields.find("LABELS"); labels != fields.end()) {
+    for (const auto& [k, v] : labels->second.struct_value().fields()) proxy.labels[k] = v.string_value();
+  }
+  if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
+    proxy.grpc = generator->second.string_value() == "grpc";
+  }
+  return proxy;
+}
+
+namespace {
+bool Selects(const LabelMap& selector, const LabelMap& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+bool HostMatches(const std::string& pattern, const std::string& host) {
+  if (pattern == "*") return true;
+  if (pattern.size() > 1 && pattern[0] == '*') {
+    const std::string suffix = pattern.substr(1);  // ".example.com"
+    return host.size() > suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+  return pattern == host;
+}
+}  // namespace
+
+ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context) : context_(context) {
+  const Sidecar* fallback = nullptr;
+  for (const Sidecar* sidecar : context.sidecars()) {
+    if (sidecar->meta.namespace_name != proxy.namespace_name) continue;
+    if (!sidecar->workload_selector.has_value()) {
+      if (fallback == nullptr) fallback = sidecar;
+    } else if (sidecar_ == nullptr && Selects(*sidecar->workload_selector, proxy.labels)) {
+      sidecar_ = sidecar;
+    }
+  }
+  if (sidecar_ == nullptr) sidecar_ = fallback;
+  if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
+}
+
+bool ProxyScope::Visible(const ServiceInfo& service) const {
+  if (sidecar_ == nullptr) return true;
+  for (const std::string& pattern : sidecar_->egress_hosts) {
+    const size_t slash = pattern.find('/');
+    const std::string ns = pattern.substr(0, slash);
+    const std::string host = pattern.substr(slash + 1);
+    const bool ns_ok = ns == "*" || (ns == "." ? service.namespace_name == sidecar_->meta.namespace_name
+                                               : service.namespace_name == ns);
+    if (ns_ok && HostMatches(host, service.host)) return true;
+  }
+  return false;
+}
+
+bool ProxyScope::VisibleHost(const std::string& host) const {
+  const ServiceInfo* service = context_.FindService(host);
+  return service != nullptr && Visible(*service);
+}
+
+}  // namespace cxds

@@ -1,0 +1,45 @@
+// Who a proxy is and what it may see.
+//
+// Identity: node.id in Istio's form TYPE~IP~NAME.NAMESPACE~NAMESPACE.svc.SUFFIX, or a plain id;
+// node metadata NAMESPACE and LABELS (a struct of strings) override and add; metadata
+// GENERATOR "grpc" marks a proxyless gRPC client (as in Istio's gRPC bootstrap).
+//
+// Scope: the Sidecar in the proxy's namespace whose workloadSelector matches its labels (one
+// without a selector is the namespace default) limits the hosts it sees to its egress
+// patterns ("ns/host", "*/host", "./*", "*/*", "ns/*.example.com"). No Sidecar: everything.
+#pragma once
+
+#include <string>
+
+#include "config/mesh_config.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "model/mesh_model.h"
+
+namespace cxds {
+
+struct ProxyInfo {
+  std::string id;
+  std::string type;  // "sidecar", "router", ... ("" for a plain id)
+  std::string ip;
+  std::string namespace_name = "default";
+  LabelMap labels;
+  bool grpc = false;
+};
+
+ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
+
+class ProxyScope {
+ public:
+  ProxyScope(const ProxyInfo& proxy, const MeshContext& context);
+  bool Visible(const ServiceInfo& service) const;
+  bool VisibleHost(const std::string& host) const;
+  // Identifies the scope (for cache keys): "all" or "sidecar:ns/name".
+  const std::string& key() const { return key_; }
+
+ private:
+  const MeshContext& context_;
+  const Sidecar* sidecar_ = nullptr;
+  std::string key_ = "all";
+};
+
+}  // namespace cxds

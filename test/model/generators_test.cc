@@ -1,0 +1,239 @@
+// The mesh translation through the real pipeline and stream (fake transport): what an Envoy
+// node and a proxyless gRPC node are sent for a small mesh, scoping, and which pushes an
+// endpoint move and a route change cause.
+#include "model/generators.h"
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "fakes/inline_dispatcher.h"
+#include "fakes/stream_harness.h"
+#include "gtest/gtest.h"
+#include "model/proxy.h"
+
+namespace cxds::testing {
+namespace {
+
+constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  workloadSelector: {labels: {app: inventory}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: inventory-v1}
+spec: {address: 127.0.0.1, ports: {grpc: 18081}, labels: {app: inventory, version: v1}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: inventory-v2}
+spec: {address: 127.0.0.1, ports: {grpc: 18082}, labels: {app: inventory, version: v2}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.mesh.local
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - {name: v2, labels: {version: v2}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: shop}
+spec:
+  egress: [{hosts: ["./*"]}]
+)";
+
+constexpr char kRoutes[] = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - match: [{headers: {x-canary: {exact: "yes"}}}]
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - route:
+    - {destination: {host: inventory.mesh.local, subset: v1}, weight: 80}
+    - {destination: {host: inventory.mesh.local, subset: v2}, weight: 20}
+)";
+
+template <typename M>
+M Decode(const DiscoveryResponse& response, int i) {
+  M message;
+  EXPECT_TRUE(response.resources(i).UnpackTo(&message));
+  return message;
+}
+
+class GeneratorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Apply("mesh.yaml", kMesh);
+    Apply("routes.yaml", kRoutes);
+    PushPipeline::Options options;
+    options.scheduler = &scheduler_;
+    options.proxy_filter = MeshProxyFilter();
+    pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
+    AddMeshGenerators(*pipeline_, model_);
+    PushRequest initial;
+    initial.full = true;
+    initial.reasons[reason::kConfig] = 1;
+    ASSERT_TRUE(pipeline_->Push(initial).ok());
+  }
+  void Apply(const std::string& file, const std::string& content) {
+    auto update = store_.ApplyFile(file, content);
+    ASSERT_TRUE(update.errors.empty()) << update.errors.front().ToString();
+    last_request_ = model_.OnUpdate(update);
+  }
+  std::unique_ptr<StreamHarness> Connect(const std::string& id, bool grpc, const std::string& ns = "") {
+    StreamHarnessOptions options;
+    options.dispatcher = dispatcher_.get();
+    auto h = std::make_unique<StreamHarness>(*pipeline_, "", nullptr, id, next_stream_++, options);
+    node_.set_id(id);
+    node_.mutable_metadata()->Clear();
+    if (grpc) (*node_.mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
+    if (!ns.empty()) (*node_.mutable_metadata()->mutable_fields())["NAMESPACE"].set_string_value(ns);
+    return h;
+  }
+  DiscoveryRequest First(const std::string& type, std::vector<std::string> names) {
+    DiscoveryRequest r = Request(type, std::move(names));
+    *r.mutable_node() = node_;
+    return r;
+  }
+
+  SimulatedScheduler scheduler_;
+  ConfigStore store_;
+  MeshModel model_{store_, "cluster.local"};
+  std::unique_ptr<PushDispatcher> dispatcher_ = InlineDispatcher();
+  std::unique_ptr<PushPipeline> pipeline_;
+  PushRequest last_request_;
+  envoy::config::core::v3::Node node_;
+  int64_t next_stream_ = 1;
+};
+
+TEST_F(GeneratorsTest, EnvoyGetsIstioNamedClustersListenersAndRoutes) {
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kClusterType), {}));
+  auto cds = envoy->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  EXPECT_EQ(NamesOf(cds[0]),
+            (std::vector<std::string>{"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local",
+                                      "outbound|8080||inventory.mesh.local",
+                                      "outbound|9080||reviews.shop.svc.cluster.local"}));
+  envoy->Send(Request(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  EXPECT_EQ(NamesOf(lds[0]), (std::vector<std::string>{"127.0.0.1_8080", "127.0.0.1_9080"}));
+  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(listener.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
+  EXPECT_EQ(hcm.rds().route_config_name(), "8080");
+  envoy->Send(Request(std::string(kRouteType), {"8080"}));
+  auto rds = envoy->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  ASSERT_EQ(routes.virtual_hosts_size(), 1);
+  const auto& vhost = routes.virtual_hosts(0);
+  EXPECT_EQ(vhost.domains(0), "inventory.mesh.local");
+  ASSERT_EQ(vhost.routes_size(), 2);
+  EXPECT_EQ(vhost.routes(0).match().headers(0).name(), "x-canary");
+  EXPECT_EQ(vhost.routes(0).match().headers(0).string_match().exact(), "yes");
+  EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080|v2|inventory.mesh.local");
+  const auto& split = vhost.routes(1).route().weighted_clusters();
+  ASSERT_EQ(split.clusters_size(), 2);
+  EXPECT_EQ(split.clusters(0).name(), "outbound|8080|v1|inventory.mesh.local");
+  EXPECT_EQ(split.clusters(0).weight().value(), 80u);
+  EXPECT_EQ(split.clusters(1).weight().value(), 20u);
+}
+
+TEST_F(GeneratorsTest, GrpcGetsApiListenersAndSubsetEndpoints) {
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {"inventory.mesh.local:8080"}));
+  auto lds = grpc->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  EXPECT_EQ(listener.name(), "inventory.mesh.local:8080");
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(listener.api_listener().api_listener().UnpackTo(&hcm));
+  EXPECT_EQ(hcm.rds().route_config_name(), "inventory.mesh.local:8080");
+  grpc->Send(Request(std::string(kRouteType), {"inventory.mesh.local:8080"}));
+  auto rds = grpc->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  EXPECT_EQ(routes.virtual_hosts(0).domains(0), "inventory.mesh.local:8080");
+  grpc->Send(Request(std::string(kEndpointType), {"outbound|8080|v1|inventory.mesh.local"}));
+  auto eds = grpc->Take();
+  ASSERT_EQ(eds.size(), 1u);
+  const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+  ASSERT_EQ(cla.endpoints(0).lb_endpoints_size(), 1) << "only the v1 workload";
+  EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 18081u);
+}
+
+TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kClusterType), {}));
+  auto cds = grpc->Take();
+  grpc->Send(Ack(cds[0], {}));
+  grpc->Send(Request(std::string(kEndpointType),
+                     {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"}));
+  auto eds = grpc->Take();
+  ASSERT_EQ(eds.size(), 1u);
+  grpc->Send(Ack(eds[0], {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"}));
+  std::string moved = kMesh;
+  moved.replace(moved.find("18082"), 5, "18092");
+  Apply("mesh.yaml", moved);
+  ASSERT_TRUE(last_request_.EndpointOnly());
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto update = grpc->Take();
+  ASSERT_EQ(update.size(), 1u) << "EDS only, no CDS";
+  EXPECT_EQ(update[0].type_url(), kEndpointType);
+  EXPECT_EQ(NamesOf(update[0]), (std::vector<std::string>{"outbound|8080|v2|inventory.mesh.local"}));
+  EXPECT_EQ(pipeline_->stats().incremental_pushes, 1u);
+}
+
+TEST_F(GeneratorsTest, ASidecarScopesWhatAProxySeesAndWhichPushesReachIt) {
+  auto scoped = Connect("sidecar~127.0.0.6~web-1.shop~shop.svc.cluster.local", false);
+  scoped->Send(First(std::string(kClusterType), {}));
+  auto cds = scoped->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  EXPECT_EQ(NamesOf(cds[0]), (std::vector<std::string>{"outbound|9080||reviews.shop.svc.cluster.local"}));
+  scoped->Send(Ack(cds[0], {}));
+  std::string moved = kMesh;
+  moved.replace(moved.find("18081"), 5, "18091");
+  Apply("mesh.yaml", moved);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_TRUE(scoped->Take().empty()) << "inventory is outside the shop Sidecar's egress";
+  EXPECT_EQ(pipeline_->stats().proxies_filtered_out, 1u);
+}
+
+TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
+  envoy::config::core::v3::Node node;
+  node.set_id("sidecar~10.1.2.3~reviews-v1-abc.shop~shop.svc.cluster.local");
+  auto* labels = (*node.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["app"].set_string_value("reviews");
+  ProxyInfo info = ParseProxyInfo(node);
+  EXPECT_EQ(info.type, "sidecar");
+  EXPECT_EQ(info.ip, "10.1.2.3");
+  EXPECT_EQ(info.namespace_name, "shop");
+  EXPECT_EQ(info.labels.at("app"), "reviews");
+  EXPECT_FALSE(info.grpc);
+  node.set_id("plain");
+  (*node.mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
+  info = ParseProxyInfo(node);
+  EXPECT_EQ(info.namespace_name, "default");
+  EXPECT_TRUE(info.grpc);
+}
+
+}  // namespace
+}  // namespace cxds::testing
