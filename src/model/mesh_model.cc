@@ -18,15 +18,15 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
 
-namespace {
-
-bool Selects(const LabelMap& selector, const LabelMap& labels) {
+bool LabelsMatch(const LabelMap& selector, const LabelMap& labels) {
   for (const auto& [k, v] : selector) {
     auto it = labels.find(k);
     if (it == labels.end() || it->second != v) return false;
   }
   return true;
 }
+
+namespace {
 
 uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
   if (auto it = w.ports.find(port.name); it != w.ports.end()) return it->second;
@@ -112,7 +112,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     for (const auto& [key, stored] : *objects) {
       const auto* se = std::get_if<ServiceEntry>(&stored->object);
       if (se == nullptr || !se->workload_selector.has_value() || se->meta.namespace_name != we.meta.namespace_name ||
-          !Selects(*se->workload_selector, we.spec.labels)) {
+          !LabelsMatch(*se->workload_selector, we.spec.labels)) {
         continue;
       }
       for (const std::string& host : se->hosts) {
@@ -197,7 +197,7 @@ void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
       for (const WorkloadEndpoint& w : se->endpoints) members.push_back(&w);
       if (se->workload_selector.has_value()) {
         for (const WorkloadEntry* we : workloads) {
-          if (we->meta.namespace_name == se->meta.namespace_name && Selects(*se->workload_selector, we->spec.labels)) {
+          if (we->meta.namespace_name == se->meta.namespace_name && LabelsMatch(*se->workload_selector, we->spec.labels)) {
             members.push_back(&we->spec);
           }
         }

@@ -95,6 +95,9 @@ class MeshModel final : public PushContextBuilder {
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
 };
 
+// Every label of `selector` is in `labels` with the same value (an empty selector selects all).
+bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
+
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);
 

@@ -31,14 +31,6 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
 }
 
 namespace {
-bool Selects(const LabelMap& selector, const LabelMap& labels) {
-  for (const auto& [k, v] : selector) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  return true;
-}
-
 bool HostMatches(const std::string& pattern, const std::string& host) {
   if (pattern == "*") return true;
   if (pattern.size() > 1 && pattern[0] == '*') {
@@ -55,7 +47,7 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context) : con
     if (sidecar->meta.namespace_name != proxy.namespace_name) continue;
     if (!sidecar->workload_selector.has_value()) {
       if (fallback == nullptr) fallback = sidecar;
-    } else if (sidecar_ == nullptr && Selects(*sidecar->workload_selector, proxy.labels)) {
+    } else if (sidecar_ == nullptr && LabelsMatch(*sidecar->workload_selector, proxy.labels)) {
       sidecar_ = sidecar;
     }
   }
