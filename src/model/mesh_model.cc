@@ -8,10 +8,6 @@
 
 namespace cxds {
 
-namespace {
-
-}  // namespace
-
 // Istio resolves a short host relative to the object's namespace.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix) {
   if (host.find('.') != std::string::npos || host == "*") return host;
