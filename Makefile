@@ -1,5 +1,6 @@
 # Entry points. `make run` and `make test` install what is missing, build, then run.
-#   make run    the teaching control plane (cxds demo) on 127.0.0.1:18000
+#   make run    the daemon (cxds serve) on the example mesh in examples/mesh
+#   make demo   the teaching control plane (cxds demo) on 127.0.0.1:18000
 #   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
 #               ThreadSanitizer (server and cache tests)
 #   make build  install dependencies and build build/cxds and the tests
@@ -11,7 +12,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: deps build run test test-main test-asan test-tsan bench-micro clean
+.PHONY: deps build run demo test test-main test-asan test-tsan bench-micro clean
 
 deps:
 	@scripts/install-deps.sh
@@ -21,6 +22,9 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
+	$(BUILD)/cxds serve --config-dir examples/mesh
+
+demo: build
 	$(BUILD)/cxds demo
 
 test-main: build

@@ -1,9 +1,13 @@
 // cxds: an xDS control plane. Subcommands:
 //   demo      the teaching control plane (seed 003), driven from standard input.
+//   serve     watches a mesh config directory and serves it as xDS (the daemon).
 //   validate  checks a mesh config directory offline.
 #include <iostream>
+#include <map>
 
 #include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "yaml-cpp/yaml.h"
 #include "common/logging.h"
 #include "cxds/commands.h"
 
@@ -24,6 +28,35 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
 
+  cxds::ServeOptions serve;
+  std::string debounce_after = "100ms", debounce_max = "10s", settings_file;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a watched mesh config directory as xDS");
+  std::map<std::string, CLI::Option*> serve_flags;
+  serve_flags["config-dir"] = serve_cmd->add_option("--config-dir", serve.config_dir, "mesh config directory")
+                                  ->capture_default_str();
+  serve_flags["xds-address"] =
+      serve_cmd->add_option("--xds-address", serve.xds_address, "xDS gRPC address")->capture_default_str();
+  serve_flags["admin-address"] =
+      serve_cmd->add_option("--admin-address", serve.admin_address, "admin HTTP address")->capture_default_str();
+  serve_flags["debounce-after"] =
+      serve_cmd->add_option("--debounce-after", debounce_after, "quiet period before a push")->capture_default_str();
+  serve_flags["debounce-max"] =
+      serve_cmd->add_option("--debounce-max", debounce_max, "longest a batch may grow")->capture_default_str();
+  serve_flags["eds-debounce"] = serve_cmd->add_option("--eds-debounce", serve.eds_debounce,
+                                                      "debounce endpoint-only changes too")
+                                    ->capture_default_str();
+  serve_flags["push-throttle"] = serve_cmd->add_option("--push-throttle", serve.push_throttle,
+                                                       "proxies pushed at once (0: 15 + 5 per core, at most 100)")
+                                     ->capture_default_str();
+  serve_flags["max-new-streams-per-second"] =
+      serve_cmd->add_option("--max-new-streams-per-second", serve.max_new_streams_per_second,
+                            "admission rate of new streams (0: no limit)")
+          ->capture_default_str();
+  serve_flags["domain-suffix"] =
+      serve_cmd->add_option("--domain-suffix", serve.domain_suffix, "Kubernetes service domain suffix")
+          ->capture_default_str();
+  serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
+
   std::string validate_dir;
   CLI::App* validate_cmd = app.add_subcommand("validate", "Check a mesh config directory; non-zero exit on errors");
   validate_cmd->add_option("dir", validate_dir, "config directory")->required();
@@ -32,6 +65,38 @@ int main(int argc, char** argv) {
   cxds::Log().set_level(spdlog::level::from_str(log_level));
   if (demo_cmd->parsed()) {
     return cxds::RunDemo(demo, std::cin, std::cout);
+  }
+  if (serve_cmd->parsed()) {
+    if (!settings_file.empty()) {
+      // Settings from the file apply where no flag was given.
+      try {
+        const YAML::Node settings = YAML::LoadFile(settings_file);
+        for (const auto& entry : settings) {
+          const std::string key = entry.first.Scalar();
+          auto flag = serve_flags.find(key);
+          if (flag == serve_flags.end()) {
+            std::cerr << settings_file << ":" << entry.first.Mark().line + 1 << ": unknown setting \"" << key
+                      << "\"\n";
+            return 2;
+          }
+          if (flag->second->count() == 0) {
+            flag->second->add_result(entry.second.Scalar());
+            flag->second->run_callback();  // stores the value, with the flag's own checks
+          }
+        }
+      } catch (const YAML::Exception& e) {
+        std::cerr << settings_file << ":" << e.mark.line + 1 << ": " << e.msg << "\n";
+        return 2;
+      } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+      }
+    }
+    if (!absl::ParseDuration(debounce_after, &serve.debounce_after) ||
+        !absl::ParseDuration(debounce_max, &serve.debounce_max)) {
+      std::cerr << "--debounce-after and --debounce-max take durations such as 100ms or 10s\n";
+      return 2;
+    }
+    return cxds::RunServe(serve);
   }
   if (validate_cmd->parsed()) {
     return cxds::RunValidate(validate_dir, std::cout, std::cerr);

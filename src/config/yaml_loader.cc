@@ -356,9 +356,10 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.ports = Ports(r, spec, "spec", /*k8s=*/false);
   const std::string resolution = r.String(spec, "resolution", "spec", false).value_or("STATIC");
   if (resolution == "DNS") {
-    se.resolution = ServiceEntry::Resolution::kDns;
+    // Refused rather than served wrongly: endpoints would need DNS resolution, not done yet.
+    r.Error(spec["resolution"], "spec.resolution", "DNS is not supported by cxds yet (use STATIC)");
   } else if (resolution != "STATIC") {
-    r.Error(spec["resolution"], "spec.resolution", "must be STATIC or DNS");
+    r.Error(spec["resolution"], "spec.resolution", "must be STATIC");
   }
   if (auto location = r.String(spec, "location", "spec", false);
       location.has_value() && *location != "MESH_INTERNAL" && *location != "MESH_EXTERNAL") {
@@ -444,6 +445,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       r.Error(h, Reader::Join(f, "route"), "is required");
     } else if (r.IsSeq(destinations, Reader::Join(f, "route"))) {
       uint32_t total = 0;
+      bool weights_valid = true;  // a bad weight is reported once, not again in the sum
       for (size_t j = 0; j < destinations.size(); ++j) {
         const std::string df = Reader::Index(Reader::Join(f, "route"), j);
         const YAML::Node d = destinations[j];
@@ -463,11 +465,13 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
             dest.port = r.Uint(target["port"], "number", Reader::Join(tf, "port"), true, 1, 65535).value_or(0);
           }
         }
-        dest.weight = r.Uint(d, "weight", df, false, 0, 100).value_or(destinations.size() == 1 ? 100 : 0);
+        std::optional<uint32_t> weight = r.Uint(d, "weight", df, false, 0, 100);
+        if (!weight.has_value() && d["weight"].IsDefined()) weights_valid = false;
+        dest.weight = weight.value_or(destinations.size() == 1 ? 100 : 0);
         total += dest.weight;
         route.route.push_back(std::move(dest));
       }
-      if (destinations.size() > 1 && total != 100) {
+      if (destinations.size() > 1 && weights_valid && total != 100) {
         r.Error(destinations, Reader::Join(f, "route"), StrCat("weights must add up to 100, got ", total));
       }
     }

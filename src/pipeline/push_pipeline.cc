@@ -40,6 +40,9 @@ class PushPipeline::WatchCore {
     Snapshot::TypeResourcesPtr frozen;  // what Current() serves; rebuilt after a change
   };
 
+  // The view as a Snapshot (rebuilt only after a change).
+  SnapshotPtr CurrentSnapshot();
+
   Mutex mu_;
   std::map<std::string, WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TypeView> view_ ABSL_GUARDED_BY(mu_);
@@ -81,6 +84,29 @@ std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
 }
 }  // namespace
 
+SnapshotPtr PushPipeline::WatchCore::CurrentSnapshot() {
+  MutexLock lock(&mu_);
+  if (snapshot_stale_) {
+    std::map<std::string, Snapshot::TypeResourcesPtr> types;
+    for (auto& [type_url, view] : view_) {
+      if (view.frozen == nullptr) {
+        auto frozen = std::make_shared<Snapshot::TypeResources>();
+        frozen->items = view.items;
+        frozen->version = ViewVersion(view.items);
+        // Versions are per resource here: SotW sends a client only what it lacks
+        // (an endpoint change sends that one ClusterLoadAssignment).
+        frozen->version_covers_all = false;
+        view.frozen = std::move(frozen);
+      }
+      types[type_url] = view.frozen;
+    }
+    absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
+    snapshot_ = snapshot.ok() ? *snapshot : nullptr;
+    snapshot_stale_ = false;
+  }
+  return snapshot_;
+}
+
 class PipelineWatch final : public ConfigWatcher::Watch {
  public:
   PipelineWatch(PushPipeline* pipeline, uint64_t id, std::shared_ptr<PushPipeline::WatchCore> core)
@@ -93,28 +119,7 @@ class PipelineWatch final : public ConfigWatcher::Watch {
     core_->Cancel();
   }
 
-  SnapshotPtr Current() override {
-    MutexLock lock(&core_->mu_);
-    if (core_->snapshot_stale_) {
-      std::map<std::string, Snapshot::TypeResourcesPtr> types;
-      for (auto& [type_url, view] : core_->view_) {
-        if (view.frozen == nullptr) {
-          auto frozen = std::make_shared<Snapshot::TypeResources>();
-          frozen->items = view.items;
-          frozen->version = ViewVersion(view.items);
-          // Versions are per resource here: SotW sends a client only what it lacks
-          // (an endpoint change sends that one ClusterLoadAssignment).
-          frozen->version_covers_all = false;
-          view.frozen = std::move(frozen);
-        }
-        types[type_url] = view.frozen;
-      }
-      absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
-      core_->snapshot_ = snapshot.ok() ? *snapshot : nullptr;
-      core_->snapshot_stale_ = false;
-    }
-    return core_->snapshot_;
-  }
+  SnapshotPtr Current() override { return core_->CurrentSnapshot(); }
 
   void RecordRequest() override {}
 
@@ -241,6 +246,25 @@ PushPipeline::Stats PushPipeline::stats() const {
   return stats_;
 }
 
+std::vector<PushPipeline::PushRecord> PushPipeline::RecentPushes() const {
+  MutexLock lock(&mu_);
+  return {history_.begin(), history_.end()};
+}
+
+SnapshotPtr PushPipeline::ProxyView(const std::string& node_id) {
+  std::shared_ptr<WatchCore> found;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [id, core] : watches_) {
+      if (core->proxy().id == node_id) {
+        found = core;
+        break;
+      }
+    }
+  }
+  return found != nullptr ? found->CurrentSnapshot() : nullptr;
+}
+
 size_t PushPipeline::watches() const {
   MutexLock lock(&mu_);
   return watches_.size();
@@ -260,6 +284,7 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   const bool full = previous == nullptr || !request.EndpointOnly();
   request.full = full;
   std::shared_ptr<const PushContext> context = previous;
+  absl::Duration context_time = absl::ZeroDuration();
   if (full) {
     absl::StatusOr<std::shared_ptr<const PushContext>> built =
         builder_->Build(previous.get(), request, sequence, started);
@@ -271,7 +296,8 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
       return built.status();
     }
     context = *built;
-    if (context_init_time_ != nullptr) context_init_time_->Observe(absl::ToDoubleSeconds(clock_.Now() - started));
+    context_time = clock_.Now() - started;
+    if (context_init_time_ != nullptr) context_init_time_->Observe(absl::ToDoubleSeconds(context_time));
   }
   if (request.forced) {
     cache_.ClearAll(sequence);
@@ -304,6 +330,24 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
     MutexLock lock(&mu_);
     stats_.proxies_notified += notified;
     stats_.proxies_filtered_out += watches.size() - notified;
+    PushRecord record;
+    record.sequence = sequence;
+    record.version = context->version();
+    record.full = full;
+    record.reasons = request.ReasonsString();
+    for (const ConfigKey& key : request.configs) {
+      if (record.configs.size() < 20) record.configs.push_back(key.ToString());
+    }
+    record.configs_total = request.configs.size();
+    record.change_ids.assign(request.change_ids.begin(), request.change_ids.end());
+    record.proxies_notified = notified;
+    record.proxies_total = watches.size();
+    record.first_change = request.start;
+    record.started = started;
+    record.context_time = context_time;
+    record.push_time = clock_.Now() - started;
+    history_.push_back(std::move(record));
+    if (history_.size() > 64) history_.pop_front();
     if (full) {
       stats_.full_pushes++;
       stats_.contexts_built++;

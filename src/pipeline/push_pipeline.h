@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,23 @@ class PushPipeline final : public ConfigWatcher {
     uint64_t generate_errors = 0;
   };
 
+  // One push, for /debug/push_status.
+  struct PushRecord {
+    uint64_t sequence = 0;
+    std::string version;
+    bool full = false;
+    std::string reasons;
+    std::vector<std::string> configs;  // at most 20 named
+    size_t configs_total = 0;
+    std::vector<uint64_t> change_ids;
+    uint64_t proxies_notified = 0;
+    uint64_t proxies_total = 0;
+    absl::Time first_change;    // the earliest change in the push
+    absl::Time started;         // Push began
+    absl::Duration context_time;  // building the PushContext (zero when reused)
+    absl::Duration push_time;     // all of Push (context, cache, notifying the proxies)
+  };
+
   PushPipeline(std::shared_ptr<PushContextBuilder> builder, Options options);
   ~PushPipeline() override;
   PushPipeline(const PushPipeline&) = delete;
@@ -81,6 +99,10 @@ class PushPipeline final : public ConfigWatcher {
   Debouncer& debouncer() { return debouncer_; }
   Stats stats() const;
   size_t watches() const;
+  // The most recent pushes, oldest first (at most 64).
+  std::vector<PushRecord> RecentPushes() const;
+  // What the proxy with node id `node_id` is served now (its first stream's view), or null.
+  SnapshotPtr ProxyView(const std::string& node_id);
 
   std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
                                      absl::AnyInvocable<void(const ConfigChange&)> on_change) override;
@@ -107,6 +129,7 @@ class PushPipeline final : public ConfigWatcher {
   std::map<uint64_t, std::shared_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);
   uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::deque<PushRecord> history_ ABSL_GUARDED_BY(mu_);
   uint64_t summary_incremental_ ABSL_GUARDED_BY(mu_) = 0;  // since the last summary
   uint64_t summary_incremental_proxies_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t summary_full_ ABSL_GUARDED_BY(mu_) = 0;

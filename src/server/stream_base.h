@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <deque>
 #include <memory>
@@ -64,6 +65,9 @@ struct StreamEnvironment {
   ServerMetrics* metrics = nullptr;  // may be null
   // New streams are admitted at a bounded rate; may be null (no limit). Needs `scheduler`.
   AdmissionLimiter* admission = nullptr;
+  // Until it returns true, new streams end at once with UNAVAILABLE (never an empty
+  // configuration a reconnecting proxy would apply; seed 004, L02). Empty: always ready.
+  std::function<bool()> ready = nullptr;
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -82,6 +86,10 @@ class StreamBase : public PushTarget {
   // Runs the open callback and starts reading. Call once, before any other event.
   void Start() {
     env_.ledger->OpenStream(stream_id_, env_.clock->Now());
+    if (env_.ready && !env_.ready()) {
+      EndStream(absl::UnavailableError("server is not ready to serve discovery information"));
+      return;
+    }
     if (env_.callbacks != nullptr) {
       absl::Status status = env_.callbacks->OnStreamOpen(stream_id_, fixed_type_url_);
       if (!status.ok()) {

@@ -63,6 +63,7 @@ class XdsServer::Impl {
     }
     env.observer = options_.observer != nullptr ? options_.observer : env.dispatcher->observer();
     env.metrics = &metrics_;
+    env.ready = options_.ready;
     return env;
   }
 

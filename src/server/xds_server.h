@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,8 @@ class XdsServer {
     double max_new_streams_per_second = 0;
     MetricsRegistry* metrics = nullptr;  // may be null
     PushObserver* observer = nullptr;    // may be null; stage reports (sent, ACK, NACK)
+    // Until true, new streams get UNAVAILABLE (the config is not loaded yet). Empty: ready.
+    std::function<bool()> ready;
   };
 
   XdsServer(ConfigWatcher& watcher, Options options);

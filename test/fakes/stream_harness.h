@@ -89,6 +89,7 @@ struct StreamHarnessOptions {
   Clock* clock = nullptr;  // null: the harness's own SimulatedClock
   ServerMetrics* metrics = nullptr;
   AdmissionLimiter* admission = nullptr;  // needs `scheduler`
+  std::function<bool()> ready = nullptr;
 };
 
 class StreamHarness {
@@ -99,7 +100,7 @@ class StreamHarness {
       : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
         env_{&cache, &ledger_, callbacks, options.clock != nullptr ? options.clock : &clock_, "cxds", options.scheduler, options.heartbeat_interval,
              options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(), options.observer,
-             options.metrics, options.admission},
+             options.metrics, options.admission, options.ready},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {

@@ -346,5 +346,22 @@ TEST(StreamAdmissionTest, NewStreamsStartAtTheAdmissionRate) {
   EXPECT_EQ(second.transport().reads_requested, 1);
 }
 
+// Until the first full load, new streams end with UNAVAILABLE rather than get an empty
+// configuration (seed 004, L02).
+TEST(StreamReadinessTest, StreamsAreRefusedWithUnavailableUntilReady) {
+  SnapshotCache cache;
+  bool ready = false;
+  StreamHarnessOptions options;
+  options.ready = [&ready] { return ready; };
+  StreamHarness early(cache, "", nullptr, "n", 1, options);
+  ASSERT_TRUE(early.transport().finished.has_value());
+  EXPECT_EQ(early.transport().finished->code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(early.transport().reads_requested, 0);
+  ready = true;
+  StreamHarness later(cache, "", nullptr, "n", 2, options);
+  EXPECT_FALSE(later.transport().finished.has_value());
+  EXPECT_EQ(later.transport().reads_requested, 1);
+}
+
 }  // namespace
 }  // namespace cxds::testing

@@ -1,0 +1,150 @@
+// `cxds serve`: watches a mesh config directory and serves it as xDS (see README and
+// docs/config.md). Shuts down on SIGINT or SIGTERM.
+#include <csignal>
+#include <memory>
+#include <ostream>
+
+#include "admin/admin_server.h"
+#include "common/logging.h"
+#include "config/config_dir.h"
+#include "config/dir_watcher.h"
+#include "cxds/commands.h"
+#include "grpcpp/server_builder.h"
+#include "model/generators.h"
+#include "model/mesh_model.h"
+#include "server/xds_server.h"
+
+namespace cxds {
+
+namespace {
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = address.substr(0, colon);
+  return absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options) {
+  // Signals are taken synchronously by this thread (sigwait below); every thread started from
+  // here inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  MetricsRegistry metrics;
+  ConvergenceTracker tracker;
+  ConfigStore store;
+  auto model = std::make_shared<MeshModel>(store, options.domain_suffix);
+  RealScheduler scheduler;
+  PushPipeline::Options pipeline_options;
+  pipeline_options.scheduler = &scheduler;
+  pipeline_options.debounce = {options.debounce_after, options.debounce_max, options.eds_debounce};
+  pipeline_options.metrics = &metrics;
+  pipeline_options.observer = &tracker;
+  pipeline_options.proxy_filter = MeshProxyFilter();
+  PushPipeline pipeline(model, pipeline_options);
+  AddMeshGenerators(pipeline, *model);
+
+  std::atomic<bool> ready{false};
+  XdsServer::Options server_options;
+  server_options.metrics = &metrics;
+  server_options.observer = &tracker;
+  server_options.push_throttle = options.push_throttle;
+  server_options.max_new_streams_per_second = options.max_new_streams_per_second;
+  server_options.ready = [&ready] { return ready.load(); };
+  XdsServer xds(pipeline, server_options);
+  grpc::ServerBuilder builder;
+  int xds_port = 0;
+  builder.AddListeningPort(options.xds_address, grpc::InsecureServerCredentials(), &xds_port);
+  xds.RegisterServices(builder);
+  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
+  if (grpc_server == nullptr || xds_port == 0) {
+    Log().error("cannot listen for xDS on {}", options.xds_address);
+    return 1;
+  }
+
+  AdminServer admin({&metrics, &xds.ledger(), &pipeline, &store, &tracker, &ready});
+  std::string admin_host;
+  int admin_port = 0;
+  if (!SplitHostPort(options.admin_address, &admin_host, &admin_port)) {
+    Log().error("bad --admin-address {}", options.admin_address);
+    return 2;
+  }
+  if (absl::Status status = admin.Start(admin_host, admin_port); !status.ok()) {
+    Log().error("{}", std::string(status.message()));
+    return 1;
+  }
+
+  Gauge& config_errors = metrics.GetGauge("cxds_config_errors", "Config documents currently rejected.");
+  Counter& rejected = metrics.GetCounter("cxds_config_rejected_total", "Config documents rejected, ever.");
+  auto apply = [&](const std::string& path, const std::optional<std::string>& content) {
+    ConfigStore::Update update = store.ApplyFile(path, content);
+    for (const ConfigError& error : update.errors) Log().error("CONFIG rejected {}", error.ToString());
+    rejected.Add(static_cast<double>(update.errors.size()));
+    config_errors.Set(static_cast<double>(store.error_count()));
+    return update;
+  };
+
+  // The first full load: every file, then one full push. Streams are refused until then.
+  absl::StatusOr<std::vector<std::string>> files = ListConfigFiles(options.config_dir);
+  if (!files.ok()) {
+    Log().error("{}", std::string(files.status().message()));
+    return 2;
+  }
+  for (const std::string& path : *files) {
+    absl::StatusOr<std::string> content = ReadWholeFile(path);
+    if (content.ok()) apply(path, *content);
+  }
+  PushRequest initial = model->OnUpdate({});
+  initial.full = true;
+  initial.reasons = {{reason::kConfig, 1}};
+  absl::StatusOr<std::shared_ptr<const PushContext>> first = pipeline.Push(initial);
+  if (!first.ok()) {
+    Log().error("the first load failed: {}", std::string(first.status().message()));
+    return 1;
+  }
+  ready = true;
+  Log().info("READY xds={} admin={}:{} config_dir={} files={} objects={} errors={} version={}", options.xds_address,
+             admin_host, admin.port(), options.config_dir, files->size(), store.Snapshot()->size(),
+             store.error_count(), (*first)->version());
+
+  DirWatcher watcher;
+  absl::Status watching = watcher.Start(options.config_dir, [&](const std::string& path, bool exists) {
+    std::optional<std::string> content;
+    if (exists) {
+      absl::StatusOr<std::string> read = ReadWholeFile(path);
+      if (!read.ok()) return;  // gone again before we read it: its removal event follows
+      content = *read;
+    }
+    ConfigStore::Update update = apply(path, content);
+    PushRequest request = model->OnUpdate(update);
+    if (request.configs.empty()) {
+      Log().info("CONFIG file={} unchanged: no push", path);
+      return;
+    }
+    const uint64_t change = NewChangeId();
+    request.change_ids.insert(change);
+    Log().info("CONFIG file={} objects_changed={} push={} change={} (see /debug/changes/{})", path,
+               update.changed.size(), request.full ? "full" : "incremental", change, change);
+    pipeline.ConfigUpdate(std::move(request));
+  });
+  if (!watching.ok()) {
+    Log().error("{}", std::string(watching.message()));
+    return 1;
+  }
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  Log().info("SHUTDOWN signal={}", signal);
+  watcher.Stop();
+  admin.Stop();
+  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
+
+}  // namespace cxds

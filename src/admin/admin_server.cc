@@ -1,0 +1,253 @@
+#include "admin/admin_server.h"
+
+#include "common/logging.h"
+#include "common/strings.h"
+#include "google/protobuf/util/json_util.h"
+#include "httplib.h"
+
+namespace cxds {
+
+namespace {
+
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string Time(absl::Time t) {
+  if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) return "null";
+  return Quote(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()));
+}
+std::string Time(const std::optional<absl::Time>& t) { return t.has_value() ? Time(*t) : "null"; }
+std::string Ms(absl::Duration d) { return StrCat(absl::ToDoubleMilliseconds(d)); }
+
+std::string SynczJson(const AckLedger& ledger) {
+  std::string out = "[";
+  bool first_stream = true;
+  for (const StreamSyncStatus& stream : ledger.AllStreams()) {
+    out += first_stream ? "" : ",";
+    first_stream = false;
+    out += StrCat("{\"stream\":", stream.stream_id, ",\"node\":", Quote(stream.node_id),
+                  ",\"opened\":", Time(stream.opened), ",\"types\":[");
+    bool first_type = true;
+    for (const TypeSyncStatus& t : stream.types) {
+      out += first_type ? "" : ",";
+      first_type = false;
+      out += StrCat("{\"type\":", Quote(t.type_url), ",\"status\":",
+                    Quote(t.last_nack.has_value() && t.last_nack->nonce == t.sent_nonce ? "NACKED"
+                          : t.synced()                                                  ? "SYNCED"
+                          : t.responses_sent == 0                                       ? "NOT_SENT"
+                                                                                        : "STALE"),
+                    ",\"sent_version\":", Quote(t.sent_version), ",\"sent_nonce\":", Quote(t.sent_nonce),
+                    ",\"sent_time\":", Time(t.sent_time), ",\"acked_version\":", Quote(t.acked_version),
+                    ",\"acked_time\":", Time(t.acked_time), ",\"acks\":", t.acks, ",\"nacks\":", t.nacks,
+                    ",\"last_nack\":");
+      if (t.last_nack.has_value()) {
+        out += StrCat("{\"version\":", Quote(t.last_nack->sent_version), ",\"nonce\":", Quote(t.last_nack->nonce),
+                      ",\"error\":", Quote(t.last_nack->error), ",\"time\":", Time(t.last_nack->time), "}");
+      } else {
+        out += "null";
+      }
+      out += "}";
+    }
+    out += "]}";
+  }
+  return out + "]";
+}
+
+std::string PushStatusJson(const PushPipeline& pipeline) {
+  std::string out = "[";
+  bool first = true;
+  for (const PushPipeline::PushRecord& r : pipeline.RecentPushes()) {
+    out += first ? "" : ",";
+    first = false;
+    std::string configs = "[";
+    for (size_t i = 0; i < r.configs.size(); ++i) configs += (i ? "," : "") + Quote(r.configs[i]);
+    configs += "]";
+    std::string ids = "[";
+    for (size_t i = 0; i < r.change_ids.size(); ++i) ids += StrCat(i ? "," : "", r.change_ids[i]);
+    ids += "]";
+    out += StrCat("{\"push\":", r.sequence, ",\"version\":", Quote(r.version), ",\"full\":", r.full,
+                  ",\"reasons\":", Quote(r.reasons), ",\"configs\":", configs, ",\"configs_total\":", r.configs_total,
+                  ",\"changes\":", ids, ",\"proxies_pushed\":", r.proxies_notified, ",\"proxies\":", r.proxies_total,
+                  ",\"first_change\":", Time(r.first_change), ",\"started\":", Time(r.started),
+                  ",\"context_ms\":", Ms(r.context_time), ",\"push_ms\":", Ms(r.push_time), "}");
+  }
+  return out + "]";
+}
+
+std::string ConfigStatusJson(const ConfigStore& store) {
+  std::string out = "[";
+  bool first = true;
+  for (const ConfigStore::FileStatus& f : store.Status()) {
+    out += first ? "" : ",";
+    first = false;
+    std::string accepted = "[";
+    for (size_t i = 0; i < f.accepted.size(); ++i) accepted += (i ? "," : "") + Quote(f.accepted[i].ToString());
+    std::string errors = "[";
+    for (size_t i = 0; i < f.errors.size(); ++i) errors += (i ? "," : "") + Quote(f.errors[i].ToString());
+    out += StrCat("{\"file\":", Quote(f.path), ",\"accepted\":", accepted, "],\"errors\":", errors, "]}");
+  }
+  return out + "]";
+}
+
+std::string ChangeJson(const ChangeStages& c) {
+  std::string configs = "[";
+  for (size_t i = 0; i < c.configs.size(); ++i) configs += (i ? "," : "") + Quote(c.configs[i]);
+  std::string out = StrCat("{\"id\":", c.id, ",\"received\":", Time(c.received), ",\"configs\":", configs,
+                           "],\"reasons\":", Quote(c.reasons), ",\"push\":",
+                           c.push_number.has_value() ? std::to_string(*c.push_number) : "null",
+                           ",\"debounced\":", Time(c.debounced), ",\"push_started\":", Time(c.push_started),
+                           ",\"version\":", Quote(c.push_version), ",\"full\":", c.full, ",\"proxies\":[");
+  bool first = true;
+  for (const auto& [stream, p] : c.proxies) {
+    out += first ? "" : ",";
+    first = false;
+    out += StrCat("{\"stream\":", stream, ",\"node\":", Quote(p.node_id), ",\"queued\":", Time(p.queued),
+                  ",\"dequeued\":", Time(p.dequeued), ",\"done\":", Time(p.done), ",\"responses\":", p.responses,
+                  ",\"state\":", Quote(p.types.empty()  ? "NOTHING_TO_SEND"
+                                       : p.rejected()   ? "NACKED"
+                                       : p.answered()   ? "ACKED"
+                                                        : "SENT"),
+                  ",\"types\":[");
+    for (size_t i = 0; i < p.types.size(); ++i) {
+      const TypeStage& t = p.types[i];
+      out += StrCat(i ? "," : "", "{\"type\":", Quote(t.type_url), ",\"version\":", Quote(t.version),
+                    ",\"nonce\":", Quote(t.nonce), ",\"sent\":", Time(t.sent), ",\"answered\":", Time(t.answered),
+                    ",\"accepted\":", t.answered.has_value() && t.accepted, ",\"error\":", Quote(t.error), "}");
+    }
+    out += "]}";
+  }
+  return out + "]}";
+}
+
+std::string ConfigDumpJson(const Snapshot& snapshot) {
+  std::string out = "{";
+  bool first_type = true;
+  google::protobuf::util::JsonPrintOptions options;
+  for (const auto& [type_url, resources] : snapshot.types()) {
+    out += StrCat(first_type ? "" : ",", Quote(type_url), ":{\"version\":", Quote(resources->version),
+                  ",\"resources\":[");
+    first_type = false;
+    bool first = true;
+    for (const auto& [name, resource] : resources->items) {
+      std::string json;
+      if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) json = "null";
+      out += StrCat(first ? "" : ",", json);
+      first = false;
+    }
+    out += "]}";
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+AdminServer::AdminServer(AdminSources sources) : sources_(sources), server_(std::make_unique<httplib::Server>()) {
+  Routes();
+}
+
+AdminServer::~AdminServer() { Stop(); }
+
+void AdminServer::Routes() {
+  const auto json = [](httplib::Response& res, const std::string& body) {
+    res.set_content(body + "\n", "application/json");
+  };
+  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = sources_.ready == nullptr || sources_.ready->load();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ready\n" : "not ready: the config directory is still loading\n", "text/plain");
+  });
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
+  });
+  server_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
+    json(res, SynczJson(*sources_.ledger));
+  });
+  server_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
+    json(res, PushStatusJson(*sources_.pipeline));
+  });
+  server_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
+    json(res, ConfigStatusJson(*sources_.store));
+  });
+  server_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
+    const std::string proxy = req.get_param_value("proxy");
+    if (proxy.empty()) {
+      res.status = 400;
+      json(res, "{\"error\":\"give ?proxy=NODE_ID\"}");
+      return;
+    }
+    SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
+    if (view == nullptr) {
+      res.status = 404;
+      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", proxy)), "}"));
+      return;
+    }
+    json(res, ConfigDumpJson(*view));
+  });
+  server_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
+    std::string out = "[";
+    bool first = true;
+    for (uint64_t id : sources_.tracker->RecentIds()) {
+      out += StrCat(first ? "" : ",", id);
+      first = false;
+    }
+    json(res, out + "]");
+  });
+  server_->Get(R"(/debug/changes/(\d+))", [this, json](const httplib::Request& req, httplib::Response& res) {
+    uint64_t id = 0;
+    std::optional<ChangeStages> change;
+    if (absl::SimpleAtoi(std::string(req.matches[1]), &id)) change = sources_.tracker->Get(id);
+    if (!change.has_value()) {
+      res.status = 404;
+      json(res, StrCat("{\"error\":\"change ", std::string(req.matches[1]), " is unknown or forgotten\"}"));
+      return;
+    }
+    json(res, ChangeJson(*change));
+  });
+}
+
+absl::Status AdminServer::Start(const std::string& host, int port) {
+  if (port == 0) {
+    port_ = server_->bind_to_any_port(host.c_str());
+  } else {
+    port_ = server_->bind_to_port(host.c_str(), port) ? port : -1;
+  }
+  if (port_ <= 0) return absl::UnavailableError(StrCat("admin: cannot listen on ", host, ":", port));
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return absl::OkStatus();
+}
+
+void AdminServer::Stop() {
+  if (thread_.joinable()) {
+    server_->stop();
+    thread_.join();
+  }
+}
+
+}  // namespace cxds

@@ -1,0 +1,66 @@
+// The admin HTTP server of `cxds serve` (cpp-httplib), on a loopback address:
+//
+//   /healthz                   200 while the process runs
+//   /ready                     200 once the first full load is translated, else 503
+//   /metrics                   Prometheus text (istiod's metric names where they mean the same)
+//   /debug/syncz               per stream and type: version and nonce sent (with time), version
+//                              ACKed (with time), last NACK and its error
+//   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
+//   /debug/push_status         the last pushes: version, full or not, reasons, configs,
+//                              proxies pushed, durations
+//   /debug/config_status       input files: objects accepted, errors
+//   /debug/changes             recent change ids; /debug/changes/ID: that change's stages
+//                              for every proxy it reached
+//
+// Threading: httplib's own thread pool; every source it reads is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "admin/metrics.h"
+#include "config/config_store.h"
+#include "pipeline/convergence_tracker.h"
+#include "pipeline/push_pipeline.h"
+#include "server/ack_ledger.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace cxds {
+
+struct AdminSources {
+  MetricsRegistry* metrics = nullptr;
+  const AckLedger* ledger = nullptr;
+  PushPipeline* pipeline = nullptr;
+  const ConfigStore* store = nullptr;
+  const ConvergenceTracker* tracker = nullptr;
+  const std::atomic<bool>* ready = nullptr;
+};
+
+class AdminServer {
+ public:
+  explicit AdminServer(AdminSources sources);
+  ~AdminServer();  // stops serving
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // Binds `host:port` (port 0 picks one) and serves on a background thread.
+  absl::Status Start(const std::string& host, int port);
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  void Routes();
+
+  const AdminSources sources_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace cxds
