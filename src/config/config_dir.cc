@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "config/config_store.h"
 #include "config/yaml_loader.h"
 
 namespace cxds {
@@ -31,6 +32,30 @@ absl::StatusOr<std::vector<std::string>> ListConfigFiles(const std::string& dir)
   if (ec) return absl::UnavailableError(StrCat("reading ", dir, ": ", ec.message()));
   std::sort(files.begin(), files.end());
   return files;
+}
+
+int ValidateDirectory(const std::string& dir, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<std::string>> files = ListConfigFiles(dir);
+  if (!files.ok()) {
+    err << "error: " << files.status().message() << "\n";
+    return 2;
+  }
+  ConfigStore store;
+  size_t errors = 0;
+  for (const std::string& path : *files) {
+    absl::StatusOr<std::string> content = ReadWholeFile(path);
+    if (!content.ok()) {
+      err << path << ": " << content.status().message() << "\n";
+      errors++;
+      continue;
+    }
+    for (const ConfigError& e : store.ApplyFile(path, *content).errors) {
+      err << e.ToString() << "\n";
+      errors++;
+    }
+  }
+  out << files->size() << " files, " << store.Snapshot()->size() << " objects accepted, " << errors << " errors\n";
+  return errors == 0 ? 0 : 1;
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

@@ -1,0 +1,52 @@
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/config_dir.h"
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cxds-validate-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ / "nested");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ValidateTest, AValidDirectoryExitsZero) {
+  Write("a.yaml", "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n");
+  Write("nested/b.json", R"({"apiVersion": "networking.istio.io/v1", "kind": "WorkloadEntry",
+    "metadata": {"name": "b"}, "spec": {"address": "127.0.0.2"}})");
+  Write("notes.txt", "not config");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "2 files, 2 objects accepted, 0 errors\n");
+}
+
+TEST_F(ValidateTest, ErrorsAreListedAndTheExitIsOne) {
+  Write("nested/vs.yaml", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+                          "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    mirror: {host: b}\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 1);
+  EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].mirror: unknown or unsupported "
+                           "field"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(out.str(), "1 files, 0 objects accepted, 1 errors\n");
+}
+
+TEST_F(ValidateTest, AMissingDirectoryExitsTwo) {
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateDirectory((dir_ / "nope").string(), out, err), 2);
+}
+
+}  // namespace
+}  // namespace cxds
