@@ -1,0 +1,56 @@
+// Options of cxds-load, shared by its parts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace cxds::load {
+
+enum class Protocol { kSotw, kDelta };
+// How a simulated proxy names itself and what it subscribes to (see ProxyModel).
+enum class NodeStyle { kEnvoy, kGrpc };
+// kXds: follow references and ACK like a proxy. kRaw: count receipts only (cxds-fanout).
+enum class Expect { kXds, kRaw };
+// Who makes the changes whose convergence is measured (see ChangeDriver).
+enum class Drive { kNone, kTeaching, kFanout, kFiles };
+
+struct LoadOptions {
+  std::string xds_address = "127.0.0.1:18000";
+  int streams = 10;
+  int connections = 0;  // 0: one channel per stream
+  Protocol protocol = Protocol::kSotw;
+  NodeStyle node_style = NodeStyle::kEnvoy;
+  std::vector<std::string> listeners = {"quote"};  // gRPC style: LDS names
+  // Every stream uses this node id when set (cxds demo serves a single node id).
+  std::string node_id;
+  Expect expect = Expect::kXds;
+  Drive drive = Drive::kNone;
+  std::string teaching_binary;
+  std::string fanout_binary;
+  int message_bytes = 1200;               // cxds-fanout's push message size
+  std::string config_dir;                // --drive files (not implemented)
+  uint32_t inventory_port = 18080;       // cxds demo's version-1 endpoint port
+  std::string server_log = "/dev/null";  // stderr of a server the tool starts
+  std::string server_log_level = "warn";
+  int server_pid = 0;    // an external server whose RSS and CPU to read; 0: none
+  int server_cpu = -1;   // pin a server the tool starts to this core; -1: no pinning
+  int client_cpu = -1;   // pin this process to this core; -1: no pinning
+  int changes = 0;
+  absl::Duration change_interval = absl::Seconds(1);  // at least this long between changes
+  absl::Duration change_timeout = absl::Seconds(30);  // give up on one change after this
+  absl::Duration duration = absl::Seconds(60);        // hard cap on the whole run
+  // Keep the streams open this long after the changes (e.g. for pushes an external
+  // cxds-fanout makes with --push-after), within --duration.
+  absl::Duration hold = absl::ZeroDuration();
+  double connect_rate = 0;                            // new streams per second; 0: all at once
+  std::string json_path;
+  bool progress = true;
+};
+
+// The endpoint port that identifies change k (k >= 1) of the teaching drive.
+inline uint32_t TeachingChangePort(int k) { return 20000 + static_cast<uint32_t>(k); }
+
+}  // namespace cxds::load

@@ -1,0 +1,494 @@
+// cxds-load: simulates N proxies over real gRPC against an xDS server (loopback only), makes
+// changes through a driver and measures how long each takes to reach every proxy. Every run
+// is bounded by its stream count and --duration and stops by itself. See docs/load.md.
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
+#include "absl/strings/numbers.h"
+#include "child_process.h"
+#include "common/logging.h"
+#include "common/strings.h"
+#include "driver.h"
+#include "envoy/service/discovery/v3/ads.grpc.pb.h"
+#include "fmt/format.h"
+#include "google/protobuf/struct.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "load_options.h"
+#include "proxy_stream.h"
+#include "report.h"
+
+namespace cxds::load {
+
+namespace {
+using envoy::service::discovery::v3::AggregatedDiscoveryService;
+
+constexpr absl::Duration kPoll = absl::Milliseconds(20);
+constexpr absl::Duration kStopGrace = absl::Seconds(10);
+
+double Ms(int64_t nanos) { return static_cast<double>(nanos) / 1e6; }
+
+std::optional<double> LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double one_minute = 0;
+  if (file >> one_minute) return one_minute;
+  return std::nullopt;
+}
+
+// Sockets: one per channel here, and one per stream in a server started as our child, which
+// inherits the limit. Raise the soft limit as far as the hard one allows.
+void RaiseFileLimit(int needed) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (static_cast<rlim_t>(needed) > limit.rlim_cur) {
+    Log().warn("LIMIT open files {} < about {} needed; raise the hard limit (ulimit -Hn)", limit.rlim_cur, needed);
+  }
+}
+
+void PinTo(int cpu) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(cpu, &cpus);
+  if (sched_setaffinity(0, sizeof(cpus), &cpus) != 0) Log().warn("PIN cpu={} failed", cpu);
+}
+
+envoy::config::core::v3::Node MakeNode(const LoadOptions& options, const std::string& shared_id, int index) {
+  envoy::config::core::v3::Node node;
+  const std::string name = StrCat("load-", index);
+  if (options.node_style == NodeStyle::kEnvoy) {
+    node.set_id(StrCat("sidecar~127.0.0.1~", name, ".default~default.svc.cluster.local"));
+    node.set_cluster(StrCat(name, ".default"));
+    node.set_user_agent_name("envoy");
+    node.add_client_features("envoy.lb.does_not_support_overprovisioning");
+  } else {
+    node.set_id(name);
+    node.set_user_agent_name("gRPC C++");
+    node.add_client_features("envoy.lb.does_not_support_overprovisioning");
+    node.add_client_features("xds.config.resource-in-sotw");
+  }
+  if (!shared_id.empty()) {
+    // The control plane serves one node id; the stream's own name stays in the metadata.
+    node.set_id(shared_id);
+  }
+  (*node.mutable_metadata()->mutable_fields())["LOAD_STREAM"].set_string_value(name);
+  return node;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index) {
+  grpc::ChannelArguments args;
+  // Distinct arguments and a private subchannel pool: each channel gets its own connection,
+  // as separate proxies would.
+  args.SetInt("grpc.channel_id", index);
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  args.SetMaxReceiveMessageSize(-1);
+  // An IP literal needs no resolver: "ipv4:" skips the DNS resolver's work per channel.
+  const std::string target = address.rfind("127.0.0.1:", 0) == 0 ? StrCat("ipv4:", address) : address;
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+class LoadRun {
+ public:
+  explicit LoadRun(const LoadOptions& options)
+      : options_(options), stats_(options.changes), mark_ns_(options.changes + 1, 0) {}
+
+  int Run() {
+    run_start_ns_ = NowNanos();
+    run_start_unix_ms_ = absl::ToUnixMillis(absl::Now());
+    loadavg_start_ = LoadAverage();
+    deadline_ns_ = run_start_ns_ + absl::ToInt64Nanoseconds(options_.duration);
+    const int channels = options_.connections > 0 ? std::min(options_.connections, options_.streams) : options_.streams;
+    RaiseFileLimit(channels + (options_.drive == Drive::kNone ? 0 : options_.streams) + 128);
+
+    absl::StatusOr<std::unique_ptr<ChangeDriver>> driver = MakeDriver(options_);
+    if (!driver.ok()) {
+      std::cerr << "cxds-load: " << driver.status().message() << std::endl;
+      return 2;
+    }
+    driver_ = *std::move(driver);
+    if (options_.changes > 0 && options_.drive == Drive::kNone) {
+      std::cerr << "cxds-load: --changes needs a --drive that makes changes (teaching or fanout)" << std::endl;
+      return 2;
+    }
+    if (absl::Status status = driver_->Start(); !status.ok()) {
+      std::cerr << "cxds-load: " << status.message() << std::endl;
+      driver_->Stop();
+      return 2;
+    }
+    if (options_.client_cpu >= 0) PinTo(options_.client_cpu);
+    for (int k = 1; k <= options_.changes; ++k) driver_->AddMarker(k, &markers_);
+    server_.pid = driver_->server_pid();
+    ReadServer(&server_.rss_kb_before, &server_.cpu_s_before);
+
+    StartStreams(channels);
+    WaitConnected();
+    ReadServer(&server_.rss_kb_connected, &server_.cpu_s_connected);
+    MakeChanges();
+    Hold();
+    ReadServer(&server_.rss_kb_end, &server_.cpu_s_end);
+    if (options_.drive == Drive::kFanout) server_reports_ = driver_->ServerReports(changes_made_, absl::Seconds(5));
+    const bool all_done = StopStreams();
+    driver_->Stop();
+
+    RunReport report = BuildReport(channels);
+    std::cout << RenderTable(report) << std::flush;
+    if (!options_.json_path.empty()) {
+      std::ofstream json(options_.json_path);
+      json << RenderJson(report);
+      if (!json) std::cerr << "cxds-load: cannot write " << options_.json_path << std::endl;
+    }
+    const int code = report.ok ? 0 : 1;
+    if (!all_done) {
+      // gRPC still owns some streams: destroying them would be unsafe, so leave at once.
+      std::cerr << "cxds-load: streams did not finish within " << absl::FormatDuration(kStopGrace) << std::endl;
+      std::_Exit(code);
+    }
+    return code;
+  }
+
+ private:
+  bool PastDeadline() const { return NowNanos() >= deadline_ns_; }
+
+  void ReadServer(std::optional<int64_t>* rss, std::optional<double>* cpu) const {
+    if (server_.pid <= 0) return;
+    *rss = ReadRssKb(server_.pid);
+    *cpu = ReadCpuSeconds(server_.pid);
+  }
+
+  void MaybeProgress(const std::string& phase) {
+    if (!options_.progress) return;
+    const int64_t now = NowNanos();
+    if (now - last_progress_ns_ < 1'000'000'000) return;
+    if (last_progress_ns_ == 0) {
+      last_progress_ns_ = now;  // the first line after one second: short runs stay quiet
+      return;
+    }
+    last_progress_ns_ = now;
+    uint64_t responses = stats_.other.responses;
+    for (const TypeCounters& counters : stats_.types) responses += counters.responses;
+    std::cerr << fmt::format("[{:7.1f}s] {:<12} started={} responded={} complete={} failed={} responses={} errors={}",
+                             Ms(now - run_start_ns_) / 1000, phase, stats_.started.load(), stats_.responded.load(),
+                             stats_.complete.load(), stats_.failed.load(), responses, stats_.errors.load());
+    if (changes_made_ > 0) {
+      std::cerr << fmt::format(" change={}/{} converged={}", changes_made_, options_.changes,
+                               stats_.converged[changes_made_].load());
+    }
+    std::cerr << std::endl;
+  }
+
+  void StartStreams(int channels) {
+    const std::string shared_id = driver_->SharedNodeId().empty() ? options_.node_id : driver_->SharedNodeId();
+    const int64_t start = NowNanos();
+    for (int i = 0; i < options_.streams && !PastDeadline(); ++i) {
+      if (options_.connect_rate > 0) {
+        const int64_t due = start + static_cast<int64_t>(1e9 * i / options_.connect_rate);
+        while (NowNanos() < due && !PastDeadline()) {
+          MaybeProgress("connecting");
+          absl::SleepFor(std::min(kPoll, absl::Nanoseconds(due - NowNanos())));
+        }
+      }
+      if (i < channels) stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, i)));
+      StreamConfig config{.index = i,
+                          .protocol = options_.protocol,
+                          .style = options_.node_style,
+                          .expect = options_.expect,
+                          .node = MakeNode(options_, shared_id, i),
+                          .listeners = options_.listeners,
+                          .changes = options_.changes,
+                          .markers = &markers_,
+                          .stats = &stats_};
+      streams_.push_back(MakeProxyStream(std::move(config)));
+      streams_.back()->Start(stubs_[i % channels].get());
+      if (i % 256 == 0) MaybeProgress("connecting");
+    }
+  }
+
+  void WaitConnected() {
+    const int started = static_cast<int>(streams_.size());
+    while (stats_.complete + stats_.failed < started && !PastDeadline()) {
+      MaybeProgress("connecting");
+      absl::SleepFor(kPoll);
+    }
+  }
+
+  void MakeChanges() {
+    int64_t last_change_ns = 0;
+    const int started = static_cast<int>(streams_.size());
+    for (int k = 1; k <= options_.changes; ++k) {
+      const int64_t due = last_change_ns + absl::ToInt64Nanoseconds(options_.change_interval);
+      while (NowNanos() < due && !PastDeadline()) absl::SleepFor(kPoll);
+      if (PastDeadline()) {
+        problems_.push_back(StrCat("--duration ended the run before change ", k));
+        return;
+      }
+      mark_ns_[k] = NowNanos();
+      if (absl::Status status = driver_->MakeChange(k); !status.ok()) {
+        problems_.push_back(StrCat("change ", k, ": ", status.message()));
+        mark_ns_[k] = 0;
+        return;
+      }
+      changes_made_ = k;
+      last_change_ns = mark_ns_[k];
+      const int64_t give_up = std::min(deadline_ns_, mark_ns_[k] + absl::ToInt64Nanoseconds(options_.change_timeout));
+      while (stats_.converged[k] + stats_.failed < started && NowNanos() < give_up) {
+        MaybeProgress("converging");
+        absl::SleepFor(kPoll);
+      }
+    }
+  }
+
+  void Hold() {
+    const int64_t until = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(options_.hold));
+    while (NowNanos() < until) {
+      MaybeProgress("holding");
+      absl::SleepFor(kPoll);
+    }
+  }
+
+  // Ends every stream and waits (bounded) until gRPC is done with all of them.
+  bool StopStreams() {
+    for (auto& stream : streams_) stream->Stop();
+    const int64_t give_up = NowNanos() + absl::ToInt64Nanoseconds(kStopGrace);
+    while (stats_.done < static_cast<int>(streams_.size()) && NowNanos() < give_up) absl::SleepFor(kPoll);
+    return stats_.done == static_cast<int>(streams_.size());
+  }
+
+  RunReport BuildReport(int channels) {
+    RunReport r;
+    r.xds_address = options_.xds_address;
+    r.protocol = options_.protocol == Protocol::kSotw ? "sotw" : "delta";
+    r.node_style = options_.node_style == NodeStyle::kEnvoy ? "envoy" : "grpc";
+    r.expect = options_.expect == Expect::kXds ? "xds" : "raw";
+    r.drive = driver_->name();
+    r.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    r.loadavg_start = loadavg_start_;
+    r.loadavg_end = LoadAverage();
+    r.streams = options_.streams;
+    r.connections = channels;
+    r.started = static_cast<int>(streams_.size());
+    r.changes_requested = options_.changes;
+
+    std::vector<StreamResult> results;
+    results.reserve(streams_.size());
+    for (const auto& stream : streams_) results.push_back(stream->Result());
+    std::vector<double> first_config;
+    int64_t first_start = 0;
+    int64_t last_complete = 0;
+    int64_t last_receipt = 0;
+    for (const StreamResult& result : results) {
+      if (result.first_response_ns != 0) r.responded++;
+      last_receipt = std::max(last_receipt, result.last_receipt_ns);
+      if (result.failed) r.failed++;
+      if (first_start == 0 || result.start_ns < first_start) first_start = result.start_ns;
+      if (result.complete_ns != 0) {
+        r.complete++;
+        first_config.push_back(Ms(result.complete_ns - result.start_ns));
+        last_complete = std::max(last_complete, result.complete_ns);
+      }
+      if (!result.error.empty() && r.first_errors.size() < 5) {
+        r.first_errors.push_back(StrCat("stream ", &result - results.data(), ": ", result.error));
+      }
+    }
+    r.first_config_ms = Summarize(std::move(first_config));
+    if (last_receipt != 0) {
+      r.last_receipt_ms = Ms(last_receipt - run_start_ns_);
+      r.last_receipt_unix_ms = run_start_unix_ms_ + (last_receipt - run_start_ns_) / 1'000'000;
+    }
+    if (r.complete == options_.streams && r.complete > 0) r.connect_all_ms = Ms(last_complete - first_start);
+
+    for (int k = 1; k <= changes_made_; ++k) {
+      ChangeReport change;
+      change.change = k;
+      change.marker = options_.drive == Drive::kFanout ? StrCat("version push-", k)
+                                                       : StrCat("endpoint port ", TeachingChangePort(k));
+      change.made_at_ms = Ms(mark_ns_[k] - run_start_ns_);
+      std::vector<double> latencies;
+      for (const StreamResult& result : results) {
+        if (result.change_ns[k] != 0) latencies.push_back(Ms(result.change_ns[k] - mark_ns_[k]));
+      }
+      change.converged = static_cast<int>(latencies.size());
+      change.latency_ms = Summarize(std::move(latencies));
+      r.changes.push_back(std::move(change));
+    }
+
+    for (XdsType type : kAllTypes) {
+      const TypeCounters& c = stats_.types[type];
+      r.types.push_back({std::string(ShortNameOf(type)), c.responses, c.bytes, c.resources, c.acks, c.nacks});
+      r.nacks += c.nacks;
+    }
+    const TypeCounters& other = stats_.other;
+    r.types.push_back({"other", other.responses, other.bytes, other.resources, other.acks, other.nacks});
+    r.errors = stats_.errors;
+
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    r.client_cpu_user_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
+    r.client_cpu_system_s = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+    r.client_max_rss_kb = usage.ru_maxrss;
+    r.server = server_;
+    r.server_reports = server_reports_;
+    r.wall_s = Ms(NowNanos() - run_start_ns_) / 1000;
+
+    r.problems = problems_;
+    if (r.started < options_.streams) r.problems.push_back(StrCat("only ", r.started, " streams started"));
+    if (r.complete < options_.streams) {
+      r.problems.push_back(StrCat(options_.streams - r.complete, " streams never had a complete configuration"));
+    }
+    if (r.failed > 0) r.problems.push_back(StrCat(r.failed, " streams failed"));
+    if (changes_made_ < options_.changes) {
+      r.problems.push_back(StrCat("only ", changes_made_, " of ", options_.changes, " changes were made"));
+    }
+    for (const ChangeReport& change : r.changes) {
+      if (change.converged < options_.streams) {
+        r.problems.push_back(StrCat("change ", change.change, " reached ", change.converged, " of ", options_.streams,
+                                    " streams"));
+      }
+    }
+    if (r.nacks > 0) r.problems.push_back(StrCat(r.nacks, " NACKs"));
+    if (r.errors > 0) r.problems.push_back(StrCat(r.errors, " errors"));
+    r.ok = r.problems.empty();
+    return r;
+  }
+
+  const LoadOptions& options_;
+  std::unique_ptr<ChangeDriver> driver_;
+  ChangeMarkers markers_;
+  RunStats stats_;
+  std::vector<std::unique_ptr<AggregatedDiscoveryService::Stub>> stubs_;
+  std::vector<std::unique_ptr<ProxyStream>> streams_;
+  std::vector<int64_t> mark_ns_;  // [k]: when change k was made
+  int changes_made_ = 0;
+  int64_t run_start_ns_ = 0;
+  int64_t run_start_unix_ms_ = 0;
+  int64_t deadline_ns_ = 0;
+  int64_t last_progress_ns_ = 0;
+  std::optional<double> loadavg_start_;
+  ServerUsage server_;
+  std::vector<std::string> server_reports_;
+  std::vector<std::string> problems_;
+};
+
+// "60", "60s", "500ms", "2m": a number without a unit is seconds.
+absl::Duration ParseSeconds(const std::string& text) {
+  double seconds = 0;
+  if (absl::SimpleAtod(text, &seconds)) return absl::Seconds(seconds);
+  absl::Duration duration;
+  if (absl::ParseDuration(text, &duration)) return duration;
+  throw CLI::ValidationError(StrCat("\"", text, "\" is not a duration (e.g. 60, 60s, 500ms)"));
+}
+
+}  // namespace
+}  // namespace cxds::load
+
+int main(int argc, char** argv) {
+  using namespace cxds::load;
+  CLI::App app{"cxds-load: simulate N xDS proxies over gRPC (loopback) and measure convergence"};
+  LoadOptions options;
+  std::string protocol = "sotw";
+  std::string style = "envoy";
+  std::string expect = "xds";
+  std::string drive = "none";
+  std::string duration = "60s";
+  std::string change_interval = "1s";
+  std::string change_timeout = "30s";
+  std::string hold = "0s";
+  std::string log_level = "warn";
+  std::vector<std::string> listeners;
+  bool quiet = false;
+
+  app.add_option("--xds-address", options.xds_address, "xDS server (loopback)")->capture_default_str();
+  app.add_option("--streams", options.streams, "simulated proxies, one ADS stream each")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--connections", options.connections, "channels the streams are spread over (0: one per stream)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--protocol", protocol, "sotw or delta")->check(CLI::IsMember({"sotw", "delta"}))->capture_default_str();
+  app.add_option("--node-style", style, "envoy (CDS+LDS wildcard) or grpc (LDS by name, follow references)")
+      ->check(CLI::IsMember({"envoy", "grpc"}))
+      ->capture_default_str();
+  app.add_option("--listener", listeners, "gRPC style: listener name to subscribe (repeatable; default quote)");
+  app.add_option("--node-id", options.node_id, "node id every stream uses (default: one per stream)");
+  app.add_option("--expect", expect, "xds (follow references, ACK) or raw (count receipts: cxds-fanout)")
+      ->check(CLI::IsMember({"xds", "raw"}))
+      ->capture_default_str();
+  app.add_option("--drive", drive, "none, teaching (cxds demo), fanout (cxds-fanout), files (not implemented)")
+      ->check(CLI::IsMember({"none", "teaching", "fanout", "files"}))
+      ->capture_default_str();
+  app.add_option("--teaching-binary", options.teaching_binary, "the cxds binary, for --drive teaching");
+  app.add_option("--fanout-binary", options.fanout_binary, "the cxds-fanout binary, for --drive fanout");
+  app.add_option("--config-dir", options.config_dir, "cxds serve config directory, for --drive files");
+  app.add_option("--message-bytes", options.message_bytes, "cxds-fanout push size, for --drive fanout")
+      ->check(CLI::Range(64, 4 << 20))
+      ->capture_default_str();
+  app.add_option("--inventory-port", options.inventory_port, "cxds demo's first endpoint port")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--server-log", options.server_log, "standard error of a server cxds-load starts")
+      ->capture_default_str();
+  app.add_option("--server-log-level", options.server_log_level, "log level of a cxds demo cxds-load starts")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app.add_option("--server-pid", options.server_pid, "an external server's pid, to report its RSS and CPU");
+  app.add_option("--server-cpu", options.server_cpu, "pin a server cxds-load starts to this core");
+  app.add_option("--client-cpu", options.client_cpu, "pin cxds-load to this core");
+  app.add_option("--changes", options.changes, "changes to make and measure")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--change-interval", change_interval, "at least this long between changes")->capture_default_str();
+  app.add_option("--change-timeout", change_timeout, "stop waiting for one change after this")
+      ->capture_default_str();
+  app.add_option("--duration", duration, "hard cap on the whole run")->capture_default_str();
+  app.add_option("--hold", hold, "keep the streams open this long after the changes (within --duration)")
+      ->capture_default_str();
+  app.add_option("--connect-rate", options.connect_rate, "new streams per second (0: all at once)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--json", options.json_path, "write the report as JSON to this file");
+  app.add_flag("--quiet", quiet, "no progress lines");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    options.duration = ParseSeconds(duration);
+    options.change_interval = ParseSeconds(change_interval);
+    options.change_timeout = ParseSeconds(change_timeout);
+    options.hold = ParseSeconds(hold);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  options.protocol = protocol == "delta" ? Protocol::kDelta : Protocol::kSotw;
+  options.node_style = style == "grpc" ? NodeStyle::kGrpc : NodeStyle::kEnvoy;
+  options.expect = expect == "raw" ? Expect::kRaw : Expect::kXds;
+  options.drive = drive == "teaching" ? Drive::kTeaching
+                  : drive == "fanout" ? Drive::kFanout
+                  : drive == "files"  ? Drive::kFiles
+                                      : Drive::kNone;
+  if (options.drive == Drive::kFanout) options.expect = Expect::kRaw;  // the baseline has no xDS
+  if (!listeners.empty()) options.listeners = listeners;
+  options.progress = !quiet;
+  if (options.xds_address.rfind("127.0.0.1:", 0) != 0 && options.xds_address.rfind("localhost:", 0) != 0 &&
+      options.xds_address.rfind("[::1]:", 0) != 0) {
+    std::cerr << "cxds-load: --xds-address must be a loopback address (127.0.0.1:PORT)" << std::endl;
+    return 2;
+  }
+  cxds::Log().set_level(spdlog::level::from_str(log_level));
+  // Debian's abseil keeps absl::Mutex deadlock detection on: every gRPC mutex acquisition
+  // updates a global lock graph, which took about an eighth of the CPU of a 3,000-stream run
+  // (perf). Deadlock detection is a debugging aid, so the load tools turn it off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  signal(SIGPIPE, SIG_IGN);  // a server that exits early must not kill the report
+  return LoadRun(options).Run();
+}
