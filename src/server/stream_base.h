@@ -218,8 +218,10 @@ class StreamBase : public PushTarget {
     if (env_.metrics != nullptr) env_.metrics->Sent(type_url, bytes);
     auto awaiting = awaiting_.find(type_url);
     if (awaiting != awaiting_.end()) {
-      // The older response of this type will not be ACKed (the client ACKs the newest).
+      // The older response of this type will not be ACKed (the client ACKs the newest): its
+      // push converges, if at all, through the newer one.
       awaiting->second.push->outstanding--;
+      awaiting->second.push->superseded = true;
       awaiting_.erase(awaiting);
     }
     if (active_push_ == nullptr) return;
@@ -244,13 +246,12 @@ class StreamBase : public PushTarget {
     const bool accepted = event.kind == FeedbackKind::kAck;
     if (!accepted) push->rejected = true;
     push->outstanding--;
+    push->last_answer = event.time;
+    // Metrics first: whoever sees the stage reported has the histogram updated too.
+    RecordConvergence(*push);
     if (env_.observer != nullptr) {
       env_.observer->OnFeedback(push_info_, *push->request, event.type_url, event.nonce, accepted, event.error,
                                 event.time);
-    }
-    if (push->outstanding == 0 && push->done && !push->rejected && env_.metrics != nullptr &&
-        push->request->start != absl::InfiniteFuture()) {
-      env_.metrics->Converged(absl::ToDoubleSeconds(event.time - push->request->start));
     }
   }
 
@@ -338,7 +339,23 @@ class StreamBase : public PushTarget {
     int outstanding = 0;  // of those, not yet answered (nor superseded)
     bool done = false;    // every response written
     bool rejected = false;
+    absl::Time last_answer;  // of the latest ACK/NACK
+    bool superseded = false;  // a response of it was replaced before being answered
+    bool convergence_recorded = false;
   };
+
+  // A push has converged once every response was written and ACKed, in whichever order the
+  // stream processed the write completions and the ACKs (requests go first, so an ACK can be
+  // handled before its write completion). Recorded once.
+  void RecordConvergence(InFlightPush& push) {
+    if (push.convergence_recorded || !push.done || push.outstanding != 0 || push.responses == 0 || push.rejected ||
+        push.superseded ||
+        env_.metrics == nullptr || push.request->start == absl::InfiniteFuture()) {
+      return;
+    }
+    push.convergence_recorded = true;
+    env_.metrics->Converged(absl::ToDoubleSeconds(push.last_answer - push.request->start));
+  }
   struct Awaiting {
     std::string nonce;
     std::shared_ptr<InFlightPush> push;
@@ -354,6 +371,7 @@ class StreamBase : public PushTarget {
     std::shared_ptr<InFlightPush> push = std::move(active_push_);
     active_push_ = nullptr;
     push->done = true;
+    RecordConvergence(*push);
     if (env_.observer != nullptr) {
       env_.observer->OnPushDone(push_info_, *push->request, push->responses, env_.clock->Now());
     }

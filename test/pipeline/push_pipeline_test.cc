@@ -243,6 +243,30 @@ TEST_F(PushPipelineTest, ConvergenceStagesAreRecordedInOrderForEachProxyUpToTheA
   EXPECT_NE(text.find("pilot_proxy_convergence_time_count"), std::string::npos) << text;
 }
 
+// Requests are processed before write completions, so a fast client's ACK can be handled
+// before the stream learns its response was written: convergence is still recorded, once.
+TEST_F(PushPipelineTest, ConvergenceIsRecordedWhenTheAckIsHandledBeforeTheWriteCompletion) {
+  pipeline_->ConfigUpdate(ServiceChange("a"));
+  Settle();
+  auto proxy = Connect("envoy-1", 1);
+  Subscribe(*proxy);
+  model_.SetEndpoints("a", {5000});
+  pipeline_->ConfigUpdate(EndpointChange("a"));
+  Settle();
+  ASSERT_TRUE(proxy->transport().write_in_flight);
+  const DiscoveryResponse update = proxy->transport().writes.back();
+  scheduler_.simulated_clock().Advance(absl::Milliseconds(3));
+  proxy->Send(Ack(update, {"a", "b"}));  // the ACK first
+  EXPECT_EQ(metrics_.RenderPrometheus().find("pilot_proxy_convergence_time_count 1"), std::string::npos)
+      << "not converged while the write is still outstanding";
+  proxy->CompleteWrite();  // then the write completion
+  const std::string text = metrics_.RenderPrometheus();
+  EXPECT_NE(text.find("pilot_proxy_convergence_time_count 1\n"), std::string::npos) << text;
+  auto written = proxy->Take();
+  ASSERT_EQ(written.size(), 1u) << "only the update itself";
+  EXPECT_EQ(written[0].nonce(), update.nonce());
+}
+
 TEST_F(PushPipelineTest, VersionsDeriveFromContentAndNoncesStartWithTheVersion) {
   pipeline_->ConfigUpdate(ServiceChange("a"));
   Settle();
