@@ -59,16 +59,19 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
   if (queue_time_ != nullptr && request.start != absl::InfiniteFuture()) {
     queue_time_->Observe(absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - request.start)));
   }
-  if (metrics_ != nullptr) {
-    for (const auto& [reason, count] : request.reasons) {
-      metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}})
-          .Add(static_cast<double>(count));
-    }
-  }
   PushTargetInfo info;
   {
     MutexLock lock(&mu_);
     if (auto it = infos_.find(item.target); it != infos_.end()) info = it->second;
+    if (metrics_ != nullptr) {
+      for (const auto& [reason, count] : request.reasons) {
+        Counter*& counter = trigger_counters_[reason];
+        if (counter == nullptr) {
+          counter = &metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}});
+        }
+        counter->Add(static_cast<double>(count));
+      }
+    }
   }
   if (observer_ != nullptr) observer_->OnDequeued(info, request, now);
   PushTarget* target = item.target;

@@ -17,7 +17,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +85,7 @@ class PushDispatcher {
   int max_seen_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<PushTarget*, PushTargetInfo> infos_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Counter*> trigger_counters_ ABSL_GUARDED_BY(mu_);  // by reason
   std::vector<std::thread> workers_;
 };
 

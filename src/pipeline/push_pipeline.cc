@@ -223,12 +223,19 @@ PushPipeline::~PushPipeline() {
 
 void PushPipeline::AddGenerator(const std::string& type_url, std::shared_ptr<Generator> generator) {
   MutexLock lock(&mu_);
-  generators_[type_url] = std::move(generator);
+  Histogram* push_time = nullptr;
+  if (options_.metrics != nullptr) {
+    push_time = &options_.metrics->GetHistogram("pilot_xds_push_time", "Time to generate one type for one proxy (s).",
+                                                FineTimeBuckets(), {{"type", std::string(ShortTypeName(type_url))}});
+  }
+  generators_[type_url] = GeneratorEntry{std::move(generator), push_time};
 }
 
-std::map<std::string, std::shared_ptr<Generator>> PushPipeline::generators() const {
+std::optional<PushPipeline::GeneratorEntry> PushPipeline::FindGenerator(const std::string& type_url) const {
   MutexLock lock(&mu_);
-  return generators_;
+  auto it = generators_.find(type_url);
+  if (it == generators_.end()) return std::nullopt;
+  return it->second;
 }
 
 void PushPipeline::ConfigUpdate(PushRequest request) {
@@ -374,7 +381,6 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
   ConfigChange change;
   std::shared_ptr<const PushContext> context = request.context != nullptr ? request.context : this->context();
   if (context == nullptr) return change;
-  const auto generators = this->generators();
   {
     MutexLock lock(&core.mu_);
     if (request.push_sequence >= core.last_sequence_ && request.TotalReasons() > 0 &&
@@ -386,8 +392,8 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
   }
   GeneratorEnv env{*context, cache_};
   for (const std::string& type_url : types) {
-    auto generator = generators.find(type_url);
-    if (generator == generators.end()) continue;
+    const std::optional<GeneratorEntry> generator = FindGenerator(type_url);
+    if (!generator.has_value()) continue;
     WatchedResources watched;
     {
       MutexLock lock(&core.mu_);
@@ -403,13 +409,8 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
     }
     const absl::Time started = clock_.Now();
     absl::StatusOr<std::optional<GeneratedResources>> generated =
-        generator->second->Generate(core.proxy(), watched, request, env);
-    if (options_.metrics != nullptr) {
-      options_.metrics
-          ->GetHistogram("pilot_xds_push_time", "Time to generate one type for one proxy (s).", FineTimeBuckets(),
-                         {{"type", std::string(ShortTypeName(type_url))}})
-          .Observe(absl::ToDoubleSeconds(clock_.Now() - started));
-    }
+        generator->generator->Generate(core.proxy(), watched, request, env);
+    if (generator->push_time != nullptr) generator->push_time->Observe(absl::ToDoubleSeconds(clock_.Now() - started));
     if (!generated.ok()) {
       {
         MutexLock lock(&mu_);

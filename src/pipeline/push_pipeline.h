@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,12 @@ class PushPipeline final : public ConfigWatcher {
  private:
   friend class PipelineWatch;
   void LogSummary();
-  std::map<std::string, std::shared_ptr<Generator>> generators() const;
+  // A registered generator and its push-time histogram (looked up once, not per call).
+  struct GeneratorEntry {
+    std::shared_ptr<Generator> generator;
+    Histogram* push_time = nullptr;  // null without metrics
+  };
+  std::optional<GeneratorEntry> FindGenerator(const std::string& type_url) const;
   // Generates `types` for one proxy and applies the results to its view; returns the changes.
   ConfigChange Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
 
@@ -123,7 +129,7 @@ class PushPipeline final : public ConfigWatcher {
   Debouncer debouncer_;
 
   mutable Mutex mu_;
-  std::map<std::string, std::shared_ptr<Generator>> generators_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, GeneratorEntry> generators_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PushContext> context_ ABSL_GUARDED_BY(mu_);
   uint64_t push_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::shared_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);

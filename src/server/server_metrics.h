@@ -7,13 +7,18 @@
 //   pilot_proxy_convergence_time       from a push's first change to the proxy's ACK of the
 //                                      last response of that push (istiod stops at the send)
 //   cxds_xds_acks{type}                ACKs
-// Thread-safe; null registry means no metrics.
+// Per-type children are looked up once per type and kept (every response would otherwise
+// pay a registry lookup). Thread-safe; a null registry means no metrics.
 #pragma once
 
+#include <cctype>
+#include <map>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "admin/metrics.h"
+#include "common/mutex.h"
 #include "protocol/type_url.h"
 
 namespace cxds {
@@ -31,42 +36,52 @@ class ServerMetrics {
 
   void StreamOpened(const std::string& version) { Connected(version, 1); }
   void StreamClosed(const std::string& version) { Connected(version, -1); }
-  void Sent(std::string_view type_url, size_t bytes) const {
-    if (registry_ == nullptr) return;
-    const Labels labels{{"type", Short(type_url)}};
-    registry_->GetCounter("pilot_xds_pushes", "xDS responses sent, by type.", labels).Add();
-    registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.", SizeBuckets(), labels)
-        .Observe(static_cast<double>(bytes));
-  }
-  void Acked(std::string_view type_url) const {
-    if (registry_ != nullptr) registry_->GetCounter("cxds_xds_acks", "ACKs received, by type.", {{"type", Short(type_url)}}).Add();
-  }
-  void Rejected(std::string_view type_url) const {
-    if (registry_ != nullptr) {
-      registry_->GetCounter("pilot_total_xds_rejects", "NACKs received, by type.", {{"type", Short(type_url)}}).Add();
+  void Sent(std::string_view type_url, size_t bytes) {
+    if (PerType* t = Of(type_url)) {
+      t->pushes->Add();
+      t->size->Observe(static_cast<double>(bytes));
     }
   }
-  void ExpiredNonce(std::string_view type_url) const {
-    if (registry_ != nullptr) {
-      registry_->GetCounter("pilot_xds_expired_nonce", "Requests carrying a stale nonce, by type.",
-                            {{"type", Short(type_url)}})
-          .Add();
-    }
+  void Acked(std::string_view type_url) {
+    if (PerType* t = Of(type_url)) t->acks->Add();
+  }
+  void Rejected(std::string_view type_url) {
+    if (PerType* t = Of(type_url)) t->rejects->Add();
+  }
+  void ExpiredNonce(std::string_view type_url) {
+    if (PerType* t = Of(type_url)) t->expired_nonces->Add();
   }
   void Converged(double seconds) const {
     if (convergence_ != nullptr) convergence_->Observe(seconds);
   }
 
  private:
-  static std::string Short(std::string_view type_url) {
+  struct PerType {
+    Counter* pushes;
+    Histogram* size;
+    Counter* acks;
+    Counter* rejects;
+    Counter* expired_nonces;
+  };
+
+  PerType* Of(std::string_view type_url) {
+    if (registry_ == nullptr) return nullptr;
+    MutexLock lock(&mu_);
+    auto it = types_.find(type_url);
+    if (it != types_.end()) return &it->second;
     std::string name(ShortTypeName(type_url));
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return name;
+    const Labels labels{{"type", name}};
+    static const std::vector<double> kSizeBuckets{1, 1e4, 1e5, 1e6, 1e7, 4e7};
+    PerType t{&registry_->GetCounter("pilot_xds_pushes", "xDS responses sent, by type.", labels),
+              &registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.",
+                                       kSizeBuckets, labels),
+              &registry_->GetCounter("cxds_xds_acks", "ACKs received, by type.", labels),
+              &registry_->GetCounter("pilot_total_xds_rejects", "NACKs received, by type.", labels),
+              &registry_->GetCounter("pilot_xds_expired_nonce", "Requests carrying a stale nonce, by type.", labels)};
+    return &types_.emplace(std::string(type_url), t).first->second;
   }
-  static const std::vector<double>& SizeBuckets() {
-    static const std::vector<double> buckets{1, 1e4, 1e5, 1e6, 1e7, 4e7};
-    return buckets;
-  }
+
   void Connected(const std::string& version, int delta) {
     if (registry_ == nullptr) return;
     registry_->GetGauge("pilot_xds", "Connected xDS streams, by client version.", {{"version", version}}).Add(delta);
@@ -74,6 +89,8 @@ class ServerMetrics {
 
   MetricsRegistry* const registry_;
   Histogram* convergence_ = nullptr;
+  Mutex mu_;
+  std::map<std::string, PerType, std::less<>> types_ ABSL_GUARDED_BY(mu_);  // children never move
 };
 
 }  // namespace cxds
