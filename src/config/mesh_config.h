@@ -71,7 +71,7 @@ struct ServiceEntry {
   ObjectMeta meta;
   std::vector<std::string> hosts;
   std::vector<ServicePort> ports;
-  enum class Resolution { kStatic, kDns } resolution = Resolution::kStatic;
+  // resolution: STATIC only (DNS is refused by the parser until it is implemented).
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
 };

@@ -63,8 +63,7 @@ const TrafficPolicy* PolicyFor(const DestinationRule* rule, const std::string& s
   return rule->traffic_policy.has_value() ? &*rule->traffic_policy : nullptr;
 }
 
-absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const ServiceInfo& service,
-                                         const TrafficPolicy* policy, bool grpc) {
+absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficPolicy* policy, bool grpc) {
   Cluster cluster;
   cluster.set_name(name);
   cluster.set_type(Cluster::EDS);
@@ -105,7 +104,6 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const ServiceI
       if (od.max_ejection_percent) out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
     }
   }
-  (void)service;
   return Resource::FromMessage(cluster);
 }
 
@@ -132,7 +130,7 @@ class ClusterGenerator final : public Generator {
           const std::string name = ClusterName(port.number, subset, host);
           absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
               {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(host)},
-              request.push_sequence, [&] { return BuildCluster(name, service, PolicyFor(rule, subset), proxy.grpc); });
+              request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset), proxy.grpc); });
           if (!resource.ok()) return resource.status();
           out.resources.push_back(*resource);
         }

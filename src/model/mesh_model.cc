@@ -30,7 +30,7 @@ uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
 }
 
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
-  return a.hosts == b.hosts && a.ports == b.ports && a.resolution == b.resolution &&
+  return a.hosts == b.hosts && a.ports == b.ports &&
          a.workload_selector == b.workload_selector && a.meta.labels == b.meta.labels;
 }
 
@@ -54,11 +54,10 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     const MeshObject& object = stored->object;
     if (const auto* svc = std::get_if<K8sService>(&object)) {
       const std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_);
-      services_[host] = ServiceInfo{host, svc->meta.namespace_name, svc->ports, false};
+      services_[host] = ServiceInfo{host, svc->meta.namespace_name, svc->ports};
     } else if (const auto* se = std::get_if<ServiceEntry>(&object)) {
       for (const std::string& host : se->hosts) {
-        services_[host] = ServiceInfo{host, se->meta.namespace_name, se->ports,
-                                      se->resolution == ServiceEntry::Resolution::kDns};
+        services_[host] = ServiceInfo{host, se->meta.namespace_name, se->ports};
       }
     } else if (const auto* vs = std::get_if<VirtualService>(&object)) {
       for (const std::string& host : vs->hosts) {

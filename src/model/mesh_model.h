@@ -31,7 +31,6 @@ struct ServiceInfo {
   std::string host;
   std::string namespace_name;
   std::vector<ServicePort> ports;
-  bool dns = false;  // ServiceEntry resolution DNS
 };
 
 struct EndpointInfo {
