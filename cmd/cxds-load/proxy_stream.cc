@@ -110,6 +110,47 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
     return type.has_value() ? config_.stats->types[*type] : config_.stats->other;
   }
 
+  // Reads: each response is handled, then the next read starts.
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream is over; OnDone follows
+    Handle(response_);
+    this->StartRead(&response_);
+  }
+  virtual void Handle(const Response& response) = 0;
+
+  // The bookkeeping every response gets, whatever the protocol. Returns its type when it is
+  // to be decoded and ACKed; nullopt when it was only counted (raw mode) or is of a type
+  // nobody watches (an error).
+  std::optional<XdsType> Receive(const std::string& type_url, size_t bytes, int resources,
+                                 const std::string& version, int64_t now) {
+    NoteReceipt(now);
+    const std::optional<XdsType> type = TypeFromUrl(type_url);
+    TypeCounters& counters = CountersOf(type);
+    counters.responses++;
+    counters.bytes += bytes;
+    counters.resources += resources;
+    if (config_.expect == Expect::kRaw) {
+      std::vector<int> changes;
+      AddMarkedChanges(version, {}, &changes);
+      for (int change : changes) Stamp(change, now);
+      Stamp(kStampComplete, now);
+      return std::nullopt;
+    }
+    if (!type.has_value()) NoteError(StrCat("response of unwatched type ", type_url));
+    return type;
+  }
+
+  // Decodes one resource into `parsed` (and the endpoint ports it names into `ports`);
+  // returns the error to NACK with, if it does not decode.
+  std::optional<std::string> Decode(XdsType type, const google::protobuf::Any& any,
+                                    std::vector<ParsedResource>* parsed, std::vector<uint32_t>* ports) {
+    absl::StatusOr<ParsedResource> resource = ParseResource(type, any);
+    if (!resource.ok()) return std::string(resource.status().message());
+    ports->insert(ports->end(), resource->ports.begin(), resource->ports.end());
+    parsed->push_back(*std::move(resource));
+    return std::nullopt;
+  }
+
   // The changes a response carries, by version or by endpoint port.
   void AddMarkedChanges(const std::string& version, const std::vector<uint32_t>& ports, std::vector<int>* changes) {
     const ChangeMarkers& markers = *config_.markers;
@@ -222,42 +263,17 @@ class SotwStream final : public StreamReactor<DiscoveryRequest, DiscoveryRespons
     return request;
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream is over; OnDone follows
-    Handle(response_);
-    StartRead(&response_);
-  }
-
-  void Handle(const DiscoveryResponse& response) {
-    const int64_t now = NowNanos();
-    NoteReceipt(now);
-    const std::optional<XdsType> type = TypeFromUrl(response.type_url());
-    TypeCounters& counters = CountersOf(type);
-    counters.responses++;
-    counters.bytes += response.ByteSizeLong();
-    counters.resources += response.resources_size();
-
-    if (config_.expect == Expect::kRaw) {
-      std::vector<int> changes;
-      AddMarkedChanges(response.version_info(), {}, &changes);
-      for (int change : changes) Stamp(change, now);
-      Stamp(kStampComplete, now);
-      return;
-    }
-    if (!type.has_value()) {
-      NoteError(StrCat("response of unwatched type ", response.type_url()));
-      return;
-    }
+  void Handle(const DiscoveryResponse& response) override {
+    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(),
+                                                response.resources_size(), response.version_info(), NowNanos());
+    if (!type.has_value()) return;
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
     for (const google::protobuf::Any& any : response.resources()) {
-      absl::StatusOr<ParsedResource> resource = ParseResource(*type, any);
-      if (!resource.ok()) {
-        Nack(*type, response, std::string(resource.status().message()));
+      if (std::optional<std::string> error = Decode(*type, any, &parsed, &ports)) {
+        Nack(*type, response, *error);
         return;
       }
-      ports.insert(ports.end(), resource->ports.begin(), resource->ports.end());
-      parsed.push_back(*std::move(resource));
     }
     model_.Apply(*type, std::move(parsed), {}, /*replace_all=*/*type == kCds || *type == kLds);
     accepted_[*type] = response.version_info();
@@ -273,7 +289,7 @@ class SotwStream final : public StreamReactor<DiscoveryRequest, DiscoveryRespons
     }
     std::vector<int> changes;
     AddMarkedChanges(response.version_info(), ports, &changes);
-    counters.acks++;
+    CountersOf(type).acks++;
     Send(std::move(ack), AckStamps(std::move(changes)));
     for (const SubscriptionUpdate& update : updates) Send(Subscription(update), {});
   }
@@ -322,43 +338,18 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
     return request;
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    Handle(response_);
-    StartRead(&response_);
-  }
-
-  void Handle(const DeltaDiscoveryResponse& response) {
-    const int64_t now = NowNanos();
-    NoteReceipt(now);
-    const std::optional<XdsType> type = TypeFromUrl(response.type_url());
-    TypeCounters& counters = CountersOf(type);
-    counters.responses++;
-    counters.bytes += response.ByteSizeLong();
-    counters.resources += response.resources_size();
-
-    if (config_.expect == Expect::kRaw) {
-      std::vector<int> changes;
-      AddMarkedChanges(response.system_version_info(), {}, &changes);
-      for (int change : changes) Stamp(change, now);
-      Stamp(kStampComplete, now);
-      return;
-    }
-    if (!type.has_value()) {
-      NoteError(StrCat("response of unwatched type ", response.type_url()));
-      return;
-    }
+  void Handle(const DeltaDiscoveryResponse& response) override {
+    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(),
+                                                response.resources_size(), response.system_version_info(), NowNanos());
+    if (!type.has_value()) return;
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
     for (const auto& resource : response.resources()) {
       if (!resource.has_resource()) continue;  // a TTL heartbeat: nothing new
-      absl::StatusOr<ParsedResource> decoded = ParseResource(*type, resource.resource());
-      if (!decoded.ok()) {
-        Nack(*type, response, std::string(decoded.status().message()));
+      if (std::optional<std::string> error = Decode(*type, resource.resource(), &parsed, &ports)) {
+        Nack(*type, response, *error);
         return;
       }
-      ports.insert(ports.end(), decoded->ports.begin(), decoded->ports.end());
-      parsed.push_back(*std::move(decoded));
     }
     std::vector<std::string> removed(response.removed_resources().begin(), response.removed_resources().end());
     model_.Apply(*type, std::move(parsed), removed, /*replace_all=*/false);
@@ -369,7 +360,7 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
     ack.set_response_nonce(response.nonce());
     std::vector<int> changes;
     AddMarkedChanges(response.system_version_info(), ports, &changes);
-    counters.acks++;
+    CountersOf(type).acks++;
     Send(std::move(ack), AckStamps(std::move(changes)));
     for (const SubscriptionUpdate& update : updates) Send(Subscription(update), {});
   }
