@@ -17,7 +17,8 @@ struct DemoOptions {
 };
 
 // The teaching control plane (seed 003): serves version 1, then reads `port N`, `invalid`,
-// `status` and `quit` from `in`, writing results to `out`. Returns the process exit code.
+// `status`, `pushes` (one JSON summary line per recent change, then `END pushes`) and `quit`
+// from `in`, writing results to `out`. Returns the process exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
 struct ServeOptions {

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
+#include "admin/admin_server.h"
 #include "cache/snapshot_cache.h"
 #include "common/logging.h"
 #include "cxds/commands.h"
@@ -9,6 +10,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "pipeline/convergence_tracker.h"
 #include "protocol/type_url.h"
 #include "server/xds_server.h"
 
@@ -46,7 +48,7 @@ class TeachingControlPlane {
  public:
   TeachingControlPlane(const DemoOptions& options, std::ostream& out)
       : options_(options), out_(out), cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
-        xds_(cache_, XdsServer::Options{}) {}
+        xds_(cache_, ServerOptions(&tracker_)) {}
 
   bool Start() {
     grpc::ServerBuilder builder;
@@ -81,10 +83,17 @@ class TeachingControlPlane {
         return true;
       }
       Publish(*port, /*valid_route=*/true);
+    } else if (command == "pushes") {
+      // What each recent change cost the server: for load tools, beside a raw fan-out.
+      for (uint64_t id : tracker_.RecentIds()) {
+        std::optional<ChangeSummary> summary = tracker_.Summarize(id);
+        if (summary.has_value()) out_ << ChangeSummaryJson(*summary) << std::endl;
+      }
+      out_ << "END pushes" << std::endl;
     } else if (command == "invalid") {
       Publish(port_, /*valid_route=*/false);
     } else {
-      out_ << "ERROR unknown command \"" << command << "\"; commands: port N, invalid, status, quit" << std::endl;
+      out_ << "ERROR unknown command \"" << command << "\"; commands: port N, invalid, status, pushes, quit" << std::endl;
     }
     return true;
   }
@@ -94,6 +103,12 @@ class TeachingControlPlane {
   }
 
  private:
+  static XdsServer::Options ServerOptions(ConvergenceTracker* tracker) {
+    XdsServer::Options options;
+    options.observer = tracker;
+    return options;
+  }
+
   bool Publish(uint32_t port, bool valid_route) {
     const std::string version = std::to_string(next_version_);
     absl::StatusOr<SnapshotPtr> snapshot = teaching::BuildTeachingSnapshot({version, port, valid_route});
@@ -115,6 +130,9 @@ class TeachingControlPlane {
 
   const DemoOptions options_;
   std::ostream& out_;
+  // Declared before the server that reports to it. The last 16 changes: each keeps a record
+  // per stream it reached.
+  ConvergenceTracker tracker_{16};
   SnapshotCache cache_;
   XdsServer xds_;
   std::unique_ptr<grpc::Server> server_;

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
 
   cxds::DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand(
-      "demo", "Teaching control plane: commands `port N`, `invalid`, `status`, `quit` on standard input");
+      "demo", "Teaching control plane: commands `port N`, `invalid`, `status`, `pushes`, `quit` on standard input");
   demo_cmd->add_option("--xds-address", demo.xds_address, "address of the xDS gRPC server")->capture_default_str();
   demo_cmd->add_option("--node-id", demo.node_id, "node id the configuration is published for")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "protocol/resource.h"
 
 namespace cxds {
 
@@ -140,6 +141,23 @@ std::string ConfigDumpJson(const Snapshot& snapshot) {
 
 }  // namespace
 
+std::string ChangeSummaryJson(const ChangeSummary& s) {
+  const auto unix_ms = [](const std::optional<absl::Time>& t) {
+    return t.has_value() ? StrCat(absl::ToDoubleMilliseconds(*t - absl::UnixEpoch())) : std::string("null");
+  };
+  const auto between = [](const std::optional<absl::Time>& from, const std::optional<absl::Time>& to) {
+    return from.has_value() && to.has_value() ? StrCat(absl::ToDoubleMilliseconds(*to - *from)) : std::string("null");
+  };
+  return StrCat("{\"change\":", s.id, ",\"version\":", Quote(s.version), ",\"proxies\":", s.proxies,
+                ",\"responses\":", s.responses, ",\"proxies_written\":", s.proxies_written,
+                ",\"proxies_acked\":", s.proxies_acked, ",\"proxies_nacked\":", s.proxies_nacked,
+                ",\"received_unix_ms\":", unix_ms(s.received), ",\"first_sent_unix_ms\":", unix_ms(s.first_sent),
+                ",\"last_written_unix_ms\":", unix_ms(s.last_written),
+                ",\"last_answered_unix_ms\":", unix_ms(s.last_answered),
+                ",\"send_ms\":", between(s.first_sent, s.last_written),
+                ",\"push_ms\":", between(s.received, s.last_written), "}");
+}
+
 AdminServer::AdminServer(AdminSources sources) : sources_(sources), server_(std::make_unique<httplib::Server>()) {
   Routes();
 }
@@ -157,6 +175,11 @@ void AdminServer::Routes() {
     res.set_content(ready ? "ready\n" : "not ready: the config directory is still loading\n", "text/plain");
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    // Process-wide, read when scraped: every Resource::Create serializes once.
+    sources_.metrics
+        ->GetGauge("cxds_resource_serializations",
+                   "Resources serialized by this process so far (each once per version, then shared).")
+        .Set(static_cast<double>(ResourceSerializationCount()));
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
   server_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
@@ -188,6 +211,17 @@ void AdminServer::Routes() {
     bool first = true;
     for (uint64_t id : sources_.tracker->RecentIds()) {
       out += StrCat(first ? "" : ",", id);
+      first = false;
+    }
+    json(res, out + "]");
+  });
+  server_->Get("/debug/change_summaries", [this, json](const httplib::Request&, httplib::Response& res) {
+    std::string out = "[";
+    bool first = true;
+    for (uint64_t id : sources_.tracker->RecentIds()) {
+      std::optional<ChangeSummary> summary = sources_.tracker->Summarize(id);
+      if (!summary.has_value()) continue;  // forgotten meanwhile
+      out += StrCat(first ? "" : ",", ChangeSummaryJson(*summary));
       first = false;
     }
     json(res, out + "]");

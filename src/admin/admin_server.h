@@ -2,7 +2,8 @@
 //
 //   /healthz                   200 while the process runs
 //   /ready                     200 once the first full load is translated, else 503
-//   /metrics                   Prometheus text (istiod's metric names where they mean the same)
+//   /metrics                   Prometheus text (istiod's metric names where they mean the same),
+//                              and cxds_resource_serializations (read when scraped)
 //   /debug/syncz               per stream and type: version and nonce sent (with time), version
 //                              ACKed (with time), last NACK and its error
 //   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
@@ -11,6 +12,8 @@
 //   /debug/config_status       input files: objects accepted, errors
 //   /debug/changes             recent change ids; /debug/changes/ID: that change's stages
 //                              for every proxy it reached
+//   /debug/change_summaries    recent changes, one summary each: proxies sent to, written,
+//                              ACKed, NACKed; first write, last write done, last answer
 //
 // Threading: httplib's own thread pool; every source it reads is thread-safe.
 #pragma once
@@ -41,6 +44,11 @@ struct AdminSources {
   const ConvergenceTracker* tracker = nullptr;
   const std::atomic<bool>* ready = nullptr;
 };
+
+// One line of JSON for a change's summary (see ChangeSummary). Times are Unix milliseconds, so
+// a load tool can set them against its own clock; `send_ms` is the first write started to the
+// last write completed, `push_ms` the change made to the last write completed.
+std::string ChangeSummaryJson(const ChangeSummary& summary);
 
 class AdminServer {
  public:

@@ -130,6 +130,39 @@ std::optional<ChangeStages> ConvergenceTracker::Get(uint64_t change_id) const {
   return it->second;
 }
 
+std::optional<ChangeSummary> ConvergenceTracker::Summarize(uint64_t change_id) const {
+  MutexLock lock(&mu_);
+  auto it = changes_.find(change_id);
+  if (it == changes_.end()) return std::nullopt;
+  const ChangeStages& change = it->second;
+  ChangeSummary summary;
+  summary.id = change.id;
+  summary.received = change.received;
+  summary.version = change.push_version;
+  const auto later = [](std::optional<absl::Time>& into, absl::Time t) {
+    if (!into.has_value() || t > *into) into = t;
+  };
+  for (const auto& [stream, proxy] : change.proxies) {
+    if (proxy.types.empty()) continue;  // nothing was sent to it for this change
+    summary.proxies++;
+    summary.responses += static_cast<int>(proxy.types.size());
+    for (const TypeStage& type : proxy.types) {
+      if (!summary.first_sent.has_value() || type.sent < *summary.first_sent) summary.first_sent = type.sent;
+      if (type.answered.has_value()) later(summary.last_answered, *type.answered);
+    }
+    if (proxy.done.has_value()) {
+      summary.proxies_written++;
+      later(summary.last_written, *proxy.done);
+    }
+    if (proxy.rejected()) {
+      summary.proxies_nacked++;
+    } else if (proxy.answered()) {
+      summary.proxies_acked++;
+    }
+  }
+  return summary;
+}
+
 std::vector<uint64_t> ConvergenceTracker::RecentIds() const {
   MutexLock lock(&mu_);
   return {order_.begin(), order_.end()};

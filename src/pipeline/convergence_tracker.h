@@ -60,6 +60,21 @@ struct ChangeStages {
   std::map<int64_t, ProxyStages> proxies;  // by stream id
 };
 
+// One change across every proxy it reached: what a load test compares with a raw fan-out.
+struct ChangeSummary {
+  uint64_t id = 0;
+  absl::Time received;  // the change was made (ConfigUpdate, or SetSnapshot for a cache)
+  std::string version;  // the push's version, when the pipeline made it
+  int proxies = 0;      // proxies that were sent at least one response for it
+  int responses = 0;
+  int proxies_written = 0;  // of those, proxies whose responses were all written
+  int proxies_acked = 0;    // every response ACKed
+  int proxies_nacked = 0;   // at least one NACK
+  std::optional<absl::Time> first_sent;    // the first write started
+  std::optional<absl::Time> last_written;  // the last proxy's last write completed
+  std::optional<absl::Time> last_answered;  // the last ACK or NACK
+};
+
 class ConvergenceTracker final : public PushObserver {
  public:
   explicit ConvergenceTracker(size_t max_changes = 256) : max_changes_(max_changes) {}
@@ -78,6 +93,8 @@ class ConvergenceTracker final : public PushObserver {
 
   std::optional<ChangeStages> Get(uint64_t change_id) const;
   std::vector<uint64_t> RecentIds() const;  // oldest first
+  // Computed on demand (it walks every proxy record of the change).
+  std::optional<ChangeSummary> Summarize(uint64_t change_id) const;
 
  private:
   ChangeStages& Touch(uint64_t id, const PushRequest& request, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
