@@ -149,6 +149,20 @@ int ChildProcess::Stop(absl::Duration grace) {
   return wait_status_.value_or(-1);
 }
 
+void ChildProcess::Terminate() {
+  if (pid_ > 0 && !wait_status_.has_value()) kill(pid_, SIGTERM);
+}
+
+bool ChildProcess::Running() {
+  if (wait_status_.has_value() || pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    wait_status_ = status;
+    return false;
+  }
+  return true;
+}
+
 std::optional<int64_t> ReadRssKb(pid_t pid) {
   std::ifstream status(StrCat("/proc/", pid, "/status"));
   std::string line;

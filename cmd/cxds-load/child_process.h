@@ -40,6 +40,10 @@ class ChildProcess {
   // sends SIGTERM and, after another `grace`, SIGKILL to this child only. Returns the wait
   // status, or -1. Idempotent.
   int Stop(absl::Duration grace);
+  // Sends SIGTERM now (cxds serve exits on it; it does not read standard input).
+  void Terminate();
+  // False once the child has exited (its status is then kept for Stop).
+  bool Running();
 
  private:
   ChildProcess() = default;

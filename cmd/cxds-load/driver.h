@@ -6,18 +6,21 @@
 //             k; change k is the ClusterLoadAssignment whose endpoint has that port.
 //   fanout    starts cxds-fanout (the raw baseline) and writes `push`; change k is the
 //             response whose version is `push-k`.
-//   files     (not implemented yet; left for when `cxds serve` lands) would rewrite the endpoint
-//             file of a `cxds serve --config-dir DIR` directory (write a temporary file, then
-//             rename it over the old one) and recognise change k by the same endpoint port as
-//             `teaching`; it needs only Start (find the daemon), AddMarker and MakeChange.
+//   files     adds a file to the config directory of `cxds serve --config-dir DIR` (started
+//             by the driver) with a ServiceEntry and its WorkloadEntry, and for change k
+//             rewrites it (temporary file, then rename) with the endpoint port 20000+k; change
+//             k is recognised by that port, as for `teaching`. It can also restart the server
+//             (Restart) and count its connected streams (ServerStreams).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/strings.h"
 #include "load_options.h"
 #include "proxy_stream.h"
 
@@ -41,6 +44,13 @@ class ChangeDriver {
   // JSON objects the control plane printed about its own work (cxds-fanout: send times),
   // waiting up to `wait` for `expected` of them.
   virtual std::vector<std::string> ServerReports(int expected, absl::Duration wait) { return {}; }
+  // Stops the control plane and starts it again on the same configuration; returns once it
+  // serves. Every stream loses its call then.
+  virtual absl::Status Restart() { return absl::UnimplementedError(StrCat("--drive ", name(), " cannot restart")); }
+  // Resources the control plane has serialized so far (a process-wide count), if it says.
+  virtual std::optional<uint64_t> ServerSerializations() { return std::nullopt; }
+  // Streams the control plane says are connected, if it says.
+  virtual std::optional<int> ServerStreams() { return std::nullopt; }
   // Stops what Start started.
   virtual void Stop() {}
 };

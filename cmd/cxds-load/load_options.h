@@ -31,7 +31,13 @@ struct LoadOptions {
   std::string teaching_binary;
   std::string fanout_binary;
   int message_bytes = 1200;               // cxds-fanout's push message size
-  std::string config_dir;                // --drive files (not implemented)
+  std::string cxds_binary;               // --drive files: the cxds binary to run `serve` with
+  std::string config_dir;                // --drive files: the directory cxds serve watches
+  std::string admin_address = "127.0.0.1:15014";  // --drive files: cxds serve's admin HTTP
+  // --drive files: after the changes, restart the server and let every stream reconnect
+  // (Delta: with the resource versions it holds), then count what the new server sends.
+  bool restart = false;
+  absl::Duration restart_settle = absl::Seconds(3);  // wait this long after all reconnected
   uint32_t inventory_port = 18080;       // cxds demo's version-1 endpoint port
   std::string server_log = "/dev/null";  // stderr of a server the tool starts
   std::string server_log_level = "warn";
@@ -50,7 +56,13 @@ struct LoadOptions {
   bool progress = true;
 };
 
-// The endpoint port that identifies change k (k >= 1) of the teaching drive.
-inline uint32_t TeachingChangePort(int k) { return 20000 + static_cast<uint32_t>(k); }
+// The service `--drive files` adds to the config directory and changes; gRPC-style streams
+// subscribe to its listener.
+inline constexpr char kFilesTargetHost[] = "load-target.load.local";
+inline constexpr uint32_t kFilesTargetPort = 8080;
+inline constexpr char kFilesTargetListener[] = "load-target.load.local:8080";
+
+// The endpoint port that identifies change k (k >= 1) of the teaching and files drives.
+inline uint32_t ChangePort(int k) { return 20000 + static_cast<uint32_t>(k); }
 
 }  // namespace cxds::load

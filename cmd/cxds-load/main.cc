@@ -119,7 +119,7 @@ class LoadRun {
     }
     driver_ = *std::move(driver);
     if (options_.changes > 0 && options_.drive == Drive::kNone) {
-      std::cerr << "cxds-load: --changes needs a --drive that makes changes (teaching or fanout)" << std::endl;
+      std::cerr << "cxds-load: --changes needs a --drive that makes changes (teaching, fanout or files)" << std::endl;
       return 2;
     }
     if (absl::Status status = driver_->Start(); !status.ok()) {
@@ -135,10 +135,20 @@ class LoadRun {
     StartStreams(channels);
     WaitConnected();
     ReadServer(&server_.rss_kb_connected, &server_.cpu_s_connected);
+    const std::optional<uint64_t> serializations_before = driver_->ServerSerializations();
+    stats_.record_versions = true;
     MakeChanges();
     Hold();
+    stats_.record_versions = false;
+    if (const std::optional<uint64_t> after = driver_->ServerSerializations();
+        after.has_value() && serializations_before.has_value()) {
+      MutexLock lock(&stats_.versions_mu);
+      serializations_ = SerializationReport{*after - *serializations_before, stats_.versions_seen.size()};
+    }
     ReadServer(&server_.rss_kb_end, &server_.cpu_s_end);
-    if (options_.drive == Drive::kFanout) server_reports_ = driver_->ServerReports(changes_made_, absl::Seconds(5));
+    // The server's own account of each change (send times), where it gives one.
+    if (changes_made_ > 0) server_reports_ = driver_->ServerReports(changes_made_, absl::Seconds(5));
+    if (options_.restart) RestartAndReconnect(channels);
     const bool all_done = StopStreams();
     driver_->Stop();
 
@@ -188,8 +198,82 @@ class LoadRun {
     std::cerr << std::endl;
   }
 
-  void StartStreams(int channels) {
+  StreamConfig StreamConfigFor(int i, RunStats* stats) const {
     const std::string shared_id = driver_->SharedNodeId().empty() ? options_.node_id : driver_->SharedNodeId();
+    return StreamConfig{.index = i,
+                        .protocol = options_.protocol,
+                        .style = options_.node_style,
+                        .expect = options_.expect,
+                        .node = MakeNode(options_, shared_id, i),
+                        .listeners = options_.listeners,
+                        .changes = options_.changes,
+                        .markers = &markers_,
+                        .stats = stats};
+  }
+
+  // Restarts the server with every stream connected and lets each proxy reconnect as itself
+  // (Delta: with the versions it holds); counts what the new server sends in the next
+  // --restart-settle after the server reports them all connected again.
+  void RestartAndReconnect(int channels) {
+    ReconnectReport& report = reconnect_.emplace();
+    report.streams = static_cast<int>(streams_.size());
+    report.settle_ms = absl::ToDoubleMilliseconds(options_.restart_settle);
+    for (auto& stream : streams_) stream->ExpectEnd();
+    const int64_t restart_start = NowNanos();
+    if (absl::Status status = driver_->Restart(); !status.ok()) {
+      problems_.push_back(StrCat("restart: ", status.message()));
+      return;
+    }
+    report.restart_ms = Ms(NowNanos() - restart_start);
+    const int64_t give_up = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(absl::Seconds(60)));
+    while (stats_.done < report.streams && NowNanos() < give_up) {
+      MaybeProgress("restarting");
+      absl::SleepFor(kPoll);
+    }
+    if (stats_.done < report.streams) {
+      problems_.push_back(StrCat("restart: ", report.streams - stats_.done, " old streams did not end"));
+      return;
+    }
+    reconnect_stats_ = std::make_unique<RunStats>(options_.changes);
+    const int64_t reconnect_start = NowNanos();
+    for (int i = 0; i < report.streams; ++i) {
+      std::unique_ptr<ProxyStream> next = streams_[i]->Resume(StreamConfigFor(i, reconnect_stats_.get()));
+      if (next == nullptr) {
+        problems_.push_back("--restart needs --protocol delta (a SotW proxy has no resource versions to offer)");
+        return;
+      }
+      resumed_.push_back(std::move(next));
+      resumed_.back()->Start(stubs_[i % channels].get());
+    }
+    while (NowNanos() < give_up) {
+      std::optional<int> connected = driver_->ServerStreams();
+      report.reconnected = connected;
+      if (connected.has_value() && *connected >= report.streams) {
+        report.reconnect_ms = Ms(NowNanos() - reconnect_start);
+        break;
+      }
+      MaybeProgress("reconnecting");
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    if (!report.reconnect_ms.has_value()) {
+      problems_.push_back(StrCat("restart: the server saw ", report.reconnected.value_or(0), " of ", report.streams,
+                                 " streams reconnect"));
+    }
+    const int64_t settle_until = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(options_.restart_settle));
+    while (NowNanos() < settle_until) absl::SleepFor(kPoll);
+    for (const TypeCounters& counters : reconnect_stats_->types) {
+      report.responses += counters.responses;
+      report.resources += counters.resources;
+      report.bytes += counters.bytes;
+      report.resource_bytes += counters.resource_bytes;
+    }
+    report.responses += reconnect_stats_->other.responses;
+    report.failed = reconnect_stats_->failed;
+    report.errors = reconnect_stats_->errors;
+    if (report.failed > 0) problems_.push_back(StrCat("restart: ", report.failed, " reconnected streams failed"));
+  }
+
+  void StartStreams(int channels) {
     const int64_t start = NowNanos();
     for (int i = 0; i < options_.streams && !PastDeadline(); ++i) {
       if (options_.connect_rate > 0) {
@@ -200,16 +284,7 @@ class LoadRun {
         }
       }
       if (i < channels) stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, i)));
-      StreamConfig config{.index = i,
-                          .protocol = options_.protocol,
-                          .style = options_.node_style,
-                          .expect = options_.expect,
-                          .node = MakeNode(options_, shared_id, i),
-                          .listeners = options_.listeners,
-                          .changes = options_.changes,
-                          .markers = &markers_,
-                          .stats = &stats_};
-      streams_.push_back(MakeProxyStream(std::move(config)));
+      streams_.push_back(MakeProxyStream(StreamConfigFor(i, &stats_)));
       streams_.back()->Start(stubs_[i % channels].get());
       if (i % 256 == 0) MaybeProgress("connecting");
     }
@@ -260,9 +335,14 @@ class LoadRun {
   // Ends every stream and waits (bounded) until gRPC is done with all of them.
   bool StopStreams() {
     for (auto& stream : streams_) stream->Stop();
+    for (auto& stream : resumed_) stream->Stop();
+    const auto all_done = [this] {
+      return stats_.done == static_cast<int>(streams_.size()) &&
+             (reconnect_stats_ == nullptr || reconnect_stats_->done == static_cast<int>(resumed_.size()));
+    };
     const int64_t give_up = NowNanos() + absl::ToInt64Nanoseconds(kStopGrace);
-    while (stats_.done < static_cast<int>(streams_.size()) && NowNanos() < give_up) absl::SleepFor(kPoll);
-    return stats_.done == static_cast<int>(streams_.size());
+    while (!all_done() && NowNanos() < give_up) absl::SleepFor(kPoll);
+    return all_done();
   }
 
   RunReport BuildReport(int channels) {
@@ -312,8 +392,9 @@ class LoadRun {
       ChangeReport change;
       change.change = k;
       change.marker = options_.drive == Drive::kFanout ? StrCat("version push-", k)
-                                                       : StrCat("endpoint port ", TeachingChangePort(k));
+                                                       : StrCat("endpoint port ", ChangePort(k));
       change.made_at_ms = Ms(mark_ns_[k] - run_start_ns_);
+      change.made_at_unix_ms = static_cast<double>(run_start_unix_ms_) + Ms(mark_ns_[k] - run_start_ns_);
       std::vector<double> latencies;
       for (const StreamResult& result : results) {
         if (result.change_ns[k] != 0) latencies.push_back(Ms(result.change_ns[k] - mark_ns_[k]));
@@ -339,6 +420,8 @@ class LoadRun {
     r.client_max_rss_kb = usage.ru_maxrss;
     r.server = server_;
     r.server_reports = server_reports_;
+    r.reconnect = reconnect_;
+    r.serializations = serializations_;
     r.wall_s = Ms(NowNanos() - run_start_ns_) / 1000;
 
     r.problems = problems_;
@@ -368,6 +451,11 @@ class LoadRun {
   RunStats stats_;
   std::vector<std::unique_ptr<AggregatedDiscoveryService::Stub>> stubs_;
   std::vector<std::unique_ptr<ProxyStream>> streams_;
+  // --restart: the same proxies after the server restarted, counted apart.
+  std::unique_ptr<RunStats> reconnect_stats_;
+  std::vector<std::unique_ptr<ProxyStream>> resumed_;
+  std::optional<ReconnectReport> reconnect_;
+  std::optional<SerializationReport> serializations_;
   std::vector<int64_t> mark_ns_;  // [k]: when change k was made
   int changes_made_ = 0;
   int64_t run_start_ns_ = 0;
@@ -423,12 +511,20 @@ int main(int argc, char** argv) {
   app.add_option("--expect", expect, "xds (follow references, ACK) or raw (count receipts: cxds-fanout)")
       ->check(CLI::IsMember({"xds", "raw"}))
       ->capture_default_str();
-  app.add_option("--drive", drive, "none, teaching (cxds demo), fanout (cxds-fanout), files (not implemented)")
+  app.add_option("--drive", drive, "none, teaching (cxds demo), fanout (cxds-fanout), files (cxds serve)")
       ->check(CLI::IsMember({"none", "teaching", "fanout", "files"}))
       ->capture_default_str();
   app.add_option("--teaching-binary", options.teaching_binary, "the cxds binary, for --drive teaching");
   app.add_option("--fanout-binary", options.fanout_binary, "the cxds-fanout binary, for --drive fanout");
   app.add_option("--config-dir", options.config_dir, "cxds serve config directory, for --drive files");
+  app.add_option("--cxds-binary", options.cxds_binary, "the cxds binary, for --drive files (and teaching)");
+  app.add_option("--admin-address", options.admin_address, "cxds serve's admin address, for --drive files")
+      ->capture_default_str();
+  app.add_flag("--restart", options.restart,
+               "--drive files, delta: after the changes restart cxds and count what it sends the reconnecting proxies");
+  std::string restart_settle = "3s";
+  app.add_option("--restart-settle", restart_settle, "with --restart: how long to count after all reconnected")
+      ->capture_default_str();
   app.add_option("--message-bytes", options.message_bytes, "cxds-fanout push size, for --drive fanout")
       ->check(CLI::Range(64, 4 << 20))
       ->capture_default_str();
@@ -466,6 +562,7 @@ int main(int argc, char** argv) {
     options.change_interval = ParseSeconds(change_interval);
     options.change_timeout = ParseSeconds(change_timeout);
     options.hold = ParseSeconds(hold);
+    options.restart_settle = ParseSeconds(restart_settle);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -477,7 +574,16 @@ int main(int argc, char** argv) {
                   : drive == "files"  ? Drive::kFiles
                                       : Drive::kNone;
   if (options.drive == Drive::kFanout) options.expect = Expect::kRaw;  // the baseline has no xDS
-  if (!listeners.empty()) options.listeners = listeners;
+  if (!listeners.empty()) {
+    options.listeners = listeners;
+  } else if (options.drive == Drive::kFiles) {
+    options.listeners = {kFilesTargetListener};  // the service the drive changes
+  }
+  if (options.teaching_binary.empty()) options.teaching_binary = options.cxds_binary;
+  if (options.restart && (options.drive != Drive::kFiles || options.protocol != Protocol::kDelta)) {
+    std::cerr << "cxds-load: --restart needs --drive files and --protocol delta" << std::endl;
+    return 2;
+  }
   options.progress = !quiet;
   if (options.xds_address.rfind("127.0.0.1:", 0) != 0 && options.xds_address.rfind("localhost:", 0) != 0 &&
       options.xds_address.rfind("[::1]:", 0) != 0) {

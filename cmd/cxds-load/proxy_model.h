@@ -73,6 +73,7 @@ class ProxyModel {
   // Every subscribed type has answered and every subscribed name is held.
   bool Complete() const;
 
+  bool subscribed(XdsType type) const { return types_[type].subscribed; }
   bool wildcard(XdsType type) const { return types_[type].wildcard; }
   const std::set<std::string>& names(XdsType type) const { return types_[type].names; }
 

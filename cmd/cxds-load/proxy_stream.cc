@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
@@ -45,6 +46,11 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
   StreamResult Result() const override {
     MutexLock lock(&mu_);
     return result_;
+  }
+
+  void ExpectEnd() override {
+    MutexLock lock(&mu_);
+    stopping_ = true;
   }
 
  protected:
@@ -121,14 +127,18 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
   // The bookkeeping every response gets, whatever the protocol. Returns its type when it is
   // to be decoded and ACKed; nullopt when it was only counted (raw mode) or is of a type
   // nobody watches (an error).
-  std::optional<XdsType> Receive(const std::string& type_url, size_t bytes, int resources,
+  template <typename Resources>
+  std::optional<XdsType> Receive(const std::string& type_url, size_t bytes, const Resources& resources,
                                  const std::string& version, int64_t now) {
     NoteReceipt(now);
     const std::optional<XdsType> type = TypeFromUrl(type_url);
     TypeCounters& counters = CountersOf(type);
     counters.responses++;
     counters.bytes += bytes;
-    counters.resources += resources;
+    counters.resources += resources.size();
+    size_t resource_bytes = 0;
+    for (const auto& resource : resources) resource_bytes += resource.ByteSizeLong();
+    counters.resource_bytes += resource_bytes;
     if (config_.expect == Expect::kRaw) {
       std::vector<int> changes;
       AddMarkedChanges(version, {}, &changes);
@@ -239,6 +249,8 @@ class SotwStream final : public StreamReactor<DiscoveryRequest, DiscoveryRespons
  public:
   using StreamReactor::StreamReactor;
 
+  std::unique_ptr<ProxyStream> Resume(StreamConfig) const override { return nullptr; }
+
   void Start(envoy::service::discovery::v3::AggregatedDiscoveryService::Stub* stub) override {
     stub->async()->StreamAggregatedResources(&context_, this);
     std::vector<DiscoveryRequest> initial;
@@ -264,8 +276,8 @@ class SotwStream final : public StreamReactor<DiscoveryRequest, DiscoveryRespons
   }
 
   void Handle(const DiscoveryResponse& response) override {
-    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(),
-                                                response.resources_size(), response.version_info(), NowNanos());
+    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(), response.resources(),
+                                                response.version_info(), NowNanos());
     if (!type.has_value()) return;
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
@@ -314,10 +326,32 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
  public:
   using StreamReactor::StreamReactor;
 
+  // Called once the call is done, so the protocol state it copies is no longer touched.
+  std::unique_ptr<ProxyStream> Resume(StreamConfig config) const override {
+    auto next = std::make_unique<DeltaStream>(std::move(config));
+    next->model_ = model_;
+    next->complete_ = complete_;
+    next->versions_ = versions_;
+    next->resumed_ = true;
+    return next;
+  }
+
   void Start(envoy::service::discovery::v3::AggregatedDiscoveryService::Stub* stub) override {
     stub->async()->DeltaAggregatedResources(&context_, this);
     std::vector<DeltaDiscoveryRequest> initial;
-    if (config_.expect == Expect::kRaw) {
+    if (resumed_) {
+      // A reconnecting proxy: the same subscriptions, and the version of every resource held.
+      for (XdsType type : kAllTypes) {
+        if (!model_.subscribed(type)) continue;
+        DeltaDiscoveryRequest request;
+        request.set_type_url(std::string(TypeUrlOf(type)));
+        if (!model_.wildcard(type)) {
+          for (const std::string& name : model_.names(type)) request.add_resource_names_subscribe(name);
+        }
+        for (const auto& [name, version] : versions_[type]) (*request.mutable_initial_resource_versions())[name] = version;
+        initial.push_back(std::move(request));
+      }
+    } else if (config_.expect == Expect::kRaw) {
       DeltaDiscoveryRequest request;
       request.set_type_url(std::string(TypeUrlOf(kEds)));
       request.add_resource_names_subscribe("raw");
@@ -339,8 +373,8 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
   }
 
   void Handle(const DeltaDiscoveryResponse& response) override {
-    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(),
-                                                response.resources_size(), response.system_version_info(), NowNanos());
+    const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(), response.resources(),
+                                                response.system_version_info(), NowNanos());
     if (!type.has_value()) return;
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
@@ -351,6 +385,18 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
         return;
       }
     }
+    for (const auto& resource : response.resources()) {
+      if (resource.has_resource()) versions_[*type][resource.name()] = resource.version();
+    }
+    if (config_.stats->record_versions && response.resources_size() > 0) {
+      MutexLock lock(&config_.stats->versions_mu);
+      for (const auto& resource : response.resources()) {
+        if (resource.has_resource()) {
+          config_.stats->versions_seen.insert(StrCat(ShortNameOf(*type), " ", resource.name(), " ", resource.version()));
+        }
+      }
+    }
+    for (const std::string& name : response.removed_resources()) versions_[*type].erase(name);
     std::vector<std::string> removed(response.removed_resources().begin(), response.removed_resources().end());
     model_.Apply(*type, std::move(parsed), removed, /*replace_all=*/false);
     std::vector<SubscriptionUpdate> updates = model_.FollowReferences();
@@ -374,6 +420,10 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
     nack.mutable_error_detail()->set_message(error);
     Send(std::move(nack), {});
   }
+
+  // Per type: the version of each resource held (what initial_resource_versions carries).
+  std::array<std::map<std::string, std::string>, kXdsTypeCount> versions_;
+  bool resumed_ = false;
 };
 }  // namespace
 

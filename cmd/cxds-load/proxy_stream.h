@@ -7,10 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "common/mutex.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "grpcpp/support/status.h"
@@ -27,6 +30,7 @@ struct TypeCounters {
   std::atomic<uint64_t> responses{0};
   std::atomic<uint64_t> bytes{0};      // serialized response size
   std::atomic<uint64_t> resources{0};  // resources carried
+  std::atomic<uint64_t> resource_bytes{0};  // of those, their serialized size (no envelope)
   std::atomic<uint64_t> acks{0};
   std::atomic<uint64_t> nacks{0};
 };
@@ -43,6 +47,11 @@ struct RunStats {
   std::atomic<int> done{0};       // streams gRPC has finished with (OnDone)
   std::atomic<uint64_t> errors{0};
   std::unique_ptr<std::atomic<int>[]> converged;  // [k]: streams that acknowledged change k
+  // While set (the change phase), Delta streams note every resource version they receive, so
+  // the run can set the server's serializations against the versions that exist.
+  std::atomic<bool> record_versions{false};
+  Mutex versions_mu;
+  std::set<std::string> versions_seen ABSL_GUARDED_BY(versions_mu);  // "type name version"
 };
 
 // What identifies change k in a response: an endpoint port (teaching drive) or a response
@@ -84,6 +93,13 @@ class ProxyStream {
   // Ends the stream (the run is over). Thread-safe; harmless once done.
   virtual void Stop() = 0;
   virtual StreamResult Result() const = 0;
+  // Once this stream is done (its call ended, e.g. the server restarted): a new stream that
+  // carries on as the same proxy reconnecting, with what this one subscribed to and holds.
+  // Delta only: its first requests carry initial_resource_versions, so a server that has the
+  // same resources sends none. Null for SotW.
+  virtual std::unique_ptr<ProxyStream> Resume(StreamConfig config) const = 0;
+  // The run expects the call to end now (server restart): its end is not a failure.
+  virtual void ExpectEnd() = 0;
 };
 
 std::unique_ptr<ProxyStream> MakeProxyStream(StreamConfig config);

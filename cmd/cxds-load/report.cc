@@ -110,6 +110,19 @@ std::string RenderTable(const RunReport& r) {
                        change_cpu ? fmt::format("{:.2f}s", *change_cpu) : "-");
   }
   for (const std::string& line : r.server_reports) out += fmt::format("  server: {}\n", line);
+  if (r.serializations.has_value()) {
+    out += fmt::format("  serializations during the changes: {} by the server for {} resource versions received\n",
+                       r.serializations->server_serializations, r.serializations->resource_versions);
+  }
+  if (r.reconnect.has_value()) {
+    const ReconnectReport& c = *r.reconnect;
+    out += fmt::format(
+        "  restart: server ready again in {:.0f} ms; {} of {} streams reconnected{}; in the {:.0f} ms after: "
+        "{} responses ({} bytes), {} resources ({} bytes)\n",
+        c.restart_ms, c.reconnected.value_or(0), c.streams,
+        c.reconnect_ms ? fmt::format(" in {:.0f} ms", *c.reconnect_ms) : std::string(), c.settle_ms, c.responses,
+        c.bytes, c.resources, c.resource_bytes);
+  }
   out += r.ok ? "  RESULT ok\n" : "  RESULT incomplete\n";
   for (const std::string& problem : r.problems) out += fmt::format("    {}\n", problem);
   return out;
@@ -134,8 +147,10 @@ std::string RenderJson(const RunReport& r) {
   for (size_t i = 0; i < r.changes.size(); ++i) {
     const ChangeReport& c = r.changes[i];
     out += fmt::format(
-        "{}\n    {{\"change\": {}, \"marker\": {}, \"made_at_ms\": {}, \"converged\": {}, \"latency_ms\": {}}}",
-        i == 0 ? "" : ",", c.change, JsonString(c.marker), JsonNumber(c.made_at_ms), c.converged,
+        "{}\n    {{\"change\": {}, \"marker\": {}, \"made_at_ms\": {}, \"made_at_unix_ms\": {}, \"converged\": {}, "
+        "\"latency_ms\": {}}}",
+        i == 0 ? "" : ",", c.change, JsonString(c.marker), JsonNumber(c.made_at_ms), JsonNumber(c.made_at_unix_ms),
+        c.converged,
         JsonDistribution(c.latency_ms));
   }
   out += r.changes.empty() ? "],\n" : "\n  ],\n";
@@ -166,6 +181,20 @@ std::string RenderJson(const RunReport& r) {
   out += "  \"server_reports\": [";
   for (size_t i = 0; i < r.server_reports.size(); ++i) out += (i == 0 ? "" : ", ") + r.server_reports[i];
   out += "],\n";
+  if (r.serializations.has_value()) {
+    out += fmt::format("  \"serializations\": {{\"server_serializations\": {}, \"resource_versions\": {}}},\n",
+                       r.serializations->server_serializations, r.serializations->resource_versions);
+  }
+  if (r.reconnect.has_value()) {
+    const ReconnectReport& c = *r.reconnect;
+    out += fmt::format(
+        "  \"reconnect\": {{\"streams\": {}, \"reconnected\": {}, \"restart_ms\": {}, \"reconnect_ms\": {}, "
+        "\"settle_ms\": {}, \"responses\": {}, \"response_bytes\": {}, \"resources\": {}, \"resource_bytes\": {}, "
+        "\"failed\": {}, "
+        "\"errors\": {}}},\n",
+        c.streams, JsonOptional(c.reconnected), JsonNumber(c.restart_ms), JsonOptional(c.reconnect_ms),
+        JsonNumber(c.settle_ms), c.responses, c.bytes, c.resources, c.resource_bytes, c.failed, c.errors);
+  }
   out += fmt::format("  \"wall_s\": {},\n  \"ok\": {},\n  \"problems\": [", JsonNumber(r.wall_s), r.ok);
   for (size_t i = 0; i < r.problems.size(); ++i) out += (i == 0 ? "" : ", ") + JsonString(r.problems[i]);
   out += "]\n}\n";

@@ -35,6 +35,7 @@ struct ChangeReport {
   int change = 0;
   std::string marker;   // how the change is recognised
   double made_at_ms = 0;  // since the run started
+  double made_at_unix_ms = 0;  // the same on the wall clock, to set against server reports
   int converged = 0;    // streams that acknowledged (raw: received) it
   Distribution latency_ms;  // change made -> ACK (raw: receipt), over the streams that converged
 };
@@ -47,6 +48,28 @@ struct ServerUsage {
   std::optional<double> cpu_s_before;
   std::optional<double> cpu_s_connected;
   std::optional<double> cpu_s_end;
+};
+
+// --restart: what the restarted server sent the same proxies reconnecting.
+struct ReconnectReport {
+  int streams = 0;
+  std::optional<int> reconnected;         // streams the new server reported connected
+  double restart_ms = 0;                  // old server stopped -> new one ready
+  std::optional<double> reconnect_ms;     // streams restarted -> the server saw them all
+  double settle_ms = 0;                   // counted for this long after that
+  uint64_t responses = 0;
+  uint64_t resources = 0;
+  uint64_t bytes = 0;           // serialized responses
+  uint64_t resource_bytes = 0;  // of which resources (an empty response has none)
+  int failed = 0;
+  uint64_t errors = 0;
+};
+
+// During the changes: resources the server serialized, against the distinct resource versions
+// (type, name, version) the Delta streams received. 1 per version: serialized once, shared.
+struct SerializationReport {
+  uint64_t server_serializations = 0;
+  uint64_t resource_versions = 0;
 };
 
 struct RunReport {
@@ -82,6 +105,8 @@ struct RunReport {
   int64_t client_max_rss_kb = 0;
   ServerUsage server;
   std::vector<std::string> server_reports;  // JSON objects printed by the server
+  std::optional<ReconnectReport> reconnect;
+  std::optional<SerializationReport> serializations;
   double wall_s = 0;
   bool ok = false;
   std::vector<std::string> problems;  // why ok is false
