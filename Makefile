@@ -4,6 +4,8 @@
 #   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
 #               ThreadSanitizer (server and cache tests)
 #   make build  install dependencies and build build/cxds and the tests
+#   make bench  the standard load scenarios and micro-benchmarks (about 15 minutes); writes
+#               bench/results/DATE.md and bench/results/latest.json
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -12,7 +14,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: deps build run demo test test-main test-asan test-tsan bench-micro clean
+.PHONY: deps build run demo test test-main test-asan test-tsan bench bench-micro clean
 
 deps:
 	@scripts/install-deps.sh
@@ -53,9 +55,16 @@ test-tsan: build
 
 test: test-main test-asan test-tsan
 
-# Google Benchmark micro-benchmarks of the push pipeline (each beside its baseline).
+# Google Benchmark micro-benchmarks (each beside its baseline; see bench/README.md): the push
+# pipeline, then xDS resource serialization and fan-out and the snapshot cache's watches.
 bench-micro: build
 	$(BUILD)/bench/cxds_pipeline_bench --benchmark_counters_tabular=true
+	$(BUILD)/bench/cxds_xds_bench --benchmark_counters_tabular=true
+
+# The scenarios of issue 6 in one run (bench/run.sh): micro-benchmarks, 1,000/5,000/10,000 streams
+# against cxds and the raw fan-out baseline, the 1,000-service mesh, a restart; then the report.
+bench: build
+	bench/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

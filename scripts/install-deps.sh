@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-grpcio
+  gnuplot-nox
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# make bench: the standard scenarios of issue 6 in one run, then the report.
+#
+#   bench/run.sh BUILD_DIR [RUN_DIR]
+#
+# 1. Google Benchmark micro-benchmarks (bench/*_bench.cc), JSON into RUN_DIR/micro.
+# 2. Load at N = 1,000, 5,000 and 10,000 streams (BENCH_SIZES overrides): cxds demo over Delta
+#    and SotW, then the raw fan-out baseline (cxds-fanout) pushing messages of the size cxds's
+#    EDS responses had in the Delta run. Server pinned to core 0, cxds-load to core 1, one
+#    stream per connection, 5 endpoint changes one second apart, debounce off (the demo has
+#    none). Each run waits (at most 5 minutes) for the machine to be quiet first.
+# 3. The mesh: cxds serve on 1,000 services with 10,000 endpoints (bench/gen_mesh.py),
+#    BENCH_MESH_STREAMS (1,000) Envoy-like Delta proxies, 5 endpoint changes through the files.
+# 4. Restart: cxds serve on examples/mesh with the largest N Delta proxies; after the changes
+#    cxds restarts and every proxy reconnects with the versions it holds.
+# 5. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
+#    bench/results/latest.json.
+#
+# Every run is bounded (--duration) and uses loopback ports 19100-19199 only. For a quick look:
+# BENCH_SIZES="100 200" BENCH_MESH_STREAMS=20 BENCH_MICRO=0 bench/run.sh build /tmp/run
+# (the report then still goes to bench/results/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:?build directory (with cxds, cxds-load, cxds-fanout, bench/)}
+date=$(date -u +%F)
+run=${2:-bench/results/$date-data}
+read -r -a sizes <<<"${BENCH_SIZES:-1000 5000 10000}"
+mesh_streams=${BENCH_MESH_STREAMS:-1000}
+largest=${sizes[-1]}
+mkdir -p "$run/micro" "$run/load" "$run/mesh" "$run/restart" "$run/metrics" "$run/logs"
+
+# Percent of CPU time busy over the next 3 seconds, from /proc/stat.
+busy_percent() {
+  local a b
+  read -r -a a < <(head -1 /proc/stat)
+  sleep 3
+  read -r -a b < <(head -1 /proc/stat)
+  local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$(( total + b[i] - a[i] )); done
+  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+
+# Other work on the machine skews every number: wait (at most 5 minutes) for a quiet moment.
+wait_quiet() {
+  local waited=0 busy
+  while busy=$(busy_percent); (( busy > 10 && waited < 300 )); do
+    echo "   machine ${busy}% busy; waiting" >&2
+    waited=$((waited + 3))
+  done
+  echo "   machine ${busy}% busy at start" >&2
+}
+
+port=19100
+next_port() { port=$((port + 2)); }
+
+# cxds-load with the settings every run shares; the report goes to $1.json and $1.txt.
+load() {
+  local out=$1
+  shift
+  wait_quiet
+  "$build/cxds-load" --xds-address "127.0.0.1:$port" --server-cpu 0 --client-cpu 1 \
+    --changes 5 --change-interval 1s --change-timeout 60s --duration 600s --quiet \
+    --server-log "$run/logs/$(basename "$out").server.log" --json "$out.json" "$@" | tee "$out.txt" || true
+  next_port
+}
+
+git_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || git_commit="$git_commit-dirty"
+cat >"$run/machine.json" <<JSON
+{"date": "$date", "cores": $(nproc), "kernel": "$(uname -r)", "commit": "$git_commit",
+ "grpc": "$(pkg-config --modversion grpc++ 2>/dev/null || echo unknown)",
+ "build_type": "$(sed -n "s/^CMAKE_BUILD_TYPE:[A-Z]*=//p" "$build/CMakeCache.txt" | grep . || echo "RelWithDebInfo (project default)")",
+ "memory_kb": $(awk '/MemTotal/ {print $2}' /proc/meminfo),
+ "open_files_limit": $(ulimit -Hn), "loadavg_start": $(cut -d' ' -f1 /proc/loadavg)}
+JSON
+
+echo "== micro-benchmarks" >&2
+[[ ${BENCH_MICRO:-1} == 0 ]] || for bench in "$build"/bench/cxds_*_bench; do
+  name=$(basename "$bench" _bench)
+  name=${name#cxds_}
+  wait_quiet
+  "$bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$run/micro/$name.json" --benchmark_out_format=json >/dev/null
+done
+
+for n in "${sizes[@]}"; do
+  echo "== cxds demo, Delta and SotW, $n streams" >&2
+  load "$run/load/delta-$n" --drive teaching --cxds-binary "$build/cxds" --protocol delta --streams "$n"
+  load "$run/load/sotw-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --streams "$n"
+  # The baseline writes what cxds wrote for a change: one EDS response of the same size.
+  eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/load/delta-$n.json" 2>/dev/null || echo 1200)
+  echo "== raw fan-out baseline, $n streams, $eds_bytes-byte pushes" >&2
+  load "$run/load/fanout-$n" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" --streams "$n"
+done
+
+echo "== mesh: 1,000 services, 10,000 endpoints, $mesh_streams Delta proxies" >&2
+mesh_dir=$(mktemp -d /tmp/cxds-bench-mesh.XXXXXX)
+trap 'rm -rf "$mesh_dir"' EXIT
+python3 bench/gen_mesh.py "$mesh_dir/config" 1000 10 >&2
+load "$run/mesh/delta-$mesh_streams" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/config" \
+  --admin-address "127.0.0.1:$((port + 1))" --protocol delta --streams "$mesh_streams"
+echo "{\"services\": 1000, \"endpoints\": 10000, \"streams\": $mesh_streams, \"node_style\": \"envoy\"}" >"$run/mesh/scenario.json"
+python3 - "$run/mesh/delta-$mesh_streams.json" "$run/metrics/serializations.json" <<'PY' || true
+import json, sys
+s = json.load(open(sys.argv[1])).get("serializations")
+if s:
+    json.dump({"serializations": s["server_serializations"], "resource_versions": s["resource_versions"],
+               "measured_on": "mesh run, during its changes"}, open(sys.argv[2], "w"))
+PY
+
+echo "== restart: examples/mesh, $largest Delta proxies" >&2
+mkdir -p "$mesh_dir/restart"
+cp examples/mesh/*.yaml "$mesh_dir/restart/"
+load "$run/restart/delta-restart" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/restart" \
+  --admin-address "127.0.0.1:$((port + 1))" --protocol delta --streams "$largest" --restart
+
+echo "== report" >&2
+python3 bench/report.py "$run" "bench/results/$date.md" bench/results/latest.json
+echo "bench: wrote bench/results/$date.md and bench/results/latest.json (data in $run)" >&2
