@@ -232,7 +232,13 @@ class FilesDriver final : public ChildDriver {
     httplib::Client client(admin_host_, admin_port_);
     client.set_read_timeout(5, 0);
     httplib::Result result = client.Get("/metrics");
-    if (!result || result->status != 200) return std::nullopt;
+    if (!result || result->status != 200) {
+      const std::string error = result ? StrCat("status ", result->status) : httplib::to_string(result.error());
+      if (error != last_admin_error_) Log().warn("ADMIN GET /metrics failed: {}", error);
+      last_admin_error_ = error;
+      return std::nullopt;
+    }
+    last_admin_error_.clear();
     double total = 0;
     for (absl::string_view line : absl::StrSplit(result->body, '\n')) {
       if (!absl::StartsWith(line, prefix)) continue;
@@ -296,6 +302,7 @@ class FilesDriver final : public ChildDriver {
 
   static constexpr absl::Duration kServeReadyTimeout = absl::Seconds(120);  // large directories
   const LoadOptions& options_;
+  std::string last_admin_error_;  // logged once until it changes
   std::string admin_host_;
   int admin_port_ = 0;
 };

@@ -43,11 +43,18 @@ std::optional<double> LoadAverage() {
   return std::nullopt;
 }
 
-// Sockets: one per channel here, and one per stream in a server started as our child, which
-// inherits the limit. Raise the soft limit as far as the hard one allows.
+// Sockets: one per channel here (two for a while when a server restart makes every channel
+// reconnect), and one per stream in a server started as our child, which inherits the limit.
+// Raise the soft limit as far as the hard one allows, and the hard one too where permitted
+// (root), since a failed socket() shows up as a confusing error far from here.
 void RaiseFileLimit(int needed) {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_max < static_cast<rlim_t>(needed)) {
+    rlimit raised = limit;
+    raised.rlim_max = raised.rlim_cur = static_cast<rlim_t>(needed);
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) getrlimit(RLIMIT_NOFILE, &limit);
+  }
   if (limit.rlim_cur < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_NOFILE, &limit);
@@ -110,7 +117,7 @@ class LoadRun {
     loadavg_start_ = LoadAverage();
     deadline_ns_ = run_start_ns_ + absl::ToInt64Nanoseconds(options_.duration);
     const int channels = options_.connections > 0 ? std::min(options_.connections, options_.streams) : options_.streams;
-    RaiseFileLimit(channels + (options_.drive == Drive::kNone ? 0 : options_.streams) + 128);
+    RaiseFileLimit(2 * std::max(channels, options_.streams) + 256);
 
     absl::StatusOr<std::unique_ptr<ChangeDriver>> driver = MakeDriver(options_);
     if (!driver.ok()) {
