@@ -734,7 +734,8 @@ def restart_section(restart):
                 ("restart_ms", "restart: old server stopped → new one ready (ms)", 0),
                 ("reconnect_ms", "streams restarted → all seen by the server (ms)", 0),
                 ("settle_ms", "counted for, after that (ms)", 0), ("responses", "responses sent", 0),
-                ("resources", "resources sent", 0), ("resource_bytes", "bytes of responses", 0),
+                ("response_bytes", "bytes of those responses (envelopes included)", 0),
+                ("resources", "resources sent", 0), ("resource_bytes", "bytes of resources", 0),
                 ("failed", "reconnected streams failed", 0), ("errors", "errors", 0))
             if key in reconnect]
     out.append(table(["after the restart", "value"], rows))
