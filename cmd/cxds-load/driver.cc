@@ -173,13 +173,14 @@ std::vector<std::string> SplitJsonObjects(const std::string& array) {
 
 class FilesDriver final : public ChildDriver {
  public:
+  explicit FilesDriver(const LoadOptions& options) : options_(options) {}
+  std::string name() const override { return "files"; }
+
+  // cxds serve does not read standard input: it exits on SIGTERM.
   void Stop() override {
     if (child_ != nullptr) child_->Terminate();
     ChildDriver::Stop();
   }
-
-  explicit FilesDriver(const LoadOptions& options) : options_(options) {}
-  std::string name() const override { return "files"; }
 
   absl::Status Start() override {
     const std::vector<std::string> host_port = absl::StrSplit(options_.admin_address, ':');
@@ -201,7 +202,11 @@ class FilesDriver final : public ChildDriver {
     httplib::Client client(admin_host_, admin_port_);
     client.set_read_timeout(10, 0);
     httplib::Result result = client.Get("/debug/change_summaries");
-    if (!result || result->status != 200) return {};
+    if (!result || result->status != 200) {
+      Log().warn("ADMIN GET /debug/change_summaries failed: {}",
+                 result ? StrCat("status ", result->status) : httplib::to_string(result.error()));
+      return {};
+    }
     return SplitJsonObjects(result->body);
   }
 

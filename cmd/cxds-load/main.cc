@@ -147,8 +147,9 @@ class LoadRun {
     MakeChanges();
     Hold();
     stats_.record_versions = false;
+    // Only Delta streams note resource versions (SotW responses carry one version per type).
     if (const std::optional<uint64_t> after = driver_->ServerSerializations();
-        after.has_value() && serializations_before.has_value()) {
+        options_.protocol == Protocol::kDelta && after.has_value() && serializations_before.has_value()) {
       MutexLock lock(&stats_.versions_mu);
       serializations_ = SerializationReport{*after - *serializations_before, stats_.versions_seen.size()};
     }
