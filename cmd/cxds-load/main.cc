@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -106,6 +107,32 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+// An integer field of a flat JSON object such as `"proxies_written":20`, if present.
+std::optional<int64_t> JsonIntField(const std::string& object, absl::string_view key) {
+  const std::string needle = StrCat("\"", key, "\":");
+  const size_t at = object.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  size_t end = at + needle.size();
+  while (end < object.size() && (std::isdigit(static_cast<unsigned char>(object[end])) || object[end] == '-')) ++end;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(object.substr(at + needle.size(), end - at - needle.size()), &value)) return std::nullopt;
+  return value;
+}
+
+// True when every change summary accounts for all its proxies: written to, and ACKed or NACKed.
+// Summaries without these fields (the raw baseline's) are settled as they are.
+bool ServerReportsSettled(const std::vector<std::string>& reports) {
+  for (const std::string& report : reports) {
+    const std::optional<int64_t> proxies = JsonIntField(report, "proxies");
+    const std::optional<int64_t> written = JsonIntField(report, "proxies_written");
+    const std::optional<int64_t> acked = JsonIntField(report, "proxies_acked");
+    const std::optional<int64_t> nacked = JsonIntField(report, "proxies_nacked");
+    if (!proxies || !written || !acked || !nacked) continue;
+    if (*written < *proxies || *acked + *nacked < *proxies) return false;
+  }
+  return true;
+}
+
 class LoadRun {
  public:
   explicit LoadRun(const LoadOptions& options)
@@ -155,7 +182,7 @@ class LoadRun {
     }
     ReadServer(&server_.rss_kb_end, &server_.cpu_s_end);
     // The server's own account of each change (send times), where it gives one.
-    if (changes_made_ > 0) server_reports_ = driver_->ServerReports(changes_made_, absl::Seconds(5));
+    if (changes_made_ > 0) server_reports_ = SettledServerReports();
     if (options_.restart) RestartAndReconnect(channels);
     const bool all_done = StopStreams();
     driver_->Stop();
@@ -330,6 +357,23 @@ class LoadRun {
         absl::SleepFor(kPoll);
       }
     }
+  }
+
+  // The server records a write's completion and the proxy's ACK a little after the proxy has
+  // them, so the summaries are asked for again until they account for every proxy (bounded).
+  std::vector<std::string> SettledServerReports() {
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    std::vector<std::string> reports;
+    for (int attempt = 1;; ++attempt) {
+      reports = driver_->ServerReports(changes_made_, std::max(deadline - absl::Now(), absl::Milliseconds(200)));
+      if (ServerReportsSettled(reports)) break;
+      if (absl::Now() >= deadline) {
+        Log().warn("SERVER change summaries still incomplete after {} requests", attempt);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    return reports;
   }
 
   void Hold() {
