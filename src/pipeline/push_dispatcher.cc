@@ -88,8 +88,8 @@ void PushDispatcher::Pump() {
       MutexLock lock(&mu_);
       if (in_flight_ >= max_in_flight_ || stopping_) break;
       in_flight_++;
-      max_seen_ = std::max(max_seen_, in_flight_);
-      if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+      max_seen_ = std::max(max_seen_, in_flight_ - reserved_);
+      if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_ - reserved_);
     }
     std::optional<PushQueue::Item> item = queue_.TryDequeue();
     if (!item.has_value()) {
@@ -109,11 +109,20 @@ void PushDispatcher::WorkerLoop() {
       MutexLock lock(&mu_);
       mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ < max_in_flight_ || stopping_; });
       if (stopping_) return;
+      // The slot is reserved while the worker waits for a push, and counts as pushing only
+      // once it has one.
       in_flight_++;
-      max_seen_ = std::max(max_seen_, in_flight_);
-      if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+      reserved_++;
     }
     std::optional<PushQueue::Item> item = queue_.Dequeue();
+    {
+      MutexLock lock(&mu_);
+      reserved_--;
+      if (item.has_value()) {
+        max_seen_ = std::max(max_seen_, in_flight_ - reserved_);
+        if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_ - reserved_);
+      }
+    }
     if (!item.has_value()) {  // shut down
       ReleaseSlot();
       return;
@@ -125,11 +134,30 @@ void PushDispatcher::WorkerLoop() {
 void PushDispatcher::ReleaseSlot() {
   MutexLock lock(&mu_);
   in_flight_--;
-  if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_);
+  if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_ - reserved_);
 }
 
 void PushDispatcher::Done(PushTarget* target) {
   if (!queue_.MarkDone(target)) return;
+  // The slot passes straight to the next queued push, delivered on this thread (usually the
+  // one that completed the write): releasing it instead would wake a worker for every push,
+  // and those hand-offs were most of the cost of a push to many streams. Not inside a
+  // delivery on this thread: the loop further up continues, and the stack stays flat.
+  bool stopping = false;
+  {
+    MutexLock lock(&mu_);
+    stopping = stopping_;
+  }
+  if (pumping_dispatcher != this && !stopping) {
+    if (std::optional<PushQueue::Item> item = queue_.TryDequeue(); item.has_value()) {
+      const PushDispatcher* outer = pumping_dispatcher;
+      pumping_dispatcher = this;
+      Deliver(std::move(*item));
+      pumping_dispatcher = outer;
+      if (workers_.empty()) Pump();  // slots a nested Done released
+      return;
+    }
+  }
   ReleaseSlot();
   if (workers_.empty()) Pump();
 }
@@ -148,7 +176,7 @@ void PushDispatcher::Remove(PushTarget* target) {
 
 int PushDispatcher::in_flight() const {
   MutexLock lock(&mu_);
-  return in_flight_;
+  return in_flight_ - reserved_;
 }
 
 int PushDispatcher::max_in_flight_seen() const {

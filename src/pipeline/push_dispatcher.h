@@ -9,10 +9,13 @@
 // holds one slot, never the whole pipeline, and the number of pushes generating and writing at
 // once never exceeds the limit.
 //
-// Threading: with `worker_threads` > 0, that many threads dequeue and deliver. With 0
-// (inline mode, used by deterministic tests), deliveries run on the thread that enqueues or
-// that reports Done; a thread never delivers recursively (a Done inside a delivery leaves
-// the next delivery to the loop already running on that thread). Every method is thread-safe.
+// Threading: with `worker_threads` > 0, that many threads deliver what Enqueue queues (the
+// enqueuing thread may hold a watcher's lock, so it never delivers itself). With 0 (inline
+// mode, used by deterministic tests), deliveries run on the thread that enqueues. In both
+// modes the thread that reports Done delivers the next queued push with the slot it frees,
+// so a write completion starts the next write without a thread hand-off. A thread never
+// delivers recursively (a Done inside a delivery leaves the next delivery to the loop already
+// running on that thread, or to a worker). Every method is thread-safe.
 #pragma once
 
 #include <atomic>
@@ -53,14 +56,16 @@ class PushDispatcher {
   // Queues a push for `target` (merged with what is queued or in progress for it). Never
   // blocks on other connections' pushes in worker mode.
   void Enqueue(PushTarget* target, const PushTargetInfo& info, PushRequestPtr request);
-  // `target` finished its current push: frees its slot and re-queues what arrived meanwhile.
+  // `target` finished its current push: re-queues what arrived meanwhile and hands its slot to
+  // the next queued push, delivered on the calling thread (or frees it). Call with no lock held
+  // that a delivery could need.
   void Done(PushTarget* target);
   // `target` is closing: forgets it, frees its slot if it held one, and returns once no
   // delivery to it is in progress. Must not be called from inside its own DeliverPush.
   void Remove(PushTarget* target);
 
   int max_in_flight() const { return max_in_flight_; }
-  int in_flight() const;
+  int in_flight() const;  // connections pushing now (not counting idle workers' reserved slots)
   int max_in_flight_seen() const;  // the most connections ever pushing at once
   const PushQueue& queue() const { return queue_; }
   PushObserver* observer() const { return observer_; }
@@ -81,7 +86,8 @@ class PushDispatcher {
   Gauge* in_flight_gauge_ = nullptr;
 
   mutable Mutex mu_;
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // slots taken, including reserved ones
+  int reserved_ ABSL_GUARDED_BY(mu_) = 0;   // slots held by workers waiting for a push
   int max_seen_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<PushTarget*, PushTargetInfo> infos_ ABSL_GUARDED_BY(mu_);

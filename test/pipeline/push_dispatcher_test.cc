@@ -150,6 +150,86 @@ TEST(PushDispatcherTest, WorkerModeNeverExceedsTheThrottleUnderConcurrency) {
   for (auto& t : finishers) t.join();
 }
 
+// Records the thread each push was delivered on; with `finish_at_once`, reports Done from
+// inside the delivery, as a stream with nothing to send does.
+class ThreadRecordingTarget final : public PushTarget {
+ public:
+  ThreadRecordingTarget(PushDispatcher* dispatcher, bool finish_at_once)
+      : dispatcher_(dispatcher), finish_at_once_(finish_at_once) {}
+  void DeliverPush(PushRequestPtr) override {
+    {
+      MutexLock lock(&mu_);
+      threads_.push_back(std::this_thread::get_id());
+    }
+    if (finish_at_once_) dispatcher_->Done(this);
+  }
+  std::string PushTargetName() const override { return "recording"; }
+  std::vector<std::thread::id> threads() const {
+    MutexLock lock(&mu_);
+    return threads_;
+  }
+  // Waits (bounded; a bound, not a timed assertion) until `n` pushes were delivered.
+  bool AwaitDeliveries(size_t n) const {
+    MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return threads_.size() >= n; },
+                                absl::Seconds(30));
+  }
+
+ private:
+  PushDispatcher* const dispatcher_;
+  const bool finish_at_once_;
+  mutable Mutex mu_;
+  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+// A write completion that frees a slot starts the next queued push itself: no worker is woken
+// to do it (that hand-off per push was most of the cost of a push to many streams).
+TEST(PushDispatcherTest, WorkerModeDoneDeliversTheNextQueuedPushOnTheCallingThread) {
+  PushDispatcher::Options options;
+  options.max_in_flight = 1;
+  options.worker_threads = 1;
+  PushDispatcher dispatcher(options);
+  ThreadRecordingTarget first(&dispatcher, false), second(&dispatcher, false);
+  dispatcher.Enqueue(&first, {}, Reason("x"));
+  ASSERT_TRUE(first.AwaitDeliveries(1));
+  EXPECT_NE(first.threads()[0], std::this_thread::get_id()) << "Enqueue never delivers in worker mode";
+  dispatcher.Enqueue(&second, {}, Reason("x"));  // waits: the one slot is first's
+  EXPECT_TRUE(second.threads().empty());
+  dispatcher.Done(&first);
+  ASSERT_EQ(second.threads().size(), 1u) << "delivered before Done returned";
+  EXPECT_EQ(second.threads()[0], std::this_thread::get_id());
+  dispatcher.Done(&second);
+  dispatcher.Remove(&first);
+  dispatcher.Remove(&second);
+}
+
+// A Done reported inside a delivery does not deliver again on that thread (the stack stays
+// flat); the freed slots go to the worker, and every queued push is still delivered.
+TEST(PushDispatcherTest, WorkerModeDoneInsideADeliveryLeavesTheRestToTheWorkers) {
+  PushDispatcher::Options options;
+  options.max_in_flight = 1;
+  options.worker_threads = 1;
+  PushDispatcher dispatcher(options);
+  ThreadRecordingTarget holder(&dispatcher, false);
+  dispatcher.Enqueue(&holder, {}, Reason("x"));
+  ASSERT_TRUE(holder.AwaitDeliveries(1));
+  std::vector<std::unique_ptr<ThreadRecordingTarget>> quick;
+  for (int i = 0; i < 200; ++i) {
+    quick.push_back(std::make_unique<ThreadRecordingTarget>(&dispatcher, true));
+    dispatcher.Enqueue(quick.back().get(), {}, Reason("x"));
+  }
+  dispatcher.Done(&holder);  // delivers quick[0] here; its nested Done frees the slot
+  int on_this_thread = 0;
+  for (auto& target : quick) {
+    ASSERT_TRUE(target->AwaitDeliveries(1));
+    if (target->threads()[0] == std::this_thread::get_id()) on_this_thread++;
+  }
+  EXPECT_EQ(on_this_thread, 1);
+  EXPECT_EQ(quick[0]->threads()[0], std::this_thread::get_id());
+  dispatcher.Remove(&holder);
+  for (auto& target : quick) dispatcher.Remove(target.get());
+}
+
 TEST(PushDispatcherTest, DefaultThrottleIsIstiods) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   EXPECT_EQ(DefaultPushThrottle(), std::min(15 + 5 * cores, 100));
