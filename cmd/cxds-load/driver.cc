@@ -72,10 +72,12 @@ class TeachingDriver final : public ChildDriver {
   std::string SharedNodeId() const override { return node_id_; }
 
   absl::Status Start() override {
+    std::vector<std::string> args = {"--log-level", options_.server_log_level, "demo", "--xds-address",
+                                     options_.xds_address, "--node-id", node_id_, "--inventory-port",
+                                     std::to_string(options_.inventory_port)};
+    args.insert(args.end(), options_.server_args.begin(), options_.server_args.end());
     return StartChild({.binary = options_.teaching_binary,
-                       .args = {"--log-level", options_.server_log_level, "demo", "--xds-address",
-                                options_.xds_address, "--node-id", node_id_, "--inventory-port",
-                                std::to_string(options_.inventory_port)},
+                       .args = std::move(args),
                        .stderr_path = options_.server_log,
                        .cpu = options_.server_cpu},
                       "PUBLISHED version=1 ");
@@ -279,13 +281,16 @@ class FilesDriver final : public ChildDriver {
 
   // Starts `cxds serve` and waits until its admin says it is ready (the whole directory loaded).
   absl::Status StartServer() {
+    std::vector<std::string> args = {"--log-level", options_.server_log_level, "serve", "--config-dir",
+                                     options_.config_dir, "--xds-address", options_.xds_address,
+                                     "--admin-address", options_.admin_address,
+                                     // Endpoint changes are pushed at once: the measurement is of
+                                     // the push, not of a debounce timer.
+                                     "--eds-debounce", "false"};
+    args.insert(args.end(), options_.server_args.begin(), options_.server_args.end());
     absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(
         {.binary = options_.cxds_binary,
-         .args = {"--log-level", options_.server_log_level, "serve", "--config-dir", options_.config_dir,
-                  "--xds-address", options_.xds_address, "--admin-address", options_.admin_address,
-                  // Endpoint changes are pushed at once: the measurement is of the push, not of
-                  // a debounce timer.
-                  "--eds-debounce", "false"},
+         .args = std::move(args),
          .stderr_path = options_.server_log,
          .cpu = options_.server_cpu});
     if (!child.ok()) return child.status();

@@ -41,6 +41,8 @@ struct LoadOptions {
   uint32_t inventory_port = 18080;       // cxds demo's version-1 endpoint port
   std::string server_log = "/dev/null";  // stderr of a server the tool starts
   std::string server_log_level = "warn";
+  // Extra arguments for the cxds subcommand a drive starts (e.g. `--push-throttle 1000`).
+  std::vector<std::string> server_args;
   int server_pid = 0;    // an external server whose RSS and CPU to read; 0: none
   int server_cpu = -1;   // pin a server the tool starts to this core; -1: no pinning
   int client_cpu = -1;   // pin this process to this core; -1: no pinning

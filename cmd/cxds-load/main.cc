@@ -588,6 +588,9 @@ int main(int argc, char** argv) {
   app.add_option("--server-log-level", options.server_log_level, "log level of a cxds demo cxds-load starts")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
+  app.add_option("--server-arg", options.server_args,
+                 "an extra argument for the `cxds demo` or `cxds serve` a drive starts (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--server-pid", options.server_pid, "an external server's pid, to report its RSS and CPU");
   app.add_option("--server-cpu", options.server_cpu, "pin a server cxds-load starts to this core");
   app.add_option("--client-cpu", options.client_cpu, "pin cxds-load to this core");

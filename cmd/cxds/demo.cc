@@ -48,7 +48,7 @@ class TeachingControlPlane {
  public:
   TeachingControlPlane(const DemoOptions& options, std::ostream& out)
       : options_(options), out_(out), cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
-        xds_(cache_, ServerOptions(&tracker_)) {}
+        xds_(cache_, ServerOptions(options, &tracker_)) {}
 
   bool Start() {
     grpc::ServerBuilder builder;
@@ -103,9 +103,11 @@ class TeachingControlPlane {
   }
 
  private:
-  static XdsServer::Options ServerOptions(ConvergenceTracker* tracker) {
+  static XdsServer::Options ServerOptions(const DemoOptions& demo, ConvergenceTracker* tracker) {
     XdsServer::Options options;
     options.observer = tracker;
+    options.push_throttle = demo.push_throttle;
+    options.push_workers = demo.push_workers;
     return options;
   }
 
