@@ -218,16 +218,21 @@ class StreamBase : public PushTarget {
     if (env_.metrics != nullptr) env_.metrics->Sent(type_url, bytes);
     auto awaiting = awaiting_.find(type_url);
     if (awaiting != awaiting_.end()) {
-      // The older response of this type will not be ACKed (the client ACKs the newest): its
-      // push converges, if at all, through the newer one.
-      awaiting->second.push->outstanding--;
-      awaiting->second.push->superseded = true;
-      awaiting_.erase(awaiting);
+      // An unanswered older response of this type no longer counts towards its push's
+      // convergence (it converges, if at all, through the newer one). It is kept a while all
+      // the same: a client that applied it may still ACK it, late, and that is reported.
+      for (Awaiting& older : awaiting->second) {
+        if (older.superseded) continue;
+        older.superseded = true;
+        older.push->outstanding--;
+        older.push->superseded = true;
+      }
+      while (awaiting->second.size() >= kMaxAwaitingPerType) awaiting->second.pop_front();
     }
     if (active_push_ == nullptr) return;
     active_push_->responses++;
     active_push_->outstanding++;
-    awaiting_[type_url] = Awaiting{nonce, active_push_};
+    awaiting_[type_url].push_back(Awaiting{nonce, active_push_});
     if (env_.observer != nullptr) {
       env_.observer->OnSent(push_info_, *active_push_->request, type_url, version, nonce, env_.clock->Now());
     }
@@ -240,15 +245,23 @@ class StreamBase : public PushTarget {
       event.kind == FeedbackKind::kAck ? env_.metrics->Acked(event.type_url) : env_.metrics->Rejected(event.type_url);
     }
     auto awaiting = awaiting_.find(event.type_url);
-    if (awaiting == awaiting_.end() || awaiting->second.nonce != event.nonce) return;
-    std::shared_ptr<InFlightPush> push = awaiting->second.push;
-    awaiting_.erase(awaiting);
+    if (awaiting == awaiting_.end()) return;
+    std::deque<Awaiting>& sent = awaiting->second;
+    auto match = std::find_if(sent.begin(), sent.end(), [&](const Awaiting& a) { return a.nonce == event.nonce; });
+    if (match == sent.end()) return;
+    const Awaiting answered = *match;
+    // The client answers in order: what was sent before this will not be answered now.
+    sent.erase(sent.begin(), match + 1);
+    if (sent.empty()) awaiting_.erase(awaiting);
+    std::shared_ptr<InFlightPush> push = answered.push;
     const bool accepted = event.kind == FeedbackKind::kAck;
     if (!accepted) push->rejected = true;
-    push->outstanding--;
-    push->last_answer = event.time;
-    // Metrics first: whoever sees the stage reported has the histogram updated too.
-    RecordConvergence(*push);
+    if (!answered.superseded) {
+      push->outstanding--;
+      push->last_answer = event.time;
+      // Metrics first: whoever sees the stage reported has the histogram updated too.
+      RecordConvergence(*push);
+    }
     if (env_.observer != nullptr) {
       env_.observer->OnFeedback(push_info_, *push->request, event.type_url, event.nonce, accepted, event.error,
                                 event.time);
@@ -356,9 +369,11 @@ class StreamBase : public PushTarget {
     push.convergence_recorded = true;
     env_.metrics->Converged(absl::ToDoubleSeconds(push.last_answer - push.request->start));
   }
+  static constexpr size_t kMaxAwaitingPerType = 4;
   struct Awaiting {
     std::string nonce;
     std::shared_ptr<InFlightPush> push;
+    bool superseded = false;  // a newer response of the type was sent before this was answered
   };
 
   void BeginPush(std::shared_ptr<const PushRequest> request) {
@@ -543,7 +558,9 @@ class StreamBase : public PushTarget {
   TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
   PushTargetInfo push_info_;  // set once, when the node is known, before the watch exists
   std::shared_ptr<InFlightPush> active_push_;  // confined to event processing
-  std::map<std::string, Awaiting> awaiting_;   // by type URL; confined to event processing
+  // Unanswered responses by type URL, oldest first (at most kMaxAwaitingPerType); confined to
+  // event processing.
+  std::map<std::string, std::deque<Awaiting>> awaiting_;
 };
 
 }  // namespace cxds

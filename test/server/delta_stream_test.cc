@@ -8,6 +8,7 @@
 #include "fakes/test_resources.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/convergence_tracker.h"
 #include "protocol/type_url.h"
 
 namespace cxds {
@@ -253,6 +254,36 @@ TEST_F(DeltaStreamTest, NackIsRecordedWithoutResendAndAppliesChanges) {
   auto r2 = h.Take();
   ASSERT_EQ(r2.size(), 1u);
   EXPECT_THAT(Names(r2[0]), ElementsAre("b"));
+}
+
+// "Sent" is not "accepted", and an ACK is an ACK even when late: a client that ACKs a response
+// after the next response of its type was already sent (a saturated server reads it late) is
+// still reported as having accepted that change.
+TEST_F(DeltaStreamTest, LateAckOfASupersededResponseIsStillReportedForItsChange) {
+  Set({EdsCluster("a"), Endpoints("a", {1})}, "1");
+  ConvergenceTracker tracker{16};
+  DeltaHarness h(cache_, "node-a", 1, {}, nullptr, absl::ZeroDuration(), &tracker);
+  h.Send(DeltaRequest(kEds, {"a"}));
+  h.Settle();
+  Set({EdsCluster("a"), Endpoints("a", {2})}, "2");
+  auto r2 = h.Take();
+  Set({EdsCluster("a"), Endpoints("a", {3})}, "3");
+  auto r3 = h.Take();
+  ASSERT_EQ(r2.size(), 1u);
+  ASSERT_EQ(r3.size(), 1u);
+  h.Ack(r2[0]);  // after r3 went out
+  h.Ack(r3[0]);
+  EXPECT_THAT(h.Take(), IsEmpty());
+  std::vector<uint64_t> ids = tracker.RecentIds();
+  std::sort(ids.begin(), ids.end());
+  ASSERT_GE(ids.size(), 2u);
+  for (uint64_t id : {ids[ids.size() - 2], ids[ids.size() - 1]}) {
+    std::optional<ChangeSummary> summary = tracker.Summarize(id);
+    ASSERT_TRUE(summary.has_value()) << id;
+    EXPECT_EQ(summary->proxies, 1) << id;
+    EXPECT_EQ(summary->proxies_acked, 1) << "change " << id;
+    EXPECT_EQ(summary->proxies_nacked, 0) << id;
+  }
 }
 
 // Edge case 57: a CDS response is followed by EDS for its clusters, even when the endpoints
