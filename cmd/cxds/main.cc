@@ -28,10 +28,12 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--inventory-port", demo.inventory_port, "port of the inventory endpoint (version 1)")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
-  demo_cmd->add_option("--push-throttle", demo.push_throttle, "proxies pushed at once (0: 15 + 5 per core, at most 100)")
+  demo_cmd->add_option("--push-throttle", demo.push_throttle,
+                       "proxies pushed at once (0: 15 + 5 per core, at most 100)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  demo_cmd->add_option("--push-workers", demo.push_workers, "threads that start pushes (0: the changing thread and write completions start them)")
+  demo_cmd->add_option("--push-workers", demo.push_workers,
+                       "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
 

@@ -144,6 +144,7 @@ TEST(PushDispatcherTest, WorkerModeNeverExceedsTheThrottleUnderConcurrency) {
   while ((dispatcher.in_flight() > 0 || in_push.load() > 0) && absl::Now() < give_up) std::this_thread::yield();
   EXPECT_EQ(reasons.load(), 4 * kPerProducer) << "every request delivered (merged counts add up)";
   EXPECT_LE(dispatcher.max_in_flight_seen(), 4);
+  EXPECT_EQ(dispatcher.in_flight(), 0) << "idle workers' reserved slots are not pushes";
   EXPECT_LE(max_in_push.load(), 4);
   for (auto& t : targets) dispatcher.Remove(t.get());
   MutexLock lock(&threads_mu);
