@@ -1,7 +1,10 @@
 #include "config/yaml_loader.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
+#include <exception>
 #include <functional>
 #include <set>
 
@@ -48,19 +51,33 @@ class Reader {
   Reader(std::string file, std::vector<ConfigError>& errors) : file_(std::move(file)), errors_(errors) {}
 
   void set_object(std::string object) { object_ = std::move(object); }
+  // The line of the document being read: where a missing field is reported.
+  void set_document_line(int line) { document_line_ = line; }
   int error_count() const { return count_; }
 
+  // `node` may be undefined (a missing key): yaml-cpp throws on Mark() of such a node, so the
+  // document's line stands in.
   void Error(const YAML::Node& node, const std::string& field, const std::string& message) {
     count_++;
-    errors_.push_back(ConfigError{file_, node.IsDefined() ? node.Mark().line + 1 : 0, object_, field, message});
+    errors_.push_back(
+        ConfigError{file_, node.IsDefined() ? node.Mark().line + 1 : document_line_, object_, field, message});
   }
 
+  // A missing node is "required" here: callers reach for a node they need.
   bool IsMap(const YAML::Node& node, const std::string& field) {
+    if (!node.IsDefined()) {
+      Error(node, field, "is required");
+      return false;
+    }
     if (node.IsMap()) return true;
     Error(node, field, "must be a map");
     return false;
   }
   bool IsSeq(const YAML::Node& node, const std::string& field) {
+    if (!node.IsDefined()) {
+      Error(node, field, "is required");
+      return false;
+    }
     if (node.IsSequence()) return true;
     Error(node, field, "must be a list");
     return false;
@@ -178,14 +195,70 @@ class Reader {
   const std::string file_;
   std::vector<ConfigError>& errors_;
   std::string object_;
+  int document_line_ = 0;
   int count_ = 0;
 };
+
+// Why `host` cannot name a service, or "" if it can: DNS labels of lowercase letters, digits
+// and '-', at most 253 characters, optionally after a "*." wildcard. Anything else would
+// collide in cluster names ("outbound|PORT|SUBSET|HOST" is split on '|') or in route matching.
+std::string HostProblem(std::string_view host, bool allow_wildcard) {
+  if (host.empty()) return "must not be empty";
+  if (host.size() > 253) return StrCat("is ", host.size(), " characters long; a host has at most 253");
+  std::string_view rest = host;
+  if (allow_wildcard && (rest == "*" || rest.starts_with("*."))) {
+    if (rest == "*") return "";
+    rest.remove_prefix(2);
+  }
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t dot = rest.find('.', start);
+    if (dot == std::string_view::npos) dot = rest.size();
+    const std::string_view label = rest.substr(start, dot - start);
+    if (label.empty() || label.size() > 63) return "must be DNS labels of 1 to 63 characters separated by '.'";
+    for (char c : label) {
+      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
+        return c == '*' ? "may use '*' only as a whole first label (\"*.example.com\")"
+                        : "must contain only lowercase letters, digits, '-' and '.'";
+      }
+    }
+    if (label.front() == '-' || label.back() == '-') return "DNS labels must not start or end with '-'";
+    start = dot + 1;
+  }
+  return "";
+}
+
+// Reports `host` at `node` if it cannot name a service.
+void CheckHost(Reader& r, const YAML::Node& node, const std::string& field, const std::string& host,
+               bool allow_wildcard) {
+  if (host.empty()) return;  // "is required" was reported
+  if (std::string problem = HostProblem(host, allow_wildcard); !problem.empty()) r.Error(node, field, problem);
+}
+
+// Why `address` cannot be an endpoint address, or "": cxds serves IP addresses only, since it
+// does not resolve names (a hostname here would reach proxies unresolved and break traffic).
+std::string AddressProblem(const std::string& address) {
+  in_addr v4;
+  in6_addr v6;
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1 || inet_pton(AF_INET6, address.c_str(), &v6) == 1) return "";
+  if (address.starts_with("unix://")) return "Unix domain socket addresses are not supported by cxds";
+  return StrCat("must be an IPv4 or IPv6 address, got \"", address.substr(0, 64),
+                "\" (hostnames need DNS resolution, which is not supported by cxds)");
+}
 
 // Keys of a DNS-1123 name: lowercase alphanumerics and '-', '.'.
 bool IsDnsName(const std::string& s) {
   return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
            return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
                   c == '-' || c == '.';
+         });
+}
+
+// A DNS-1123 label: namespaces and subset names, which appear inside hosts and cluster names.
+bool IsDnsLabel(const std::string& s) {
+  return !s.empty() && s.size() <= 63 && s.front() != '-' && s.back() != '-' &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
          });
 }
 
@@ -203,6 +276,9 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
     r.Error(node["name"], "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.')");
   }
   meta.namespace_name = r.String(node, "namespace", "metadata", false).value_or("default");
+  if (!IsDnsLabel(meta.namespace_name)) {
+    r.Error(node["namespace"], "metadata.namespace", "must be a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+  }
   meta.labels = r.Labels(node, "labels", "metadata");
   return meta;
 }
@@ -213,7 +289,12 @@ std::string Protocol(Reader& r, const YAML::Node& port, const std::string& field
   std::string upper = *protocol;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   static const std::set<std::string> kSupported = {"HTTP", "HTTP2", "GRPC", "TCP"};
-  if (!kSupported.contains(upper)) {
+  // Valid in Istio, not served by cxds: said as such, never called invalid.
+  static const std::set<std::string> kIstioOnly = {"HTTPS", "TLS", "MONGO", "MYSQL", "REDIS", "GRPC-WEB", "UDP"};
+  if (kIstioOnly.contains(upper)) {
+    r.Error(port["protocol"], Reader::Join(field, "protocol"),
+            StrCat("protocol ", upper, " is not supported by cxds (supported: HTTP, HTTP2, GRPC, TCP)"));
+  } else if (!kSupported.contains(upper)) {
     r.Error(port["protocol"], Reader::Join(field, "protocol"), "must be one of HTTP, HTTP2, GRPC, TCP");
   }
   return upper;
@@ -270,6 +351,11 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
     }
   }
   w.address = r.String(node, "address", field, true).value_or("");
+  if (!w.address.empty()) {
+    if (std::string problem = AddressProblem(w.address); !problem.empty()) {
+      r.Error(node["address"], Reader::Join(field, "address"), problem);
+    }
+  }
   if (node["ports"].IsDefined() && r.IsMap(node["ports"], Reader::Join(field, "ports"))) {
     for (const auto& entry : node["ports"]) {
       if (auto v = r.UintValue(entry.second, Reader::Join(Reader::Join(field, "ports"), entry.first.Scalar()), 1,
@@ -298,7 +384,7 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (!r.IsMap(spec, "spec")) return s;
   r.OnlyKeys(spec, "spec", {"ports", "selector", "type", "clusterIP"});
   if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
-    r.Error(spec["type"], "spec.type", "only ClusterIP is supported");
+    r.Error(spec["type"], "spec.type", StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
   }
   s.ports = Ports(r, spec, "spec", /*k8s=*/true);
   s.selector = r.Labels(spec, "selector", "spec");
@@ -335,6 +421,11 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
       r.OnlyKeys(endpoints[i], f, {"addresses", "conditions", "nodeName", "targetRef"});
       EndpointSlice::Endpoint endpoint;
       endpoint.addresses = r.Strings(endpoints[i], "addresses", f, true);
+      for (size_t a = 0; a < endpoint.addresses.size(); ++a) {
+        if (std::string problem = AddressProblem(endpoint.addresses[a]); !problem.empty()) {
+          r.Error(endpoints[i]["addresses"][a], Reader::Index(Reader::Join(f, "addresses"), a), problem);
+        }
+      }
       const YAML::Node conditions = endpoints[i]["conditions"];
       if (conditions.IsDefined() && r.IsMap(conditions, Reader::Join(f, "conditions"))) {
         r.OnlyKeys(conditions, Reader::Join(f, "conditions"), {"ready", "serving", "terminating"});
@@ -353,13 +444,19 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (!r.IsMap(spec, "spec")) return se;
   r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location"});
   se.hosts = r.Strings(spec, "hosts", "spec", true);
+  for (size_t i = 0; i < se.hosts.size(); ++i) {
+    CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), se.hosts[i], /*allow_wildcard=*/true);
+  }
   se.ports = Ports(r, spec, "spec", /*k8s=*/false);
   const std::string resolution = r.String(spec, "resolution", "spec", false).value_or("STATIC");
   if (resolution == "DNS") {
     // Refused rather than served wrongly: endpoints would need DNS resolution, not done yet.
     r.Error(spec["resolution"], "spec.resolution", "DNS is not supported by cxds yet (use STATIC)");
+  } else if (resolution == "NONE" || resolution == "DNS_ROUND_ROBIN") {
+    r.Error(spec["resolution"], "spec.resolution",
+            StrCat(resolution, " is not supported by cxds (use STATIC with endpoints)"));
   } else if (resolution != "STATIC") {
-    r.Error(spec["resolution"], "spec.resolution", "must be STATIC");
+    r.Error(spec["resolution"], "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN");
   }
   if (auto location = r.String(spec, "location", "spec", false);
       location.has_value() && *location != "MESH_INTERNAL" && *location != "MESH_EXTERNAL") {
@@ -410,6 +507,9 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   r.OnlyKeys(spec, "spec", {"hosts", "http", "gateways", "exportTo"});
   if (spec["gateways"].IsDefined()) r.Error(spec["gateways"], "spec.gateways", "gateways are not supported by cxds");
   vs.hosts = r.Strings(spec, "hosts", "spec", true);
+  for (size_t i = 0; i < vs.hosts.size(); ++i) {
+    CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
+  }
   const YAML::Node http = spec["http"];
   if (!http.IsDefined()) {
     r.Error(spec, "spec.http", "is required (cxds supports HTTP routes)");
@@ -459,7 +559,11 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
           const std::string tf = Reader::Join(df, "destination");
           r.OnlyKeys(target, tf, {"host", "subset", "port"});
           dest.host = r.String(target, "host", tf, true).value_or("");
+          CheckHost(r, target["host"], Reader::Join(tf, "host"), dest.host, /*allow_wildcard=*/false);
           dest.subset = r.String(target, "subset", tf, false).value_or("");
+          if (!dest.subset.empty() && !IsDnsLabel(dest.subset)) {
+            r.Error(target["subset"], Reader::Join(tf, "subset"), "must be a DNS label (a-z, 0-9, '-')");
+          }
           if (target["port"].IsDefined() && r.IsMap(target["port"], Reader::Join(tf, "port"))) {
             r.OnlyKeys(target["port"], Reader::Join(tf, "port"), {"number"});
             dest.port = r.Uint(target["port"], "number", Reader::Join(tf, "port"), true, 1, 65535).value_or(0);
@@ -550,6 +654,7 @@ MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta
   if (!r.IsMap(spec, "spec")) return dr;
   r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"});
   dr.host = r.String(spec, "host", "spec", true).value_or("");
+  CheckHost(r, spec["host"], "spec.host", dr.host, /*allow_wildcard=*/true);
   dr.traffic_policy = ReadTrafficPolicy(r, spec, "spec");
   const YAML::Node subsets = spec["subsets"];
   if (subsets.IsDefined() && r.IsSeq(subsets, "spec.subsets")) {
@@ -560,6 +665,9 @@ MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta
       r.OnlyKeys(subsets[i], f, {"name", "labels", "trafficPolicy"});
       DestinationRule::Subset subset;
       subset.name = r.String(subsets[i], "name", f, true).value_or("");
+      if (!subset.name.empty() && !IsDnsLabel(subset.name)) {
+        r.Error(subsets[i]["name"], Reader::Join(f, "name"), "must be a DNS label (a-z, 0-9, '-')");
+      }
       if (!subset.name.empty() && !names.insert(subset.name).second) {
         r.Error(subsets[i]["name"], Reader::Join(f, "name"), StrCat("subset \"", subset.name, "\" is defined twice"));
       }
@@ -594,6 +702,15 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
                 StrCat("\"", host, "\" must be namespace/host (\"*/", host, "\", \"./", host, "\")"));
         continue;
       }
+      const std::string ns = host.substr(0, host.find('/'));
+      if (ns != "*" && ns != "." && !IsDnsLabel(ns)) {
+        r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"), StrCat("\"", ns, "\" must be *, . or a namespace"));
+        continue;
+      }
+      if (std::string problem = HostProblem(host.substr(host.find('/') + 1), true); !problem.empty()) {
+        r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"), StrCat("host of \"", host, "\" ", problem));
+        continue;
+      }
       sc.egress_hosts.push_back(host);
     }
   }
@@ -623,23 +740,39 @@ const std::vector<KindInfo>& Kinds() {
   return kinds;
 }
 
-}  // namespace
+// An upper-bound-ish count of the nodes a YAML text can produce, from its lines and flow
+// separators; cheap, and taken before yaml-cpp allocates anything.
+size_t EstimateNodes(std::string_view content) {
+  size_t n = 1;
+  for (char c : content) n += (c == '\n' || c == ',' || c == '[' || c == '{' || c == ':');
+  return n;
+}
 
-ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
-  ParsedFile out;
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(content));
-  } catch (const YAML::Exception& e) {
-    // A syntax error (e.g. a half-written file): the whole file is rejected, nothing in it
-    // changes what is served.
-    out.errors.push_back(ConfigError{path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "", e.msg});
-    out.unidentified_failure = true;
-    return out;
+// Walks `node` with aliases expanded, within a budget of visits and a depth: false if either
+// runs out (a billion-laughs file or a cyclic alias), so later passes never meet such a tree.
+bool WithinBudget(const YAML::Node& node, int depth, size_t& budget, const ParseLimits& limits) {
+  if (budget == 0 || depth > limits.max_depth) return false;
+  budget--;
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (!WithinBudget(entry.first, depth + 1, budget, limits) ||
+          !WithinBudget(entry.second, depth + 1, budget, limits)) {
+        return false;
+      }
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!WithinBudget(item, depth + 1, budget, limits)) return false;
+    }
   }
+  return true;
+}
+
+void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
   for (const YAML::Node& doc : docs) {
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
     Reader r(path, out.errors);
+    r.set_document_line(doc.Mark().line + 1);
     if (!doc.IsMap()) {
       r.Error(doc, "", "a document must be a map with apiVersion, kind, metadata");
       out.unidentified_failure = true;
@@ -654,8 +787,10 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
     }
     if (info == nullptr) {
       r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
-              kind.empty() ? "is required" : StrCat("unknown kind \"", kind, "\" (supported: Service, EndpointSlice, "
-                                                    "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar)"));
+              kind.empty() ? "is required"
+                           : StrCat("kind \"", kind.substr(0, 64),
+                                    "\" is not supported by cxds (supported: Service, EndpointSlice, "
+                                    "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar)"));
       out.unidentified_failure = true;
       continue;
     }
@@ -664,7 +799,8 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
     r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
     if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
       r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
-              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version, "\""));
+              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64),
+                     "\""));
     }
     for (const auto& entry : doc) {
       const std::string key = entry.first.Scalar();
@@ -672,9 +808,6 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
           info->top_level.end()) {
         r.Error(entry.first, key, "unknown or unsupported field");
       }
-    }
-    if (info->kind != std::string("EndpointSlice") && !doc["spec"].IsDefined()) {
-      r.Error(doc, "spec", "is required");
     }
     MeshObject object = info->read(r, doc, meta);
     if (r.error_count() > before) {
@@ -687,8 +820,48 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content) {
     }
     YAML::Emitter canonical;
     canonical << doc;
-    out.documents.push_back(ConfigDocument{std::move(object), {path, doc.Mark().line + 1},
-                                           ContentHash(canonical.c_str())});
+    out.documents.push_back(
+        ConfigDocument{std::move(object), {path, doc.Mark().line + 1}, ContentHash(canonical.c_str())});
+  }
+}
+
+}  // namespace
+
+ParsedFile ParseConfigFile(const std::string& path, std::string_view content, const ParseLimits& limits) {
+  ParsedFile out;
+  // The whole file is refused for any of these; nothing in it changes what is served.
+  const auto refuse = [&](int line, std::string message) {
+    out.documents.clear();
+    out.failed.clear();
+    out.errors.push_back(ConfigError{path, line, "", "", std::move(message)});
+    out.unidentified_failure = true;
+    return out;
+  };
+  if (content.size() > limits.max_file_bytes) {
+    return refuse(0, StrCat("the file has ", content.size(), " bytes; the limit is ", limits.max_file_bytes,
+                            " (--max-config-file-bytes)"));
+  }
+  if (size_t nodes = EstimateNodes(content); nodes > limits.max_nodes) {
+    return refuse(0, StrCat("the file has about ", nodes, " YAML nodes; the limit is ", limits.max_nodes));
+  }
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(content));
+    size_t budget = limits.max_expanded_nodes;
+    for (const YAML::Node& doc : docs) {
+      if (!WithinBudget(doc, 0, budget, limits)) {
+        return refuse(doc.Mark().line + 1,
+                      StrCat("the file expands (through anchors and aliases) to more than ", limits.max_expanded_nodes,
+                             " nodes or nests deeper than ", limits.max_depth, " levels"));
+      }
+    }
+    ParseDocuments(path, docs, out);
+  } catch (const YAML::Exception& e) {
+    // A syntax error (e.g. a half-written file): the whole file is rejected.
+    return refuse(e.mark.line >= 0 ? e.mark.line + 1 : 0, e.msg);
+  } catch (const std::exception& e) {
+    // Not expected (every field is checked before use), but a parser bug must cost one file,
+    // never the process.
+    return refuse(0, StrCat("cannot read the file: ", e.what()));
   }
   return out;
 }

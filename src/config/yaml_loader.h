@@ -41,8 +41,22 @@ struct ParsedFile {
   bool unidentified_failure = false;   // an invalid document whose identity is unknown
 };
 
-// `path` is used in messages only.
-ParsedFile ParseConfigFile(const std::string& path, std::string_view content);
+// Bounds on what one file may cost to parse. A file over a bound is refused whole (its last good
+// objects keep serving) with an error that names the bound: yaml-cpp holds about 1 KiB per
+// node, so an unbounded 5 MB list would cost over a gigabyte.
+struct ParseLimits {
+  size_t max_file_bytes = 4 << 20;  // 4 MiB: Kubernetes objects are at most ~1.5 MiB each
+  // Nodes as estimated from the text before parsing (lines and flow separators), so that the
+  // estimate, not the parser, is what meets a hostile file.
+  size_t max_nodes = 200'000;
+  // Nodes visited per file with aliases expanded, and nesting depth: anchors and aliases can
+  // make a small text describe a huge (or cyclic) tree.
+  size_t max_expanded_nodes = 400'000;
+  int max_depth = 64;
+};
+
+// `path` is used in messages only. Never throws: anything the YAML library throws is an error.
+ParsedFile ParseConfigFile(const std::string& path, std::string_view content, const ParseLimits& limits = {});
 
 // Whether `path` is a config file cxds reads (.yaml, .yml, .json; not hidden or editor
 // temporaries such as ".#x.yaml", "x.yaml~", "x.yaml.swp").

@@ -137,7 +137,7 @@ spec: {}
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "unknown or unsupported field");
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
-  EXPECT_NE(parsed.errors[1].message.find("unknown kind \"Gateway\""), std::string::npos);
+  EXPECT_NE(parsed.errors[1].message.find("kind \"Gateway\" is not supported by cxds"), std::string::npos);
   EXPECT_TRUE(parsed.unidentified_failure);
 }
 

@@ -1,0 +1,210 @@
+// Hostile and broken config input: every case is an error with file and line (or a refusal of
+// the whole file), never an exception, a crash or a silently wrong object.
+#include <string>
+
+#include "config/yaml_loader.h"
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+std::string Errors(const ParsedFile& parsed) {
+  std::string out;
+  for (const ConfigError& e : parsed.errors) out += e.ToString() + "\n";
+  return out;
+}
+
+bool HasError(const ParsedFile& parsed, const std::string& field, const std::string& text) {
+  for (const ConfigError& e : parsed.errors) {
+    if (e.field == field && e.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(HostileYamlTest, ADocumentWithoutSpecIsAnErrorForEveryKind) {
+  for (const char* kind : {"ServiceEntry", "WorkloadEntry", "VirtualService", "DestinationRule", "Sidecar"}) {
+    const std::string text = std::string("apiVersion: networking.istio.io/v1\nkind: ") + kind +
+                             "\nmetadata: {name: x, namespace: shop}\n";
+    ParsedFile parsed;
+    ASSERT_NO_THROW(parsed = ParseConfigFile("half.yaml", text)) << kind;
+    EXPECT_TRUE(parsed.documents.empty()) << kind;
+    ASSERT_TRUE(HasError(parsed, "spec", "is required")) << kind << ": " << Errors(parsed);
+    EXPECT_EQ(parsed.errors[0].line, 1) << "reported at the document's line";
+    ASSERT_EQ(parsed.failed.size(), 1u) << "the identity is known: its last good version keeps serving";
+  }
+  ParsedFile service = ParseConfigFile("s.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n");
+  EXPECT_TRUE(HasError(service, "spec", "is required")) << Errors(service);
+}
+
+TEST(HostileYamlTest, MissingNestedMapsAndWrongShapesAreErrors) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a.example.com]
+  http:
+  - route:
+    - destination: [not, a, map]
+    - {}
+    - destination: {host: a.example.com, port: 7}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d}
+spec: {host: a.example.com, subsets: [{name: v1, labels: [x]}], trafficPolicy: {connectionPool: 3}}
+---
+- a list
+---
+just a string
+---
+? [complex, key]
+: value
+)");
+  EXPECT_TRUE(parsed.documents.empty()) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].route[0].destination", "must be a map")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].route[1].destination", "is required")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].route[2].destination.port", "must be a map")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.subsets[0].labels", "must be a map")) << Errors(parsed);
+  EXPECT_TRUE(parsed.unidentified_failure);
+}
+
+TEST(HostileYamlTest, AFileOverTheSizeLimitIsRefusedWhole) {
+  ParseLimits limits;
+  limits.max_file_bytes = 1000;
+  const std::string big = "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n# " + std::string(1000, 'x') + "\n";
+  const ParsedFile parsed = ParseConfigFile("big.yaml", big, limits);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_NE(parsed.errors[0].message.find("the limit is 1000"), std::string::npos) << Errors(parsed);
+  EXPECT_TRUE(parsed.unidentified_failure) << "the file's last good objects keep serving";
+}
+
+TEST(HostileYamlTest, AHugeListIsRefusedBeforeItIsParsed) {
+  // 5 MB of "- a" lines took yaml-cpp to 1.3 GB; the estimate refuses it before parsing.
+  std::string list = "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  ports:\n";
+  for (int i = 0; i < 300'000; ++i) list += "  - a\n";
+  const ParsedFile parsed = ParseConfigFile("list.yaml", list);
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_NE(parsed.errors[0].message.find("YAML nodes; the limit is"), std::string::npos) << Errors(parsed);
+  // Flow style on one line is counted too.
+  std::string flow = "[";
+  for (int i = 0; i < 300'000; ++i) flow += "a,";
+  flow += "a]";
+  EXPECT_EQ(ParseConfigFile("flow.yaml", flow).errors.size(), 1u);
+}
+
+TEST(HostileYamlTest, AliasesThatExpandBeyondTheBudgetAreRefused) {
+  // "Billion laughs": each level references the previous one ten times.
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += std::string(j ? ", " : "") + "*a" + std::to_string(i - 1);
+    text += "]\n";
+  }
+  const ParsedFile parsed = ParseConfigFile("laughs.yaml", text);
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_NE(parsed.errors[0].message.find("anchors and aliases"), std::string::npos) << Errors(parsed);
+}
+
+TEST(HostileYamlTest, DeepNestingIsRefused) {
+  const std::string deep = std::string(500, '[') + std::string(500, ']');
+  ParsedFile parsed;
+  ASSERT_NO_THROW(parsed = ParseConfigFile("deep.yaml", deep));
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
+TEST(HostileYamlTest, BinaryAndInvalidUtf8DoNotCrash) {
+  std::string junk;
+  for (int i = 0; i < 4096; ++i) junk += static_cast<char>((i * 7919) % 256);
+  ParsedFile parsed;
+  ASSERT_NO_THROW(parsed = ParseConfigFile("junk.yaml", junk));
+  EXPECT_TRUE(parsed.documents.empty());
+  ASSERT_NO_THROW(parsed = ParseConfigFile("nul.yaml", std::string("kind: \0Service\n", 16)));
+}
+
+TEST(HostileYamlTest, HostsThatWouldCollideInClusterNamesAreRefused) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: a}
+spec:
+  hosts: ["a|b.example.com", "with space.example.com", "UPPER.example.com", "*.ok.example.com", "ok.example.com"]
+  ports: [{number: 80, name: http}]
+  endpoints: [{address: 127.0.0.1}]
+)" + std::string("---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec: {host: ") +
+                                                   std::string(300, 'h') + ", subsets: [{name: \"v|1\"}]}\n");
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[0]", "lowercase letters, digits")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[1]", "lowercase letters, digits")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[2]", "lowercase letters, digits")) << Errors(parsed);
+  EXPECT_FALSE(HasError(parsed, "spec.hosts[3]", "")) << "a leading wildcard label is a valid host";
+  EXPECT_FALSE(HasError(parsed, "spec.hosts[4]", ""));
+  EXPECT_TRUE(HasError(parsed, "spec.host", "at most 253")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.subsets[0].name", "DNS label")) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].line, 5);
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
+TEST(HostileYamlTest, EndpointAddressesMustBeIpAddresses) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: by-name}
+spec: {address: inventory.example.com}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: v6}
+spec: {address: "::1"}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: socket}
+spec: {address: "unix:///var/run/x.sock"}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s, labels: {kubernetes.io/service-name: s}}
+addressType: IPv4
+endpoints: [{addresses: [127.0.0.1, "10.0.0.300"]}]
+)");
+  EXPECT_TRUE(HasError(parsed, "spec.address", "DNS resolution, which is not supported by cxds")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.address", "Unix domain socket addresses are not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "endpoints[0].addresses[1]", "must be an IPv4 or IPv6 address")) << Errors(parsed);
+  ASSERT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "v6");
+}
+
+TEST(HostileYamlTest, ValidIstioThatCxdsDoesNotServeIsNotSupportedNeverInvalid) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: a}
+spec:
+  hosts: [a.example.com]
+  resolution: NONE
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: g}
+spec: {}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+spec: {type: NodePort, ports: [{port: 80}]}
+)");
+  EXPECT_TRUE(HasError(parsed, "spec.resolution", "NONE is not supported by cxds")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol HTTPS is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "kind", "kind \"Gateway\" is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.type", "type NodePort is not supported by cxds"));
+  for (const ConfigError& e : parsed.errors) EXPECT_EQ(e.message.find("invalid"), std::string::npos) << e.message;
+}
+
+TEST(HostileYamlTest, NamespacesMustBeDnsLabels) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml",
+                                            "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
+                                            "metadata: {name: a, namespace: \"a/b|c\"}\nspec: {address: 127.0.0.1}\n");
+  EXPECT_TRUE(HasError(parsed, "metadata.namespace", "DNS label")) << Errors(parsed);
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
+}  // namespace
+}  // namespace cxds
