@@ -1,6 +1,7 @@
 #include "model/mesh_model.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/logging.h"
 #include "common/strings.h"
@@ -84,6 +85,64 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::st
 const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host) const {
   auto it = destination_rules_.find(host);
   return it == destination_rules_.end() ? nullptr : it->second;
+}
+
+namespace {
+
+// DestinationRules by resolved host; the first by (namespace, name) wins, as in MeshContext.
+std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> RulesByHost(const ObjectMap& objects,
+                                                                               const std::string& suffix) {
+  std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> rules;
+  for (const auto& [key, object] : objects) {
+    if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
+      rules.emplace(ResolveHost(dr->host, dr->meta.namespace_name, suffix), std::make_pair(key, dr));
+    }
+  }
+  return rules;
+}
+
+bool DefinesSubset(const DestinationRule& rule, const std::string& subset) {
+  return std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return s.name == subset; });
+}
+
+}  // namespace
+
+ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
+  return [suffix = std::move(domain_suffix)](const ObjectMap& candidate, const ObjectMap& current) {
+    std::vector<ReferenceError> errors;
+    const auto rules = RulesByHost(candidate, suffix);
+    std::optional<std::map<std::string, std::pair<ConfigKey, const DestinationRule*>>> before;  // when needed
+    for (const auto& [key, object] : candidate) {
+      const auto* vs = std::get_if<VirtualService>(&object->object);
+      if (vs == nullptr) continue;
+      for (size_t i = 0; i < vs->http.size(); ++i) {
+        for (size_t j = 0; j < vs->http[i].route.size(); ++j) {
+          const HttpRouteDestination& d = vs->http[i].route[j];
+          if (d.subset.empty()) continue;
+          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+          auto rule = rules.find(host);
+          if (rule != rules.end() && DefinesSubset(*rule->second.second, d.subset)) continue;
+          ReferenceError error;
+          error.key = key;
+          error.field = StrCat("spec.http[", i, "].route[", j, "].destination.subset");
+          error.message =
+              rule == rules.end()
+                  ? StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host)
+                  : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
+                           rule->second.first.namespace_name, "/", rule->second.first.name, " (host ", host, ")");
+          // The rule that defined the subset in the served state, if any, is what changed.
+          if (!before.has_value()) before = RulesByHost(current, suffix);
+          if (auto old = before->find(host); old != before->end() && DefinesSubset(*old->second.second, d.subset)) {
+            error.target = old->second.first;
+          } else if (rule != rules.end()) {
+            error.target = rule->second.first;
+          }
+          errors.push_back(std::move(error));
+        }
+      }
+    }
+    return errors;
+  };
 }
 
 MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix)

@@ -100,6 +100,12 @@ bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);
 
+// The cross-object rules of the mesh config, for ConfigStore (same host resolution and
+// DestinationRule choice as MeshContext): every subset a VirtualService routes to is defined by
+// the DestinationRule of its host. A route to a missing subset would send traffic to a cluster
+// with no endpoints.
+ReferenceCheck MeshReferenceCheck(std::string domain_suffix);
+
 // The version of a set of objects: a hash of their keys and content hashes.
 std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds);
 

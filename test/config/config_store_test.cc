@@ -1,6 +1,7 @@
 #include "config/config_store.h"
 
 #include "gtest/gtest.h"
+#include "model/mesh_model.h"
 
 namespace cxds {
 namespace {
@@ -67,6 +68,156 @@ TEST(ConfigStoreTest, AnObjectDefinedInTwoFilesBelongsToTheFirst) {
   ASSERT_EQ(u.errors.size(), 1u);
   EXPECT_NE(u.errors[0].message.find("already defined in one.yaml"), std::string::npos);
   EXPECT_EQ(std::get<WorkloadEntry>(store.Snapshot()->at(kA)->object).spec.address, "127.0.0.1");
+}
+
+
+std::string Address(const ConfigStore& store, const ConfigKey& key) {
+  auto snapshot = store.Snapshot();
+  auto it = snapshot->find(key);
+  return it == snapshot->end() ? "" : std::get<WorkloadEntry>(it->second->object).spec.address;
+}
+
+TEST(ConfigStoreTest, DuplicatesAreOwnedByPathOrderWhateverOrderEventsArriveIn) {
+  // At start files are read in path order; at run time events come in any order. The owner
+  // must be the same either way.
+  ConfigStore at_start;
+  at_start.ApplyFiles({FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
+  ConfigStore at_run_time;
+  at_run_time.ApplyFile("b.yaml", We("a", "127.0.0.2"));
+  auto u = at_run_time.ApplyFile("a.yaml", We("a", "127.0.0.1"));
+  EXPECT_EQ(Address(at_start, kA), "127.0.0.1");
+  EXPECT_EQ(Address(at_run_time, kA), "127.0.0.1") << "a.yaml sorts first, so it owns the object";
+  ASSERT_EQ(u.changed.size(), 1u);
+  EXPECT_EQ(at_run_time.error_count(), 1u) << "b.yaml's definition is reported as a duplicate";
+  for (const auto& status : at_run_time.Status()) {
+    if (status.path == "b.yaml") {
+      ASSERT_EQ(status.errors.size(), 1u);
+      EXPECT_NE(status.errors[0].message.find("already defined in a.yaml:1"), std::string::npos);
+    }
+  }
+}
+
+TEST(ConfigStoreTest, AnObjectSurvivesWhileAnyDefinitionOfItRemains) {
+  ConfigStore store;
+  store.ApplyFiles({FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
+  auto u = store.ApplyFile("a.yaml", std::nullopt);
+  ASSERT_EQ(u.changed.size(), 1u) << "b.yaml's definition takes over: changed, not removed";
+  EXPECT_NE(u.changed.at(kA).second, nullptr);
+  EXPECT_EQ(Address(store, kA), "127.0.0.2");
+  EXPECT_EQ(store.error_count(), 0u) << "no duplicate any more";
+  const auto status = store.Status();
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].path, "b.yaml") << "the status says where the object comes from now";
+  EXPECT_EQ(status[0].accepted.size(), 1u);
+  store.ApplyFile("b.yaml", std::nullopt);
+  EXPECT_TRUE(store.Snapshot()->empty());
+}
+
+TEST(ConfigStoreTest, AFileMovedInOneBatchChangesNothing) {
+  ConfigStore store;
+  store.ApplyFile("old.yaml", We("a", "127.0.0.1"));
+  auto u = store.ApplyFiles({FileRead::Removed("old.yaml"), FileRead::Present("new.yaml", We("a", "127.0.0.1"))});
+  EXPECT_TRUE(u.empty()) << "the object is the same; no push";
+  EXPECT_EQ(Address(store, kA), "127.0.0.1");
+}
+
+TEST(ConfigStoreTest, AnUnreadableFileKeepsItsObjectsAndSaysWhy) {
+  ConfigStore store;
+  store.ApplyFile("f.yaml", We("a", "127.0.0.1"));
+  auto u = store.ApplyFiles({FileRead::Unreadable("f.yaml", "Permission denied")});
+  EXPECT_TRUE(u.empty());
+  ASSERT_EQ(u.errors.size(), 1u);
+  EXPECT_NE(u.errors[0].message.find("Permission denied"), std::string::npos);
+  EXPECT_EQ(Address(store, kA), "127.0.0.1");
+  // Readable again with the same content: the error clears, nothing changes.
+  u = store.ApplyFile("f.yaml", We("a", "127.0.0.1"));
+  EXPECT_TRUE(u.empty());
+  EXPECT_EQ(store.error_count(), 0u);
+}
+
+TEST(ConfigStoreTest, ADocumentWithoutSpecKeepsTheLastGoodVersion) {
+  // What an editor's half-written save looks like.
+  ConfigStore store;
+  store.ApplyFile("f.yaml", We("a", "127.0.0.1"));
+  auto u = store.ApplyFile("f.yaml", "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\n");
+  EXPECT_TRUE(u.empty());
+  EXPECT_EQ(Address(store, kA), "127.0.0.1");
+  EXPECT_EQ(store.error_count(), 1u);
+}
+
+const char* kRule = R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.example.com
+  subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]
+---
+)";
+const char* kRuleV1Only = R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.example.com
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+)";
+std::string Routes(const std::string& subset) {
+  return R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.example.com]
+  http:
+  - route: [{destination: {host: inventory.example.com, subset: )" + subset + "}}]\n";
+}
+const ConfigKey kRoutes{"VirtualService", "default", "inventory"};
+const ConfigKey kRuleKey{"DestinationRule", "default", "inventory"};
+
+ConfigStore::Options Checked() { return {.check_references = MeshReferenceCheck("cluster.local")}; }
+
+TEST(ConfigStoreTest, ARouteToAnUndefinedSubsetIsRefusedWithItsField) {
+  ConfigStore store(Checked());
+  auto u = store.ApplyFiles({FileRead::Present("rules.yaml", kRule), FileRead::Present("routes.yaml", Routes("v3"))});
+  EXPECT_FALSE(store.Snapshot()->contains(kRoutes)) << "a new VirtualService to a missing subset is not served";
+  ASSERT_EQ(store.error_count(), 1u);
+  bool found = false;
+  for (const ConfigError& e : u.errors) {
+    if (e.field == "spec.http[0].route[0].destination.subset") {
+      found = true;
+      EXPECT_EQ(e.file, "routes.yaml");
+      EXPECT_EQ(e.line, 1);
+      EXPECT_NE(e.message.find("subset \"v3\" is not defined by DestinationRule default/inventory"), std::string::npos)
+          << e.message;
+    }
+  }
+  EXPECT_TRUE(found);
+  // Fixed: served, error gone.
+  store.ApplyFile("routes.yaml", Routes("v2"));
+  EXPECT_TRUE(store.Snapshot()->contains(kRoutes));
+  EXPECT_EQ(store.error_count(), 0u);
+  // Broken again: the last good version (v2) keeps serving.
+  store.ApplyFile("routes.yaml", Routes("v9"));
+  ASSERT_TRUE(store.Snapshot()->contains(kRoutes));
+  EXPECT_EQ(std::get<VirtualService>(store.Snapshot()->at(kRoutes)->object).http[0].route[0].subset, "v2");
+  EXPECT_EQ(store.error_count(), 1u);
+}
+
+TEST(ConfigStoreTest, RemovingASubsetStillRoutedToIsRefused) {
+  ConfigStore store(Checked());
+  store.ApplyFiles({FileRead::Present("rules.yaml", kRule), FileRead::Present("routes.yaml", Routes("v2"))});
+  ASSERT_EQ(store.error_count(), 0u);
+  auto u = store.ApplyFile("rules.yaml", kRuleV1Only);
+  EXPECT_TRUE(u.empty()) << "the DestinationRule keeps its last good version";
+  ASSERT_EQ(u.errors.size(), 1u);
+  EXPECT_EQ(u.errors[0].file, "rules.yaml");
+  EXPECT_NE(u.errors[0].message.find("VirtualService default/inventory (routes.yaml:1)"), std::string::npos)
+      << u.errors[0].message;
+  // Deleting the rule's file is refused the same way; moving the route off v2 first works.
+  u = store.ApplyFile("rules.yaml", std::nullopt);
+  EXPECT_TRUE(store.Snapshot()->contains(kRuleKey));
+  u = store.ApplyFiles({FileRead::Present("routes.yaml", Routes("v1")), FileRead::Present("rules.yaml", kRuleV1Only)});
+  EXPECT_EQ(store.error_count(), 0u);
+  EXPECT_EQ(std::get<DestinationRule>(store.Snapshot()->at(kRuleKey)->object).subsets.size(), 1u);
 }
 
 }  // namespace
