@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "config/yaml_loader.h"
 
 namespace cxds {
 
@@ -33,6 +34,10 @@ struct ServeOptions {
   int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
   double max_new_streams_per_second = 0;  // 0: no limit
   std::string domain_suffix = "cluster.local";
+  size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
+  // Quiet period after a change in the config directory before it is read (a file written in
+  // several steps is read once, complete).
+  absl::Duration config_settle = absl::Milliseconds(100);
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.
@@ -40,6 +45,7 @@ int RunServe(const ServeOptions& options);
 
 // Checks every config file under `dir` offline: errors (file:line: object: field: message) go
 // to `err`, a summary to `out`. Returns 0 if all is valid, 1 if not, 2 if `dir` is unusable.
-int RunValidate(const std::string& dir, std::ostream& out, std::ostream& err);
+// `domain_suffix` resolves short hosts for the cross-object rules, as `serve` does.
+int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err);
 
 }  // namespace cxds

@@ -12,7 +12,9 @@
 #include "common/logging.h"
 #include "cxds/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"cxds: an xDS control plane"};
   app.require_subcommand(1);
   std::string log_level = "info";
@@ -38,7 +40,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   cxds::ServeOptions serve;
-  std::string debounce_after = "100ms", debounce_max = "10s", settings_file;
+  std::string debounce_after = "100ms", debounce_max = "10s", config_settle = "100ms", settings_file;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a watched mesh config directory as xDS");
   std::map<std::string, CLI::Option*> serve_flags;
   serve_flags["config-dir"] = serve_cmd->add_option("--config-dir", serve.config_dir, "mesh config directory")
@@ -64,11 +66,23 @@ int main(int argc, char** argv) {
   serve_flags["domain-suffix"] =
       serve_cmd->add_option("--domain-suffix", serve.domain_suffix, "Kubernetes service domain suffix")
           ->capture_default_str();
+  serve_flags["max-config-file-bytes"] =
+      serve_cmd->add_option("--max-config-file-bytes", serve.max_config_file_bytes,
+                            "larger config files are refused whole (their last good objects keep serving)")
+          ->check(CLI::Range(size_t{1024}, size_t{64} << 20))
+          ->capture_default_str();
+  serve_flags["config-settle"] =
+      serve_cmd->add_option("--config-settle", config_settle,
+                            "quiet period after a change in the config directory before it is read")
+          ->capture_default_str();
   serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
 
   std::string validate_dir;
   CLI::App* validate_cmd = app.add_subcommand("validate", "Check a mesh config directory; non-zero exit on errors");
   validate_cmd->add_option("dir", validate_dir, "config directory")->required();
+  std::string validate_suffix = "cluster.local";
+  validate_cmd->add_option("--domain-suffix", validate_suffix, "Kubernetes service domain suffix")
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   // Debian's abseil runs absl::Mutex deadlock detection by default; gRPC's locks pay for it on
@@ -104,14 +118,30 @@ int main(int argc, char** argv) {
       }
     }
     if (!absl::ParseDuration(debounce_after, &serve.debounce_after) ||
-        !absl::ParseDuration(debounce_max, &serve.debounce_max)) {
-      std::cerr << "--debounce-after and --debounce-max take durations such as 100ms or 10s\n";
+        !absl::ParseDuration(debounce_max, &serve.debounce_max) ||
+        !absl::ParseDuration(config_settle, &serve.config_settle) || serve.config_settle < absl::ZeroDuration()) {
+      std::cerr << "--debounce-after, --debounce-max and --config-settle take durations such as 100ms or 10s\n";
       return 2;
     }
     return cxds::RunServe(serve);
   }
   if (validate_cmd->parsed()) {
-    return cxds::RunValidate(validate_dir, std::cout, std::cerr);
+    return cxds::RunValidate(validate_dir, validate_suffix, std::cout, std::cerr);
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Library code returns absl::Status and never throws on purpose; this is the last guard, so
+  // that a bug ends with the reason and a non-zero exit instead of std::terminate.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "cxds: unexpected error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "cxds: unexpected error\n";
+  }
+  return 70;  // EX_SOFTWARE
 }

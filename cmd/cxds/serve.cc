@@ -6,8 +6,9 @@
 
 #include "admin/admin_server.h"
 #include "common/logging.h"
+#include "common/strings.h"
 #include "config/config_dir.h"
-#include "config/dir_watcher.h"
+#include "config/dir_source.h"
 #include "cxds/commands.h"
 #include "grpcpp/server_builder.h"
 #include "model/generators.h"
@@ -38,7 +39,8 @@ int RunServe(const ServeOptions& options) {
 
   MetricsRegistry metrics;
   ConvergenceTracker tracker;
-  ConfigStore store;
+  ConfigStore store(ConfigStore::Options{.limits = {.max_file_bytes = options.max_config_file_bytes},
+                                        .check_references = MeshReferenceCheck(options.domain_suffix)});
   auto model = std::make_shared<MeshModel>(store, options.domain_suffix);
   RealScheduler scheduler;
   PushPipeline::Options pipeline_options;
@@ -82,8 +84,8 @@ int RunServe(const ServeOptions& options) {
 
   Gauge& config_errors = metrics.GetGauge("cxds_config_errors", "Config documents currently rejected.");
   Counter& rejected = metrics.GetCounter("cxds_config_rejected_total", "Config documents rejected, ever.");
-  auto apply = [&](const std::string& path, const std::optional<std::string>& content) {
-    ConfigStore::Update update = store.ApplyFile(path, content);
+  auto apply = [&](const std::vector<FileRead>& batch) {
+    ConfigStore::Update update = store.ApplyFiles(batch);
     for (const ConfigError& error : update.errors) Log().error("CONFIG rejected {}", error.ToString());
     rejected.Add(static_cast<double>(update.errors.size()));
     config_errors.Set(static_cast<double>(store.error_count()));
@@ -91,21 +93,27 @@ int RunServe(const ServeOptions& options) {
   };
 
   // The first full load: every file, then one full push. Streams are refused until then.
-  absl::StatusOr<std::vector<std::string>> files = ListConfigFiles(options.config_dir);
+  // Config reads run on their own scheduler thread, so that slow file systems never delay the
+  // pipeline's debounce timers.
+  RealScheduler config_scheduler;
+  DirectorySource source(options.config_dir, config_scheduler,
+                         DirectorySource::Options{.settle = options.config_settle,
+                                                  .max_settle = std::max(absl::Seconds(1), options.config_settle * 10),
+                                                  .limits = {.max_file_bytes = options.max_config_file_bytes}});
+  absl::StatusOr<std::vector<FileRead>> files = source.Load();
   if (!files.ok()) {
     Log().error("{}", std::string(files.status().message()));
+    admin.Stop();
     return 2;
   }
-  for (const std::string& path : *files) {
-    absl::StatusOr<std::string> content = ReadWholeFile(path);
-    if (content.ok()) apply(path, *content);
-  }
+  apply(*files);
   PushRequest initial = model->OnUpdate({});
   initial.full = true;
   initial.reasons = {{reason::kConfig, 1}};
   absl::StatusOr<std::shared_ptr<const PushContext>> first = pipeline.Push(initial);
   if (!first.ok()) {
     Log().error("the first load failed: {}", std::string(first.status().message()));
+    admin.Stop();
     return 1;
   }
   ready = true;
@@ -113,35 +121,31 @@ int RunServe(const ServeOptions& options) {
              admin_host, admin.port(), options.config_dir, files->size(), store.Snapshot()->size(),
              store.error_count(), (*first)->version());
 
-  DirWatcher watcher;
-  absl::Status watching = watcher.Start(options.config_dir, [&](const std::string& path, bool exists) {
-    std::optional<std::string> content;
-    if (exists) {
-      absl::StatusOr<std::string> read = ReadWholeFile(path);
-      if (!read.ok()) return;  // gone again before we read it: its removal event follows
-      content = *read;
-    }
-    ConfigStore::Update update = apply(path, content);
+  absl::Status watching = source.Start([&](std::vector<FileRead> batch) {
+    ConfigStore::Update update = apply(batch);
     PushRequest request = model->OnUpdate(update);
+    const std::string what =
+        batch.size() == 1 ? StrCat("file=", batch.front().path) : StrCat("files=", batch.size());
     if (request.configs.empty()) {
-      Log().info("CONFIG file={} unchanged: no push", path);
+      Log().info("CONFIG {} unchanged: no push", what);
       return;
     }
     const uint64_t change = NewChangeId();
     request.change_ids.insert(change);
-    Log().info("CONFIG file={} objects_changed={} push={} change={} (see /debug/changes/{})", path,
+    Log().info("CONFIG {} objects_changed={} push={} change={} (see /debug/changes/{})", what,
                update.changed.size(), request.full ? "full" : "incremental", change, change);
     pipeline.ConfigUpdate(std::move(request));
   });
   if (!watching.ok()) {
     Log().error("{}", std::string(watching.message()));
+    admin.Stop();
     return 1;
   }
 
   int signal = 0;
   sigwait(&signals, &signal);
   Log().info("SHUTDOWN signal={}", signal);
-  watcher.Stop();
+  source.Stop();
   admin.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;

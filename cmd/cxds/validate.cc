@@ -2,11 +2,12 @@
 
 #include "config/config_dir.h"
 #include "cxds/commands.h"
+#include "model/mesh_model.h"
 
 namespace cxds {
 
-int RunValidate(const std::string& dir, std::ostream& out, std::ostream& err) {
-  return ValidateDirectory(dir, out, err);
+int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err) {
+  return ValidateDirectory(dir, out, err, ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix)});
 }
 
 }  // namespace cxds

@@ -17,82 +17,27 @@
 // Exit 0 only if every check passed.
 'use strict';
 
-const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
-const http = require('http');
 const os = require('os');
 const path = require('path');
+const { E2e, sleep, client, writeAtomically, bootstrap: makeBootstrap, copyExampleMesh, HERE } = require('./e2e_lib');
 
-const HERE = __dirname;
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
 const CXDS = path.resolve(opt('--cxds', 'build/cxds'));
 const BASE = Number(opt('--base-port', '18720'));
 const XDS = BASE, ADMIN = BASE + 10, V1 = BASE + 1, V2 = BASE + 2, V1_MOVED = BASE + 3;
-const deadline = Date.now() + 150000;  // the whole run is bounded
-
-const children = [];
-function start(name, cmd, argv, env) {
-  const child = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.log = '';
-  child.stdout.on('data', (d) => { child.log += d; });
-  child.stderr.on('data', (d) => { child.log += d; });
-  children.push(child);
-  return child;
-}
-function stopAll() { for (const c of children) { try { c.kill('SIGTERM'); } catch (e) { /* gone */ } } }
-process.on('exit', stopAll);
-
-let failures = 0;
-function check(ok, what, detail) {
-  console.log(`${ok ? 'PASS' : 'FAIL'} ${what}${detail !== undefined ? ' ' + JSON.stringify(detail) : ''}`);
-  if (!ok) failures++;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-function get(p) {
-  return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port: ADMIN, path: p }, (res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body }));
-    }).on('error', () => resolve({ status: 0, body: '' }));
-  });
-}
-async function until(what, fn, ms = 20000) {
-  const end = Math.min(Date.now() + ms, deadline);
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-function client(bootstrap, extra) {
-  const out = execFileSync(process.execPath, [path.join(HERE, 'mesh_client.js'), ...extra],
-    { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap }, timeout: 60000 });
-  return JSON.parse(out.toString());
-}
-function writeAtomically(file, text) {  // how editors and config tools save
-  fs.writeFileSync(file + '.tmp~', text);
-  fs.renameSync(file + '.tmp~', file);
-}
+const e2e = new E2e(ADMIN, 150000);  // the whole run is bounded
+const start = e2e.start.bind(e2e), check = e2e.check.bind(e2e), get = e2e.get.bind(e2e), until = e2e.until.bind(e2e);
+const stopAll = e2e.stopAll.bind(e2e);
+const children = e2e.children;
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cxds-mesh-'));
   const config = path.join(dir, 'config');
   fs.mkdirSync(config);
-  const MESH = path.join(HERE, '..', 'mesh');
-  for (const f of fs.readdirSync(MESH).filter((f) => f.endsWith('.yaml'))) {
-    fs.writeFileSync(path.join(config, f), fs.readFileSync(path.join(MESH, f), 'utf8')
-      .replace('grpc: 18081', `grpc: ${V1}`).replace('grpc: 18082', `grpc: ${V2}`));
-  }
-  const bootstrap = (file, id, ns) => {
-    fs.writeFileSync(file, JSON.stringify({
-      xds_servers: [{ server_uri: `127.0.0.1:${XDS}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
-      node: { id, locality: {}, metadata: { GENERATOR: 'grpc', NAMESPACE: ns } },
-    }));
-    return file;
-  };
+  copyExampleMesh(config, V1, V2);
+  const bootstrap = (file, id, ns) => makeBootstrap(file, XDS, id, ns);
   const app = bootstrap(path.join(dir, 'app.json'), 'grpc-app-1', 'default');
   const shop = bootstrap(path.join(dir, 'shop.json'), 'grpc-shop-1', 'shop');
 
@@ -200,11 +145,11 @@ async function main() {
   check(first.version === version, 'restarting with the same directory gives the same version', { before: version, after: first.version });
 
   for (const h of holders) h.kill('SIGTERM');
-  console.log(failures === 0 ? 'ALL PASSED' : `${failures} FAILED`);
-  if (failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));
+  console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
+  if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));
   stopAll();
   fs.rmSync(dir, { recursive: true, force: true });
-  process.exit(failures === 0 ? 0 : 1);
+  process.exit(e2e.failures === 0 ? 0 : 1);
 }
 
 main().catch((err) => {

@@ -7,40 +7,49 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
+#include <set>
 
-#include "common/logging.h"
 #include "common/strings.h"
-#include "config/yaml_loader.h"
 
 namespace cxds {
 
 DirWatcher::~DirWatcher() { Stop(); }
 
-absl::Status DirWatcher::Start(const std::string& dir, OnChange on_change) {
+absl::Status DirWatcher::Start(OnEvent on_event) {
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd_ < 0) return absl::InternalError(StrCat("inotify_init1: ", std::strerror(errno)));
   if (pipe2(stop_pipe_, O_CLOEXEC) != 0) return absl::InternalError(StrCat("pipe2: ", std::strerror(errno)));
-  on_change_ = std::move(on_change);
-  AddWatches(dir);
-  if (dirs_.empty()) return absl::NotFoundError(StrCat("cannot watch ", dir));
+  on_event_ = std::move(on_event);
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
 
-void DirWatcher::AddWatches(const std::string& dir) {
-  const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_DELETE_SELF;
-  const int wd = inotify_add_watch(inotify_fd_, dir.c_str(), mask);
-  if (wd < 0) {
-    Log().warn("WATCH failed dir={} error=\"{}\"", dir, std::strerror(errno));
-    return;
+std::vector<std::pair<std::string, std::string>> DirWatcher::Watch(const std::vector<std::string>& dirs) {
+  constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                             IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF;
+  std::vector<std::pair<std::string, std::string>> failed;
+  const std::set<std::string> wanted(dirs.begin(), dirs.end());
+  MutexLock lock(&mu_);
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (wanted.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    inotify_rm_watch(inotify_fd_, it->second);
+    dirs_.erase(it->second);
+    it = watches_.erase(it);
   }
-  dirs_[wd] = dir;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory(ec) && !name.empty() && name[0] != '.') AddWatches(entry.path().string());
+  for (const std::string& dir : wanted) {
+    if (watches_.contains(dir)) continue;
+    const int wd = inotify_add_watch(inotify_fd_, dir.c_str(), kMask);
+    if (wd < 0) {
+      failed.emplace_back(dir, std::strerror(errno));
+      continue;
+    }
+    watches_[dir] = wd;
+    dirs_[wd] = dir;
   }
+  return failed;
 }
 
 void DirWatcher::Run() {
@@ -57,28 +66,22 @@ void DirWatcher::Run() {
     for (ssize_t offset = 0; offset < n;) {
       const auto* event = reinterpret_cast<const struct inotify_event*>(buffer + offset);
       offset += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
-      auto dir = dirs_.find(event->wd);
-      if (dir == dirs_.end() || event->len == 0) continue;
-      const std::string path = dir->second + "/" + event->name;
-      if (event->mask & IN_ISDIR) {
-        if (event->mask & (IN_CREATE | IN_MOVED_TO)) {
-          AddWatches(path);
-          // Files may have landed before the watch: report what is there now.
-          std::error_code ec;
-          for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
-            if (entry.is_regular_file(ec) && IsConfigFileName(entry.path().string())) {
-              on_change_(entry.path().string(), true);
-            }
-          }
-        }
+      if (event->mask & IN_Q_OVERFLOW) {
+        on_event_("");
         continue;
       }
-      if (!IsConfigFileName(path)) continue;
-      if (event->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) {
-        on_change_(path, true);
-      } else if (event->mask & (IN_DELETE | IN_MOVED_FROM)) {
-        on_change_(path, false);
+      std::string path;
+      {
+        MutexLock lock(&mu_);
+        auto dir = dirs_.find(event->wd);
+        if (dir == dirs_.end()) continue;
+        path = event->len > 0 ? dir->second + "/" + event->name : dir->second;
+        if (event->mask & IN_IGNORED) {  // the directory is gone: its watch with it
+          watches_.erase(dir->second);
+          dirs_.erase(dir);
+        }
       }
+      on_event_(path);
     }
   }
 }
@@ -93,6 +96,9 @@ void DirWatcher::Stop() {
     if (fd >= 0) close(fd);
   }
   inotify_fd_ = stop_pipe_[0] = stop_pipe_[1] = -1;
+  MutexLock lock(&mu_);
+  dirs_.clear();
+  watches_.clear();
 }
 
 }  // namespace cxds

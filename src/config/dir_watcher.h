@@ -1,44 +1,52 @@
-// DirWatcher: tells which config files under a directory changed, using inotify.
+// DirWatcher: tells that something changed in a set of directories, using inotify.
 //
-// Safe with editors and tools: a file is read when it is closed after writing
-// (IN_CLOSE_WRITE) or renamed into place (IN_MOVED_TO, the atomic-rename pattern), never on
-// IN_MODIFY, so a half-written file is not read mid-write; removals and renames away count as
-// deletions; new subdirectories are watched as they appear. Events arrive on the watcher's own
-// thread; the callback gets a path and whether the file exists now.
+// It only wakes its owner: what changed is found by reading the directory again (see
+// DirectorySource), so no event is interpreted on its own and none can be misread: a rename,
+// a ConfigMap's "..data" symlink swap, a permission change (IN_ATTRIB), a write still in
+// progress (IN_MODIFY), a watched directory removed, or lost events (queue overflow) all
+// report the same way. The owner says which directories to watch (Watch), after each read.
 //
-// Threading: one background thread; Stop() (or the destructor) joins it.
+// Threading: one background thread reads events and calls OnEvent on it; Watch may be called
+// from any thread; Stop() (or the destructor) joins the thread.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 
 namespace cxds {
 
 class DirWatcher {
  public:
-  using OnChange = std::function<void(const std::string& path, bool exists)>;
+  // `path`: what changed, for logs ("" when events were lost).
+  using OnEvent = std::function<void(const std::string& path)>;
 
   DirWatcher() = default;
   ~DirWatcher();
   DirWatcher(const DirWatcher&) = delete;
   DirWatcher& operator=(const DirWatcher&) = delete;
 
-  // Starts watching `dir` recursively.
-  absl::Status Start(const std::string& dir, OnChange on_change);
+  absl::Status Start(OnEvent on_event);
+  // Makes the watched set exactly `dirs`. Returns the directories that could not be watched,
+  // with the reason.
+  std::vector<std::pair<std::string, std::string>> Watch(const std::vector<std::string>& dirs);
   void Stop();
 
  private:
-  void AddWatches(const std::string& dir);
   void Run();
 
   int inotify_fd_ = -1;
   int stop_pipe_[2] = {-1, -1};
-  std::map<int, std::string> dirs_;  // watch descriptor -> directory; only the thread touches it after Start
-  OnChange on_change_;
+  OnEvent on_event_;
+  Mutex mu_;
+  std::map<int, std::string> dirs_ ABSL_GUARDED_BY(mu_);  // watch descriptor -> directory
+  std::map<std::string, int> watches_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -1,5 +1,7 @@
 #include "config/dir_watcher.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -10,65 +12,64 @@
 namespace cxds {
 namespace {
 
+namespace fs = std::filesystem;
+
 class DirWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cxds-watch-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = fs::temp_directory_path() / ("cxds-watch-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "sub");
     ASSERT_TRUE(watcher_
-                    .Start(dir_.string(),
-                           [this](const std::string& path, bool exists) {
-                             MutexLock lock(&mu_);
-                             events_.push_back({std::filesystem::path(path).lexically_relative(dir_).string(), exists});
-                           })
+                    .Start([this](const std::string& path) {
+                      MutexLock lock(&mu_);
+                      events_.push_back(path.empty() ? "" : fs::path(path).lexically_relative(dir_).string());
+                    })
                     .ok());
   }
   void TearDown() override {
     watcher_.Stop();
-    std::filesystem::remove_all(dir_);
+    fs::remove_all(dir_);
   }
-  void Write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
-  // Waits (bounded, not a timing assertion) until `n` events arrived; returns them.
-  std::vector<std::pair<std::string, bool>> Events(size_t n) {
+  // Waits (bounded, not a timing assertion) until an event for `path` arrived.
+  bool Saw(const std::string& path) {
     MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return events_.size() >= n; }, absl::Seconds(10));
-    return events_;
+    return mu_.AwaitWithTimeout(
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return std::find(events_.begin(), events_.end(), path) != events_.end();
+        },
+        absl::Seconds(10));
   }
 
-  std::filesystem::path dir_;
+  fs::path dir_;
   DirWatcher watcher_;
   Mutex mu_;
-  std::vector<std::pair<std::string, bool>> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
 };
 
-TEST_F(DirWatcherTest, ReportsWrittenRenamedAndRemovedConfigFilesOnly) {
-  Write(dir_ / "notes.txt", "ignored");
-  Write(dir_ / "a.yaml", "x: 1");
-  // An editor's save: a temporary file renamed into place.
-  Write(dir_ / ".b.yaml.swp", "y: 2");
-  std::filesystem::rename(dir_ / ".b.yaml.swp", dir_ / "b.yaml");
-  std::filesystem::remove(dir_ / "a.yaml");
-  const auto events = Events(3);
-  ASSERT_EQ(events.size(), 3u);
-  EXPECT_EQ(events[0], (std::pair<std::string, bool>{"a.yaml", true}));
-  EXPECT_EQ(events[1], (std::pair<std::string, bool>{"b.yaml", true}));
-  EXPECT_EQ(events[2], (std::pair<std::string, bool>{"a.yaml", false}));
+TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
+  EXPECT_TRUE(watcher_.Watch({dir_.string(), (dir_ / "sub").string()}).empty());
+  std::ofstream(dir_ / "a.yaml") << "a";
+  EXPECT_TRUE(Saw("a.yaml"));
+  fs::rename(dir_ / "a.yaml", dir_ / "sub" / "b.yaml");
+  EXPECT_TRUE(Saw("sub/b.yaml"));
+  fs::permissions(dir_ / "sub" / "b.yaml", fs::perms::owner_read);
+  fs::create_directory_symlink("sub", dir_ / "..data");  // what a ConfigMap swap touches
+  EXPECT_TRUE(Saw("..data"));
 }
 
-TEST_F(DirWatcherTest, WatchesNewSubdirectories) {
-  std::filesystem::create_directories(dir_ / "team");
-  // Wait for the directory to be watched before writing into it.
-  const auto give_up = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < give_up) {
-    Write(dir_ / "team" / "c.yaml", "z: 3");
-    if (!Events(1).empty()) break;
-  }
-  const auto events = Events(1);
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back(), (std::pair<std::string, bool>{"team/c.yaml", true}));
+TEST_F(DirWatcherTest, WatchesExactlyTheDirectoriesItIsGiven) {
+  EXPECT_TRUE(watcher_.Watch({dir_.string()}).empty());
+  auto failed = watcher_.Watch({dir_.string(), (dir_ / "missing").string()});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].first, (dir_ / "missing").string());
+  std::ofstream(dir_ / "sub" / "unwatched.yaml") << "x";
+  std::ofstream(dir_ / "marker") << "x";
+  EXPECT_TRUE(Saw("marker"));
+  MutexLock lock(&mu_);
+  EXPECT_EQ(std::count(events_.begin(), events_.end(), "sub/unwatched.yaml"), 0)
+      << "sub was not in the watched set";
 }
 
 }  // namespace

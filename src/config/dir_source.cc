@@ -1,0 +1,125 @@
+#include "config/dir_source.h"
+
+#include "common/logging.h"
+
+namespace cxds {
+
+DirectorySource::DirectorySource(std::string dir, Scheduler& scheduler, Options options)
+    : scheduler_(scheduler), options_(options), reader_(std::move(dir), options.limits) {}
+
+DirectorySource::~DirectorySource() { Stop(); }
+
+absl::StatusOr<std::vector<FileRead>> DirectorySource::Load() {
+  absl::StatusOr<ConfigDirReader::Result> result = reader_.Next();
+  Log(result);
+  if (!result.ok()) return result.status();
+  return std::move(result->changes);
+}
+
+absl::Status DirectorySource::Start(OnBatch on_batch) {
+  on_batch_ = std::move(on_batch);
+  {
+    MutexLock lock(&mu_);
+    stopped_ = false;
+  }
+  if (options_.watch) {
+    if (absl::Status status = watcher_.Start([this](const std::string&) { Poke(); }); !status.ok()) return status;
+  }
+  // The first read runs at once: it sets the watches, and catches what changed since Load.
+  TimerPtr old;
+  MutexLock lock(&mu_);
+  read_at_ = scheduler_.clock().Now();
+  old = ArmLocked();
+  return absl::OkStatus();
+}
+
+void DirectorySource::Stop() {
+  watcher_.Stop();
+  TimerPtr timer;
+  {
+    MutexLock lock(&mu_);
+    stopped_ = true;
+    timer = std::move(read_timer_);
+  }
+  timer.reset();  // waits for a running read, outside mu_
+}
+
+void DirectorySource::Poke() {
+  TimerPtr old;  // destroyed after mu_ is released
+  MutexLock lock(&mu_);
+  if (stopped_) return;
+  const absl::Time now = scheduler_.clock().Now();
+  if (first_event_ == absl::InfiniteFuture()) first_event_ = now;
+  // Quiet for `settle`, but never later than `max_settle` after the first event.
+  read_at_ = std::min(now + options_.settle, first_event_ + options_.max_settle);
+  old = ArmLocked();
+}
+
+TimerPtr DirectorySource::ArmLocked() {
+  if (timer_due_ <= read_at_ || read_at_ == absl::InfiniteFuture()) return nullptr;  // fires in time, re-arms
+  TimerPtr old = std::move(read_timer_);
+  timer_due_ = read_at_;
+  read_timer_ = scheduler_.Schedule(read_at_ - scheduler_.clock().Now(), [this] { OnTimer(); });
+  return old;
+}
+
+void DirectorySource::OnTimer() {
+  TimerPtr old;
+  {
+    MutexLock lock(&mu_);
+    timer_due_ = absl::InfiniteFuture();
+    if (stopped_) return;
+    if (scheduler_.clock().Now() < read_at_) {  // more events came: wait for quiet
+      old = ArmLocked();
+      return;
+    }
+    read_at_ = first_event_ = absl::InfiniteFuture();
+  }
+  ReadNow();
+}
+
+void DirectorySource::ReadNow() {
+  absl::StatusOr<ConfigDirReader::Result> result = reader_.Next();
+  Log(result);
+  absl::Duration next = options_.resync_interval;
+  if (!result.ok()) {
+    next = options_.missing_poll;
+    if (options_.watch) watcher_.Watch({});
+  } else {
+    if (options_.watch) {
+      for (const auto& [dir, why] : watcher_.Watch(result->dirs)) {
+        cxds::Log().warn("WATCH failed dir={} error=\"{}\": changes there are found by the periodic read", dir, why);
+      }
+    }
+    if (result->in_flux) next = options_.settle;
+    if (!result->changes.empty() && on_batch_) on_batch_(std::move(result->changes));
+  }
+  TimerPtr old;
+  MutexLock lock(&mu_);
+  if (stopped_) return;
+  // An event during the read may already want an earlier read; keep the earlier.
+  read_at_ = std::min(read_at_, scheduler_.clock().Now() + next);
+  old = ArmLocked();
+}
+
+void DirectorySource::Log(const absl::StatusOr<ConfigDirReader::Result>& result) {
+  if (!result.ok()) {
+    if (!missing_) {
+      cxds::Log().error("CONFIG {}: the last good config keeps serving; looking again every {}",
+                        std::string(result.status().message()), absl::FormatDuration(options_.missing_poll));
+    }
+    missing_ = true;
+    return;
+  }
+  if (missing_) cxds::Log().info("CONFIG directory {} is back: reading it", reader_.dir());
+  missing_ = false;
+  for (const std::string& note : result->notes) cxds::Log().warn("CONFIG {}", note);
+  for (const FileRead& change : result->changes) {
+    if (change.state == FileRead::State::kUnreadable) {
+      cxds::Log().error("CONFIG cannot read {}: {}; its objects keep their last good version", change.path,
+                        change.error);
+    }
+  }
+}
+
+}  // namespace cxds

@@ -1,0 +1,83 @@
+// DirectorySource: a watched config directory as a series of consistent batches of file
+// changes, for ConfigStore::ApplyFiles.
+//
+// Every batch comes from reading the whole directory again (ConfigDirReader: only files whose
+// stat changed are read), never from interpreting single events, so the answer depends only
+// on what the directory holds: renames, ConfigMap symlink swaps, permission changes, new
+// subdirectories and lost events all end in the same read. Reads are scheduled:
+//  - `settle` after the last inotify event, so that a tool's several writes become one batch
+//    (an editor's save, a file written in two steps, a `git checkout`), but at most
+//    `max_settle` after the first, so that a directory written continuously is still read;
+//  - again `settle` later when a file changed while it was read;
+//  - every `resync_interval` in any case (inotify can lose events);
+//  - every `missing_poll` while the directory is gone (deleted, or its mount swapped): the
+//    last good config keeps serving and the directory is read again when it is back.
+//
+// Threading: batches are delivered on the scheduler's thread, one at a time; Start and Stop
+// on the owner's thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/mutex.h"
+#include "common/scheduler.h"
+#include "config/config_dir.h"
+#include "config/dir_watcher.h"
+
+namespace cxds {
+
+class DirectorySource {
+ public:
+  struct Options {
+    absl::Duration settle = absl::Milliseconds(100);
+    absl::Duration max_settle = absl::Seconds(1);
+    absl::Duration resync_interval = absl::Seconds(30);
+    absl::Duration missing_poll = absl::Seconds(1);
+    ConfigDirLimits limits;
+    bool watch = true;  // false: timers only (tests on a simulated scheduler)
+  };
+  using OnBatch = std::function<void(std::vector<FileRead> batch)>;
+
+  DirectorySource(std::string dir, Scheduler& scheduler, Options options);
+  ~DirectorySource();
+  DirectorySource(const DirectorySource&) = delete;
+  DirectorySource& operator=(const DirectorySource&) = delete;
+
+  // The first read: every file. NotFound/Unavailable if the directory is missing or unreadable.
+  absl::StatusOr<std::vector<FileRead>> Load();
+  // Watches from here on; batches that change something go to `on_batch`.
+  absl::Status Start(OnBatch on_batch);
+  void Stop();
+
+  // An event happened (inotify, or a test): schedules a read.
+  void Poke();
+
+ private:
+  // Timers are never cancelled under mu_ (a running read takes mu_): a timer that fires
+  // before the read is due arms a new one, and replaced timers are destroyed outside mu_.
+  void OnTimer();
+  void ReadNow();
+  [[nodiscard]] TimerPtr ArmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(const absl::StatusOr<ConfigDirReader::Result>& result);
+
+  Scheduler& scheduler_;
+  const Options options_;
+  ConfigDirReader reader_;  // used on the scheduler's thread (or by Load before Start)
+  DirWatcher watcher_;
+  OnBatch on_batch_;
+  bool missing_ = false;  // scheduler thread
+
+  Mutex mu_;
+  TimerPtr read_timer_ ABSL_GUARDED_BY(mu_);
+  absl::Time timer_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();    // of read_timer_, if pending
+  absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();      // when the next read is wanted
+  absl::Time first_event_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // of the pending read
+  bool stopped_ ABSL_GUARDED_BY(mu_) = true;
+};
+
+}  // namespace cxds

@@ -1,0 +1,161 @@
+// DirectorySource: when it reads (simulated time) and what it delivers (real directories).
+#include "config/dir_source.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/mutex.h"
+#include "gtest/gtest.h"
+
+namespace cxds {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DirSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cxds-src-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  fs::path dir_;
+};
+
+struct Batches {
+  Mutex mu;
+  std::vector<std::vector<FileRead>> batches ABSL_GUARDED_BY(mu);
+  DirectorySource::OnBatch Sink() {
+    return [this](std::vector<FileRead> batch) {
+      MutexLock lock(&mu);
+      batches.push_back(std::move(batch));
+    };
+  }
+  size_t size() {
+    MutexLock lock(&mu);
+    return batches.size();
+  }
+  std::vector<FileRead> last() {
+    MutexLock lock(&mu);
+    return batches.back();
+  }
+  // Bounded wait for real-time tests (a bound, not a timing assertion).
+  bool AwaitAtLeast(size_t n) {
+    MutexLock lock(&mu);
+    return mu.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return batches.size() >= n; },
+                               absl::Seconds(20));
+  }
+};
+
+DirectorySource::Options Simulated() {
+  return {.settle = absl::Milliseconds(100),
+          .max_settle = absl::Seconds(1),
+          .resync_interval = absl::Seconds(30),
+          .missing_poll = absl::Seconds(2),
+          .watch = false};
+}
+
+TEST_F(DirSourceTest, EventsAreReadAfterAQuietPeriodButNeverLaterThanTheCeiling) {
+  Write(dir_ / "a.yaml", "a");
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  auto loaded = source.Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+  EXPECT_EQ(batches.size(), 0u) << "the first read finds nothing new since Load";
+
+  // A file written in two steps: the first half, an event, the rest 50 ms later.
+  Write(dir_ / "b.yaml", "first half");
+  source.Poke();
+  scheduler.AdvanceBy(absl::Milliseconds(50));
+  Write(dir_ / "b.yaml", "first half, second half");
+  source.Poke();
+  scheduler.AdvanceBy(absl::Milliseconds(99));
+  EXPECT_EQ(batches.size(), 0u) << "still within the quiet period of the second event";
+  scheduler.AdvanceBy(absl::Milliseconds(1));
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches.last().size(), 1u);
+  EXPECT_EQ(batches.last()[0].content, "first half, second half") << "one read of the complete file";
+
+  // Events every 50 ms for 3 s: read at most 1 s after the first.
+  for (int i = 0; i < 20; ++i) {
+    Write(dir_ / "c.yaml", "c" + std::to_string(i));
+    source.Poke();
+    scheduler.AdvanceBy(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(batches.size(), 2u) << "the ceiling forced a read during the stream of events";
+  source.Stop();
+}
+
+TEST_F(DirSourceTest, ChangesWithoutEventsAreFoundByThePeriodicRead) {
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  ASSERT_TRUE(source.Load().ok());
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+  Write(dir_ / "lost.yaml", "an event inotify dropped");
+  scheduler.AdvanceBy(absl::Seconds(29));
+  EXPECT_EQ(batches.size(), 0u);
+  scheduler.AdvanceBy(absl::Seconds(1));
+  ASSERT_EQ(batches.size(), 1u);
+  source.Stop();
+}
+
+TEST_F(DirSourceTest, ADeletedDirectoryKeepsTheConfigAndIsFoundAgain) {
+  Write(dir_ / "a.yaml", "a");
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  ASSERT_TRUE(source.Load().ok());
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+  fs::remove_all(dir_);
+  source.Poke();
+  scheduler.AdvanceBy(absl::Seconds(1));
+  EXPECT_EQ(batches.size(), 0u) << "a missing directory removes nothing";
+  Write(dir_ / "a.yaml", "a, new");
+  scheduler.AdvanceBy(absl::Seconds(2));  // the missing-directory poll, no event needed
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches.last()[0].content, "a, new");
+  source.Stop();
+}
+
+TEST_F(DirSourceTest, RealEventsDeliverWritesRenamesAndConfigMapSwaps) {
+  Write(dir_ / "..v1" / "mesh.yaml", "one");
+  fs::create_directory_symlink("..v1", dir_ / "..data");
+  fs::create_symlink("..data/mesh.yaml", dir_ / "mesh.yaml");
+  RealScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler,
+                         {.settle = absl::Milliseconds(20), .resync_interval = absl::Hours(1)});
+  ASSERT_TRUE(source.Load().ok());
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+
+  Write(dir_ / "sub" / ".tmp", "x");
+  fs::rename(dir_ / "sub" / ".tmp", dir_ / "sub" / "new.yaml");  // a new subdirectory, then a rename
+  ASSERT_TRUE(batches.AwaitAtLeast(1));
+  EXPECT_EQ(fs::path(batches.last().back().path).filename(), "new.yaml");
+
+  Write(dir_ / "..v2" / "mesh.yaml", "two");
+  fs::create_directory_symlink("..v2", dir_ / "..data_tmp");
+  fs::rename(dir_ / "..data_tmp", dir_ / "..data");
+  ASSERT_TRUE(batches.AwaitAtLeast(2));
+  ASSERT_EQ(batches.last().size(), 1u);
+  EXPECT_EQ(batches.last()[0].content, "two");
+  source.Stop();
+}
+
+}  // namespace
+}  // namespace cxds
