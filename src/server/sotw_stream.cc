@@ -30,6 +30,14 @@ absl::Status SotwStream::RunRequestCallback(const DiscoveryRequest& request) {
   return env_.callbacks != nullptr ? env_.callbacks->OnStreamRequest(stream_id_, request) : absl::OkStatus();
 }
 
+absl::Status SotwStream::CheckLimits(const DiscoveryRequest& request) const {
+  if (!types_.contains(request.type_url())) {
+    if (absl::Status status = CheckNewType(types_.size()); !status.ok()) return status;
+  }
+  // A SotW request names the whole subscription: this also bounds what the type holds.
+  return CheckNames(request.resource_names(), "resource_names");
+}
+
 void SotwStream::HandleHeartbeat() {
   for (auto& [type_url, state] : types_) {
     state.heartbeat_due = true;
@@ -137,7 +145,9 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
 }
 
 void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
-  const std::string* error = request.has_error_detail() ? &request.error_detail().message() : nullptr;
+  // The message is kept (ledger, callbacks, convergence records) only up to the limit.
+  const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
+  const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
   FeedbackEvent event = env_.ledger->RecordFeedback(
       stream_id_, request.type_url(), request.response_nonce(), request.version_info(), error,
       request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());

@@ -32,6 +32,7 @@
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
+#include "server/limits.h"
 #include "server/server_metrics.h"
 
 namespace cxds {
@@ -68,6 +69,11 @@ struct StreamEnvironment {
   // Until it returns true, new streams end at once with UNAVAILABLE (never an empty
   // configuration a reconnecting proxy would apply; seed 004, L02). Empty: always ready.
   std::function<bool()> ready = nullptr;
+  // What a client may send (server/limits.h).
+  StreamLimits limits = {};
+  // A response write that has not completed after this long ends the stream with
+  // DEADLINE_EXCEEDED and frees its push slot. Zero: no limit. Needs `scheduler`.
+  absl::Duration send_timeout = absl::ZeroDuration();
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -205,6 +211,40 @@ class StreamBase : public PushTarget {
   virtual std::string ServiceName() const = 0;
   // The heartbeat interval passed: mark heartbeats due.
   virtual void HandleHeartbeat() = 0;
+  // The variant's request limits (names per request, names per type, types per stream); an
+  // error ends the stream with it.
+  virtual absl::Status CheckLimits(const Request& request) const = 0;
+
+  // Names of one request or subscription against the limits (server/limits.h).
+  template <typename Names>
+  absl::Status CheckNames(const Names& names, std::string_view field) const {
+    if (static_cast<size_t>(names.size()) > env_.limits.max_resource_names_per_request) {
+      return absl::ResourceExhaustedError(StrCat(field, " has ", names.size(), " names; the limit is ",
+                                                 env_.limits.max_resource_names_per_request,
+                                                 " (max_resource_names_per_request)"));
+    }
+    for (const std::string& name : names) {
+      if (name.size() > env_.limits.max_resource_name_bytes) {
+        return absl::InvalidArgumentError(StrCat("a name in ", field, " is ", name.size(), " bytes; the limit is ",
+                                                 env_.limits.max_resource_name_bytes, " (max_resource_name_bytes)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const StreamLimits& limits() const { return env_.limits; }
+  // A request for a type the stream does not have yet, when it already has the most allowed.
+  absl::Status CheckNewType(size_t types) const {
+    if (types >= env_.limits.max_types_per_stream) {
+      return absl::ResourceExhaustedError(StrCat("the stream already has ", types,
+                                                 " types; the limit is ", env_.limits.max_types_per_stream,
+                                                 " (max_types_per_stream)"));
+    }
+    return absl::OkStatus();
+  }
+  // A NACK's error_detail as it is kept and reported: at most max_error_detail_bytes.
+  std::string KeptError(const std::string& message) const {
+    return TruncateUntrusted(message, env_.limits.max_error_detail_bytes);
+  }
 
   bool ClientHasFeature(std::string_view feature) const {
     for (const std::string& f : node_.client_features()) {
@@ -490,8 +530,34 @@ class StreamBase : public PushTarget {
     }
   }
 
+  absl::Status CheckNodeLimits(const envoy::config::core::v3::Node& node) const {
+    const StreamLimits& limits = env_.limits;
+    if (node.id().size() > limits.max_node_id_bytes) {
+      return absl::InvalidArgumentError(
+          StrCat("node.id is ", node.id().size(), " bytes; the limit is ", limits.max_node_id_bytes, " (max_node_id_bytes)"));
+    }
+    if (node.cluster().size() > limits.max_node_cluster_bytes) {
+      return absl::InvalidArgumentError(StrCat("node.cluster is ", node.cluster().size(), " bytes; the limit is ",
+                                               limits.max_node_cluster_bytes, " (max_node_cluster_bytes)"));
+    }
+    if (node.has_metadata()) {
+      const size_t bytes = node.metadata().ByteSizeLong();
+      if (bytes > limits.max_node_metadata_bytes) {
+        return absl::ResourceExhaustedError(StrCat("node.metadata is ", bytes, " bytes; the limit is ",
+                                                   limits.max_node_metadata_bytes, " (max_node_metadata_bytes)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Identity and type checks common to every variant; false if the stream was ended.
   bool CheckRequest(Request& request) {
+    if (request.has_node()) {
+      if (absl::Status status = CheckNodeLimits(request.node()); !status.ok()) {
+        EndStream(status);
+        return false;
+      }
+    }
     if (!node_bound_) {
       if (!request.has_node() || request.node().id().empty()) {
         EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
@@ -517,8 +583,14 @@ class StreamBase : public PushTarget {
         Kick();
       });
     } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
-      EndStream(absl::InvalidArgumentError(
-          StrCat("node.id changed on the stream from \"", node_.id(), "\" to \"", request.node().id(), "\"")));
+      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", EscapeUntrusted(node_.id()),
+                                                  "\" to \"", EscapeUntrusted(request.node().id()), "\"")));
+      return false;
+    }
+    if (request.type_url().size() > env_.limits.max_type_url_bytes) {
+      EndStream(absl::InvalidArgumentError(StrCat("type_url is ", request.type_url().size(),
+                                                  " bytes; the limit is ", env_.limits.max_type_url_bytes,
+                                                  " (max_type_url_bytes)")));
       return false;
     }
     if (fixed_type_url_.empty()) {
@@ -530,7 +602,11 @@ class StreamBase : public PushTarget {
       request.set_type_url(fixed_type_url_);
     } else if (request.type_url() != fixed_type_url_) {
       EndStream(absl::InvalidArgumentError(
-          StrCat("type_url ", request.type_url(), " on the discovery service for ", fixed_type_url_)));
+          StrCat("type_url ", EscapeUntrusted(request.type_url()), " on the discovery service for ", fixed_type_url_)));
+      return false;
+    }
+    if (absl::Status status = CheckLimits(request); !status.ok()) {
+      EndStream(status);
       return false;
     }
     watch_->RecordRequest();
