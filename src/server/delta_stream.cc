@@ -156,17 +156,17 @@ void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
   event.node_id = node_.id();
   switch (event.kind) {
     case FeedbackKind::kAck:
-      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), event.sent_version, event.stale ? " stale=true" : "");
+      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
       // The client keeps what it had; the rejected content is not sent again (R10.8).
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
-                 node_.id(), request.type_url(), request.response_nonce(), event.sent_version, event.error);
+                 node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, UntrustedQuoted(event.error, 1024));
       break;
     case FeedbackKind::kUnmatched:
-      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), request.has_error_detail());
+      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), request.has_error_detail());
       break;
   }
   NoteFeedback(event);
@@ -314,7 +314,7 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   NoteSent(type_url, response.system_version, response.nonce, bytes);
   Log().log(SentLogLevel(),
             "SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
-            stream_id_, node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
+            stream_id_, node_log_, type_url, response.system_version, response.nonce, response.resources.size(),
             response.removed.size(), response.heartbeats.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;

@@ -191,7 +191,7 @@ class StreamBase : public PushTarget {
     if (env_.dispatcher != nullptr) env_.dispatcher->Remove(this);
     if (env_.metrics != nullptr && node_bound_) env_.metrics->StreamClosed(ClientVersion());
     env_.ledger->CloseStream(stream_id_);
-    Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
+    Log().info("CLOSE stream={} node={}", stream_id_, node_log_);
     if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
   }
 
@@ -319,8 +319,9 @@ class StreamBase : public PushTarget {
                                                                             : spdlog::level::info;
   }
 
+  // The pilot_xds{version} label: client-provided, so escaped and cut short.
   std::string ClientVersion() const {
-    return node_.user_agent_version().empty() ? std::string("unknown") : node_.user_agent_version();
+    return node_.user_agent_version().empty() ? std::string("unknown") : EscapeUntrusted(node_.user_agent_version(), 64);
   }
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
@@ -379,6 +380,7 @@ class StreamBase : public PushTarget {
   // Protocol state shared by the variants, confined to event processing.
   bool node_bound_ = false;
   envoy::config::core::v3::Node node_;
+  std::string node_log_;  // node_.id() as log lines carry it (EscapeUntrusted)
   std::unique_ptr<ConfigWatcher::Watch> watch_;
   bool write_in_flight_ = false;
   bool finished_ = false;
@@ -565,11 +567,12 @@ class StreamBase : public PushTarget {
       }
       node_ = request.node();
       node_bound_ = true;
+      node_log_ = EscapeUntrusted(node_.id());
       push_info_.stream_id = stream_id_;
       push_info_.node_id = node_.id();
       env_.ledger->SetNode(stream_id_, node_.id());
       if (env_.metrics != nullptr) env_.metrics->StreamOpened(ClientVersion());
-      Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(), ServiceName());
+      Log().info("OPEN stream={} node={} service={}", stream_id_, node_log_, ServiceName());
       watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
         if (env_.dispatcher != nullptr) {
           // Through the PushQueue (merged per stream, one push in progress) and the throttle.
@@ -583,7 +586,7 @@ class StreamBase : public PushTarget {
         Kick();
       });
     } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
-      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", EscapeUntrusted(node_.id()),
+      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", node_log_,
                                                   "\" to \"", EscapeUntrusted(request.node().id()), "\"")));
       return false;
     }

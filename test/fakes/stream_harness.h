@@ -90,6 +90,8 @@ struct StreamHarnessOptions {
   ServerMetrics* metrics = nullptr;
   AdmissionLimiter* admission = nullptr;  // needs `scheduler`
   std::function<bool()> ready = nullptr;
+  StreamLimits limits = {};
+  absl::Duration send_timeout = absl::ZeroDuration();  // needs `scheduler`
 };
 
 class StreamHarness {
@@ -100,7 +102,7 @@ class StreamHarness {
       : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
         env_{&cache, &ledger_, callbacks, options.clock != nullptr ? options.clock : &clock_, "cxds", options.scheduler, options.heartbeat_interval,
              options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(), options.observer,
-             options.metrics, options.admission, options.ready},
+             options.metrics, options.admission, options.ready, options.limits, options.send_timeout},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {
