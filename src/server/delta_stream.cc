@@ -196,7 +196,7 @@ void DeltaStream::SendNext() {
     std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, snapshot);
     if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
-    write_in_flight_ = true;
+    WriteStarting();
     transport_->WriteResponse(*response);
     return true;
   });

@@ -178,7 +178,7 @@ void SotwStream::SendNext() {
     std::optional<OutgoingResponse> response = Compute(type_url, state, snapshot);
     if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
-    write_in_flight_ = true;
+    WriteStarting();
     transport_->WriteResponse(*response);
     return true;
   });

@@ -45,6 +45,11 @@ class TransportBase {
   virtual void ReadNext() = 0;
   // Ends the stream. No read or write follows.
   virtual void FinishStream(const absl::Status& status) = 0;
+  // Ends the stream now although a write is outstanding that may never complete: the write
+  // completes (failed) and the client gets `status` without waiting for it. May follow
+  // FinishStream (then it only cuts the outstanding write). A transport whose writes cannot
+  // stall may simply finish.
+  virtual void AbortStream(const absl::Status& status) { FinishStream(status); }
 };
 
 // What every stream of a server shares.
@@ -186,6 +191,7 @@ class StreamBase : public PushTarget {
     }
     admission_timer.reset();
     heartbeat_timer_.reset();
+    send_timer_.reset();
     watch_.reset();
     // No push can be queued for the stream now; forget what is queued and free its slot.
     if (env_.dispatcher != nullptr) env_.dispatcher->Remove(this);
@@ -362,15 +368,24 @@ class StreamBase : public PushTarget {
     });
   }
 
-  void EndStream(const absl::Status& status) {
+  // A variant is about to start a write: it is outstanding until OnWriteDone, and the send
+  // timeout runs from now.
+  void WriteStarting() {
+    write_in_flight_ = true;
+    write_started_ = env_.clock->Now();
+    if (send_timer_ == nullptr) ArmSendTimer(env_.send_timeout);
+  }
+
+  // `abort`: the outstanding write is cut instead of waited for (a stalled client).
+  void EndStream(const absl::Status& status, bool abort = false) {
     if (finished_) return;
     finished_ = true;
     if (active_push_ != nullptr) FinishPush();
     if (!status.ok()) {
-      Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
-                 absl::StatusCodeToString(status.code()), std::string(status.message()));
+      Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_log_,
+                 absl::StatusCodeToString(status.code()), UntrustedQuoted(std::string(status.message()), 1024));
     }
-    base_transport_->FinishStream(status);
+    abort ? base_transport_->AbortStream(status) : base_transport_->FinishStream(status);
   }
 
   const StreamEnvironment env_;
@@ -435,6 +450,41 @@ class StreamBase : public PushTarget {
     if (env_.dispatcher != nullptr) env_.dispatcher->Done(this);
   }
 
+  // Checks the outstanding write against the send timeout when the timer is due; re-arms the
+  // timer for a newer write. `send_timer_` is confined to event processing (and Close).
+  void ArmSendTimer(absl::Duration delay) {
+    if (env_.scheduler == nullptr || env_.send_timeout <= absl::ZeroDuration()) return;
+    send_timer_ = env_.scheduler->Schedule(delay, [this] {
+      {
+        MutexLock lock(&mu_);
+        if (closed_) return;
+        send_check_due_ = true;
+      }
+      Kick();
+    });
+  }
+
+  void CheckSendTimeout() {
+    send_timer_.reset();  // it fired (this may run inside its callback: no wait then)
+    if (!write_in_flight_) return;  // armed again by the next write
+    const absl::Duration waited = env_.clock->Now() - write_started_;
+    if (waited < env_.send_timeout) {
+      ArmSendTimer(env_.send_timeout - waited);  // a later write is outstanding
+      return;
+    }
+    const absl::Status status = absl::DeadlineExceededError(
+        StrCat("a response write did not complete within the send timeout (", absl::FormatDuration(env_.send_timeout),
+               "): the client is not reading"));
+    Log().warn("SEND_TIMEOUT stream={} node={} waited={} send_timeout={} push_slot_released={}", stream_id_,
+               node_log_, absl::FormatDuration(waited), absl::FormatDuration(env_.send_timeout),
+               active_push_ != nullptr);
+    if (finished_) {
+      base_transport_->AbortStream(status);  // finished while a write was stuck behind it
+    } else {
+      EndStream(status, /*abort=*/true);
+    }
+  }
+
   PushRequestPtr ToPushRequest(const ConfigChange& change) const {
     if (change.push != nullptr) return change.push;  // shared by every stream of the push
     auto request = std::make_shared<PushRequest>();
@@ -459,6 +509,7 @@ class StreamBase : public PushTarget {
       bool reads_done = false;
       bool heartbeat = false;
       bool admitted = false;
+      bool send_check = false;
       std::optional<absl::Status> transport_error;
       {
         MutexLock lock(&mu_);
@@ -469,6 +520,11 @@ class StreamBase : public PushTarget {
         if (admitted_) {
           admitted_ = false;
           admitted = true;
+        } else if (send_check_due_ && writes_done_ == 0) {
+          // Before requests, so a client that keeps sending cannot postpone it; after any
+          // queued write completion, so a write that did complete is never timed out.
+          send_check_due_ = false;
+          send_check = true;
         } else if (!requests_.empty()) {
           request = std::move(requests_.front());
           requests_.pop_front();
@@ -493,7 +549,12 @@ class StreamBase : public PushTarget {
           return;
         }
       }
+      if (send_check) {
+        CheckSendTimeout();
+        continue;
+      }
       if (finished_) {  // the stream is over: events are drained and dropped
+        if (write_done) write_in_flight_ = false;  // (the send timeout looks at it)
         if (change.has_value() && change->push != nullptr && env_.dispatcher != nullptr) env_.dispatcher->Done(this);
         continue;
       }
@@ -634,7 +695,10 @@ class StreamBase : public PushTarget {
   TimerPtr admission_timer_ ABSL_GUARDED_BY(mu_);
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool send_check_due_ ABSL_GUARDED_BY(mu_) = false;
   TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
+  TimerPtr send_timer_;       // confined to event processing (and Close)
+  absl::Time write_started_;  // of the outstanding write; confined to event processing
   PushTargetInfo push_info_;  // set once, when the node is known, before the watch exists
   std::shared_ptr<InFlightPush> active_push_;  // confined to event processing
   // Unanswered responses by type URL, oldest first (at most kMaxAwaitingPerType); confined to

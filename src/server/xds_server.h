@@ -10,6 +10,10 @@
 //   xds.RegisterServices(builder);
 //   auto server = builder.BuildAndStart();
 //
+// Bad clients: a stream whose response write does not complete within `send_timeout` is
+// ended (DEADLINE_EXCEEDED) and its push slot freed, so pushes to other streams never wait on
+// it; requests are checked against `limits` (server/limits.h); the port is bound exclusively.
+//
 // Threading: streams run on gRPC's callback threads and on the dispatcher's threads, which
 // deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is registered
 // on (shut the grpc::Server down first). Accessors are thread-safe.
@@ -28,6 +32,7 @@
 #include "grpcpp/server_builder.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
+#include "server/limits.h"
 
 namespace cxds {
 
@@ -51,6 +56,12 @@ class XdsServer {
     PushObserver* observer = nullptr;    // may be null; stage reports (sent, ACK, NACK)
     // Until true, new streams get UNAVAILABLE (the config is not loaded yet). Empty: ready.
     std::function<bool()> ready;
+    // A response write that has not completed after this long (the client does not read)
+    // ends the stream with DEADLINE_EXCEEDED and frees its push slot at once. Zero: never.
+    // Timed on `scheduler` (the server makes a RealScheduler if none is given).
+    absl::Duration send_timeout = absl::Seconds(20);
+    // What a client may send; see server/limits.h for the defaults and why.
+    StreamLimits limits;
   };
 
   XdsServer(ConfigWatcher& watcher, Options options);

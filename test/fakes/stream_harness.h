@@ -29,9 +29,14 @@ class FakeTransport final : public StreamTransport {
     write_in_flight = true;
   }
   void FinishStream(const absl::Status& status) override { finished = status; }
+  void AbortStream(const absl::Status& status) override {
+    aborted = status;
+    if (!finished.has_value()) finished = status;
+  }
 
   std::vector<DiscoveryResponse> writes;
   std::optional<absl::Status> finished;
+  std::optional<absl::Status> aborted;  // the stream was cut with a write outstanding
   int reads_requested = 0;
   bool write_in_flight = false;
 };
