@@ -1,6 +1,11 @@
 #include "server/xds_server.h"
 
+#include <algorithm>
+#include <climits>
 #include <vector>
+
+#include "grpc/grpc.h"
+#include "grpcpp/security/server_credentials.h"
 
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
@@ -249,6 +254,23 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
   impl_->services_.push_back(std::make_unique<EndpointService>(impl_.get()));
   impl_->services_.push_back(std::make_unique<SecretService>(impl_.get()));
   for (auto& service : impl_->services_) builder.RegisterService(service.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> XdsServer::Start(const std::string& address, int* bound_port) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  RegisterServices(builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    if (server != nullptr) server->Shutdown();
+    return absl::UnavailableError(StrCat("cannot listen for xDS on ", address,
+                                         ": the port is in use (another control plane?) or the address is not local"));
+  }
+  if (bound_port != nullptr) *bound_port = port;
+  return server;
 }
 
 const AckLedger& XdsServer::ledger() const { return impl_->ledger_; }

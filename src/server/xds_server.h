@@ -5,6 +5,8 @@
 // Usage:
 //   cxds::SnapshotCache cache;
 //   cxds::XdsServer xds(cache, {});
+//   absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds.Start("127.0.0.1:18000");
+// or, with a builder of one's own (RegisterServices applies the same server settings):
 //   grpc::ServerBuilder builder;
 //   builder.AddListeningPort("127.0.0.1:18000", grpc::InsecureServerCredentials());
 //   xds.RegisterServices(builder);
@@ -23,6 +25,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
 
 #include "admin/metrics.h"
 #include "cache/config_watcher.h"
@@ -69,8 +75,16 @@ class XdsServer {
   XdsServer(const XdsServer&) = delete;
   XdsServer& operator=(const XdsServer&) = delete;
 
-  // Registers every discovery service on `builder`.
+  // Registers every discovery service on `builder` and sets what the server needs: the
+  // receive limit (limits.max_request_bytes) and no port reuse (GRPC_ARG_ALLOW_REUSEPORT 0:
+  // gRPC's default SO_REUSEPORT would let a second control plane bind the same port and the
+  // kernel spread proxies over both).
   void RegisterServices(grpc::ServerBuilder& builder);
+
+  // Builds and starts an insecure gRPC server on `address` with these services. A port that
+  // cannot be bound (in use, or not local) is an error naming the address. `bound_port`, if
+  // given, receives the port (useful with port 0).
+  absl::StatusOr<std::unique_ptr<grpc::Server>> Start(const std::string& address, int* bound_port = nullptr);
 
   // What each open stream was sent and what it ACKed or NACKed.
   const AckLedger& ledger() const;
