@@ -16,6 +16,7 @@ struct DemoOptions {
   uint32_t inventory_port = 18080;
   int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
   int push_workers = 2;   // dispatcher threads
+  absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 
 // The teaching control plane (seed 003): serves version 1, then reads `port N`, `invalid`,
@@ -33,6 +34,7 @@ struct ServeOptions {
   int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
   double max_new_streams_per_second = 0;  // 0: no limit
   std::string domain_suffix = "cluster.local";
+  absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.

@@ -36,9 +36,13 @@ int main(int argc, char** argv) {
                        "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  std::string demo_send_timeout = "20s";
+  demo_cmd->add_option("--send-timeout", demo_send_timeout,
+                       "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
+      ->capture_default_str();
 
   cxds::ServeOptions serve;
-  std::string debounce_after = "100ms", debounce_max = "10s", settings_file;
+  std::string debounce_after = "100ms", debounce_max = "10s", send_timeout = "20s", settings_file;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a watched mesh config directory as xDS");
   std::map<std::string, CLI::Option*> serve_flags;
   serve_flags["config-dir"] = serve_cmd->add_option("--config-dir", serve.config_dir, "mesh config directory")
@@ -64,6 +68,10 @@ int main(int argc, char** argv) {
   serve_flags["domain-suffix"] =
       serve_cmd->add_option("--domain-suffix", serve.domain_suffix, "Kubernetes service domain suffix")
           ->capture_default_str();
+  serve_flags["send-timeout"] =
+      serve_cmd->add_option("--send-timeout", send_timeout,
+                            "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
+          ->capture_default_str();
   serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
 
   std::string validate_dir;
@@ -76,6 +84,10 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   cxds::Log().set_level(spdlog::level::from_str(log_level));
   if (demo_cmd->parsed()) {
+    if (!absl::ParseDuration(demo_send_timeout, &demo.send_timeout) || demo.send_timeout < absl::ZeroDuration()) {
+      std::cerr << "--send-timeout takes a duration such as 20s\n";
+      return 2;
+    }
     return cxds::RunDemo(demo, std::cin, std::cout);
   }
   if (serve_cmd->parsed()) {
@@ -106,6 +118,10 @@ int main(int argc, char** argv) {
     if (!absl::ParseDuration(debounce_after, &serve.debounce_after) ||
         !absl::ParseDuration(debounce_max, &serve.debounce_max)) {
       std::cerr << "--debounce-after and --debounce-max take durations such as 100ms or 10s\n";
+      return 2;
+    }
+    if (!absl::ParseDuration(send_timeout, &serve.send_timeout) || serve.send_timeout < absl::ZeroDuration()) {
+      std::cerr << "--send-timeout takes a duration such as 20s\n";
       return 2;
     }
     return cxds::RunServe(serve);
