@@ -17,6 +17,7 @@ struct DemoOptions {
   uint32_t inventory_port = 18080;
   int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
   int push_workers = 2;   // dispatcher threads
+  absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 
 // The teaching control plane (seed 003): serves version 1, then reads `port N`, `invalid`,
@@ -38,6 +39,7 @@ struct ServeOptions {
   // Quiet period after a change in the config directory before it is read (a file written in
   // several steps is read once, complete).
   absl::Duration config_settle = absl::Milliseconds(100);
+  absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.

@@ -5,6 +5,7 @@
 #include "admin/admin_server.h"
 #include "cache/snapshot_cache.h"
 #include "common/logging.h"
+#include "common/strings.h"
 #include "cxds/commands.h"
 #include "cxds/teaching_snapshot.h"
 #include "grpcpp/security/server_credentials.h"
@@ -30,14 +31,14 @@ void PrintStatus(const AckLedger& ledger, std::ostream& out) {
   }
   for (const StreamSyncStatus& stream : streams) {
     for (const TypeSyncStatus& type : stream.types) {
-      out << "stream=" << stream.stream_id << " node=" << stream.node_id
+      out << "stream=" << stream.stream_id << " node=" << EscapeUntrusted(stream.node_id)
           << " type=" << ShortTypeName(type.type_url) << " sent_version=" << type.sent_version
           << " sent_at=" << FormatTime(type.sent_time)
           << " acked_version=" << (type.acked_version.empty() ? "-" : type.acked_version)
           << " acked_at=" << FormatTime(type.acked_time) << " state=" << (type.synced() ? "SYNCED" : "PENDING");
       if (type.last_nack.has_value()) {
         out << " last_nack_version=" << type.last_nack->sent_version << " last_nack_error=\""
-            << type.last_nack->error << "\"";
+            << EscapeUntrusted(type.last_nack->error, 1024, UntrustedIn::kQuoted) << "\"";
       }
       out << std::endl;
     }
@@ -51,15 +52,13 @@ class TeachingControlPlane {
         xds_(cache_, ServerOptions(options, &tracker_)) {}
 
   bool Start() {
-    grpc::ServerBuilder builder;
-    int bound_port = 0;
-    builder.AddListeningPort(options_.xds_address, grpc::InsecureServerCredentials(), &bound_port);
-    xds_.RegisterServices(builder);
-    server_ = builder.BuildAndStart();
-    if (server_ == nullptr || bound_port == 0) {
-      out_ << "ERROR cannot listen on " << options_.xds_address << std::endl;
+    absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds_.Start(options_.xds_address);
+    if (!server.ok()) {
+      Log().error("{}", std::string(server.status().message()));
+      out_ << "ERROR " << server.status().message() << std::endl;
       return false;
     }
+    server_ = std::move(*server);
     Log().info("LISTEN address={} node={}", options_.xds_address, options_.node_id);
     return Publish(options_.inventory_port, /*valid_route=*/true);
   }
@@ -108,6 +107,7 @@ class TeachingControlPlane {
     options.observer = tracker;
     options.push_throttle = demo.push_throttle;
     options.push_workers = demo.push_workers;
+    options.send_timeout = demo.send_timeout;
     return options;
   }
 

@@ -38,9 +38,14 @@ int Main(int argc, char** argv) {
                        "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  std::string demo_send_timeout = "20s";
+  demo_cmd->add_option("--send-timeout", demo_send_timeout,
+                       "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
+      ->capture_default_str();
 
   cxds::ServeOptions serve;
-  std::string debounce_after = "100ms", debounce_max = "10s", config_settle = "100ms", settings_file;
+  std::string debounce_after = "100ms", debounce_max = "10s", config_settle = "100ms", send_timeout = "20s",
+              settings_file;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a watched mesh config directory as xDS");
   std::map<std::string, CLI::Option*> serve_flags;
   serve_flags["config-dir"] = serve_cmd->add_option("--config-dir", serve.config_dir, "mesh config directory")
@@ -75,6 +80,10 @@ int Main(int argc, char** argv) {
       serve_cmd->add_option("--config-settle", config_settle,
                             "quiet period after a change in the config directory before it is read")
           ->capture_default_str();
+  serve_flags["send-timeout"] =
+      serve_cmd->add_option("--send-timeout", send_timeout,
+                            "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
+          ->capture_default_str();
   serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
 
   std::string validate_dir;
@@ -90,6 +99,10 @@ int Main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   cxds::Log().set_level(spdlog::level::from_str(log_level));
   if (demo_cmd->parsed()) {
+    if (!absl::ParseDuration(demo_send_timeout, &demo.send_timeout) || demo.send_timeout < absl::ZeroDuration()) {
+      std::cerr << "--send-timeout takes a duration such as 20s\n";
+      return 2;
+    }
     return cxds::RunDemo(demo, std::cin, std::cout);
   }
   if (serve_cmd->parsed()) {
@@ -121,6 +134,10 @@ int Main(int argc, char** argv) {
         !absl::ParseDuration(debounce_max, &serve.debounce_max) ||
         !absl::ParseDuration(config_settle, &serve.config_settle) || serve.config_settle < absl::ZeroDuration()) {
       std::cerr << "--debounce-after, --debounce-max and --config-settle take durations such as 100ms or 10s\n";
+      return 2;
+    }
+    if (!absl::ParseDuration(send_timeout, &serve.send_timeout) || serve.send_timeout < absl::ZeroDuration()) {
+      std::cerr << "--send-timeout takes a duration such as 20s\n";
       return 2;
     }
     return cxds::RunServe(serve);

@@ -59,16 +59,15 @@ int RunServe(const ServeOptions& options) {
   server_options.push_throttle = options.push_throttle;
   server_options.max_new_streams_per_second = options.max_new_streams_per_second;
   server_options.ready = [&ready] { return ready.load(); };
+  server_options.send_timeout = options.send_timeout;
   XdsServer xds(pipeline, server_options);
-  grpc::ServerBuilder builder;
-  int xds_port = 0;
-  builder.AddListeningPort(options.xds_address, grpc::InsecureServerCredentials(), &xds_port);
-  xds.RegisterServices(builder);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (grpc_server == nullptr || xds_port == 0) {
-    Log().error("cannot listen for xDS on {}", options.xds_address);
+  // Exclusive: a busy port (another cxds?) is an error, never a shared port.
+  absl::StatusOr<std::unique_ptr<grpc::Server>> started = xds.Start(options.xds_address);
+  if (!started.ok()) {
+    Log().error("{}", std::string(started.status().message()));
     return 1;
   }
+  std::unique_ptr<grpc::Server> grpc_server = std::move(*started);
 
   AdminServer admin({&metrics, &xds.ledger(), &pipeline, &store, &tracker, &ready});
   std::string admin_host;

@@ -207,6 +207,9 @@ void SnapshotCache::RemoveWatch(const std::string& key, uint64_t id) {
   }
   it->second.watches.erase(id);
   it->second.status.open_watches = static_cast<int>(it->second.watches.size());
+  // Nothing left to serve or to tell: forget the key, or clients with ever-new node ids would
+  // grow the cache (each entry keeps the node as sent) after their streams are gone.
+  if (it->second.watches.empty() && it->second.snapshot == nullptr) nodes_.erase(it);
 }
 
 void SnapshotCache::RecordRequest(const std::string& key) {

@@ -79,7 +79,8 @@ class SnapshotCache final : public ConfigWatcher {
   // the next SetSnapshot) and keep what they already received: nothing is sent to them.
   void ClearSnapshot(const std::string& node_key);
 
-  // Status of one node key, or nullopt if the cache has never heard of it.
+  // Status of one node key, or nullopt if the cache has no snapshot and no watch for it (a
+  // key whose last watch closed without a snapshot is forgotten).
   std::optional<NodeStatus> GetStatus(const std::string& node_key) const;
   // Every node key with a snapshot or a watch.
   std::vector<std::string> StatusKeys() const;

@@ -1,9 +1,17 @@
 // String helpers. Debian's abseil is built with its own absl::string_view (not an alias of
 // std::string_view), so absl::StrCat does not take std::string_view; this one does.
+//
+// Untrusted text (node ids, resource names, type URLs, nonces, versions and NACK error_detail
+// sent by clients) goes into log lines and metric labels only through EscapeUntrusted, so a
+// client cannot forge a log line (newline), a key=value pair (space, '=') or a quoted field
+// ('"'), and cannot make one line or label arbitrarily long. Storage of such text (the NACK
+// error kept in the ledger) goes through TruncateUntrusted.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <algorithm>
 #include <type_traits>
 
 namespace cxds {
@@ -60,6 +68,76 @@ inline std::string JsonQuote(std::string_view text) {
     }
   }
   return out + "\"";
+}
+
+// Longest untrusted value a log line or label carries by default (bytes of the input).
+inline constexpr size_t kUntrustedLogBytes = 256;
+
+enum class UntrustedIn {
+  kBare,    // a bare key=value field: space and '=' are escaped too (\x20, \x3d)
+  kQuoted,  // inside "...": spaces stay
+};
+
+// Keeps at most `max_bytes` of `text` (cut at a UTF-8 character boundary); a longer text ends
+// with "…(N bytes)", N its full length. For untrusted text that is stored, not printed.
+inline std::string TruncateUntrusted(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  // Do not split a multi-byte character: back up over continuation bytes (10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut--;
+  std::string out(text.substr(0, cut));
+  out += "\u2026(";  // "…"
+  out += std::to_string(text.size());
+  out += " bytes)";
+  return out;
+}
+
+// `text` made safe for a log line or a metric label: backslash, '"', control characters,
+// DEL and every byte >= 0x80 are escaped (\\, \", \n, \r, \t, \xNN), and so are space and
+// '=' in UntrustedIn::kBare; only the first `max_bytes` of `text` are kept, followed by
+// "…(N bytes)" when it is longer. The result is printable ASCII apart from that ellipsis.
+inline std::string EscapeUntrusted(std::string_view text, size_t max_bytes = kUntrustedLogBytes,
+                                   UntrustedIn where = UntrustedIn::kBare) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string_view kept = text.substr(0, std::min(text.size(), max_bytes));
+  std::string out;
+  out.reserve(kept.size() + 16);
+  for (char c : kept) {
+    const auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      default:
+        break;
+    }
+    const bool bare_special = where == UntrustedIn::kBare && (c == ' ' || c == '=');
+    if (byte < 0x20 || byte >= 0x7f || bare_special) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  if (kept.size() < text.size()) {
+    out += "\u2026(";
+    out += std::to_string(text.size());
+    out += " bytes)";
+  }
+  return out;
 }
 
 }  // namespace cxds

@@ -416,8 +416,8 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
         MutexLock lock(&mu_);
         stats_.generate_errors++;
       }
-      Log().error("GENERATE failed node={} type={}: {}; what the proxy has keeps serving", core.proxy().id,
-                  ShortTypeName(type_url), std::string(generated.status().message()));
+      Log().error("GENERATE failed node={} type={}: {}; what the proxy has keeps serving", Untrusted(core.proxy().id),
+                  Untrusted(ShortTypeName(type_url)), std::string(generated.status().message()));
       continue;
     }
     if (!generated->has_value()) continue;  // nothing for this type: no response

@@ -27,6 +27,41 @@ absl::Status DeltaStream::RunRequestCallback(const DeltaDiscoveryRequest& reques
   return env_.callbacks != nullptr ? env_.callbacks->OnStreamDeltaRequest(stream_id_, request) : absl::OkStatus();
 }
 
+absl::Status DeltaStream::CheckLimits(const DeltaDiscoveryRequest& request) const {
+  auto it = types_.find(request.type_url());
+  if (it == types_.end()) {
+    if (absl::Status status = CheckNewType(types_.size()); !status.ok()) return status;
+  }
+  if (absl::Status status = CheckNames(request.resource_names_subscribe(), "resource_names_subscribe"); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckNames(request.resource_names_unsubscribe(), "resource_names_unsubscribe");
+      !status.ok()) {
+    return status;
+  }
+  if (static_cast<size_t>(request.initial_resource_versions_size()) > limits().max_resource_names_per_request) {
+    return absl::ResourceExhaustedError(StrCat("initial_resource_versions has ", request.initial_resource_versions_size(),
+                                               " names; the limit is ", limits().max_resource_names_per_request,
+                                               " (max_resource_names_per_request)"));
+  }
+  for (const auto& [name, version] : request.initial_resource_versions()) {
+    if (name.size() > limits().max_resource_name_bytes || version.size() > limits().max_resource_name_bytes) {
+      return absl::InvalidArgumentError(StrCat("an entry of initial_resource_versions is longer than ",
+                                               limits().max_resource_name_bytes, " bytes (max_resource_name_bytes)"));
+    }
+  }
+  // Delta adds names request by request: the subscription of a type is capped as a whole.
+  const size_t subscribed = it != types_.end() ? it->second.subscription.names().size() : 0;
+  if (subscribed + static_cast<size_t>(request.resource_names_subscribe_size()) >
+      limits().max_resource_names_per_request) {
+    return absl::ResourceExhaustedError(StrCat("the subscription to ", EscapeUntrusted(request.type_url()), " would have ",
+                                               subscribed + request.resource_names_subscribe_size(),
+                                               " names; the limit is ", limits().max_resource_names_per_request,
+                                               " (max_resource_names_per_request)"));
+  }
+  return absl::OkStatus();
+}
+
 void DeltaStream::HandleHeartbeat() {
   for (auto& [type_url, state] : types_) {
     state.heartbeat_due = true;
@@ -112,24 +147,26 @@ void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
 }
 
 void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
-  const std::string* error = request.has_error_detail() ? &request.error_detail().message() : nullptr;
+  // The message is kept (ledger, callbacks, convergence records) only up to the limit.
+  const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
+  const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
   FeedbackEvent event = env_.ledger->RecordFeedback(stream_id_, request.type_url(), request.response_nonce(), "",
                                                     error, request.has_error_detail() ? request.error_detail().code() : 0,
                                                     env_.clock->Now());
   event.node_id = node_.id();
   switch (event.kind) {
     case FeedbackKind::kAck:
-      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), event.sent_version, event.stale ? " stale=true" : "");
+      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
       // The client keeps what it had; the rejected content is not sent again (R10.8).
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
-                 node_.id(), request.type_url(), request.response_nonce(), event.sent_version, event.error);
+                 node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, UntrustedQuoted(event.error, 1024));
       break;
     case FeedbackKind::kUnmatched:
-      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), request.has_error_detail());
+      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), request.has_error_detail());
       break;
   }
   NoteFeedback(event);
@@ -159,7 +196,7 @@ void DeltaStream::SendNext() {
     std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, snapshot);
     if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
-    write_in_flight_ = true;
+    WriteStarting();
     transport_->WriteResponse(*response);
     return true;
   });
@@ -277,7 +314,7 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   NoteSent(type_url, response.system_version, response.nonce, bytes);
   Log().log(SentLogLevel(),
             "SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
-            stream_id_, node_.id(), type_url, response.system_version, response.nonce, response.resources.size(),
+            stream_id_, node_log_, type_url, response.system_version, response.nonce, response.resources.size(),
             response.removed.size(), response.heartbeats.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;

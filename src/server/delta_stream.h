@@ -73,6 +73,7 @@ class DeltaStream final : public StreamBase<envoy::service::discovery::v3::Delta
   absl::Status RunRequestCallback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) override;
   std::string ServiceName() const override;
   void HandleHeartbeat() override;
+  absl::Status CheckLimits(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) const override;
 
   void HandleFeedback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void UpdateInterest(const std::string& type_url, const TypeState& state);

@@ -30,6 +30,14 @@ absl::Status SotwStream::RunRequestCallback(const DiscoveryRequest& request) {
   return env_.callbacks != nullptr ? env_.callbacks->OnStreamRequest(stream_id_, request) : absl::OkStatus();
 }
 
+absl::Status SotwStream::CheckLimits(const DiscoveryRequest& request) const {
+  if (!types_.contains(request.type_url())) {
+    if (absl::Status status = CheckNewType(types_.size()); !status.ok()) return status;
+  }
+  // A SotW request names the whole subscription: this also bounds what the type holds.
+  return CheckNames(request.resource_names(), "resource_names");
+}
+
 void SotwStream::HandleHeartbeat() {
   for (auto& [type_url, state] : types_) {
     state.heartbeat_due = true;
@@ -95,8 +103,8 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   // only once a newer response was sent for this subscription: after an unsubscribe from
   // everything the subscription starts afresh, and the client's last nonce is still current.
   if (!state.last_nonce.empty() && request.response_nonce() != state.last_nonce) {
-    Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_.id(),
-                type_url, request.response_nonce(), state.last_nonce);
+    Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_log_,
+                Untrusted(type_url), Untrusted(request.response_nonce()), state.last_nonce);
     NoteExpiredNonce(type_url);
     return;
   }
@@ -137,26 +145,28 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
 }
 
 void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
-  const std::string* error = request.has_error_detail() ? &request.error_detail().message() : nullptr;
+  // The message is kept (ledger, callbacks, convergence records) only up to the limit.
+  const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
+  const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
   FeedbackEvent event = env_.ledger->RecordFeedback(
       stream_id_, request.type_url(), request.response_nonce(), request.version_info(), error,
       request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());
   event.node_id = node_.id();
   switch (event.kind) {
     case FeedbackKind::kAck:
-      Log().info("ACK stream={} node={} type={} nonce={} version={}{}", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), event.sent_version,
+      Log().info("ACK stream={} node={} type={} nonce={} version={}{}", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
                  event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} accepted_version={} error=\"{}\"{}",
-                 stream_id_, node_.id(), request.type_url(), request.response_nonce(), event.sent_version,
-                 request.version_info(), event.error, event.stale ? " stale=true" : "");
+                 stream_id_, node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
+                 Untrusted(request.version_info()), UntrustedQuoted(event.error, 1024), event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kUnmatched:
-      Log().info("UNMATCHED stream={} node={} type={} nonce={} version={} nack={}", stream_id_, node_.id(),
-                 request.type_url(), request.response_nonce(), request.version_info(),
-                 request.has_error_detail());
+      Log().info("UNMATCHED stream={} node={} type={} nonce={} version={} nack={}", stream_id_, node_log_,
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()),
+                 Untrusted(request.version_info()), request.has_error_detail());
       break;
   }
   NoteFeedback(event);
@@ -168,7 +178,7 @@ void SotwStream::SendNext() {
     std::optional<OutgoingResponse> response = Compute(type_url, state, snapshot);
     if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
-    write_in_flight_ = true;
+    WriteStarting();
     transport_->WriteResponse(*response);
     return true;
   });
@@ -277,7 +287,7 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
     env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(),
                             env_.clock->Now());
     Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_,
-               node_.id(), type_url, response.version, response.nonce, response.resources.size());
+               node_log_, type_url, response.version, response.nonce, response.resources.size());
     return;
   }
   // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did
@@ -319,7 +329,7 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
   size_t bytes = 0;
   for (const ResourcePtr& resource : response.resources) bytes += resource->serialized().size();
   NoteSent(type_url, response.version, response.nonce, bytes);
-  Log().log(SentLogLevel(), "SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_.id(),
+  Log().log(SentLogLevel(), "SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_log_,
             type_url, response.version, response.nonce, response.resources.size());
   if (env_.callbacks != nullptr) {
     ResponseInfo info;

@@ -78,6 +78,7 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
   absl::Status RunRequestCallback(const envoy::service::discovery::v3::DiscoveryRequest& request) override;
   std::string ServiceName() const override;
   void HandleHeartbeat() override;
+  absl::Status CheckLimits(const envoy::service::discovery::v3::DiscoveryRequest& request) const override;
   // Both features are needed to receive TTLs in SotW (R9).
   bool ClientSupportsSotwTtl() const {
     return ClientHasFeature(kClientFeatureResourceTtl) && ClientHasFeature(kClientFeatureResourceInSotw);

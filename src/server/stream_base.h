@@ -32,6 +32,7 @@
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
+#include "server/limits.h"
 #include "server/server_metrics.h"
 
 namespace cxds {
@@ -44,6 +45,11 @@ class TransportBase {
   virtual void ReadNext() = 0;
   // Ends the stream. No read or write follows.
   virtual void FinishStream(const absl::Status& status) = 0;
+  // Ends the stream now although a write is outstanding that may never complete: the write
+  // completes (failed) and the client gets `status` without waiting for it. May follow
+  // FinishStream (then it only cuts the outstanding write). A transport whose writes cannot
+  // stall may simply finish.
+  virtual void AbortStream(const absl::Status& status) { FinishStream(status); }
 };
 
 // What every stream of a server shares.
@@ -68,6 +74,11 @@ struct StreamEnvironment {
   // Until it returns true, new streams end at once with UNAVAILABLE (never an empty
   // configuration a reconnecting proxy would apply; seed 004, L02). Empty: always ready.
   std::function<bool()> ready = nullptr;
+  // What a client may send (server/limits.h).
+  StreamLimits limits = {};
+  // A response write that has not completed after this long ends the stream with
+  // DEADLINE_EXCEEDED and frees its push slot. Zero: no limit. Needs `scheduler`.
+  absl::Duration send_timeout = absl::ZeroDuration();
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -180,12 +191,13 @@ class StreamBase : public PushTarget {
     }
     admission_timer.reset();
     heartbeat_timer_.reset();
+    send_timer_.reset();
     watch_.reset();
     // No push can be queued for the stream now; forget what is queued and free its slot.
     if (env_.dispatcher != nullptr) env_.dispatcher->Remove(this);
     if (env_.metrics != nullptr && node_bound_) env_.metrics->StreamClosed(ClientVersion());
     env_.ledger->CloseStream(stream_id_);
-    Log().info("CLOSE stream={} node={}", stream_id_, node_.id());
+    Log().info("CLOSE stream={} node={}", stream_id_, node_log_);
     if (env_.callbacks != nullptr) env_.callbacks->OnStreamClosed(stream_id_, node_);
   }
 
@@ -205,6 +217,40 @@ class StreamBase : public PushTarget {
   virtual std::string ServiceName() const = 0;
   // The heartbeat interval passed: mark heartbeats due.
   virtual void HandleHeartbeat() = 0;
+  // The variant's request limits (names per request, names per type, types per stream); an
+  // error ends the stream with it.
+  virtual absl::Status CheckLimits(const Request& request) const = 0;
+
+  // Names of one request or subscription against the limits (server/limits.h).
+  template <typename Names>
+  absl::Status CheckNames(const Names& names, std::string_view field) const {
+    if (static_cast<size_t>(names.size()) > env_.limits.max_resource_names_per_request) {
+      return absl::ResourceExhaustedError(StrCat(field, " has ", names.size(), " names; the limit is ",
+                                                 env_.limits.max_resource_names_per_request,
+                                                 " (max_resource_names_per_request)"));
+    }
+    for (const std::string& name : names) {
+      if (name.size() > env_.limits.max_resource_name_bytes) {
+        return absl::InvalidArgumentError(StrCat("a name in ", field, " is ", name.size(), " bytes; the limit is ",
+                                                 env_.limits.max_resource_name_bytes, " (max_resource_name_bytes)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const StreamLimits& limits() const { return env_.limits; }
+  // A request for a type the stream does not have yet, when it already has the most allowed.
+  absl::Status CheckNewType(size_t types) const {
+    if (types >= env_.limits.max_types_per_stream) {
+      return absl::ResourceExhaustedError(StrCat("the stream already has ", types,
+                                                 " types; the limit is ", env_.limits.max_types_per_stream,
+                                                 " (max_types_per_stream)"));
+    }
+    return absl::OkStatus();
+  }
+  // A NACK's error_detail as it is kept and reported: at most max_error_detail_bytes.
+  std::string KeptError(const std::string& message) const {
+    return TruncateUntrusted(message, env_.limits.max_error_detail_bytes);
+  }
 
   bool ClientHasFeature(std::string_view feature) const {
     for (const std::string& f : node_.client_features()) {
@@ -279,8 +325,9 @@ class StreamBase : public PushTarget {
                                                                             : spdlog::level::info;
   }
 
+  // The pilot_xds{version} label: client-provided, so escaped and cut short.
   std::string ClientVersion() const {
-    return node_.user_agent_version().empty() ? std::string("unknown") : node_.user_agent_version();
+    return node_.user_agent_version().empty() ? std::string("unknown") : EscapeUntrusted(node_.user_agent_version(), 64);
   }
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
@@ -321,15 +368,24 @@ class StreamBase : public PushTarget {
     });
   }
 
-  void EndStream(const absl::Status& status) {
+  // A variant is about to start a write: it is outstanding until OnWriteDone, and the send
+  // timeout runs from now.
+  void WriteStarting() {
+    write_in_flight_ = true;
+    write_started_ = env_.clock->Now();
+    if (send_timer_ == nullptr) ArmSendTimer(env_.send_timeout);
+  }
+
+  // `abort`: the outstanding write is cut instead of waited for (a stalled client).
+  void EndStream(const absl::Status& status, bool abort = false) {
     if (finished_) return;
     finished_ = true;
     if (active_push_ != nullptr) FinishPush();
     if (!status.ok()) {
-      Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_.id(),
-                 absl::StatusCodeToString(status.code()), std::string(status.message()));
+      Log().warn("END stream={} node={} code={} error=\"{}\"", stream_id_, node_log_,
+                 absl::StatusCodeToString(status.code()), UntrustedQuoted(std::string(status.message()), 1024));
     }
-    base_transport_->FinishStream(status);
+    abort ? base_transport_->AbortStream(status) : base_transport_->FinishStream(status);
   }
 
   const StreamEnvironment env_;
@@ -339,6 +395,7 @@ class StreamBase : public PushTarget {
   // Protocol state shared by the variants, confined to event processing.
   bool node_bound_ = false;
   envoy::config::core::v3::Node node_;
+  std::string node_log_;  // node_.id() as log lines carry it (EscapeUntrusted)
   std::unique_ptr<ConfigWatcher::Watch> watch_;
   bool write_in_flight_ = false;
   bool finished_ = false;
@@ -393,6 +450,41 @@ class StreamBase : public PushTarget {
     if (env_.dispatcher != nullptr) env_.dispatcher->Done(this);
   }
 
+  // Checks the outstanding write against the send timeout when the timer is due; re-arms the
+  // timer for a newer write. `send_timer_` is confined to event processing (and Close).
+  void ArmSendTimer(absl::Duration delay) {
+    if (env_.scheduler == nullptr || env_.send_timeout <= absl::ZeroDuration()) return;
+    send_timer_ = env_.scheduler->Schedule(delay, [this] {
+      {
+        MutexLock lock(&mu_);
+        if (closed_) return;
+        send_check_due_ = true;
+      }
+      Kick();
+    });
+  }
+
+  void CheckSendTimeout() {
+    send_timer_.reset();  // it fired (this may run inside its callback: no wait then)
+    if (!write_in_flight_) return;  // armed again by the next write
+    const absl::Duration waited = env_.clock->Now() - write_started_;
+    if (waited < env_.send_timeout) {
+      ArmSendTimer(env_.send_timeout - waited);  // a later write is outstanding
+      return;
+    }
+    const absl::Status status = absl::DeadlineExceededError(
+        StrCat("a response write did not complete within the send timeout (", absl::FormatDuration(env_.send_timeout),
+               "): the client is not reading"));
+    Log().warn("SEND_TIMEOUT stream={} node={} waited={} send_timeout={} push_slot_released={}", stream_id_,
+               node_log_, absl::FormatDuration(waited), absl::FormatDuration(env_.send_timeout),
+               active_push_ != nullptr);
+    if (finished_) {
+      base_transport_->AbortStream(status);  // finished while a write was stuck behind it
+    } else {
+      EndStream(status, /*abort=*/true);
+    }
+  }
+
   PushRequestPtr ToPushRequest(const ConfigChange& change) const {
     if (change.push != nullptr) return change.push;  // shared by every stream of the push
     auto request = std::make_shared<PushRequest>();
@@ -417,6 +509,7 @@ class StreamBase : public PushTarget {
       bool reads_done = false;
       bool heartbeat = false;
       bool admitted = false;
+      bool send_check = false;
       std::optional<absl::Status> transport_error;
       {
         MutexLock lock(&mu_);
@@ -427,6 +520,11 @@ class StreamBase : public PushTarget {
         if (admitted_) {
           admitted_ = false;
           admitted = true;
+        } else if (send_check_due_ && writes_done_ == 0) {
+          // Before requests, so a client that keeps sending cannot postpone it; after any
+          // queued write completion, so a write that did complete is never timed out.
+          send_check_due_ = false;
+          send_check = true;
         } else if (!requests_.empty()) {
           request = std::move(requests_.front());
           requests_.pop_front();
@@ -451,7 +549,12 @@ class StreamBase : public PushTarget {
           return;
         }
       }
+      if (send_check) {
+        CheckSendTimeout();
+        continue;
+      }
       if (finished_) {  // the stream is over: events are drained and dropped
+        if (write_done) write_in_flight_ = false;  // (the send timeout looks at it)
         if (change.has_value() && change->push != nullptr && env_.dispatcher != nullptr) env_.dispatcher->Done(this);
         continue;
       }
@@ -490,8 +593,34 @@ class StreamBase : public PushTarget {
     }
   }
 
+  absl::Status CheckNodeLimits(const envoy::config::core::v3::Node& node) const {
+    const StreamLimits& limits = env_.limits;
+    if (node.id().size() > limits.max_node_id_bytes) {
+      return absl::InvalidArgumentError(
+          StrCat("node.id is ", node.id().size(), " bytes; the limit is ", limits.max_node_id_bytes, " (max_node_id_bytes)"));
+    }
+    if (node.cluster().size() > limits.max_node_cluster_bytes) {
+      return absl::InvalidArgumentError(StrCat("node.cluster is ", node.cluster().size(), " bytes; the limit is ",
+                                               limits.max_node_cluster_bytes, " (max_node_cluster_bytes)"));
+    }
+    if (node.has_metadata()) {
+      const size_t bytes = node.metadata().ByteSizeLong();
+      if (bytes > limits.max_node_metadata_bytes) {
+        return absl::ResourceExhaustedError(StrCat("node.metadata is ", bytes, " bytes; the limit is ",
+                                                   limits.max_node_metadata_bytes, " (max_node_metadata_bytes)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Identity and type checks common to every variant; false if the stream was ended.
   bool CheckRequest(Request& request) {
+    if (request.has_node()) {
+      if (absl::Status status = CheckNodeLimits(request.node()); !status.ok()) {
+        EndStream(status);
+        return false;
+      }
+    }
     if (!node_bound_) {
       if (!request.has_node() || request.node().id().empty()) {
         EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
@@ -499,11 +628,12 @@ class StreamBase : public PushTarget {
       }
       node_ = request.node();
       node_bound_ = true;
+      node_log_ = EscapeUntrusted(node_.id());
       push_info_.stream_id = stream_id_;
       push_info_.node_id = node_.id();
       env_.ledger->SetNode(stream_id_, node_.id());
       if (env_.metrics != nullptr) env_.metrics->StreamOpened(ClientVersion());
-      Log().info("OPEN stream={} node={} service={}", stream_id_, node_.id(), ServiceName());
+      Log().info("OPEN stream={} node={} service={}", stream_id_, node_log_, ServiceName());
       watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
         if (env_.dispatcher != nullptr) {
           // Through the PushQueue (merged per stream, one push in progress) and the throttle.
@@ -517,8 +647,14 @@ class StreamBase : public PushTarget {
         Kick();
       });
     } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
-      EndStream(absl::InvalidArgumentError(
-          StrCat("node.id changed on the stream from \"", node_.id(), "\" to \"", request.node().id(), "\"")));
+      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", node_log_,
+                                                  "\" to \"", EscapeUntrusted(request.node().id()), "\"")));
+      return false;
+    }
+    if (request.type_url().size() > env_.limits.max_type_url_bytes) {
+      EndStream(absl::InvalidArgumentError(StrCat("type_url is ", request.type_url().size(),
+                                                  " bytes; the limit is ", env_.limits.max_type_url_bytes,
+                                                  " (max_type_url_bytes)")));
       return false;
     }
     if (fixed_type_url_.empty()) {
@@ -530,7 +666,11 @@ class StreamBase : public PushTarget {
       request.set_type_url(fixed_type_url_);
     } else if (request.type_url() != fixed_type_url_) {
       EndStream(absl::InvalidArgumentError(
-          StrCat("type_url ", request.type_url(), " on the discovery service for ", fixed_type_url_)));
+          StrCat("type_url ", EscapeUntrusted(request.type_url()), " on the discovery service for ", fixed_type_url_)));
+      return false;
+    }
+    if (absl::Status status = CheckLimits(request); !status.ok()) {
+      EndStream(status);
       return false;
     }
     watch_->RecordRequest();
@@ -555,7 +695,10 @@ class StreamBase : public PushTarget {
   TimerPtr admission_timer_ ABSL_GUARDED_BY(mu_);
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool send_check_due_ ABSL_GUARDED_BY(mu_) = false;
   TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
+  TimerPtr send_timer_;       // confined to event processing (and Close)
+  absl::Time write_started_;  // of the outstanding write; confined to event processing
   PushTargetInfo push_info_;  // set once, when the node is known, before the watch exists
   std::shared_ptr<InFlightPush> active_push_;  // confined to event processing
   // Unanswered responses by type URL, oldest first (at most kMaxAwaitingPerType); confined to

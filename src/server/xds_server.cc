@@ -1,6 +1,11 @@
 #include "server/xds_server.h"
 
+#include <algorithm>
+#include <climits>
 #include <vector>
+
+#include "grpc/grpc.h"
+#include "grpcpp/security/server_credentials.h"
 
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
@@ -42,11 +47,14 @@ class XdsServer::Impl {
   StreamEnvironment MakeEnvironment(ConfigWatcher& watcher) {
     StreamEnvironment env{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id};
     env.scheduler = options_.scheduler;
+    const bool send_timeout = options_.send_timeout > absl::ZeroDuration();
+    if ((options_.max_new_streams_per_second > 0 || send_timeout) && env.scheduler == nullptr) {
+      own_scheduler_ = std::make_unique<RealScheduler>();
+      env.scheduler = own_scheduler_.get();
+    }
+    env.send_timeout = options_.send_timeout;
+    env.limits = options_.limits;
     if (options_.max_new_streams_per_second > 0) {
-      if (env.scheduler == nullptr) {
-        own_scheduler_ = std::make_unique<RealScheduler>();
-        env.scheduler = own_scheduler_.get();
-      }
       admission_ = std::make_unique<AdmissionLimiter>(options_.max_new_streams_per_second, absl::Seconds(1), clock_);
       env.admission = admission_.get();
     }
@@ -67,8 +75,8 @@ class XdsServer::Impl {
     return env;
   }
 
-  RawBidiReactor* NewSotwReactor(std::string type_url);
-  RawBidiReactor* NewDeltaReactor(std::string type_url);
+  RawBidiReactor* NewSotwReactor(grpc::CallbackServerContext* context, std::string type_url);
+  RawBidiReactor* NewDeltaReactor(grpc::CallbackServerContext* context, std::string type_url);
 
   AckLedger ledger_;
   std::atomic<int64_t> next_stream_id_{1};
@@ -92,8 +100,10 @@ template <typename Stream, typename Request, typename Transport, typename Respon
           grpc::ByteBuffer (*Encode)(const Response&, const std::string&)>
 class XdsReactor final : public RawBidiReactor, public Transport {
  public:
-  XdsReactor(XdsServer::Impl* server, std::string type_url)
-      : server_(server), stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
+  XdsReactor(XdsServer::Impl* server, grpc::CallbackServerContext* context, std::string type_url)
+      : server_(server),
+        context_(context),
+        stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
     server_->open_streams_.fetch_add(1);
     stream_.Start();
     TsanRelease(this);
@@ -139,12 +149,24 @@ class XdsReactor final : public RawBidiReactor, public Transport {
     StartWrite(&write_buffer_);
   }
   void FinishStream(const absl::Status& status) override {
+    finish_called_ = true;
     TsanRelease(this);
     Finish(ToGrpcStatus(status));
+  }
+  void AbortStream(const absl::Status& status) override {
+    // Finish alone would wait behind the stuck write; cancelling the call fails the write
+    // (OnWriteDone(false)) and sends `status` to the client now. TryCancel does the same with
+    // CANCELLED; this keeps the reason.
+    const std::string message(status.message());
+    grpc_call_cancel_with_status(context_->c_call(), static_cast<grpc_status_code>(status.code()), message.c_str(),
+                                 nullptr);
+    if (!finish_called_) FinishStream(status);  // every call must be finished, cancelled or not
   }
 
  private:
   XdsServer::Impl* const server_;
+  grpc::CallbackServerContext* const context_;
+  bool finish_called_ = false;  // confined to the stream's event processing
   Stream stream_;
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;
@@ -165,11 +187,11 @@ constexpr char kFetchNotServed[] = "cxds does not serve REST-style Fetch; use a 
             Svc::WithRawCallbackMethod_##Delta<Svc::WithRawCallbackMethod_##Fetch<Svc::Service>>> {     \
    public:                                                                                          \
     explicit ClassName(XdsServer::Impl* impl) : impl_(impl) {}                                       \
-    RawBidiReactor* Stream(grpc::CallbackServerContext*) override {                                 \
-      return impl_->NewSotwReactor(std::string(TypeUrl));                                           \
+    RawBidiReactor* Stream(grpc::CallbackServerContext* context) override {                         \
+      return impl_->NewSotwReactor(context, std::string(TypeUrl));                                  \
     }                                                                                               \
-    RawBidiReactor* Delta(grpc::CallbackServerContext*) override {                                  \
-      return impl_->NewDeltaReactor(std::string(TypeUrl));                                          \
+    RawBidiReactor* Delta(grpc::CallbackServerContext* context) override {                          \
+      return impl_->NewDeltaReactor(context, std::string(TypeUrl));                                 \
     }                                                                                               \
     grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context, const grpc::ByteBuffer*, \
                                     grpc::ByteBuffer*) override {                                   \
@@ -198,11 +220,11 @@ class AggregatedService final
           Ads::WithRawCallbackMethod_DeltaAggregatedResources<Ads::Service>> {
  public:
   explicit AggregatedService(XdsServer::Impl* impl) : impl_(impl) {}
-  RawBidiReactor* StreamAggregatedResources(grpc::CallbackServerContext*) override {
-    return impl_->NewSotwReactor("");
+  RawBidiReactor* StreamAggregatedResources(grpc::CallbackServerContext* context) override {
+    return impl_->NewSotwReactor(context, "");
   }
-  RawBidiReactor* DeltaAggregatedResources(grpc::CallbackServerContext*) override {
-    return impl_->NewDeltaReactor("");
+  RawBidiReactor* DeltaAggregatedResources(grpc::CallbackServerContext* context) override {
+    return impl_->NewDeltaReactor(context, "");
   }
 
  private:
@@ -211,12 +233,12 @@ class AggregatedService final
 
 }  // namespace
 
-RawBidiReactor* XdsServer::Impl::NewSotwReactor(std::string type_url) {
-  return new SotwReactor(this, std::move(type_url));
+RawBidiReactor* XdsServer::Impl::NewSotwReactor(grpc::CallbackServerContext* context, std::string type_url) {
+  return new SotwReactor(this, context, std::move(type_url));
 }
 
-RawBidiReactor* XdsServer::Impl::NewDeltaReactor(std::string type_url) {
-  return new DeltaReactor(this, std::move(type_url));
+RawBidiReactor* XdsServer::Impl::NewDeltaReactor(grpc::CallbackServerContext* context, std::string type_url) {
+  return new DeltaReactor(this, context, std::move(type_url));
 }
 
 XdsServer::XdsServer(ConfigWatcher& watcher, Options options)
@@ -232,6 +254,23 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
   impl_->services_.push_back(std::make_unique<EndpointService>(impl_.get()));
   impl_->services_.push_back(std::make_unique<SecretService>(impl_.get()));
   for (auto& service : impl_->services_) builder.RegisterService(service.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> XdsServer::Start(const std::string& address, int* bound_port) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  RegisterServices(builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    if (server != nullptr) server->Shutdown();
+    return absl::UnavailableError(StrCat("cannot listen for xDS on ", address,
+                                         ": the port is in use (another control plane?) or the address is not local"));
+  }
+  if (bound_port != nullptr) *bound_port = port;
+  return server;
 }
 
 const AckLedger& XdsServer::ledger() const { return impl_->ledger_; }

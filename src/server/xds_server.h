@@ -5,10 +5,16 @@
 // Usage:
 //   cxds::SnapshotCache cache;
 //   cxds::XdsServer xds(cache, {});
+//   absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds.Start("127.0.0.1:18000");
+// or, with a builder of one's own (RegisterServices applies the same server settings):
 //   grpc::ServerBuilder builder;
 //   builder.AddListeningPort("127.0.0.1:18000", grpc::InsecureServerCredentials());
 //   xds.RegisterServices(builder);
 //   auto server = builder.BuildAndStart();
+//
+// Bad clients: a stream whose response write does not complete within `send_timeout` is
+// ended (DEADLINE_EXCEEDED) and its push slot freed, so pushes to other streams never wait on
+// it; requests are checked against `limits` (server/limits.h); the port is bound exclusively.
 //
 // Threading: streams run on gRPC's callback threads and on the dispatcher's threads, which
 // deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is registered
@@ -20,6 +26,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+
 #include "admin/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
@@ -28,6 +38,7 @@
 #include "grpcpp/server_builder.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
+#include "server/limits.h"
 
 namespace cxds {
 
@@ -51,6 +62,12 @@ class XdsServer {
     PushObserver* observer = nullptr;    // may be null; stage reports (sent, ACK, NACK)
     // Until true, new streams get UNAVAILABLE (the config is not loaded yet). Empty: ready.
     std::function<bool()> ready;
+    // A response write that has not completed after this long (the client does not read)
+    // ends the stream with DEADLINE_EXCEEDED and frees its push slot at once. Zero: never.
+    // Timed on `scheduler` (the server makes a RealScheduler if none is given).
+    absl::Duration send_timeout = absl::Seconds(20);
+    // What a client may send; see server/limits.h for the defaults and why.
+    StreamLimits limits;
   };
 
   XdsServer(ConfigWatcher& watcher, Options options);
@@ -58,8 +75,16 @@ class XdsServer {
   XdsServer(const XdsServer&) = delete;
   XdsServer& operator=(const XdsServer&) = delete;
 
-  // Registers every discovery service on `builder`.
+  // Registers every discovery service on `builder` and sets what the server needs: the
+  // receive limit (limits.max_request_bytes) and no port reuse (GRPC_ARG_ALLOW_REUSEPORT 0:
+  // gRPC's default SO_REUSEPORT would let a second control plane bind the same port and the
+  // kernel spread proxies over both).
   void RegisterServices(grpc::ServerBuilder& builder);
+
+  // Builds and starts an insecure gRPC server on `address` with these services. A port that
+  // cannot be bound (in use, or not local) is an error naming the address. `bound_port`, if
+  // given, receives the port (useful with port 0).
+  absl::StatusOr<std::unique_ptr<grpc::Server>> Start(const std::string& address, int* bound_port = nullptr);
 
   // What each open stream was sent and what it ACKed or NACKed.
   const AckLedger& ledger() const;

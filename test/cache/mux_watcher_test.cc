@@ -197,7 +197,7 @@ TEST_F(MuxConfigWatcherTest, OneUnderlyingWatchPerDistinctWatcher) {
   EXPECT_EQ(snapshots_.GetStatus("n")->last_request_time, clock_.Now());
   EXPECT_EQ(endpoints_.GetStatus("n")->last_request_time, clock_.Now());
   watch.reset();
-  EXPECT_EQ(snapshots_.GetStatus("n")->open_watches, 0);
+  EXPECT_FALSE(snapshots_.GetStatus("n").has_value()) << "no snapshot and no watch: forgotten";
   EXPECT_EQ(endpoints_.num_watches(), 0u);
 }
 

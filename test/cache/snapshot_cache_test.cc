@@ -75,9 +75,20 @@ TEST(SnapshotCacheTest, CancelledWatchIsNotCalled) {
   auto watch = cache.CreateWatch(NodeWithId("a"), [&](const ConfigChange&) { changes++; });
   EXPECT_EQ(cache.GetStatus("a")->open_watches, 1);
   watch.reset();
-  EXPECT_EQ(cache.GetStatus("a")->open_watches, 0);
+  EXPECT_FALSE(cache.GetStatus("a").has_value()) << "no snapshot and no watch: forgotten";
   ASSERT_OK(cache.SetSnapshot("a", Good("1")));
   EXPECT_EQ(changes, 0);
+  EXPECT_EQ(cache.GetStatus("a")->open_watches, 0);
+}
+
+// Streams with ever-new node ids leave nothing behind once they close (issue 11: node ids
+// and their nodes were kept for every stream that ever connected).
+TEST(SnapshotCacheTest, AKeyWithoutSnapshotIsForgottenWhenItsLastWatchCloses) {
+  SnapshotCache cache;
+  for (int i = 0; i < 100; ++i) {
+    auto watch = cache.CreateWatch(NodeWithId("n" + std::to_string(i)), [](const ConfigChange&) {});
+  }
+  EXPECT_TRUE(cache.StatusKeys().empty());
 }
 
 // Edge case 61: ClearSnapshot keeps the watches, so the next snapshot still reaches them.

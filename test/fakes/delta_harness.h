@@ -62,10 +62,11 @@ class DeltaHarness {
  public:
   explicit DeltaHarness(ConfigWatcher& watcher, const std::string& node_id = "node-a", int64_t stream_id = 1,
                         std::vector<std::string> client_features = {}, Scheduler* scheduler = nullptr,
-                        absl::Duration heartbeat_interval = absl::ZeroDuration(), PushObserver* observer = nullptr)
+                        absl::Duration heartbeat_interval = absl::ZeroDuration(), PushObserver* observer = nullptr,
+                        StreamLimits limits = {})
       : own_dispatcher_(InlineDispatcher()),
         env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval, own_dispatcher_.get(),
-             observer},
+             observer, nullptr, nullptr, nullptr, limits},
         node_id_(node_id),
         features_(std::move(client_features)),
         stream_(env_, stream_id, "", &transport_) {

@@ -29,9 +29,14 @@ class FakeTransport final : public StreamTransport {
     write_in_flight = true;
   }
   void FinishStream(const absl::Status& status) override { finished = status; }
+  void AbortStream(const absl::Status& status) override {
+    aborted = status;
+    if (!finished.has_value()) finished = status;
+  }
 
   std::vector<DiscoveryResponse> writes;
   std::optional<absl::Status> finished;
+  std::optional<absl::Status> aborted;  // the stream was cut with a write outstanding
   int reads_requested = 0;
   bool write_in_flight = false;
 };
@@ -90,6 +95,8 @@ struct StreamHarnessOptions {
   ServerMetrics* metrics = nullptr;
   AdmissionLimiter* admission = nullptr;  // needs `scheduler`
   std::function<bool()> ready = nullptr;
+  StreamLimits limits = {};
+  absl::Duration send_timeout = absl::ZeroDuration();  // needs `scheduler`
 };
 
 class StreamHarness {
@@ -100,7 +107,7 @@ class StreamHarness {
       : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
         env_{&cache, &ledger_, callbacks, options.clock != nullptr ? options.clock : &clock_, "cxds", options.scheduler, options.heartbeat_interval,
              options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(), options.observer,
-             options.metrics, options.admission, options.ready},
+             options.metrics, options.admission, options.ready, options.limits, options.send_timeout},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {
