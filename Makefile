@@ -4,6 +4,8 @@
 #   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
 #               ThreadSanitizer (server and cache tests)
 #   make build  install dependencies and build build/cxds and the tests
+#   make lint   layer rules (src/layers.txt), header sizes and clang-format (scripts/lint.py)
+#   make format apply .clang-format to every C++ file
 #   make bench  the standard load scenarios and micro-benchmarks (about 15 minutes); writes
 #               bench/results/DATE.md and bench/results/latest.json
 SHELL := /bin/bash
@@ -14,7 +16,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: deps build run demo test test-main test-asan test-tsan bench bench-micro clean
+.PHONY: deps build run demo test test-main test-asan test-tsan bench bench-micro lint format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -65,6 +67,12 @@ bench-micro: build
 # against cxds and the raw fan-out baseline, the 1,000-service mesh, a restart; then the report.
 bench: build
 	bench/run.sh $(BUILD)
+
+lint: deps
+	scripts/lint.py
+
+format: deps
+	git ls-files -z '*.h' '*.cc' | grep -zv '^api/' | xargs -0 clang-format -i --style=file
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

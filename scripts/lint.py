@@ -20,7 +20,11 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_HEADER_LINES = 400
-KNOWN_LONG_HEADERS = {}  # "src/x/y.h": lines today
+KNOWN_LONG_HEADERS = {
+    # The stream core: event loop, identity, admission, heartbeats and push accounting in one
+    # template; to be split into a non-template core with the protocol variants beside it.
+    "src/server/stream_base.h": 709,
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')
 CXX_DIRS = ["src", "cmd", "test", "bench", "examples"]
 CXX_EXT = (".h", ".cc", ".cpp", ".hpp")

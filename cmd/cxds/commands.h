@@ -7,7 +7,10 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "config/dir_source.h"
 #include "config/yaml_loader.h"
+#include "controller/mesh_controller.h"
+#include "server/xds_server.h"
 
 namespace cxds {
 
@@ -25,21 +28,15 @@ struct DemoOptions {
 // from `in`, writing results to `out`. Returns the process exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
+// Every default is in the options structs of the library (MeshController, DirectorySource,
+// XdsServer); the flags show them.
 struct ServeOptions {
   std::string config_dir = "examples/mesh";
   std::string xds_address = "127.0.0.1:15010";
   std::string admin_address = "127.0.0.1:15014";
-  absl::Duration debounce_after = absl::Milliseconds(100);
-  absl::Duration debounce_max = absl::Seconds(10);
-  bool eds_debounce = true;
-  int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
-  double max_new_streams_per_second = 0;  // 0: no limit
-  std::string domain_suffix = "cluster.local";
-  size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
-  // Quiet period after a change in the config directory before it is read (a file written in
-  // several steps is read once, complete).
-  absl::Duration config_settle = absl::Milliseconds(100);
-  absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
+  MeshController::Options controller;
+  DirectorySource::Options source;  // limits.max_file_bytes is set from the controller's
+  XdsServer::Options server;
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.

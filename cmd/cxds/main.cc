@@ -2,6 +2,7 @@
 //   demo      the teaching control plane (seed 003), driven from standard input.
 //   serve     watches a mesh config directory and serves it as xDS (the daemon).
 //   validate  checks a mesh config directory offline.
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -13,6 +14,22 @@
 #include "cxds/commands.h"
 
 namespace {
+
+// A duration flag ("100ms", "20s"; not negative) whose default is `value`'s own.
+CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Duration& value, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&value, name](const std::string& text) {
+            absl::Duration parsed;
+            if (!absl::ParseDuration(text, &parsed) || parsed < absl::ZeroDuration()) {
+              throw CLI::ValidationError(name, "takes a duration such as 100ms or 20s, not \"" + text + "\"");
+            }
+            value = parsed;
+          },
+          help)
+      ->default_str(absl::FormatDuration(value));
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"cxds: an xDS control plane"};
@@ -38,52 +55,38 @@ int Main(int argc, char** argv) {
                        "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
-  std::string demo_send_timeout = "20s";
-  demo_cmd->add_option("--send-timeout", demo_send_timeout,
-                       "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
-      ->capture_default_str();
+  AddDurationOption(*demo_cmd, "--send-timeout", demo.send_timeout,
+                    "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
 
   cxds::ServeOptions serve;
-  std::string debounce_after = "100ms", debounce_max = "10s", config_settle = "100ms", send_timeout = "20s",
-              settings_file;
+  std::string settings_file;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a watched mesh config directory as xDS");
   std::map<std::string, CLI::Option*> serve_flags;
-  serve_flags["config-dir"] = serve_cmd->add_option("--config-dir", serve.config_dir, "mesh config directory")
-                                  ->capture_default_str();
-  serve_flags["xds-address"] =
-      serve_cmd->add_option("--xds-address", serve.xds_address, "xDS gRPC address")->capture_default_str();
-  serve_flags["admin-address"] =
-      serve_cmd->add_option("--admin-address", serve.admin_address, "admin HTTP address")->capture_default_str();
-  serve_flags["debounce-after"] =
-      serve_cmd->add_option("--debounce-after", debounce_after, "quiet period before a push")->capture_default_str();
-  serve_flags["debounce-max"] =
-      serve_cmd->add_option("--debounce-max", debounce_max, "longest a batch may grow")->capture_default_str();
-  serve_flags["eds-debounce"] = serve_cmd->add_option("--eds-debounce", serve.eds_debounce,
-                                                      "debounce endpoint-only changes too")
-                                    ->capture_default_str();
-  serve_flags["push-throttle"] = serve_cmd->add_option("--push-throttle", serve.push_throttle,
-                                                       "proxies pushed at once (0: 15 + 5 per core, at most 100)")
-                                     ->capture_default_str();
-  serve_flags["max-new-streams-per-second"] =
-      serve_cmd->add_option("--max-new-streams-per-second", serve.max_new_streams_per_second,
-                            "admission rate of new streams (0: no limit)")
-          ->capture_default_str();
-  serve_flags["domain-suffix"] =
-      serve_cmd->add_option("--domain-suffix", serve.domain_suffix, "Kubernetes service domain suffix")
-          ->capture_default_str();
-  serve_flags["max-config-file-bytes"] =
-      serve_cmd->add_option("--max-config-file-bytes", serve.max_config_file_bytes,
-                            "larger config files are refused whole (their last good objects keep serving)")
-          ->check(CLI::Range(size_t{1024}, size_t{64} << 20))
-          ->capture_default_str();
-  serve_flags["config-settle"] =
-      serve_cmd->add_option("--config-settle", config_settle,
-                            "quiet period after a change in the config directory before it is read")
-          ->capture_default_str();
-  serve_flags["send-timeout"] =
-      serve_cmd->add_option("--send-timeout", send_timeout,
-                            "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never")
-          ->capture_default_str();
+  const auto flag = [&](const std::string& name, auto& value, const std::string& help) {
+    return serve_flags[name] = serve_cmd->add_option("--" + name, value, help)->capture_default_str();
+  };
+  const auto duration_flag = [&](const std::string& name, absl::Duration& value, const std::string& help) {
+    return serve_flags[name] = AddDurationOption(*serve_cmd, "--" + name, value, help);
+  };
+  flag("config-dir", serve.config_dir, "mesh config directory");
+  flag("xds-address", serve.xds_address, "xDS gRPC address");
+  flag("admin-address", serve.admin_address, "admin HTTP address");
+  duration_flag("debounce-after", serve.controller.debounce.debounce_after, "quiet period before a push");
+  duration_flag("debounce-max", serve.controller.debounce.debounce_max, "longest a batch may grow");
+  flag("eds-debounce", serve.controller.debounce.eds_debounce, "debounce endpoint-only changes too");
+  flag("push-throttle", serve.server.push_throttle, "proxies pushed at once (0: 15 + 5 per core, at most 100)")
+      ->check(CLI::NonNegativeNumber);
+  flag("max-new-streams-per-second", serve.server.max_new_streams_per_second,
+       "admission rate of new streams (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  flag("domain-suffix", serve.controller.domain_suffix, "Kubernetes service domain suffix");
+  flag("max-config-file-bytes", serve.controller.max_config_file_bytes,
+       "larger config files are refused whole (their last good objects keep serving)")
+      ->check(CLI::Range(size_t{1024}, size_t{64} << 20));
+  duration_flag("config-settle", serve.source.settle,
+                "quiet period after a change in the config directory before it is read");
+  duration_flag("send-timeout", serve.server.send_timeout,
+                "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
   serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
 
   std::string validate_dir;
@@ -99,10 +102,6 @@ int Main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   cxds::Log().set_level(spdlog::level::from_str(log_level));
   if (demo_cmd->parsed()) {
-    if (!absl::ParseDuration(demo_send_timeout, &demo.send_timeout) || demo.send_timeout < absl::ZeroDuration()) {
-      std::cerr << "--send-timeout takes a duration such as 20s\n";
-      return 2;
-    }
     return cxds::RunDemo(demo, std::cin, std::cout);
   }
   if (serve_cmd->parsed()) {
@@ -130,16 +129,8 @@ int Main(int argc, char** argv) {
         return app.exit(e);
       }
     }
-    if (!absl::ParseDuration(debounce_after, &serve.debounce_after) ||
-        !absl::ParseDuration(debounce_max, &serve.debounce_max) ||
-        !absl::ParseDuration(config_settle, &serve.config_settle) || serve.config_settle < absl::ZeroDuration()) {
-      std::cerr << "--debounce-after, --debounce-max and --config-settle take durations such as 100ms or 10s\n";
-      return 2;
-    }
-    if (!absl::ParseDuration(send_timeout, &serve.send_timeout) || serve.send_timeout < absl::ZeroDuration()) {
-      std::cerr << "--send-timeout takes a duration such as 20s\n";
-      return 2;
-    }
+    // A directory written continuously is still read at least this often.
+    serve.source.max_settle = std::max(absl::Seconds(1), serve.source.settle * 10);
     return cxds::RunServe(serve);
   }
   if (validate_cmd->parsed()) {

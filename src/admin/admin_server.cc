@@ -170,7 +170,7 @@ void AdminServer::Routes() {
   };
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   server_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ready = sources_.ready == nullptr || sources_.ready->load();
+    const bool ready = !sources_.ready || sources_.ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ready\n" : "not ready: the config directory is still loading\n", "text/plain");
   });
@@ -248,6 +248,16 @@ absl::Status AdminServer::Start(const std::string& host, int port) {
   if (port_ <= 0) return absl::UnavailableError(StrCat("admin: cannot listen on ", host, ":", port));
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   return absl::OkStatus();
+}
+
+absl::Status AdminServer::Start(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(StrCat("admin: bad address \"", address, "\" (want HOST:PORT)"));
+  }
+  return Start(address.substr(0, colon), port);
 }
 
 void AdminServer::Stop() {

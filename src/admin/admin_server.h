@@ -19,12 +19,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "config/config_store.h"
 #include "pipeline/convergence_tracker.h"
 #include "pipeline/push_pipeline.h"
@@ -42,7 +43,7 @@ struct AdminSources {
   PushPipeline* pipeline = nullptr;
   const ConfigStore* store = nullptr;
   const ConvergenceTracker* tracker = nullptr;
-  const std::atomic<bool>* ready = nullptr;
+  std::function<bool()> ready;  // empty: always ready
 };
 
 // One line of JSON for a change's summary (see ChangeSummary). Times are Unix milliseconds, so
@@ -59,13 +60,15 @@ class AdminServer {
 
   // Binds `host:port` (port 0 picks one) and serves on a background thread.
   absl::Status Start(const std::string& host, int port);
+  // The same for "host:port"; InvalidArgument if it is not of that form.
+  absl::Status Start(const std::string& address);
   int port() const { return port_; }
   void Stop();
 
  private:
   void Routes();
 
-  const AdminSources sources_;
+  AdminSources sources_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

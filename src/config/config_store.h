@@ -31,7 +31,7 @@
 #include "common/mutex.h"
 #include "config/mesh_config.h"
 #include "config/yaml_loader.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

@@ -5,9 +5,11 @@
 namespace cxds {
 
 DirectorySource::DirectorySource(std::string dir, Scheduler& scheduler, Options options)
-    : scheduler_(scheduler), options_(options), reader_(std::move(dir), options.limits) {}
+    : dir_(dir), scheduler_(scheduler), options_(options), reader_(std::move(dir), options.limits) {}
 
 DirectorySource::~DirectorySource() { Stop(); }
+
+std::string DirectorySource::Describe() const { return "dir " + dir_; }
 
 absl::StatusOr<std::vector<FileRead>> DirectorySource::Load() {
   absl::StatusOr<ConfigDirReader::Result> result = reader_.Next();

@@ -27,11 +27,12 @@
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "config/config_dir.h"
+#include "config/config_source.h"
 #include "config/dir_watcher.h"
 
 namespace cxds {
 
-class DirectorySource {
+class DirectorySource final : public ConfigSource {
  public:
   struct Options {
     absl::Duration settle = absl::Milliseconds(100);
@@ -41,18 +42,17 @@ class DirectorySource {
     ConfigDirLimits limits;
     bool watch = true;  // false: timers only (tests on a simulated scheduler)
   };
-  using OnBatch = std::function<void(std::vector<FileRead> batch)>;
-
   DirectorySource(std::string dir, Scheduler& scheduler, Options options);
   ~DirectorySource();
   DirectorySource(const DirectorySource&) = delete;
   DirectorySource& operator=(const DirectorySource&) = delete;
 
+  std::string Describe() const override;
   // The first read: every file. NotFound/Unavailable if the directory is missing or unreadable.
-  absl::StatusOr<std::vector<FileRead>> Load();
+  absl::StatusOr<std::vector<FileRead>> Load() override;
   // Watches from here on; batches that change something go to `on_batch`.
-  absl::Status Start(OnBatch on_batch);
-  void Stop();
+  absl::Status Start(OnBatch on_batch) override;
+  void Stop() override;
 
   // An event happened (inotify, or a test): schedules a read.
   void Poke();
@@ -65,6 +65,7 @@ class DirectorySource {
   [[nodiscard]] TimerPtr ArmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const absl::StatusOr<ConfigDirReader::Result>& result);
 
+  const std::string dir_;
   Scheduler& scheduler_;
   const Options options_;
   ConfigDirReader reader_;  // used on the scheduler's thread (or by Load before Start)

@@ -14,6 +14,7 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "model/proxy.h"
 #include "protocol/type_url.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds {
 

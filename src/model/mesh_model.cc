@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds {
 

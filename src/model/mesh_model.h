@@ -23,7 +23,7 @@
 #include "common/mutex.h"
 #include "config/config_store.h"
 #include "pipeline/push_context.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

@@ -26,11 +26,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "pipeline/push_observer.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

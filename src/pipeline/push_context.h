@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

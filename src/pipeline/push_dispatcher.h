@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "pipeline/push_observer.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/mutex.h"
 #include "common/scheduler.h"

@@ -25,7 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "common/mutex.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

@@ -26,7 +26,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 #include "protocol/resource.h"
 
 namespace cxds {

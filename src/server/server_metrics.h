@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "common/mutex.h"
 #include "protocol/type_url.h"
 

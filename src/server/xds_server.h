@@ -30,7 +30,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
 #include "common/scheduler.h"

@@ -16,6 +16,7 @@
 #include "pipeline/generator.h"
 #include "pipeline/push_context.h"
 #include "protocol/type_url.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds::testing {
 

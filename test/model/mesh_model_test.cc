@@ -1,6 +1,7 @@
 #include "model/mesh_model.h"
 
 #include "gtest/gtest.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds {
 namespace {

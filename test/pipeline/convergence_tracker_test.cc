@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 namespace cxds {
 namespace {

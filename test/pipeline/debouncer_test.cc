@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds {
 namespace {

@@ -1,7 +1,8 @@
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 #include "gtest/gtest.h"
 #include "pipeline/push_context.h"
+#include "model/mesh_kinds.h"
 
 namespace cxds {
 namespace {

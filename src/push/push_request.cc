@@ -1,4 +1,4 @@
-#include "pipeline/push_request.h"
+#include "push/push_request.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // PushRequest: what a push is about. Config sources describe each change as a request; the
 // debouncer merges requests, Push builds or reuses a PushContext for the merged one, and the
 // PushQueue merges what is queued for one connection. The merge rules are explicit per field
-// (istiod-pipeline.md, lesson 2):
+// (docs/architecture.md, "Merging pushes"):
 //   full           OR      (any full request makes the merged one full)
 //   forced         OR
 //   configs        union   (never "empty means everything": that is what `forced` says)
@@ -30,15 +30,10 @@
 
 namespace cxds {
 
-// The kinds the pipeline knows by name. Config sources may use any string; these are the ones
-// the per-type push rules look at.
+// The kinds the push rules know by name. Config sources may use any other string (the mesh
+// kinds are in model/mesh_kinds.h); these are the ones the generic rules look at.
 namespace kind {
-inline constexpr char kServiceEntry[] = "ServiceEntry";
 inline constexpr char kEndpoints[] = "Endpoints";  // endpoint-only changes of one service
-inline constexpr char kDestinationRule[] = "DestinationRule";
-inline constexpr char kVirtualService[] = "VirtualService";
-inline constexpr char kSidecar[] = "Sidecar";
-inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
 inline constexpr char kSnapshot[] = "Snapshot";  // a SnapshotCache node key
 // A cache dependency on the whole PushContext: dropped by every full push (for resources
 // such as route tables that depend on many configs).

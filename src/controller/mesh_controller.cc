@@ -1,0 +1,85 @@
+#include "controller/mesh_controller.h"
+
+#include <utility>
+
+#include "common/logging.h"
+#include "common/strings.h"
+#include "model/generators.h"
+
+namespace cxds {
+
+namespace {
+
+MetricsRegistry* OwnedIfNull(MetricsRegistry* given, std::unique_ptr<MetricsRegistry>& own) {
+  if (given != nullptr) return given;
+  own = std::make_unique<MetricsRegistry>();
+  return own.get();
+}
+
+}  // namespace
+
+MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> source, Scheduler& scheduler)
+    : options_(std::move(options)),
+      metrics_(*OwnedIfNull(options_.metrics, own_metrics_)),
+      source_(std::move(source)),
+      store_(ConfigStore::Options{.limits = {.max_file_bytes = options_.max_config_file_bytes},
+                                  .check_references = MeshReferenceCheck(options_.domain_suffix)}),
+      model_(std::make_shared<MeshModel>(store_, options_.domain_suffix)),
+      config_errors_(metrics_.GetGauge("cxds_config_errors", "Config documents currently rejected.")),
+      config_rejected_(metrics_.GetCounter("cxds_config_rejected_total", "Config documents rejected, ever.")) {
+  PushPipeline::Options pipeline_options;
+  pipeline_options.scheduler = &scheduler;
+  pipeline_options.debounce = options_.debounce;
+  pipeline_options.metrics = &metrics_;
+  pipeline_options.observer = options_.observer;
+  pipeline_options.proxy_filter = MeshProxyFilter();
+  pipeline_ = std::make_unique<PushPipeline>(model_, pipeline_options);
+  AddMeshGenerators(*pipeline_, *model_);
+}
+
+MeshController::~MeshController() { Stop(); }
+
+ConfigStore::Update MeshController::Apply(const std::vector<FileRead>& batch) {
+  ConfigStore::Update update = store_.ApplyFiles(batch);
+  for (const ConfigError& error : update.errors) Log().error("CONFIG rejected {}", error.ToString());
+  config_rejected_.Add(static_cast<double>(update.errors.size()));
+  config_errors_.Set(static_cast<double>(store_.error_count()));
+  return update;
+}
+
+absl::Status MeshController::Start() {
+  absl::StatusOr<std::vector<FileRead>> files = source_->Load();
+  if (!files.ok()) return files.status();
+  Apply(*files);
+  PushRequest initial = model_->OnUpdate({});
+  initial.full = true;
+  initial.reasons = {{reason::kConfig, 1}};
+  absl::StatusOr<std::shared_ptr<const PushContext>> first = pipeline_->Push(initial);
+  if (!first.ok()) {
+    return absl::Status(first.status().code(), StrCat("the first load failed: ", first.status().message()));
+  }
+  ready_ = true;
+  Log().info("CONFIG loaded source=\"{}\" files={} objects={} errors={} version={}", source_->Describe(),
+             files->size(), store_.Snapshot()->size(), store_.error_count(), (*first)->version());
+  return source_->Start([this](std::vector<FileRead> batch) { ApplyBatch(batch); });
+}
+
+void MeshController::Stop() { source_->Stop(); }
+
+uint64_t MeshController::ApplyBatch(const std::vector<FileRead>& batch) {
+  ConfigStore::Update update = Apply(batch);
+  PushRequest request = model_->OnUpdate(update);
+  const std::string what = batch.size() == 1 ? StrCat("file=", batch.front().path) : StrCat("files=", batch.size());
+  if (request.configs.empty()) {
+    Log().info("CONFIG {} unchanged: no push", what);
+    return 0;
+  }
+  const uint64_t change = NewChangeId();
+  request.change_ids.insert(change);
+  Log().info("CONFIG {} objects_changed={} push={} change={} (see /debug/changes/{})", what, update.changed.size(),
+             request.full ? "full" : "incremental", change, change);
+  pipeline_->ConfigUpdate(std::move(request));
+  return change;
+}
+
+}  // namespace cxds

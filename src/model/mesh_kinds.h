@@ -1,0 +1,12 @@
+// The mesh config kinds by name, as config sources key them (ConfigKey::kind) and the model's
+// push rules test them. The generic kinds (Endpoints, Snapshot, PushContext) are in
+// push/push_request.h.
+#pragma once
+
+namespace cxds::kind {
+inline constexpr char kServiceEntry[] = "ServiceEntry";
+inline constexpr char kDestinationRule[] = "DestinationRule";
+inline constexpr char kVirtualService[] = "VirtualService";
+inline constexpr char kSidecar[] = "Sidecar";
+inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
+}  // namespace cxds::kind

@@ -1,0 +1,152 @@
+// MeshController without gRPC and without sleeping: files from a fake ConfigSource become a
+// ConfigUpdate, a push debounced on the simulated scheduler, and a response generated for a
+// proxy on the fake transport. Refused files change nothing that is served.
+#include "controller/mesh_controller.h"
+
+#include <deque>
+
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "fakes/stream_harness.h"
+#include "gtest/gtest.h"
+
+namespace cxds::testing {
+namespace {
+
+constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  workloadSelector: {labels: {app: inventory}}
+)";
+
+std::string Workload(int port) {
+  return "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: inventory-1}\n"
+         "spec: {address: 127.0.0.1, ports: {grpc: " +
+         std::to_string(port) + "}, labels: {app: inventory}}\n";
+}
+
+FileRead Present(const std::string& path, const std::string& content) { return FileRead::Present(path, content); }
+
+// What a directory or a store would deliver, under the test's control.
+class FakeSource final : public ConfigSource {
+ public:
+  explicit FakeSource(absl::StatusOr<std::vector<FileRead>> initial) : initial_(std::move(initial)) {}
+  std::string Describe() const override { return "fake"; }
+  absl::StatusOr<std::vector<FileRead>> Load() override { return initial_; }
+  absl::Status Start(OnBatch on_batch) override {
+    *on_batch_ = std::move(on_batch);
+    return absl::OkStatus();
+  }
+  void Stop() override { *stopped_ = true; }
+
+  // Shared with the test, which keeps them after the controller owns the source.
+  std::shared_ptr<OnBatch> on_batch_ = std::make_shared<OnBatch>();
+  std::shared_ptr<bool> stopped_ = std::make_shared<bool>(false);
+
+ private:
+  absl::StatusOr<std::vector<FileRead>> initial_;
+};
+
+class MeshControllerTest : public ::testing::Test {
+ protected:
+  void Make(absl::StatusOr<std::vector<FileRead>> initial) {
+    auto source = std::make_unique<FakeSource>(std::move(initial));
+    deliver_ = source->on_batch_;
+    stopped_ = source->stopped_;
+    MeshController::Options options;
+    options.metrics = &metrics_;
+    controller_ = std::make_unique<MeshController>(options, std::move(source), scheduler_);
+  }
+  std::unique_ptr<StreamHarness> ConnectGrpc() {
+    auto proxy = std::make_unique<StreamHarness>(controller_->pipeline(), "", nullptr, "grpc-client-1", 1);
+    DiscoveryRequest first = Request(std::string(kEndpointType), {"outbound|8080||inventory.mesh.local"});
+    first.mutable_node()->set_id("grpc-client-1");
+    (*first.mutable_node()->mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
+    proxy->Send(first);
+    return proxy;
+  }
+  static uint32_t PortOf(const DiscoveryResponse& response) {
+    envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+    EXPECT_TRUE(response.resources(0).UnpackTo(&cla));
+    return cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value();
+  }
+  double Gauge(const std::string& name) { return metrics_.GetGauge(name, "").value(); }
+
+  SimulatedScheduler scheduler_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<MeshController> controller_;
+  std::shared_ptr<ConfigSource::OnBatch> deliver_;
+  std::shared_ptr<bool> stopped_;
+};
+
+TEST_F(MeshControllerTest, ReadyOnlyAfterTheFirstFullPush) {
+  Make(std::vector<FileRead>{Present("mesh.yaml", kMesh), Present("workload.yaml", Workload(18081))});
+  EXPECT_FALSE(controller_->ready());
+  ASSERT_TRUE(controller_->Start().ok());
+  EXPECT_TRUE(controller_->ready());
+  EXPECT_EQ(controller_->store().Snapshot()->size(), 2u);
+  auto proxy = ConnectGrpc();
+  auto responses = proxy->Take();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(PortOf(responses[0]), 18081u);
+  controller_->Stop();
+  EXPECT_TRUE(*stopped_);
+}
+
+TEST_F(MeshControllerTest, AnUnreadableSourceIsAnErrorAndNothingIsServed) {
+  Make(absl::NotFoundError("config directory /nowhere does not exist"));
+  absl::Status status = controller_->Start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/nowhere"), std::string::npos);
+  EXPECT_FALSE(controller_->ready());
+}
+
+TEST_F(MeshControllerTest, AFileChangeIsDebouncedThenPushedToTheProxy) {
+  Make(std::vector<FileRead>{Present("mesh.yaml", kMesh), Present("workload.yaml", Workload(18081))});
+  ASSERT_TRUE(controller_->Start().ok());
+  auto proxy = ConnectGrpc();
+  auto first = proxy->Take();
+  ASSERT_EQ(first.size(), 1u);
+  proxy->Send(Ack(first[0], {"outbound|8080||inventory.mesh.local"}));
+
+  ASSERT_TRUE(*deliver_);
+  (*deliver_)({Present("workload.yaml", Workload(18092))});
+  EXPECT_TRUE(proxy->Take().empty()) << "nothing before the debounce period ends";
+  scheduler_.AdvanceBy(MeshController::Options{}.debounce.debounce_after);
+  auto update = proxy->Take();
+  ASSERT_EQ(update.size(), 1u);
+  EXPECT_EQ(update[0].type_url(), kEndpointType);
+  EXPECT_EQ(PortOf(update[0]), 18092u);
+  EXPECT_NE(update[0].version_info(), first[0].version_info());
+}
+
+TEST_F(MeshControllerTest, ARefusedFileKeepsTheLastGoodConfigAndPushesNothing) {
+  Make(std::vector<FileRead>{Present("mesh.yaml", kMesh), Present("workload.yaml", Workload(18081))});
+  ASSERT_TRUE(controller_->Start().ok());
+  auto proxy = ConnectGrpc();
+  auto first = proxy->Take();
+  ASSERT_EQ(first.size(), 1u);
+  proxy->Send(Ack(first[0], {"outbound|8080||inventory.mesh.local"}));
+
+  const uint64_t change = controller_->ApplyBatch(
+      {Present("workload.yaml", "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
+                                "metadata: {name: inventory-1}\nspec: {address: not-an-ip, ports: {grpc: 1}}\n")});
+  EXPECT_EQ(change, 0u) << "a refused file changes nothing that is served";
+  scheduler_.AdvanceBy(absl::Seconds(11));
+  EXPECT_TRUE(proxy->Take().empty());
+  EXPECT_EQ(Gauge("cxds_config_errors"), 1);
+  EXPECT_EQ(controller_->store().Snapshot()->size(), 2u) << "the last good WorkloadEntry stays";
+
+  // Fixed: the error clears and the change is pushed.
+  EXPECT_NE(controller_->ApplyBatch({Present("workload.yaml", Workload(18093))}), 0u);
+  scheduler_.AdvanceBy(absl::Milliseconds(100));
+  auto update = proxy->Take();
+  ASSERT_EQ(update.size(), 1u);
+  EXPECT_EQ(PortOf(update[0]), 18093u);
+  EXPECT_EQ(Gauge("cxds_config_errors"), 0);
+}
+
+}  // namespace
+}  // namespace cxds::testing
