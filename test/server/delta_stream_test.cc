@@ -1,4 +1,4 @@
-// One test per Delta rule (R3.2, R7.3, R10.x) and per Delta case (E46-E57) of
+// One test per Delta rule (R3.2, R7.3, R10.1-R10.8) and per Delta case (E46-E57) of
 // docs/protocol-rules.md, on a DeltaStream driven through a fake transport with a client that
 // keeps its state as the protocol describes.
 #include "server/delta_stream.h"

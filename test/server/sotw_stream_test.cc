@@ -1,4 +1,4 @@
-// One test per State-of-the-World rule (R1-R8, C1-C5) and per SotW case (E1-E44, E61) of
+// One test per State-of-the-World rule (R1.1-R8.3, C1-C5) and per SotW case (E1-E44, E61) of
 // docs/protocol-rules.md, on a SotwStream driven through a fake transport.
 #include "server/sotw_stream.h"
 
