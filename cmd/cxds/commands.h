@@ -23,9 +23,9 @@ struct DemoOptions {
   absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 
-// The teaching control plane (seed 003): serves version 1, then reads `port N`, `invalid`,
-// `status`, `pushes` (one JSON summary line per recent change, then `END pushes`) and `quit`
-// from `in`, writing results to `out`. Returns the process exit code.
+// The teaching control plane (README.md, "The teaching control plane"): serves version 1,
+// then reads `port N`, `invalid`, `status`, `pushes` (one JSON summary line per recent change,
+// then `END pushes`) and `quit` from `in`, writing results to `out`. Returns the exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
 // Every default is in the options structs of the library (MeshController, DirectorySource,

@@ -1,5 +1,5 @@
 // cxds: an xDS control plane. Subcommands:
-//   demo      the teaching control plane (seed 003), driven from standard input.
+//   demo      the teaching control plane (see README.md), driven from standard input.
 //   serve     watches a mesh config directory and serves it as xDS (the daemon).
 //   validate  checks a mesh config directory offline.
 #include <algorithm>

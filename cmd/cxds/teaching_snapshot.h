@@ -1,6 +1,6 @@
-// The teaching control plane's configuration (seed 003): a listener for Envoy, an API listener
-// for proxyless gRPC, one route configuration, one EDS cluster and its endpoint, all at one
-// version string per snapshot.
+// The teaching control plane's configuration (README.md, "The teaching control plane"): a
+// listener for Envoy, an API listener for proxyless gRPC, one route configuration, one EDS
+// cluster and its endpoint, all at one version string per snapshot.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // LinearCache: the resources of one type URL, shared by every node (no per-node snapshots) and
 // versioned one by one. Meant for large shared sets such as EDS or SDS, combined with a
 // SnapshotCache through MuxConfigWatcher. The library's counterpart of go-control-plane's
-// LinearCache (snapshot-cache.md section 11), with these differences on purpose:
+// LinearCache, with these differences on purpose (docs/protocol-rules.md, "LinearCache"):
 //  - a resource's version is its content hash (Resource::content_version()) for SotW and delta
 //    alike, and writing identical content is not a change: no version bump, no notification;
 //  - the cache version ("prefix" + decimal counter, the TypeResources::version served) counts

@@ -1,8 +1,8 @@
 // MuxConfigWatcher: serves each type URL from the ConfigWatcher it is routed to, e.g. EDS from a
 // LinearCache shared by every node and everything else from a per-node SnapshotCache. The
-// counterpart of go-control-plane's MuxCache (snapshot-cache.md section 12), except that a
-// stream gets one watch and one assembled configuration instead of being handed to a different
-// cache per request.
+// counterpart of go-control-plane's MuxCache, except that a stream gets one watch and one
+// assembled configuration instead of being handed to a different cache per request
+// (docs/protocol-rules.md, "MuxConfigWatcher").
 //
 // Which watcher owns a type: the route for that type URL if there is one, otherwise the
 // fallback (if there is none, nothing serves the type and it is never in the configuration).

@@ -58,7 +58,8 @@ absl::StatusOr<SnapshotPtr> Snapshot::CreateWithTypeVersions(std::map<std::strin
   std::map<std::string, std::shared_ptr<TypeResources>> building;
   for (auto& [type_url, version] : versions) {
     if (version.empty()) {
-      // An empty version would equal the empty version_info of a first request (edge cases).
+      // An empty version would equal the empty version_info of a first request
+      // (docs/protocol-rules.md, EA1).
       return absl::InvalidArgumentError(StrCat("empty version for type ", type_url));
     }
     building[type_url] = std::make_shared<TypeResources>();

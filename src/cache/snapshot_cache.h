@@ -1,9 +1,9 @@
 // SnapshotCache: the embedder sets one Snapshot per node key; every stream watching that key is
 // told when it changes. The library's equivalent of go-control-plane's SnapshotCache, with
-// these differences on purpose (snapshot-cache.md section 16):
+// these differences on purpose (docs/protocol-rules.md, "SnapshotCache"):
 //  - SetSnapshot can refuse an inconsistent snapshot (ConsistencyPolicy), returning why;
 //  - watches are per stream and survive ClearSnapshot, so the next SetSnapshot still reaches
-//    connected streams (edge case 61);
+//    connected streams (E61);
 //  - the cache never sends: it notifies, outside its lock, and each stream decides what to send
 //    from what it has already sent (so there is no NACK loop, no ADS superset check and no
 //    channel a slow stream can block);

@@ -1,7 +1,8 @@
-// Debouncer: turns a stream of config updates into few pushes (istiod-pipeline.md section 4).
+// Debouncer: turns a stream of config updates into few pushes (docs/protocol-rules.md,
+// "Debounce").
 //
 //  - ConfigUpdate merges the request into the current batch under a short lock and arms a
-//    timer; it never waits for a push and does nothing else (seed 000, section 2).
+//    timer; it never waits for a push and does nothing else.
 //  - A batch goes out once it has been quiet for `debounce_after` (each update restarts the
 //    quiet period), or once `debounce_max` has passed since its first update even if updates
 //    keep coming.

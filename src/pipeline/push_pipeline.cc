@@ -402,7 +402,7 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
       watched = it->second;
     }
     if (request.delta_scope.has_value()) {
-      // Narrowed to what was just subscribed (seed 000, section 5).
+      // Narrowed to what was just subscribed (docs/protocol-rules.md, "Narrowed generation").
       watched.wildcard = false;
       watched.names = absl::flat_hash_set<std::string>(request.delta_scope->subscribed.begin(),
                                                        request.delta_scope->subscribed.end());

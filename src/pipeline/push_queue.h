@@ -1,5 +1,5 @@
 // PushQueue: the per-connection queue of pushes, with istiod's invariants
-// (istiod-pipeline.md section 7):
+// (docs/protocol-rules.md, "PushQueue merge"):
 //  1. a connection is pending at most once, and holds its place in line (FIFO by first
 //     enqueue; merging never moves it);
 //  2. a connection is never pending and processing at once: a request for a connection being

@@ -1,5 +1,5 @@
 // What one stream subscribes to for one resource type in State of the World, with the wildcard
-// rules of the xDS protocol (xds-protocol R4.1, R4.2):
+// rules of the xDS protocol (docs/protocol-rules.md, R4.1, R4.2):
 //  - LDS and CDS: while every request so far has had an empty name list, the subscription is a
 //    legacy wildcard. Once any name (even "*") has been sent, "*" in the list means wildcard and
 //    an empty list means nothing at all. So [] -> wildcard, ["*","A"] -> wildcard + A,
@@ -53,7 +53,7 @@ class SotwSubscription {
   absl::flat_hash_set<std::string> names_;
 };
 
-// What one stream subscribes to for one type in Delta xDS (xds-protocol R10.4):
+// What one stream subscribes to for one type in Delta xDS (docs/protocol-rules.md, R10.4):
 //  - LDS/CDS: a first request with an empty subscribe list is a legacy wildcard (also when it
 //    carries initial_resource_versions: their keys are what the client holds, not new names).
 //    "*" in subscribe is an explicit wildcard. Subscribing names keeps the wildcard (legacy or

@@ -20,15 +20,16 @@ inline constexpr std::string_view kResourceWrapperType =
     "type.googleapis.com/envoy.service.discovery.v3.Resource";
 
 // LDS and CDS: a SotW response carries every resource the client subscribes to, and leaving one
-// out deletes it (xds-protocol R4.3).
+// out deletes it (docs/protocol-rules.md, R4.3).
 bool IsFullStateType(std::string_view type_url);
 
-// LDS and CDS are the only types where an empty or "*" subscription means wildcard (R4.2).
-// Every other type treats an empty name list as "subscribed to nothing" (R4.1).
+// LDS and CDS are the only types where an empty or "*" subscription means wildcard; every
+// other type treats an empty name list as "subscribed to nothing" (docs/protocol-rules.md,
+// R4.2, R4.1).
 bool IsWildcardCapableType(std::string_view type_url);
 
 // Position of a type in the ADS send order CDS, EDS, LDS, RDS, SDS; unknown types follow, in
-// type URL order (R8.1, edge case 40).
+// type URL order (docs/protocol-rules.md, R8.1, E40).
 int PushOrderRank(std::string_view type_url);
 
 // Short name for logs and tables: CDS, EDS, LDS, RDS, SDS, or the message name for other types.

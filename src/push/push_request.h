@@ -1,7 +1,7 @@
 // PushRequest: what a push is about. Config sources describe each change as a request; the
 // debouncer merges requests, Push builds or reuses a PushContext for the merged one, and the
 // PushQueue merges what is queued for one connection. The merge rules are explicit per field
-// (docs/architecture.md, "Merging pushes"):
+// (docs/protocol-rules.md, "PushRequest merge"):
 //   full           OR      (any full request makes the merged one full)
 //   forced         OR
 //   configs        union   (never "empty means everything": that is what `forced` says)

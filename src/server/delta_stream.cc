@@ -94,17 +94,17 @@ void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
   const std::vector<std::string> subscribe = ToVector(request.resource_names_subscribe());
   const std::vector<std::string> unsubscribe = ToVector(request.resource_names_unsubscribe());
 
-  // Subscription changes first, whatever the nonce says (R3.2).
+  // Subscription changes first, whatever the nonce says (docs/protocol-rules.md, R3.2).
   auto it = types_.find(type_url);
   if (it == types_.end()) {
     it = types_.emplace(type_url, TypeState(type_url)).first;
     TypeState& state = it->second;
     SotwSubscription::Change change = state.subscription.Initial(subscribe, unsubscribe);
     // What the client already holds (reconnect). The keys are not subscriptions: some arrived
-    // through the wildcard (R10.4, edge case 49).
+    // through the wildcard (docs/protocol-rules.md, R10.4, E49).
     for (const auto& [name, version] : request.initial_resource_versions()) state.known[name] = version;
-    // Named subscriptions must be answered, unless the client reports holding them (R10.2,
-    // R10.5): those are sent only if their content changed.
+    // Named subscriptions must be answered, unless the client reports holding them: those are
+    // sent only if their content changed (docs/protocol-rules.md, R10.2, R10.5).
     for (const std::string& name : change.added) {
       if (!state.known.contains(name)) state.force.insert(name);
     }
@@ -116,7 +116,8 @@ void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
     TypeState& state = it->second;
     SotwSubscription::Change change = state.subscription.Update(subscribe, unsubscribe);
     // Every name in resource_names_subscribe is answered, even one already subscribed whose
-    // latest version the client should hold: it may have dropped it (R10.2).
+    // latest version the client should hold: it may have dropped it (docs/protocol-rules.md,
+    // R10.2).
     bool resubscribed = false;
     for (const std::string& name : subscribe) {
       if (name == kWildcardName && IsWildcardCapableType(type_url)) continue;
@@ -129,7 +130,7 @@ void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
       state.reported_absent.erase(name);
       if (state.subscription.wildcard()) {
         // "*" and the name were both subscribed: answer with the resource, or its removal if
-        // the wildcard does not cover it (R10.3).
+        // the wildcard does not cover it (docs/protocol-rules.md, R10.3).
         state.force.insert(name);
         state.pending.insert(name);
       } else {
@@ -160,7 +161,8 @@ void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
                  Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
-      // The client keeps what it had; the rejected content is not sent again (R10.8).
+      // The client keeps what it had; the rejected content is not sent again
+      // (docs/protocol-rules.md, R10.8).
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
                  node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, UntrustedQuoted(event.error, 1024));
       break;
@@ -243,16 +245,19 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
     } else if (known != state.known.end()) {
       response.removed.push_back(name);  // the client holds it; it is gone or no longer wanted
     } else if (sub.Named(name) && !state.reported_absent.contains(name)) {
-      response.removed.push_back(name);  // subscribed but does not exist: stop waiting (R7.3)
+      // Subscribed but does not exist: stop waiting (docs/protocol-rules.md, R7.3).
+      response.removed.push_back(name);
     } else if (state.force.contains(name)) {
-      response.removed.push_back(name);  // the R10.3 answer for a name that does not exist
+      // A name that does not exist: the answer R10.3 requires (docs/protocol-rules.md).
+      response.removed.push_back(name);
     }
   }
   state.pending.clear();
   state.pending_all = false;
   if (state.heartbeat_due) {
     state.heartbeat_due = false;
-    // Renew the TTL of what the client holds, unless this response sends it anyway (R9).
+    // Renew the TTL of what the client holds, unless this response sends it anyway
+    // (docs/protocol-rules.md, R9).
     if (ClientSupportsTtl()) {
       absl::flat_hash_set<std::string> sending;
       for (const ResourcePtr& resource : response.resources) sending.insert(resource->name());
@@ -291,7 +296,7 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   }
 
   // Envoy warms every cluster it is sent until it gets EDS for it, even if unchanged: follow
-  // each CDS response with EDS for its clusters (edge case 57).
+  // each CDS response with EDS for its clusters (docs/protocol-rules.md, E57).
   if (type_url == kClusterType) {
     auto eds = types_.find(std::string(kEndpointType));
     if (eds != types_.end()) {

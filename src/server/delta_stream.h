@@ -1,8 +1,8 @@
-// The Delta (incremental) xDS stream state machine, independent of gRPC (xds-protocol §10).
+// The Delta (incremental) xDS stream state machine, independent of gRPC.
 //
 // Per type it keeps the subscription (DeltaSubscription) and what the client holds, name by
 // name, with the content version it holds (Resource::content_version, a hash of the
-// deterministic bytes, equal across processes). Every rule of the reference:
+// deterministic bytes, equal across processes). The rules (ids from docs/protocol-rules.md):
 //  - subscription changes are applied before the nonce is judged: a stale nonce never loses a
 //    subscribe or unsubscribe (R3.2);
 //  - legacy and explicit "*" wildcard with the exact transitions (R10.4);
@@ -14,7 +14,7 @@
 //  - unsubscribing an explicit name while "*" is subscribed is answered with the resource or
 //    its removal (R10.3);
 //  - a NACK is recorded and never causes the same content to be sent again (R10.8);
-//  - after a CDS response, EDS for its clusters follows (Envoy warming, edge case 57).
+//  - after a CDS response, EDS for its clusters follows (Envoy warming, E57).
 // Pushes are truly incremental: a configuration change is looked at only for the names it
 // changed, and only resources whose content the client lacks are sent.
 //

@@ -25,7 +25,7 @@ struct OutgoingResponse {
 // One Delta response, before encoding.
 struct OutgoingDeltaResponse {
   std::string type_url;
-  std::string system_version;  // for debugging only (R10.7)
+  std::string system_version;  // for debugging only (docs/protocol-rules.md, R10.7)
   std::string nonce;
   std::vector<ResourcePtr> resources;
   std::vector<std::string> removed;

@@ -57,6 +57,7 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   const std::string& type_url = request.type_url();
   auto it = types_.find(type_url);
 
+  // The request classes C1-C5 of docs/protocol-rules.md, in order.
   // C1: NACK. Recorded; the rejected content is never sent again because of it. A NACK that
   // answers the newest response may still change the subscription.
   if (request.has_error_detail()) {
@@ -72,7 +73,7 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   if (it == types_.end()) {
     if (!request.response_nonce().empty()) HandleFeedback(request);
     if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
-      return;  // subscribed to nothing: no state, no response (edge case 28)
+      return;  // subscribed to nothing: no state, no response (docs/protocol-rules.md, E28)
     }
     it = types_.emplace(type_url, TypeState(type_url)).first;
     TypeState& state = it->second;
@@ -80,7 +81,8 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
     watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
     state.dirty = true;
     // Envoy may ask for EDS before CDS after reconnecting; its next EDS request then looks
-    // like an ACK but must still be answered or the new clusters stay warming (edge case 18).
+    // like an ACK but must still be answered or the new clusters stay warming
+    // (docs/protocol-rules.md, E18).
     if (type_url == kClusterType) {
       auto eds = types_.find(std::string(kEndpointType));
       if (eds != types_.end()) eds->second.always_respond = true;
@@ -134,7 +136,8 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
     }
   }
   // Newly named resources are sent even if sent before (the client may have dropped them as
-  // unrequested, R4.1), unless a wildcard already covered them: then the client holds them.
+  // unrequested), unless a wildcard already covered them: then the client holds them
+  // (docs/protocol-rules.md, R4.1).
   bool newly_wanted = change.wildcard_added;
   if (!was_wildcard) {
     for (const std::string& name : change.added) state.force.insert(name);
@@ -188,7 +191,8 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
                                                     const Snapshot& snapshot) {
   const Snapshot::TypeResources* available = snapshot.resources(type_url);
   if (available == nullptr) {
-    return std::nullopt;  // a type this configuration does not have: nothing to say (edge case 19)
+    // A type this configuration does not have: nothing to say (docs/protocol-rules.md, E19).
+    return std::nullopt;
   }
   const std::string& version = available->version;
   const SotwSubscription& sub = state.subscription;
@@ -243,7 +247,7 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
     if (to_send.empty() && state.heartbeat_due) {
       state.heartbeat_due = false;
       // Nothing changed: a heartbeat (no bodies) for the TTL'd resources the client holds, at
-      // the version it holds (R9).
+      // the version it holds (docs/protocol-rules.md, R9).
       if (ClientSupportsSotwTtl() && state.sent_any) {
         OutgoingResponse heartbeat;
         for (const ResourcePtr& resource : covered) {

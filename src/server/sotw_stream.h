@@ -1,7 +1,7 @@
 // The State-of-the-World stream state machine, independent of gRPC.
 //
 // One SotwStream serves one xDS stream: ADS (every type on one stream) or a per-type service.
-// It classifies each request (xds-protocol section 2; seed 004's ShouldRespond, corrected),
+// It classifies each request (request classes C1-C5 of docs/protocol-rules.md),
 // keeps per type what the client subscribes to and what it has been sent, and decides what to
 // send when a request or a configuration change asks for it:
 //  - NACK (error_detail set): recorded, never answered with the same content again;
@@ -79,7 +79,7 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
   std::string ServiceName() const override;
   void HandleHeartbeat() override;
   absl::Status CheckLimits(const envoy::service::discovery::v3::DiscoveryRequest& request) const override;
-  // Both features are needed to receive TTLs in SotW (R9).
+  // Both features are needed to receive TTLs in SotW (docs/protocol-rules.md, R9).
   bool ClientSupportsSotwTtl() const {
     return ClientHasFeature(kClientFeatureResourceTtl) && ClientHasFeature(kClientFeatureResourceInSotw);
   }

@@ -4,10 +4,10 @@
 //
 // Threading: events (requests, write completions, configuration changes, the client closing)
 // may arrive on any thread. Each is queued under `mu_`; whichever thread finds the stream idle
-// processes the queue until it is empty, requests first (seed 004, L07), then write
-// completions, then configuration changes. Protocol state is touched only by that processing,
-// so it needs no lock, and the transport is driven only from it: at most one read and one
-// write are outstanding (one writer per stream).
+// processes the queue until it is empty, requests first, then write completions, then
+// configuration changes (docs/protocol-rules.md, "Requests before pushes"). Protocol state is
+// touched only by that processing, so it needs no lock, and the transport is driven only from
+// it: at most one read and one write are outstanding (one writer per stream).
 #pragma once
 
 #include <algorithm>
@@ -59,8 +59,8 @@ struct StreamEnvironment {
   ServerCallbacks* callbacks = nullptr;  // may be null
   Clock* clock = nullptr;
   std::string control_plane_id;
-  // TTL heartbeats (R9): every `heartbeat_interval`, clients that support TTLs are sent
-  // heartbeats for the TTL'd resources they hold. Off without a scheduler or interval.
+  // TTL heartbeats (docs/protocol-rules.md, R9): each `heartbeat_interval`, TTL-capable
+  // clients get heartbeats for the TTL'd resources they hold. Off without scheduler/interval.
   Scheduler* scheduler = nullptr;
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   // Every configuration change reaches the stream through this dispatcher (PushQueue and
@@ -71,8 +71,8 @@ struct StreamEnvironment {
   ServerMetrics* metrics = nullptr;  // may be null
   // New streams are admitted at a bounded rate; may be null (no limit). Needs `scheduler`.
   AdmissionLimiter* admission = nullptr;
-  // Until it returns true, new streams end at once with UNAVAILABLE (never an empty
-  // configuration a reconnecting proxy would apply; seed 004, L02). Empty: always ready.
+  // Until it returns true, new streams end at once with UNAVAILABLE, never an empty
+  // configuration (docs/protocol-rules.md, "Readiness"). Empty: always ready.
   std::function<bool()> ready = nullptr;
   // What a client may send (server/limits.h).
   StreamLimits limits = {};

@@ -1,5 +1,5 @@
 // LinearCache: per-resource versions, change-only version bumps, interest-indexed notifications
-// (snapshot-cache.md section 11 and what we do differently).
+// (docs/protocol-rules.md, "LinearCache": what we do differently from go-control-plane).
 #include "cache/linear_cache.h"
 
 #include <atomic>

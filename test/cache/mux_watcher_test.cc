@@ -1,5 +1,6 @@
 // MuxConfigWatcher: routing types to watchers, assembling one configuration, forwarding
-// interest and changes (snapshot-cache.md section 12, and the no-half-configuration rule).
+// interest and changes, and the no-half-configuration rule (docs/protocol-rules.md,
+// "MuxConfigWatcher").
 #include "cache/mux_watcher.h"
 
 #include <atomic>

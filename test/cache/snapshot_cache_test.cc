@@ -1,4 +1,4 @@
-// SnapshotCache: storing, refusing, watching, status (snapshot-cache.md §4-§10).
+// SnapshotCache: storing, refusing, watching, status (docs/protocol-rules.md, "SnapshotCache").
 #include "cache/snapshot_cache.h"
 
 #include <atomic>
@@ -91,7 +91,7 @@ TEST(SnapshotCacheTest, AKeyWithoutSnapshotIsForgottenWhenItsLastWatchCloses) {
   EXPECT_TRUE(cache.StatusKeys().empty());
 }
 
-// Edge case 61: ClearSnapshot keeps the watches, so the next snapshot still reaches them.
+// E61: ClearSnapshot keeps the watches, so the next snapshot still reaches them.
 TEST(SnapshotCacheTest, ClearSnapshotKeepsWatches) {
   SnapshotCache cache;
   int changes = 0;
@@ -140,7 +140,7 @@ TEST(SnapshotCacheTest, NodeHashGroupsNodes) {
   EXPECT_NE(w1->Current(), nullptr);
 }
 
-// Edge case 63: concurrent snapshot updates and watch creation for many nodes race-free;
+// E63: concurrent snapshot updates and watch creation for many nodes race-free;
 // every watch ends up seeing the final snapshot of its node (run under TSan in CI).
 TEST(SnapshotCacheTest, ConcurrentSetAndWatch) {
   SnapshotCache cache;

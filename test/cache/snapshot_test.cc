@@ -1,4 +1,4 @@
-// Snapshots: construction rules and go-control-plane's Consistent() (snapshot-cache.md §3).
+// Snapshots: construction rules and Consistent() (docs/protocol-rules.md, "Consistency check").
 #include "cache/snapshot.h"
 
 #include "common/status_matchers.h"
@@ -27,7 +27,7 @@ TEST(SnapshotTest, EveryTypeGetsTheVersion) {
   EXPECT_EQ(s->Find(kCds, "missing"), nullptr);
 }
 
-// Edge case 64 / R6.5: two resources of one type with one name are refused, not collapsed.
+// E64 / R6.5: two resources of one type with one name are refused, not collapsed.
 TEST(SnapshotTest, DuplicateNamesAreRefused) {
   auto s = Snapshot::Create("1", {EdsCluster("dup"), EdsCluster("dup", "", 2)});
   ASSERT_FALSE(s.ok());

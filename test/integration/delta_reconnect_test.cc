@@ -1,7 +1,7 @@
 // DeltaRestartTest: two processes, one proof. Delta resource versions are content hashes of
 // deterministic bytes, so a client that reconnects to a *different* control plane process
 // serving the same configuration, and reports what it holds in initial_resource_versions, is
-// sent nothing at all (xds-protocol R10.5, R10.6; edge case 48).
+// sent nothing at all (docs/protocol-rules.md, R10.5, R10.6, E48).
 //
 // The control plane is the real binary: `cxds demo` (the teaching control plane, node
 // teaching-envoy) started as a child process. Its standard input is a socket the test writes

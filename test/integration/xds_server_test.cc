@@ -457,8 +457,8 @@ TEST_F(XdsServerTest, DeltaAdsServesAndFetchIsUnimplemented) {
   EXPECT_EQ(callbacks_.streams().size(), 1u) << "only the delta stream opened; Fetch opens none";
 }
 
-// Edge case 1: a first request without a node ends the stream with INVALID_ARGUMENT and
-// nothing is sent.
+// E1 (docs/protocol-rules.md): a first request without a node ends the stream with
+// INVALID_ARGUMENT and nothing is sent.
 TEST_F(XdsServerTest, FirstRequestWithoutNodeIsInvalidArgument) {
   Set(Versioned("1", EnvoyResources(1, 8080, Routes("r1", {"c1"}))));
   auto client = Connect();
@@ -470,7 +470,7 @@ TEST_F(XdsServerTest, FirstRequestWithoutNodeIsInvalidArgument) {
   ASSERT_TRUE(PollUntil([&] { return xds_->open_streams() == 0; }));
 }
 
-// Edge case 6: two streams of one node id are independent; closing one drops only its state
+// E6: two streams of one node id are independent; closing one drops only its state
 // and pushes keep reaching the other.
 TEST_F(XdsServerTest, TwoStreamsOfOneNodeAreIndependent) {
   Set(Versioned("1", EnvoyResources(1, 8080, Routes("r1", {"c1"}))));
@@ -508,7 +508,7 @@ TEST_F(XdsServerTest, TwoStreamsOfOneNodeAreIndependent) {
   EXPECT_TRUE(new_stream->Finish().ok());
 }
 
-// Edge case 7 / callbacks contract: open, request, response and feedback are reported for
+// E7 / callbacks contract: open, request, response and feedback are reported for
 // what happened, and close exactly once per stream (including a stream refused for its node).
 TEST_F(XdsServerTest, CallbacksSeeEveryEventAndCloseOncePerStream) {
   Set(Versioned("1", EnvoyResources(1, 8080, Routes("r1", {"c1"}))));

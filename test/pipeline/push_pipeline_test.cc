@@ -371,7 +371,7 @@ TEST(StreamAdmissionTest, NewStreamsStartAtTheAdmissionRate) {
 }
 
 // Until the first full load, new streams end with UNAVAILABLE rather than get an empty
-// configuration (seed 004, L02).
+// configuration (docs/protocol-rules.md, "Readiness").
 TEST(StreamReadinessTest, StreamsAreRefusedWithUnavailableUntilReady) {
   SnapshotCache cache;
   bool ready = false;

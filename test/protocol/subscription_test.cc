@@ -1,4 +1,4 @@
-// The SotW subscription state machine (xds-protocol R4.1, R4.2).
+// The SotW subscription state machine (docs/protocol-rules.md, R4.1, R4.2).
 #include "protocol/subscription.h"
 
 #include "gmock/gmock.h"
@@ -33,7 +33,7 @@ TEST(SotwSubscriptionTest, LegacyWildcardSequence) {
   EXPECT_THAT(change.removed, ElementsAre("A"));
 }
 
-// Edge case 22: explicit "*" from the start; [] then means nothing, ["*"] wildcard again.
+// E22: explicit "*" from the start; [] then means nothing, ["*"] wildcard again.
 TEST(SotwSubscriptionTest, ExplicitWildcardFromStart) {
   SotwSubscription sub(kListenerType);
   sub.Apply({"*"});
@@ -46,7 +46,7 @@ TEST(SotwSubscriptionTest, ExplicitWildcardFromStart) {
   EXPECT_TRUE(sub.wildcard());
 }
 
-// R4.1 / edge case 28: for EDS an empty list is "nothing" and "*" is an ordinary name.
+// R4.1 / E28: for EDS an empty list is "nothing" and "*" is an ordinary name.
 TEST(SotwSubscriptionTest, NonWildcardTypesTakeNamesLiterally) {
   SotwSubscription sub(kEndpointType);
   sub.Apply({});

@@ -1,4 +1,4 @@
-// The ACK/NACK ledger (seed 003): feedback matched by (stream, type, nonce).
+// The ACK/NACK ledger (docs/protocol.md): feedback matched by (stream, type, nonce).
 #include "server/ack_ledger.h"
 
 #include "gtest/gtest.h"

@@ -19,7 +19,7 @@
 // What each client holds is modelled here, not taken from the harnesses:
 //  - SotW: CDS/LDS responses replace what is held; EDS/RDS responses upsert; a name the client
 //    unsubscribes is dropped by the client, and resources it does not subscribe to are
-//    ignored (R4.1).
+//    ignored (docs/protocol-rules.md, R4.1).
 //  - Delta: resources upsert, removed_resources erase; a name the client unsubscribes is
 //    dropped by the client (R10.3: the server owes no reply), and resources of names it does
 //    not subscribe to are ignored. DeltaHarness::held() only follows responses, so it keeps

@@ -1,6 +1,6 @@
-// One test per Delta rule of the protocol reference (xds-protocol §3.2, §7.3, §10) and per
-// delta case of edge-cases.md (46-57), on a DeltaStream driven through a fake transport with a
-// client that keeps its state as the protocol describes.
+// One test per Delta rule (R3.2, R7.3, R10.1-R10.8) and per Delta case (E46-E57) of
+// docs/protocol-rules.md, on a DeltaStream driven through a fake transport with a client that
+// keeps its state as the protocol describes.
 #include "server/delta_stream.h"
 
 #include "common/status_matchers.h"
@@ -45,7 +45,7 @@ class DeltaStreamTest : public ::testing::Test {
   SnapshotCache cache_;
 };
 
-// Edge case 46 / R10.4: the initial legacy wildcard (both lists empty) gets every cluster.
+// E46 / R10.4: the initial legacy wildcard (both lists empty) gets every cluster.
 TEST_F(DeltaStreamTest, LegacyWildcardInitialRequestGetsEverything) {
   Set({EdsCluster("a"), EdsCluster("b")}, "1");
   DeltaHarness h(cache_);
@@ -56,7 +56,7 @@ TEST_F(DeltaStreamTest, LegacyWildcardInitialRequestGetsEverything) {
   EXPECT_EQ(r[0].system_version_info(), "1");  // R10.7
 }
 
-// Edge case 46: with no clusters, the wildcard request is still answered (Envoy initialises).
+// E46: with no clusters, the wildcard request is still answered (Envoy initialises).
 TEST_F(DeltaStreamTest, EmptyWildcardIsStillAnswered) {
   Set({Secret("s")}, "1");
   DeltaHarness h(cache_);
@@ -68,7 +68,7 @@ TEST_F(DeltaStreamTest, EmptyWildcardIsStillAnswered) {
 }
 
 // R10.6: per-resource versions are content hashes; a new snapshot version with identical
-// content sends nothing (edge case 31).
+// content sends nothing (E31).
 TEST_F(DeltaStreamTest, VersionsAreContentHashesAndIdenticalContentSendsNothing) {
   auto a = EdsCluster("a");
   Set({a}, "1");
@@ -82,7 +82,7 @@ TEST_F(DeltaStreamTest, VersionsAreContentHashesAndIdenticalContentSendsNothing)
   EXPECT_THAT(h.Take(), IsEmpty());
 }
 
-// Edge case 47 / R7.3: a resource deleted during the session is listed in removed_resources.
+// E47 / R7.3: a resource deleted during the session is listed in removed_resources.
 TEST_F(DeltaStreamTest, DeletedResourceIsListedAsRemoved) {
   Set({EdsCluster("a"), EdsCluster("b")}, "1");
   DeltaHarness h(cache_);
@@ -96,7 +96,7 @@ TEST_F(DeltaStreamTest, DeletedResourceIsListedAsRemoved) {
   EXPECT_THAT(HeldNames(h.held(kCds)), ElementsAre("a"));
 }
 
-// Edge case 48 / R10.5: reconnecting with initial_resource_versions: unchanged a is not sent,
+// E48 / R10.5: reconnecting with initial_resource_versions: unchanged a is not sent,
 // changed b and new d are, deleted c is removed.
 TEST_F(DeltaStreamTest, ReconnectSendsOnlyWhatChanged) {
   auto a = EdsCluster("a");
@@ -117,7 +117,7 @@ TEST_F(DeltaStreamTest, ReconnectSendsOnlyWhatChanged) {
   EXPECT_THAT(Removed(r[0]), ElementsAre("c"));
 }
 
-// Edge case 49 / R10.4: a wildcard reconnect (subscribe empty, initial versions set) is a
+// E49 / R10.4: a wildcard reconnect (subscribe empty, initial versions set) is a
 // wildcard; the keys of initial_resource_versions are not explicit subscriptions.
 TEST_F(DeltaStreamTest, WildcardReconnectKeysAreNotSubscriptions) {
   Set({EdsCluster("a"), EdsCluster("b")}, "1");
@@ -132,7 +132,7 @@ TEST_F(DeltaStreamTest, WildcardReconnectKeysAreNotSubscriptions) {
   EXPECT_THAT(Removed(gone[0]), UnorderedElementsAre("a", "b"));
 }
 
-// Edge case 50 / R10.4: legacy wildcard, then subscribe a (still wildcard), then unsubscribe
+// E50 / R10.4: legacy wildcard, then subscribe a (still wildcard), then unsubscribe
 // "*": only a remains.
 TEST_F(DeltaStreamTest, LegacyWildcardSurvivesNamesUntilStarIsUnsubscribed) {
   Set({EdsCluster("a"), EdsCluster("b")}, "1");
@@ -154,7 +154,7 @@ TEST_F(DeltaStreamTest, LegacyWildcardSurvivesNamesUntilStarIsUnsubscribed) {
   EXPECT_THAT(HeldNames(h.held(kCds)), ElementsAre("a"));
 }
 
-// Edge case 51 / R10.3: with "*" and an explicit name, unsubscribing the name is answered: the
+// E51 / R10.3: with "*" and an explicit name, unsubscribing the name is answered: the
 // resource if the wildcard covers it, its removal if it does not exist.
 TEST_F(DeltaStreamTest, WildcardPlusExplicitUnsubscribeIsAnswered) {
   Set({EdsCluster("a")}, "1");
@@ -175,7 +175,7 @@ TEST_F(DeltaStreamTest, WildcardPlusExplicitUnsubscribeIsAnswered) {
   EXPECT_THAT(Removed(r3[0]), ElementsAre("ghost"));
 }
 
-// Edge case 52 / R10.3: unsubscribing a name that is not subscribed is ignored quietly.
+// E52 / R10.3: unsubscribing a name that is not subscribed is ignored quietly.
 TEST_F(DeltaStreamTest, UnsubscribingUnknownNameIsIgnored) {
   Set({EdsCluster("a"), Endpoints("a", {1})}, "1");
   DeltaHarness h(cache_);
@@ -187,7 +187,7 @@ TEST_F(DeltaStreamTest, UnsubscribingUnknownNameIsIgnored) {
   EXPECT_TRUE(h.ledger().GetStream(1)->types[0].synced());
 }
 
-// Edge case 53 / R7.3: a subscribed name that does not exist is reported removed, once; it is
+// E53 / R7.3: a subscribed name that does not exist is reported removed, once; it is
 // sent as soon as it appears.
 TEST_F(DeltaStreamTest, MissingSubscribedNameIsReportedThenSentWhenItAppears) {
   Set({EdsCluster("a"), Endpoints("a", {1})}, "1");
@@ -209,7 +209,7 @@ TEST_F(DeltaStreamTest, MissingSubscribedNameIsReportedThenSentWhenItAppears) {
   EXPECT_THAT(Names(r3[0]), ElementsAre("later"));
 }
 
-// Edge case 54 / R10.2: subscribing to a name the client should already hold sends it anyway.
+// E54 / R10.2: subscribing to a name the client should already hold sends it anyway.
 TEST_F(DeltaStreamTest, SubscribeAlwaysSendsEvenIfHeld) {
   Set({EdsCluster("a"), Endpoints("a", {1})}, "1");
   DeltaHarness h(cache_);
@@ -221,7 +221,7 @@ TEST_F(DeltaStreamTest, SubscribeAlwaysSendsEvenIfHeld) {
   EXPECT_THAT(Names(r2[0]), ElementsAre("a"));
 }
 
-// Edge case 55 / R3.2: a request with a stale nonce still applies its subscription change.
+// E55 / R3.2: a request with a stale nonce still applies its subscription change.
 TEST_F(DeltaStreamTest, StaleNonceStillAppliesSubscriptionChanges) {
   Set({EdsCluster("a"), Endpoints("a", {1}), Endpoints("x", {5})}, "1");
   DeltaHarness h(cache_);
@@ -236,7 +236,7 @@ TEST_F(DeltaStreamTest, StaleNonceStillAppliesSubscriptionChanges) {
   EXPECT_THAT(Names(r3[0]), ElementsAre("x"));
 }
 
-// Edge case 56 / R10.8: a NACK is recorded, causes no resend, and its subscription changes
+// E56 / R10.8: a NACK is recorded, causes no resend, and its subscription changes
 // still apply.
 TEST_F(DeltaStreamTest, NackIsRecordedWithoutResendAndAppliesChanges) {
   Set({EdsCluster("a"), Endpoints("a", {1}), Endpoints("b", {2})}, "1");
@@ -286,7 +286,7 @@ TEST_F(DeltaStreamTest, LateAckOfASupersededResponseIsStillReportedForItsChange)
   }
 }
 
-// Edge case 57: a CDS response is followed by EDS for its clusters, even when the endpoints
+// E57: a CDS response is followed by EDS for its clusters, even when the endpoints
 // did not change (Envoy keeps the clusters warming otherwise).
 TEST_F(DeltaStreamTest, CdsResponseIsFollowedByEds) {
   Set({EdsCluster("a"), Endpoints("a", {1})}, "1");

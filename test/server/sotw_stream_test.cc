@@ -1,5 +1,5 @@
-// One test per State-of-the-World rule of the protocol reference (xds-protocol.md sections
-// 1-8) and per SotW case of edge-cases.md, on a SotwStream driven through a fake transport.
+// One test per State-of-the-World rule (R1.1-R8.3, C1-C5) and per SotW case (E1-E44, E61) of
+// docs/protocol-rules.md, on a SotwStream driven through a fake transport.
 #include "server/sotw_stream.h"
 
 #include "common/status_matchers.h"
@@ -36,7 +36,7 @@ class SotwStreamTest : public ::testing::Test {
   SnapshotCache cache_;
 };
 
-// R1.2 / edge case 1: a first request without node.id ends the stream with InvalidArgument.
+// R1.2 / E1: a first request without node.id ends the stream with InvalidArgument.
 TEST_F(SotwStreamTest, FirstRequestWithoutNodeIsInvalidArgument) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -47,7 +47,7 @@ TEST_F(SotwStreamTest, FirstRequestWithoutNodeIsInvalidArgument) {
   EXPECT_FALSE(cache_.GetStatus("").has_value()) << "no connection may be registered for it";
 }
 
-// R1.2 / edge case 2: later requests may omit the node; the first one's identity is kept.
+// R1.2 / E2: later requests may omit the node; the first one's identity is kept.
 TEST_F(SotwStreamTest, LaterRequestsMayOmitNode) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -73,7 +73,7 @@ TEST_F(SotwStreamTest, NodeIdChangeOnStreamIsInvalidArgument) {
   EXPECT_EQ(h.transport().finished->code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Edge case 3: an ADS request without type_url ends the stream with InvalidArgument.
+// E3: an ADS request without type_url ends the stream with InvalidArgument.
 TEST_F(SotwStreamTest, AdsRequestWithoutTypeUrlIsInvalidArgument) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -95,7 +95,7 @@ TEST_F(SotwStreamTest, PerTypeServiceFillsTypeUrlAndRefusesOthers) {
   EXPECT_EQ(h.transport().finished->code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Edge case 10 / R4.2: the initial legacy-wildcard CDS request gets every cluster at once.
+// E10 / R4.2: the initial legacy-wildcard CDS request gets every cluster at once.
 TEST_F(SotwStreamTest, InitialWildcardCdsGetsAllClusters) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -106,7 +106,7 @@ TEST_F(SotwStreamTest, InitialWildcardCdsGetsAllClusters) {
   EXPECT_THAT(NamesOf(responses[0]), ElementsAre("c1", "c2"));
 }
 
-// Edge case 10 / R6.4: a wildcard CDS request is answered even when there are no clusters.
+// E10 / R6.4: a wildcard CDS request is answered even when there are no clusters.
 TEST_F(SotwStreamTest, InitialWildcardCdsAnsweredWhenEmpty) {
   Set(MustSnapshot("1", {Secret("s")}));
   StreamHarness h(cache_);
@@ -117,7 +117,7 @@ TEST_F(SotwStreamTest, InitialWildcardCdsAnsweredWhenEmpty) {
   EXPECT_EQ(responses[0].version_info(), "1");
 }
 
-// Edge case 11 / C4: a plain ACK is recorded and gets no response.
+// E11 / C4: a plain ACK is recorded and gets no response.
 TEST_F(SotwStreamTest, PlainAckGetsNoResponse) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -133,7 +133,7 @@ TEST_F(SotwStreamTest, PlainAckGetsNoResponse) {
   EXPECT_TRUE(status->types[0].synced());
 }
 
-// Edge case 12 / C1 / R5.2: a NACK is recorded with the client's accepted version and never
+// E12 / C1 / R5.2: a NACK is recorded with the client's accepted version and never
 // causes the same content to be sent again; new content is sent when it exists.
 TEST_F(SotwStreamTest, NackIsRecordedAndNeverResent) {
   Set(BaseSnapshot("1"));
@@ -160,7 +160,7 @@ TEST_F(SotwStreamTest, NackIsRecordedAndNeverResent) {
   EXPECT_EQ(v3[0].version_info(), "3");
 }
 
-// Edge case 12: a NACK of the newest response that also changes the names applies the change.
+// E12: a NACK of the newest response that also changes the names applies the change.
 TEST_F(SotwStreamTest, NackWithNameChangeAppliesIt) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -172,7 +172,7 @@ TEST_F(SotwStreamTest, NackWithNameChangeAppliesIt) {
   EXPECT_THAT(NamesOf(responses[0]), ElementsAre("c2"));
 }
 
-// Edge case 13 / C3 / R3.1: a request with a stale nonce gets no response.
+// E13 / C3 / R3.1: a request with a stale nonce gets no response.
 TEST_F(SotwStreamTest, StaleNonceIsIgnored) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -191,7 +191,7 @@ TEST_F(SotwStreamTest, StaleNonceIsIgnored) {
   EXPECT_THAT(NamesOf(added[0]), ElementsAre("c2"));
 }
 
-// Edge case 14 / C5 / R4.1: an ACK adding a name gets that name at the unchanged version.
+// E14 / C5 / R4.1: an ACK adding a name gets that name at the unchanged version.
 TEST_F(SotwStreamTest, AckAddingNameSendsIt) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -204,7 +204,7 @@ TEST_F(SotwStreamTest, AckAddingNameSendsIt) {
   EXPECT_THAT(NamesOf(responses[0]), ElementsAre("c2"));
 }
 
-// Edge case 15: removing a name gets no response, and re-adding it sends it again.
+// E15: removing a name gets no response, and re-adding it sends it again.
 TEST_F(SotwStreamTest, RemovedNameIsSentAgainWhenResubscribed) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -218,7 +218,7 @@ TEST_F(SotwStreamTest, RemovedNameIsSentAgainWhenResubscribed) {
   EXPECT_THAT(NamesOf(responses[0]), ElementsAre("c2"));
 }
 
-// Edge case 16 / R4.1: an empty EDS name list unsubscribes; a later request is answered.
+// E16 / R4.1: an empty EDS name list unsubscribes; a later request is answered.
 TEST_F(SotwStreamTest, EmptyEdsNamesUnsubscribes) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -235,7 +235,7 @@ TEST_F(SotwStreamTest, EmptyEdsNamesUnsubscribes) {
   EXPECT_THAT(NamesOf(again[0]), ElementsAre("c1"));
 }
 
-// Edge case 17 / C2 / R1.3: on a new stream, a nonce from the old stream is meaningless and
+// E17 / C2 / R1.3: on a new stream, a nonce from the old stream is meaningless and
 // the request is initial.
 TEST_F(SotwStreamTest, ReconnectWithOldNonceIsInitial) {
   Set(BaseSnapshot("1"));
@@ -252,7 +252,7 @@ TEST_F(SotwStreamTest, ReconnectWithOldNonceIsInitial) {
   EXPECT_THAT(NamesOf(responses[0]), ElementsAre("c1"));
 }
 
-// Edge case 18 / R8.3: after a reconnect where EDS came before CDS, the next EDS request that
+// E18 / R8.3: after a reconnect where EDS came before CDS, the next EDS request that
 // looks like an ACK is still answered (Envoy's clusters would stay warming otherwise).
 TEST_F(SotwStreamTest, EdsAckAfterNewCdsSubscriptionIsAnswered) {
   Set(BaseSnapshot("1"));
@@ -271,7 +271,7 @@ TEST_F(SotwStreamTest, EdsAckAfterNewCdsSubscriptionIsAnswered) {
   EXPECT_THAT(h.Take(), IsEmpty()) << "only the first ACK after the CDS subscription is answered";
 }
 
-// Edge case 19: a type the configuration does not have keeps the ADS stream open, unanswered.
+// E19: a type the configuration does not have keeps the ADS stream open, unanswered.
 TEST_F(SotwStreamTest, UnknownTypeKeepsStreamOpen) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -282,7 +282,7 @@ TEST_F(SotwStreamTest, UnknownTypeKeepsStreamOpen) {
   EXPECT_EQ(h.Take().size(), 1u);
 }
 
-// Edge case 20 / R6.1: two requests for a type before the reply: one reply, for the latest.
+// E20 / R6.1: two requests for a type before the reply: one reply, for the latest.
 TEST_F(SotwStreamTest, OnlyLatestRequestOfTypeIsAnswered) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -297,7 +297,7 @@ TEST_F(SotwStreamTest, OnlyLatestRequestOfTypeIsAnswered) {
   EXPECT_THAT(NamesOf(responses[1]), ElementsAre("c2"));
 }
 
-// Edge case 21 / R4.2: CDS [] -> wildcard; ["*","A"] -> wildcard + A; ["A"] -> A only;
+// E21 / R4.2: CDS [] -> wildcard; ["*","A"] -> wildcard + A; ["A"] -> A only;
 // [] -> nothing at all (not wildcard again).
 TEST_F(SotwStreamTest, CdsWildcardTransitions) {
   Set(BaseSnapshot("1"));
@@ -326,7 +326,7 @@ TEST_F(SotwStreamTest, CdsWildcardTransitions) {
   }
 }
 
-// Edge case 22: explicit "*" from the start stays wildcard until a request leaves it out.
+// E22: explicit "*" from the start stays wildcard until a request leaves it out.
 TEST_F(SotwStreamTest, ExplicitWildcardFromStart) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -343,7 +343,7 @@ TEST_F(SotwStreamTest, ExplicitWildcardFromStart) {
   EXPECT_THAT(NamesOf(again[0]), ElementsAre("c1", "c2"));
 }
 
-// Edge case 23 / R4.3: a named LDS/CDS subscription gets every subscribed resource in each
+// E23 / R4.3: a named LDS/CDS subscription gets every subscribed resource in each
 // response, even when only one changed.
 TEST_F(SotwStreamTest, NamedCdsResponsesCarryFullState) {
   Set(BaseSnapshot("1"));
@@ -359,7 +359,7 @@ TEST_F(SotwStreamTest, NamedCdsResponsesCarryFullState) {
   EXPECT_THAT(NamesOf(r2[0]), ElementsAre("c1", "c2"));
 }
 
-// Edge case 24 / R7.1 / R6.4: deleting the last cluster sends an empty CDS response.
+// E24 / R7.1 / R6.4: deleting the last cluster sends an empty CDS response.
 TEST_F(SotwStreamTest, LastClusterDeletedSendsEmptyCds) {
   Set(MustSnapshot("1", {StaticCluster("only")}));
   StreamHarness h(cache_);
@@ -373,7 +373,7 @@ TEST_F(SotwStreamTest, LastClusterDeletedSendsEmptyCds) {
   EXPECT_EQ(r2[0].resources_size(), 0);
 }
 
-// Edge case 25 / R7.2: a CLA deleted while subscribed gets no EDS response (SotW cannot say it).
+// E25 / R7.2: a CLA deleted while subscribed gets no EDS response (SotW cannot say it).
 TEST_F(SotwStreamTest, DeletedClaSendsNoEdsResponse) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -384,7 +384,7 @@ TEST_F(SotwStreamTest, DeletedClaSendsNoEdsResponse) {
   EXPECT_THAT(h.Take(), IsEmpty());
 }
 
-// Edge case 26 / R6.3: EDS for a cluster that does not exist yet is remembered and pushed as
+// E26 / R6.3: EDS for a cluster that does not exist yet is remembered and pushed as
 // soon as it appears, without another request.
 TEST_F(SotwStreamTest, MissingResourceIsPushedWhenItAppears) {
   Set(BaseSnapshot("1"));
@@ -397,7 +397,7 @@ TEST_F(SotwStreamTest, MissingResourceIsPushedWhenItAppears) {
   EXPECT_THAT(NamesOf(r[0]), ElementsAre("later"));
 }
 
-// Edge case 27: a request naming fewer resources than the snapshot has is answered (no
+// E27: a request naming fewer resources than the snapshot has is answered (no
 // go-control-plane "superset" check).
 TEST_F(SotwStreamTest, SubsetRequestIsAnswered) {
   Set(BaseSnapshot("1"));
@@ -408,7 +408,7 @@ TEST_F(SotwStreamTest, SubsetRequestIsAnswered) {
   EXPECT_THAT(NamesOf(r[0]), ElementsAre("c1"));
 }
 
-// Edge case 28 / R4.1: a first EDS request with no names is not a wildcard.
+// E28 / R4.1: a first EDS request with no names is not a wildcard.
 TEST_F(SotwStreamTest, FirstEmptyEdsRequestIsNotWildcard) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -418,7 +418,7 @@ TEST_F(SotwStreamTest, FirstEmptyEdsRequestIsNotWildcard) {
   EXPECT_THAT(h.Take(), IsEmpty());
 }
 
-// Edge case 29: a snapshot that changes one type's version answers only that type.
+// E29: a snapshot that changes one type's version answers only that type.
 TEST_F(SotwStreamTest, OnlyTypesWhoseVersionChangedAreSent) {
   auto resources = [](uint32_t port) {
     return std::vector<ResourcePtr>{EdsCluster("c1"), Endpoints("c1", {port})};
@@ -440,7 +440,7 @@ TEST_F(SotwStreamTest, OnlyTypesWhoseVersionChangedAreSent) {
   EXPECT_EQ(second[0].version_info(), "e2");
 }
 
-// Edge case 30 / R1.3: every response on a stream has a new nonce.
+// E30 / R1.3: every response on a stream has a new nonce.
 TEST_F(SotwStreamTest, NoncesAreUnique) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -458,7 +458,7 @@ TEST_F(SotwStreamTest, NoncesAreUnique) {
   EXPECT_EQ(nonces.size(), 16u);
 }
 
-// Edge case 33 / R1.3: staleness is judged per type: an EDS ACK with the newest EDS nonce is an
+// E33 / R1.3: staleness is judged per type: an EDS ACK with the newest EDS nonce is an
 // ACK even though a CDS response went out after it.
 TEST_F(SotwStreamTest, NoncesAreTrackedPerType) {
   Set(BaseSnapshot("1"));
@@ -474,7 +474,7 @@ TEST_F(SotwStreamTest, NoncesAreTrackedPerType) {
   EXPECT_EQ(h.ledger().GetStream(1)->types.size(), 2u);
 }
 
-// Edge case 40 / R8.1: one snapshot change goes out in the order CDS, EDS, LDS, RDS, SDS.
+// E40 / R8.1: one snapshot change goes out in the order CDS, EDS, LDS, RDS, SDS.
 TEST_F(SotwStreamTest, AdsPushOrderIsCdsEdsLdsRdsSds) {
   auto snapshot = [](const std::string& v, int t) {
     return MustSnapshot(v, {HttpListener("l1", "r1", 10000 + t), Routes("r1", {"c1"}), EdsCluster("c1", "", t),
@@ -496,7 +496,7 @@ TEST_F(SotwStreamTest, AdsPushOrderIsCdsEdsLdsRdsSds) {
   EXPECT_THAT(order, ElementsAre("CDS", "EDS", "LDS", "RDS", "SDS"));
 }
 
-// Edge case 41 / R8.2: a cluster whose content changed is followed by EDS for it, even when
+// E41 / R8.2: a cluster whose content changed is followed by EDS for it, even when
 // the endpoints (and the EDS version) did not change.
 TEST_F(SotwStreamTest, ChangedClusterIsFollowedByItsEds) {
   auto resources = [](int timeout) {
@@ -518,7 +518,7 @@ TEST_F(SotwStreamTest, ChangedClusterIsFollowedByItsEds) {
   EXPECT_THAT(NamesOf(pushed[1]), ElementsAre("c1"));
 }
 
-// Edge case 44: a push pending for a type whose names were just unsubscribed is not sent.
+// E44: a push pending for a type whose names were just unsubscribed is not sent.
 TEST_F(SotwStreamTest, PendingPushForUnsubscribedNameIsNotSent) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -535,7 +535,7 @@ TEST_F(SotwStreamTest, PendingPushForUnsubscribedNameIsNotSent) {
   for (auto& r : pushed) EXPECT_NE(r.type_url(), kEds);
 }
 
-// Edge case 7: an open-callback error ends the stream; the closed callback runs once.
+// E7: an open-callback error ends the stream; the closed callback runs once.
 TEST_F(SotwStreamTest, OpenCallbackErrorEndsStreamAndClosedRunsOnce) {
   struct Refuse : ServerCallbacks {
     absl::Status OnStreamOpen(int64_t, std::string_view) override { return absl::PermissionDeniedError("no"); }
@@ -551,7 +551,7 @@ TEST_F(SotwStreamTest, OpenCallbackErrorEndsStreamAndClosedRunsOnce) {
   EXPECT_EQ(callbacks.closed, 1);
 }
 
-// Edge case 8: a failed write ends the stream.
+// E8: a failed write ends the stream.
 TEST_F(SotwStreamTest, WriteFailureEndsStream) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
@@ -562,7 +562,7 @@ TEST_F(SotwStreamTest, WriteFailureEndsStream) {
   EXPECT_EQ(h.transport().finished->code(), absl::StatusCode::kUnavailable);
 }
 
-// Edge case 9: closing releases the watch and the ledger entries; later changes reach nobody.
+// E9: closing releases the watch and the ledger entries; later changes reach nobody.
 TEST_F(SotwStreamTest, CloseReleasesWatchAndLedger) {
   Set(BaseSnapshot("1"));
   auto h = std::make_unique<StreamHarness>(cache_);
@@ -577,7 +577,7 @@ TEST_F(SotwStreamTest, CloseReleasesWatchAndLedger) {
   EXPECT_EQ(h->transport().writes.size(), writes);
 }
 
-// Edge case 4 (partial): with no snapshot for the node nothing is sent, never an empty state;
+// E4 (partial): with no snapshot for the node nothing is sent, never an empty state;
 // the first snapshot then answers the waiting subscriptions.
 TEST_F(SotwStreamTest, NoSnapshotSendsNothingUntilOneArrives) {
   StreamHarness h(cache_);
@@ -591,7 +591,7 @@ TEST_F(SotwStreamTest, NoSnapshotSendsNothingUntilOneArrives) {
   EXPECT_EQ(r[1].type_url(), kLds);
 }
 
-// Edge case 61: clearing the snapshot sends nothing; the next snapshot reaches the stream.
+// E61: clearing the snapshot sends nothing; the next snapshot reaches the stream.
 TEST_F(SotwStreamTest, ClearedSnapshotThenNewOneReachesStream) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);

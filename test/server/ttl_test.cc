@@ -1,4 +1,4 @@
-// TTLs and heartbeats (xds-protocol R9, edge cases 59-60), on simulated time: resources with a
+// TTLs and heartbeats (docs/protocol-rules.md, R9, E59-E60), on simulated time: resources with a
 // TTL carry it only to clients that declare support; heartbeats renew it without bodies.
 #include "common/scheduler.h"
 #include "common/status_matchers.h"
@@ -47,7 +47,7 @@ class TtlTest : public ::testing::Test {
   SnapshotCache cache_;
 };
 
-// Edge case 59: in SotW, only TTL'd resources are wrapped in a discovery Resource with their
+// E59: in SotW, only TTL'd resources are wrapped in a discovery Resource with their
 // TTL, and only for clients declaring both features; others get the plain resource.
 TEST_F(TtlTest, SotwWrapsOnlyTtlResourcesForCapableClients) {
   StreamHarness capable(cache_, "", nullptr, "node-a", 1, {nullptr, kInterval, kSotwTtlFeatures});
@@ -115,7 +115,7 @@ TEST_F(TtlTest, DeltaHeartbeatRenewsTtl) {
   EXPECT_EQ(beat[0].resources(0).version(), cache_.GetSnapshot("node-a").value()->Find(kEds, "ttl")->content_version());
 }
 
-// Edge case 60: a heartbeat tick before any snapshot does nothing and breaks nothing; the first
+// E60: a heartbeat tick before any snapshot does nothing and breaks nothing; the first
 // snapshot then answers normally.
 TEST_F(TtlTest, HeartbeatBeforeAnySnapshotIsHarmless) {
   DeltaHarness h(cache_, "other-node", 1, {kClientFeatureResourceTtl}, &scheduler_, kInterval);

@@ -1,4 +1,4 @@
-// The teaching control plane's snapshot (seed 003).
+// The teaching control plane's snapshot (README.md, "The teaching control plane").
 #include "cxds/teaching_snapshot.h"
 
 #include "common/status_matchers.h"
