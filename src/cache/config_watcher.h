@@ -18,7 +18,7 @@
 
 namespace cxds {
 
-struct PushRequest;  // pipeline/push_request.h
+struct PushRequest;  // push/push_request.h
 
 // The names of one type that changed, shared by every stream told about the change (so telling
 // N streams copies no names); null means the type may have changed in any way.
