@@ -31,26 +31,29 @@ int RunServe(const ServeOptions& options) {
       controller_options, std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
       pipeline_scheduler);
 
+  // A failed start logs the reason and returns at once; SIGINT/SIGTERM are unblocked first so
+  // that nothing in the teardown can make the process deaf to them.
+  const auto fail = [&signals](int code, const absl::Status& status) {
+    Log().error("{}", std::string(status.message()));
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    return code;
+  };
+
   XdsServer::Options server_options = options.server;
   server_options.metrics = &metrics;
   server_options.observer = &tracker;
   server_options.ready = [&controller] { return controller.ready(); };
   XdsServer xds(controller.pipeline(), server_options);
   absl::StatusOr<std::unique_ptr<grpc::Server>> grpc_server = xds.Start(options.xds_address);
-  if (!grpc_server.ok()) {
-    Log().error("{}", std::string(grpc_server.status().message()));
-    return 1;
-  }
+  if (!grpc_server.ok()) return fail(1, grpc_server.status());
   AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker,
                      [&controller] { return controller.ready(); }});
   if (absl::Status status = admin.Start(options.admin_address); !status.ok()) {
-    Log().error("{}", std::string(status.message()));
-    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return fail(status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, status);
   }
   // Streams are refused until the first full load is pushed.
   if (absl::Status status = controller.Start(); !status.ok()) {
-    Log().error("{}", std::string(status.message()));
-    return status.code() == absl::StatusCode::kNotFound ? 2 : 1;
+    return fail(status.code() == absl::StatusCode::kNotFound ? 2 : 1, status);
   }
   Log().info("READY xds={} admin={} admin_port={} source=\"{}\"", options.xds_address, options.admin_address,
              admin.port(), controller.source().Describe());
