@@ -56,6 +56,21 @@ struct LoadOptions {
   double connect_rate = 0;                            // new streams per second; 0: all at once
   std::string json_path;
   bool progress = true;
+  // Read the server's RSS once every N-th change converged (0: never).
+  int rss_every_changes = 0;
+
+  // Soak (--soak D > 0, --drive files; see soak.h): for D, a change every --change-interval
+  // and random disconnects and reconnects, then checks that nothing was lost or starved.
+  absl::Duration soak = absl::ZeroDuration();
+  double churn = 0;                                  // disconnects per stream per second
+  absl::Duration reconnect_delay = absl::Seconds(1);  // a disconnected stream returns within this
+  bool mixed_protocols = false;                      // each (re)connection picks SotW or Delta
+  uint64_t seed = 1;                                 // of every random choice of the soak
+  absl::Duration rss_interval = absl::Seconds(5);    // server RSS sampling
+  std::string rss_csv;                               // the samples, as CSV
+  absl::Duration starve_after = absl::Seconds(10);   // longest wait for a newer change
+  absl::Duration warmup = absl::InfiniteDuration();  // default: a fifth of --soak
+  double rss_growth_limit = 0.10;  // RSS at the end over RSS after warm-up; < 0: not checked
 };
 
 // The service `--drive files` adds to the config directory and changes; gRPC-style streams

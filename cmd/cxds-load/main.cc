@@ -26,23 +26,10 @@
 #include "load_options.h"
 #include "proxy_stream.h"
 #include "report.h"
+#include "run_support.h"
+#include "soak.h"
 
 namespace cxds::load {
-
-namespace {
-using envoy::service::discovery::v3::AggregatedDiscoveryService;
-
-constexpr absl::Duration kPoll = absl::Milliseconds(20);
-constexpr absl::Duration kStopGrace = absl::Seconds(10);
-
-double Ms(int64_t nanos) { return static_cast<double>(nanos) / 1e6; }
-
-std::optional<double> LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  double one_minute = 0;
-  if (file >> one_minute) return one_minute;
-  return std::nullopt;
-}
 
 // Sockets: one per channel here (two for a while when a server restart makes every channel
 // reconnect), and one per stream in a server started as our child, which inherits the limit.
@@ -105,6 +92,21 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index
   // An IP literal needs no resolver: "ipv4:" skips the DNS resolver's work per channel.
   const std::string target = address.rfind("127.0.0.1:", 0) == 0 ? StrCat("ipv4:", address) : address;
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+namespace {
+using envoy::service::discovery::v3::AggregatedDiscoveryService;
+
+constexpr absl::Duration kPoll = absl::Milliseconds(20);
+constexpr absl::Duration kStopGrace = absl::Seconds(10);
+
+double Ms(int64_t nanos) { return static_cast<double>(nanos) / 1e6; }
+
+std::optional<double> LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double one_minute = 0;
+  if (file >> one_minute) return one_minute;
+  return std::nullopt;
 }
 
 // An integer field of a flat JSON object such as `"proxies_written":20`, if present.
@@ -356,6 +358,9 @@ class LoadRun {
         MaybeProgress("converging");
         absl::SleepFor(kPoll);
       }
+      if (options_.rss_every_changes > 0 && k % options_.rss_every_changes == 0 && server_.pid > 0) {
+        if (std::optional<int64_t> rss = ReadRssKb(server_.pid)) server_.rss_kb_by_change.emplace_back(k, *rss);
+      }
     }
   }
 
@@ -554,7 +559,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--connections", options.connections, "channels the streams are spread over (0: one per stream)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--protocol", protocol, "sotw or delta")->check(CLI::IsMember({"sotw", "delta"}))->capture_default_str();
+  app.add_option("--protocol", protocol, "sotw, delta, or (--soak) mixed: each connection picks one at random")
+      ->check(CLI::IsMember({"sotw", "delta", "mixed"}))
+      ->capture_default_str();
   app.add_option("--node-style", style, "envoy (CDS+LDS wildcard) or grpc (LDS by name, follow references)")
       ->check(CLI::IsMember({"envoy", "grpc"}))
       ->capture_default_str();
@@ -607,6 +614,24 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--json", options.json_path, "write the report as JSON to this file");
   app.add_flag("--quiet", quiet, "no progress lines");
+  app.add_option("--rss-every-changes", options.rss_every_changes,
+                 "read the server's RSS once every N-th change converged (report: rss_kb_by_change)")
+      ->check(CLI::NonNegativeNumber);
+  std::string soak = "0s", reconnect_delay = "1s", rss_interval = "5s", starve_after = "10s", warmup;
+  app.add_option("--soak", soak, "soak for this long (--drive files; see soak.h and docs/load.md)");
+  app.add_option("--churn", options.churn, "--soak: disconnects per stream per second (each reconnects)")
+      ->check(CLI::Range(0.0, 10.0));
+  app.add_option("--reconnect-delay", reconnect_delay, "--soak: a disconnected proxy returns within this")
+      ->capture_default_str();
+  app.add_option("--seed", options.seed, "--soak: seed of every random choice")->capture_default_str();
+  app.add_option("--rss-interval", rss_interval, "--soak: server RSS sampling interval")->capture_default_str();
+  app.add_option("--rss-csv", options.rss_csv, "--soak: write the RSS samples to this CSV file");
+  app.add_option("--starve-after", starve_after, "--soak: a stream waiting longer for a newer change is starved")
+      ->capture_default_str();
+  app.add_option("--warmup", warmup, "--soak: RSS is judged from this point (default: a fifth of --soak)");
+  app.add_option("--rss-growth-limit", options.rss_growth_limit,
+                 "--soak: largest RSS growth after warm-up, as a fraction (negative: report only)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
@@ -618,10 +643,24 @@ int main(int argc, char** argv) {
     options.change_timeout = ParseSeconds(change_timeout);
     options.hold = ParseSeconds(hold);
     options.restart_settle = ParseSeconds(restart_settle);
+    options.soak = ParseSeconds(soak);
+    options.reconnect_delay = ParseSeconds(reconnect_delay);
+    options.rss_interval = ParseSeconds(rss_interval);
+    options.starve_after = ParseSeconds(starve_after);
+    if (!warmup.empty()) options.warmup = ParseSeconds(warmup);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   options.protocol = protocol == "delta" ? Protocol::kDelta : Protocol::kSotw;
+  options.mixed_protocols = protocol == "mixed";
+  if (options.mixed_protocols && options.soak <= absl::ZeroDuration()) {
+    std::cerr << "cxds-load: --protocol mixed needs --soak" << std::endl;
+    return 2;
+  }
+  if (options.soak > absl::ZeroDuration() && options.rss_interval < absl::Milliseconds(100)) {
+    std::cerr << "cxds-load: --rss-interval must be at least 100ms" << std::endl;
+    return 2;
+  }
   options.node_style = style == "grpc" ? NodeStyle::kGrpc : NodeStyle::kEnvoy;
   options.expect = expect == "raw" ? Expect::kRaw : Expect::kXds;
   options.drive = drive == "teaching" ? Drive::kTeaching
@@ -651,5 +690,6 @@ int main(int argc, char** argv) {
   // (perf). Deadlock detection is a debugging aid, so the load tools turn it off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   signal(SIGPIPE, SIG_IGN);  // a server that exits early must not kill the report
+  if (options.soak > absl::ZeroDuration()) return RunSoak(options);
   return LoadRun(options).Run();
 }

@@ -1,5 +1,6 @@
 #include "proxy_stream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -86,6 +87,12 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
   // Records a measured moment; each is recorded once per stream.
   void Stamp(int stamp, int64_t now) {
     MutexLock lock(&mu_);
+    if (stamp > result_.latest_change) {
+      const int64_t since = result_.latest_change_ns != 0 ? result_.latest_change_ns : result_.start_ns;
+      result_.max_update_gap_ns = std::max(result_.max_update_gap_ns, now - since);
+      result_.latest_change = stamp;
+      result_.latest_change_ns = now;
+    }
     if (stamp == kStampComplete) {
       if (result_.complete_ns != 0) return;
       result_.complete_ns = now;

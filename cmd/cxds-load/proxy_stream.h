@@ -80,6 +80,11 @@ struct StreamResult {
   int64_t complete_ns = 0;        // ACK completing the first configuration (raw: first receipt)
   std::vector<int64_t> change_ns;  // [k]: ACK of the response carrying change k (raw: receipt)
   int64_t last_receipt_ns = 0;
+  // Soak: the newest change ACKed (0: none), when, and the longest this stream waited, while
+  // open, for a newer change (from its start to the first, then between them).
+  int latest_change = 0;
+  int64_t latest_change_ns = 0;
+  int64_t max_update_gap_ns = 0;
   bool finished = false;  // gRPC called OnDone
   bool failed = false;    // ended before the run stopped it
   std::string error;      // first error seen

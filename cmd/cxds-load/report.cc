@@ -103,6 +103,9 @@ std::string RenderTable(const RunReport& r) {
                        Optional(r.server.rss_kb_before, "KiB"), Optional(r.server.rss_kb_connected, "KiB"),
                        Optional(r.server.rss_kb_end, "KiB"),
                        per_stream ? fmt::format("{:.1f} KiB", *per_stream) : "-");
+    for (const auto& [change, kb] : r.server.rss_kb_by_change) {
+      out += fmt::format("  server rss after change {}: {} KiB\n", change, kb);
+    }
     const auto connect_cpu = Difference(r.server.cpu_s_before, r.server.cpu_s_connected);
     const auto change_cpu = Difference(r.server.cpu_s_connected, r.server.cpu_s_end);
     out += fmt::format("  server cpu connect={} changes={}\n",
@@ -125,6 +128,14 @@ std::string RenderTable(const RunReport& r) {
   }
   out += r.ok ? "  RESULT ok\n" : "  RESULT incomplete\n";
   for (const std::string& problem : r.problems) out += fmt::format("    {}\n", problem);
+  return out;
+}
+
+std::string RssByChangeJson(const ServerUsage& server) {
+  std::string out;
+  for (const auto& [change, kb] : server.rss_kb_by_change) {
+    out += fmt::format("{}{{\"change\": {}, \"rss_kb\": {}}}", out.empty() ? "" : ", ", change, kb);
+  }
   return out;
 }
 
@@ -173,11 +184,11 @@ std::string RenderJson(const RunReport& r) {
       JsonNumber(r.client_cpu_user_s + r.client_cpu_system_s), r.client_max_rss_kb);
   out += fmt::format(
       "  \"server\": {{\"pid\": {}, \"rss_kb_before\": {}, \"rss_kb_connected\": {}, \"rss_kb_end\": {}, "
-      "\"rss_per_stream_kb\": {}, \"cpu_s_connect\": {}, \"cpu_s_changes\": {}}},\n",
+      "\"rss_per_stream_kb\": {}, \"cpu_s_connect\": {}, \"cpu_s_changes\": {}, \"rss_kb_by_change\": [{}]}},\n",
       r.server.pid, JsonOptional(r.server.rss_kb_before), JsonOptional(r.server.rss_kb_connected),
       JsonOptional(r.server.rss_kb_end), JsonOptional(RssPerStreamKb(r)),
       JsonOptional(Difference(r.server.cpu_s_before, r.server.cpu_s_connected)),
-      JsonOptional(Difference(r.server.cpu_s_connected, r.server.cpu_s_end)));
+      JsonOptional(Difference(r.server.cpu_s_connected, r.server.cpu_s_end)), RssByChangeJson(r.server));
   out += "  \"server_reports\": [";
   for (size_t i = 0; i < r.server_reports.size(); ++i) out += (i == 0 ? "" : ", ") + r.server_reports[i];
   out += "],\n";

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "load_options.h"
@@ -48,6 +49,8 @@ struct ServerUsage {
   std::optional<double> cpu_s_before;
   std::optional<double> cpu_s_connected;
   std::optional<double> cpu_s_end;
+  // --rss-every-changes N: the server's RSS once change k (every N-th) converged, as (k, KiB).
+  std::vector<std::pair<int, int64_t>> rss_kb_by_change;
 };
 
 // --restart: what the restarted server sent the same proxies reconnecting.

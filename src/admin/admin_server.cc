@@ -67,7 +67,7 @@ std::string PushStatusJson(const PushPipeline& pipeline) {
     ids += "]";
     out += StrCat("{\"push\":", r.sequence, ",\"version\":", Quote(r.version), ",\"full\":", r.full,
                   ",\"reasons\":", Quote(r.reasons), ",\"configs\":", configs, ",\"configs_total\":", r.configs_total,
-                  ",\"changes\":", ids, ",\"proxies_pushed\":", r.proxies_notified, ",\"proxies\":", r.proxies_total,
+                  ",\"changes\":", ids, ",\"changes_total\":", r.change_ids_total, ",\"proxies_pushed\":", r.proxies_notified, ",\"proxies\":", r.proxies_total,
                   ",\"first_change\":", Time(r.first_change), ",\"started\":", Time(r.started),
                   ",\"context_ms\":", Ms(r.context_time), ",\"push_ms\":", Ms(r.push_time), "}");
   }
@@ -96,7 +96,10 @@ std::string ChangeJson(const ChangeStages& c) {
                            "],\"reasons\":", Quote(c.reasons), ",\"push\":",
                            c.push_number.has_value() ? std::to_string(*c.push_number) : "null",
                            ",\"debounced\":", Time(c.debounced), ",\"push_started\":", Time(c.push_started),
-                           ",\"version\":", Quote(c.push_version), ",\"full\":", c.full, ",\"proxies\":[");
+                           ",\"version\":", Quote(c.push_version), ",\"full\":", c.full,
+                           ",\"configs_total\":", c.configs_total, ",\"detail_truncated\":", c.detail_truncated,
+                           ",\"proxies_dropped\":", c.dropped.proxies, ",\"untracked_events\":", c.untracked_events,
+                           ",\"proxies\":[");
   bool first = true;
   for (const auto& [stream, p] : c.proxies) {
     out += first ? "" : ",";
@@ -155,7 +158,8 @@ std::string ChangeSummaryJson(const ChangeSummary& s) {
                 ",\"last_written_unix_ms\":", unix_ms(s.last_written),
                 ",\"last_answered_unix_ms\":", unix_ms(s.last_answered),
                 ",\"send_ms\":", between(s.first_sent, s.last_written),
-                ",\"push_ms\":", between(s.received, s.last_written), "}");
+                ",\"push_ms\":", between(s.received, s.last_written), ",\"detail_truncated\":", s.detail_truncated,
+                ",\"untracked_events\":", s.untracked_events, "}");
 }
 
 AdminServer::AdminServer(AdminSources sources) : sources_(sources), server_(std::make_unique<httplib::Server>()) {

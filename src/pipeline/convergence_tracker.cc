@@ -15,44 +15,123 @@ bool ProxyStages::rejected() const {
                      [](const TypeStage& t) { return t.answered.has_value() && !t.accepted; });
 }
 
-ChangeStages& ConvergenceTracker::Touch(uint64_t id, const PushRequest& request, absl::Time now) {
-  auto [it, inserted] = changes_.try_emplace(id);
-  if (inserted) {
-    ChangeStages& change = it->second;
-    change.id = id;
-    // First seen later than received (a snapshot-cache change): the request's start is when
-    // the change was made.
-    change.received = request.start != absl::InfiniteFuture() ? std::min(request.start, now) : now;
-    for (const ConfigKey& key : request.configs) change.configs.push_back(key.ToString());
-    change.reasons = request.ReasonsString();
-    order_.push_back(id);
-    while (order_.size() > max_changes_) {
-      changes_.erase(order_.front());
-      order_.pop_front();
-    }
+namespace {
+void Later(std::optional<absl::Time>& into, absl::Time t) {
+  if (!into.has_value() || t > *into) into = t;
+}
+void Earlier(std::optional<absl::Time>& into, absl::Time t) {
+  if (!into.has_value() || t < *into) into = t;
+}
+}  // namespace
+
+void ChangeCounters::Add(const ProxyStages& proxy) {
+  if (proxy.types.empty()) return;  // nothing was sent to it for this change
+  proxies++;
+  responses += static_cast<int>(proxy.types.size());
+  for (const TypeStage& type : proxy.types) {
+    Earlier(first_sent, type.sent);
+    if (type.answered.has_value()) Later(last_answered, *type.answered);
   }
-  return it->second;
+  if (proxy.done.has_value()) {
+    proxies_written++;
+    Later(last_written, *proxy.done);
+  }
+  if (proxy.rejected()) {
+    proxies_nacked++;
+  } else if (proxy.answered()) {
+    proxies_acked++;
+  }
 }
 
-ProxyStages& ConvergenceTracker::TouchProxy(ChangeStages& change, const PushTargetInfo& target) {
-  ProxyStages& proxy = change.proxies[target.stream_id];
-  proxy.stream_id = target.stream_id;
-  proxy.node_id = target.node_id;
-  return proxy;
+ConvergenceTracker::ConvergenceTracker(Limits limits) : limits_(limits) {}
+
+void ConvergenceTracker::Forget(uint64_t id) {
+  auto it = changes_.find(id);
+  if (it == changes_.end()) return;
+  proxy_records_ -= it->second.proxies.size();
+  forgotten_through_ = std::max(forgotten_through_, id);
+  stats_.changes_forgotten++;
+  changes_.erase(it);
+}
+
+ChangeStages* ConvergenceTracker::Touch(uint64_t id, const PushRequest& request, absl::Time now) {
+  auto found = changes_.find(id);
+  if (found != changes_.end()) return &found->second;
+  if (id <= forgotten_through_) {
+    stats_.ignored_forgotten++;
+    return nullptr;
+  }
+  auto [it, inserted] = changes_.try_emplace(id);
+  ChangeStages& change = it->second;
+  change.id = id;
+  // First seen later than received (a snapshot-cache change): the request's start is when
+  // the change was made.
+  change.received = request.start != absl::InfiniteFuture() ? std::min(request.start, now) : now;
+  change.configs_total = request.configs.size();
+  for (const ConfigKey& key : request.configs) {
+    if (change.configs.size() >= limits_.max_configs_named) break;
+    change.configs.push_back(key.ToString());
+  }
+  change.reasons = request.ReasonsString();
+  order_.push_back(id);
+  while (order_.size() > std::max<size_t>(limits_.max_changes, 1)) {
+    const uint64_t oldest = order_.front();
+    order_.pop_front();
+    Forget(oldest);
+  }
+  return &change;
+}
+
+bool ConvergenceTracker::DropOldestDetail(uint64_t keep) {
+  for (uint64_t id : order_) {
+    if (id == keep) continue;
+    auto it = changes_.find(id);
+    if (it == changes_.end() || it->second.proxies.empty()) continue;
+    ChangeStages& change = it->second;
+    for (const auto& [stream, proxy] : change.proxies) change.dropped.Add(proxy);
+    proxy_records_ -= change.proxies.size();
+    change.proxies.clear();
+    change.detail_dropped = true;
+    change.detail_truncated = true;
+    stats_.details_dropped++;
+    return true;
+  }
+  return false;
+}
+
+ProxyStages* ConvergenceTracker::TouchProxy(ChangeStages& change, const PushTargetInfo& target) {
+  auto it = change.proxies.find(target.stream_id);
+  if (it == change.proxies.end()) {
+    // A proxy whose record was dropped must not be counted again from a new record.
+    if (change.detail_dropped) return nullptr;
+    while (proxy_records_ >= limits_.max_proxy_records) {
+      if (!DropOldestDetail(change.id)) {
+        change.detail_truncated = true;  // this change alone fills the cap
+        return nullptr;
+      }
+    }
+    it = change.proxies.try_emplace(target.stream_id).first;
+    proxy_records_++;
+    it->second.stream_id = target.stream_id;
+    it->second.node_id = target.node_id;
+  }
+  return &it->second;
 }
 
 void ConvergenceTracker::OnReceived(const PushRequest& request, absl::Time now) {
   MutexLock lock(&mu_);
-  for (uint64_t id : request.change_ids) Touch(id, request, now).received = now;
+  for (uint64_t id : request.change_ids) {
+    if (ChangeStages* change = Touch(id, request, now)) change->received = now;
+  }
 }
 
 void ConvergenceTracker::OnDebounced(const PushRequest& request, uint64_t push_number, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ChangeStages& change = Touch(id, request, now);
-    if (!change.debounced.has_value()) {
-      change.debounced = now;
-      change.push_number = push_number;
+    ChangeStages* change = Touch(id, request, now);
+    if (change != nullptr && !change->debounced.has_value()) {
+      change->debounced = now;
+      change->push_number = push_number;
     }
   }
 }
@@ -60,11 +139,11 @@ void ConvergenceTracker::OnDebounced(const PushRequest& request, uint64_t push_n
 void ConvergenceTracker::OnPushStarted(const PushRequest& request, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ChangeStages& change = Touch(id, request, now);
-    if (!change.push_started.has_value()) {
-      change.push_started = now;
-      change.full = request.full;
-      if (request.context != nullptr) change.push_version = request.context->version();
+    ChangeStages* change = Touch(id, request, now);
+    if (change != nullptr && !change->push_started.has_value()) {
+      change->push_started = now;
+      change->full = request.full;
+      if (request.context != nullptr) change->push_version = request.context->version();
     }
   }
 }
@@ -72,16 +151,30 @@ void ConvergenceTracker::OnPushStarted(const PushRequest& request, absl::Time no
 void ConvergenceTracker::OnQueued(const PushTargetInfo& target, const PushRequest& request, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ProxyStages& proxy = TouchProxy(Touch(id, request, now), target);
-    if (!proxy.queued.has_value()) proxy.queued = now;
+    ChangeStages* change = Touch(id, request, now);
+    if (change == nullptr) continue;
+    ProxyStages* proxy = TouchProxy(*change, target);
+    if (proxy == nullptr) {
+      change->untracked_events++;
+      stats_.untracked_events++;
+    } else if (!proxy->queued.has_value()) {
+      proxy->queued = now;
+    }
   }
 }
 
 void ConvergenceTracker::OnDequeued(const PushTargetInfo& target, const PushRequest& request, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ProxyStages& proxy = TouchProxy(Touch(id, request, now), target);
-    if (!proxy.dequeued.has_value()) proxy.dequeued = now;
+    ChangeStages* change = Touch(id, request, now);
+    if (change == nullptr) continue;
+    ProxyStages* proxy = TouchProxy(*change, target);
+    if (proxy == nullptr) {
+      change->untracked_events++;
+      stats_.untracked_events++;
+    } else if (!proxy->dequeued.has_value()) {
+      proxy->dequeued = now;
+    }
   }
 }
 
@@ -89,8 +182,17 @@ void ConvergenceTracker::OnSent(const PushTargetInfo& target, const PushRequest&
                                 const std::string& version, const std::string& nonce, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ProxyStages& proxy = TouchProxy(Touch(id, request, now), target);
-    proxy.types.push_back(TypeStage{type_url, version, nonce, now, std::nullopt, false, ""});
+    ChangeStages* change = Touch(id, request, now);
+    if (change == nullptr) continue;
+    ProxyStages* proxy = TouchProxy(*change, target);
+    if (proxy == nullptr) {
+      change->untracked_events++;
+      stats_.untracked_events++;
+      change->dropped.responses++;
+      Earlier(change->dropped.first_sent, now);
+      continue;
+    }
+    proxy->types.push_back(TypeStage{type_url, version, nonce, now, std::nullopt, false, ""});
   }
 }
 
@@ -102,7 +204,14 @@ void ConvergenceTracker::OnFeedback(const PushTargetInfo& target, const PushRequ
     auto change = changes_.find(id);
     if (change == changes_.end()) continue;
     auto proxy = change->second.proxies.find(target.stream_id);
-    if (proxy == change->second.proxies.end()) continue;
+    if (proxy == change->second.proxies.end()) {
+      if (change->second.detail_truncated) {
+        change->second.untracked_events++;
+        stats_.untracked_events++;
+        Later(change->second.dropped.last_answered, now);
+      }
+      continue;
+    }
     for (TypeStage& stage : proxy->second.types) {
       if (stage.nonce == nonce && !stage.answered.has_value()) {
         stage.answered = now;
@@ -117,9 +226,17 @@ void ConvergenceTracker::OnPushDone(const PushTargetInfo& target, const PushRequ
                                     absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
-    ProxyStages& proxy = TouchProxy(Touch(id, request, now), target);
-    proxy.done = now;
-    proxy.responses += responses;
+    ChangeStages* change = Touch(id, request, now);
+    if (change == nullptr) continue;
+    ProxyStages* proxy = TouchProxy(*change, target);
+    if (proxy == nullptr) {
+      change->untracked_events++;
+      stats_.untracked_events++;
+      if (responses > 0) Later(change->dropped.last_written, now);
+      continue;
+    }
+    proxy->done = now;
+    proxy->responses += responses;
   }
 }
 
@@ -136,31 +253,22 @@ std::optional<ChangeSummary> ConvergenceTracker::Summarize(uint64_t change_id) c
   if (it == changes_.end()) return std::nullopt;
   const ChangeStages& change = it->second;
   ChangeSummary summary;
+  static_cast<ChangeCounters&>(summary) = change.dropped;
   summary.id = change.id;
   summary.received = change.received;
   summary.version = change.push_version;
-  const auto later = [](std::optional<absl::Time>& into, absl::Time t) {
-    if (!into.has_value() || t > *into) into = t;
-  };
-  for (const auto& [stream, proxy] : change.proxies) {
-    if (proxy.types.empty()) continue;  // nothing was sent to it for this change
-    summary.proxies++;
-    summary.responses += static_cast<int>(proxy.types.size());
-    for (const TypeStage& type : proxy.types) {
-      if (!summary.first_sent.has_value() || type.sent < *summary.first_sent) summary.first_sent = type.sent;
-      if (type.answered.has_value()) later(summary.last_answered, *type.answered);
-    }
-    if (proxy.done.has_value()) {
-      summary.proxies_written++;
-      later(summary.last_written, *proxy.done);
-    }
-    if (proxy.rejected()) {
-      summary.proxies_nacked++;
-    } else if (proxy.answered()) {
-      summary.proxies_acked++;
-    }
-  }
+  summary.detail_truncated = change.detail_truncated;
+  summary.untracked_events = change.untracked_events;
+  for (const auto& [stream, proxy] : change.proxies) summary.Add(proxy);
   return summary;
+}
+
+ConvergenceTracker::Stats ConvergenceTracker::stats() const {
+  MutexLock lock(&mu_);
+  Stats stats = stats_;
+  stats.changes = changes_.size();
+  stats.proxy_records = proxy_records_;
+  return stats;
 }
 
 std::vector<uint64_t> ConvergenceTracker::RecentIds() const {

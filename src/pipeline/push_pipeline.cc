@@ -346,7 +346,10 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
       if (record.configs.size() < 20) record.configs.push_back(key.ToString());
     }
     record.configs_total = request.configs.size();
-    record.change_ids.assign(request.change_ids.begin(), request.change_ids.end());
+    record.change_ids_total = request.change_ids.size();
+    const size_t skipped = request.change_ids.size() - std::min(request.change_ids.size(), kMaxChangeIdsNamed);
+    record.change_ids.assign(std::next(request.change_ids.begin(), static_cast<std::ptrdiff_t>(skipped)),
+                             request.change_ids.end());
     record.proxies_notified = notified;
     record.proxies_total = watches.size();
     record.first_change = request.start;
@@ -354,7 +357,7 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
     record.context_time = context_time;
     record.push_time = clock_.Now() - started;
     history_.push_back(std::move(record));
-    if (history_.size() > 64) history_.pop_front();
+    if (history_.size() > kMaxPushRecords) history_.pop_front();
     if (full) {
       stats_.full_pushes++;
       stats_.contexts_built++;

@@ -72,7 +72,8 @@ class PushPipeline final : public ConfigWatcher {
     std::string reasons;
     std::vector<std::string> configs;  // at most 20 named
     size_t configs_total = 0;
-    std::vector<uint64_t> change_ids;
+    std::vector<uint64_t> change_ids;  // the newest kMaxChangeIdsNamed named
+    size_t change_ids_total = 0;
     uint64_t proxies_notified = 0;
     uint64_t proxies_total = 0;
     absl::Time first_change;    // the earliest change in the push
@@ -80,6 +81,12 @@ class PushPipeline final : public ConfigWatcher {
     absl::Duration context_time;  // building the PushContext (zero when reused)
     absl::Duration push_time;     // all of Push (context, cache, notifying the proxies)
   };
+
+  // Bounds of /debug/push_status (issue 11: nothing grows per change): the most recent
+  // kMaxPushRecords pushes, each naming at most 20 configs and kMaxChangeIdsNamed change ids
+  // (a push merged from many changes counts them all in change_ids_total).
+  static constexpr size_t kMaxPushRecords = 64;
+  static constexpr size_t kMaxChangeIdsNamed = 32;
 
   PushPipeline(std::shared_ptr<PushContextBuilder> builder, Options options);
   ~PushPipeline() override;
@@ -100,7 +107,7 @@ class PushPipeline final : public ConfigWatcher {
   Debouncer& debouncer() { return debouncer_; }
   Stats stats() const;
   size_t watches() const;
-  // The most recent pushes, oldest first (at most 64).
+  // The most recent pushes, oldest first (at most kMaxPushRecords).
   std::vector<PushRecord> RecentPushes() const;
   // What the proxy with node id `node_id` is served now (its first stream's view), or null.
   SnapshotPtr ProxyView(const std::string& node_id);

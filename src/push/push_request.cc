@@ -33,6 +33,7 @@ void PushRequest::Merge(const PushRequest& other) {
   for (const auto& [reason, count] : other.reasons) reasons[reason] += count;
   start = std::min(start, other.start);
   change_ids.insert(other.change_ids.begin(), other.change_ids.end());
+  while (change_ids.size() > kMaxChangeIds) change_ids.erase(change_ids.begin());
   if (other.context != nullptr && other.push_sequence >= push_sequence) context = other.context;
   push_sequence = std::max(push_sequence, other.push_sequence);
   MergeConfigChange(resources, other.resources);

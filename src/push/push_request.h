@@ -7,7 +7,10 @@
 //   configs        union   (never "empty means everything": that is what `forced` says)
 //   reasons        sum of counts per reason
 //   start          the earliest
-//   change_ids     union   (every change a push carries, for convergence tracking)
+//   change_ids     union   (every change a push carries, for convergence tracking), keeping
+//                  the newest kMaxChangeIds: a stream whose pushes keep merging while it is
+//                  slow would otherwise carry every change id since (the tracker keeps 256
+//                  changes by default, so older ids would find nothing anyway)
 //   context        the newest non-null one (never replaced by null)
 //   push_sequence  the highest
 //   resources      union per type of the changed names (null = anything changed)
@@ -69,6 +72,8 @@ struct DeltaScope {
 };
 
 struct PushRequest {
+  static constexpr size_t kMaxChangeIds = 256;
+
   bool full = false;    // the PushContext must be rebuilt
   bool forced = false;  // push every type to every proxy, whatever the configs
   std::set<ConfigKey> configs;

@@ -9,10 +9,17 @@
 //   cxds_xds_acks{type}                ACKs
 // Per-type children are looked up once per type and kept (every response would otherwise
 // pay a registry lookup). Thread-safe; a null registry means no metrics.
+//
+// Label sets are bounded (issue 11): `type` takes only the types cxds sends (every per-type
+// call is for a response it sent), and `version` comes from the client (user_agent_version),
+// so only the first kMaxClientVersions distinct values get their own label; every later one
+// is counted under "other". A version keeps the label it got, so a stream's open and close
+// always move the same gauge.
 #pragma once
 
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -25,6 +32,8 @@ namespace cxds {
 
 class ServerMetrics {
  public:
+  static constexpr size_t kMaxClientVersions = 32;
+
   explicit ServerMetrics(MetricsRegistry* registry) : registry_(registry) {
     if (registry_ != nullptr) {
       convergence_ = &registry_->GetHistogram(
@@ -84,13 +93,25 @@ class ServerMetrics {
 
   void Connected(const std::string& version, int delta) {
     if (registry_ == nullptr) return;
-    registry_->GetGauge("pilot_xds", "Connected xDS streams, by client version.", {{"version", version}}).Add(delta);
+    std::string label = version;
+    {
+      MutexLock lock(&mu_);
+      if (!versions_.contains(version)) {
+        if (versions_.size() < kMaxClientVersions) {
+          versions_.insert(version);
+        } else {
+          label = "other";
+        }
+      }
+    }
+    registry_->GetGauge("pilot_xds", "Connected xDS streams, by client version.", {{"version", label}}).Add(delta);
   }
 
   MetricsRegistry* const registry_;
   Histogram* convergence_ = nullptr;
   Mutex mu_;
   std::map<std::string, PerType, std::less<>> types_ ABSL_GUARDED_BY(mu_);  // children never move
+  std::set<std::string> versions_ ABSL_GUARDED_BY(mu_);  // with a label of their own
 };
 
 }  // namespace cxds

@@ -387,5 +387,22 @@ TEST(StreamReadinessTest, StreamsAreRefusedWithUnavailableUntilReady) {
   EXPECT_EQ(later.transport().reads_requested, 1);
 }
 
+
+// /debug/push_status is bounded: at most kMaxPushRecords pushes, each naming at most
+// kMaxChangeIdsNamed change ids (the newest) and counting them all.
+TEST_F(PushPipelineTest, PushRecordsAreBounded) {
+  for (size_t i = 0; i < PushPipeline::kMaxPushRecords + 5; ++i) {
+    PushRequest request = ServiceChange("a");
+    for (uint64_t id = 1; id <= 100; ++id) request.change_ids.insert(1000 * (i + 1) + id);
+    ASSERT_TRUE(pipeline_->Push(request).ok());
+  }
+  const std::vector<PushPipeline::PushRecord> records = pipeline_->RecentPushes();
+  ASSERT_EQ(records.size(), PushPipeline::kMaxPushRecords);
+  const PushPipeline::PushRecord& last = records.back();
+  EXPECT_EQ(last.change_ids_total, 100u);
+  ASSERT_EQ(last.change_ids.size(), PushPipeline::kMaxChangeIdsNamed);
+  EXPECT_EQ(last.change_ids.back(), 1000 * (PushPipeline::kMaxPushRecords + 5) + 100);
+}
+
 }  // namespace
 }  // namespace cxds::testing

@@ -90,5 +90,20 @@ TEST(PushRequestTest, EndpointOnlyNeedsOnlyEndpointKeysAndNothingForced) {
   EXPECT_FALSE(r.EndpointOnly());
 }
 
+
+// A request that keeps merging (a slow stream's pending push) carries only the newest change
+// ids, so it does not grow with every change made meanwhile.
+TEST(PushRequestTest, MergeKeepsTheNewestChangeIdsOnly) {
+  PushRequest merged;
+  for (uint64_t id = 1; id <= PushRequest::kMaxChangeIds + 100; ++id) {
+    PushRequest one;
+    one.change_ids.insert(id);
+    merged.Merge(one);
+  }
+  ASSERT_EQ(merged.change_ids.size(), PushRequest::kMaxChangeIds);
+  EXPECT_EQ(*merged.change_ids.begin(), 101u);
+  EXPECT_EQ(*merged.change_ids.rbegin(), PushRequest::kMaxChangeIds + 100);
+}
+
 }  // namespace
 }  // namespace cxds

@@ -221,5 +221,27 @@ TEST_F(RequestLimitsTest, ClientVersionLabelIsEscapedAndShort) {
   EXPECT_LT(line.size(), 200u) << "the label must be cut short: " << line.substr(0, 300);
 }
 
+
+// The version label set is bounded: clients naming ever new versions share "other" once the
+// first kMaxClientVersions have theirs, and the gauges still return to zero when they leave.
+TEST(ServerMetricsBoundsTest, ClientVersionLabelsAreCappedAndGaugesBalance) {
+  MetricsRegistry registry;
+  ServerMetrics metrics(&registry);
+  const size_t versions = ServerMetrics::kMaxClientVersions + 10;
+  for (size_t i = 0; i < versions; ++i) metrics.StreamOpened("v" + std::to_string(i));
+  std::string text = registry.RenderPrometheus();
+  size_t labels = 0;
+  for (size_t at = text.find("\npilot_xds{version="); at != std::string::npos;
+       at = text.find("\npilot_xds{version=", at + 1)) {
+    labels++;
+  }
+  EXPECT_EQ(labels, ServerMetrics::kMaxClientVersions + 1) << text;
+  EXPECT_THAT(text, HasSubstr("pilot_xds{version=\"other\"} 10"));
+  for (size_t i = 0; i < versions; ++i) metrics.StreamClosed("v" + std::to_string(i));
+  text = registry.RenderPrometheus();
+  EXPECT_THAT(text, HasSubstr("pilot_xds{version=\"other\"} 0"));
+  EXPECT_THAT(text, HasSubstr("pilot_xds{version=\"v0\"} 0"));
+}
+
 }  // namespace
 }  // namespace cxds
