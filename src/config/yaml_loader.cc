@@ -14,13 +14,36 @@
 
 namespace cxds {
 
+namespace {
+// A part of an error as printed: at most `max_bytes` of it, with control characters and DEL
+// escaped so that a newline in a key or scalar cannot split (or forge) a line. UTF-8 and
+// quotes stay as they are: the text is for people reading their own config.
+std::string PrintablePart(std::string_view text, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string cut = TruncateUntrusted(text, max_bytes);
+  std::string out;
+  out.reserve(cut.size());
+  for (char c : cut) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 std::string ConfigError::ToString() const {
-  std::string out = file;
+  std::string out = PrintablePart(file, 512);
   if (line > 0) out += StrCat(":", line);
   out += ": ";
-  if (!object.empty()) out += object + ": ";
-  if (!field.empty()) out += field + ": ";
-  return out + message;
+  if (!object.empty()) out += PrintablePart(object, 300) + ": ";
+  if (!field.empty()) out += PrintablePart(field, 300) + ": ";
+  return out + PrintablePart(message, 1024);
 }
 
 std::string KindOf(const MeshObject& object) {
