@@ -158,6 +158,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                  (broken.empty() ? "" : broken[0].key.ToString() + " " + broken[0].message));
   FUZZ_CHECK(update.changed.size() == served->size(), "a first batch must report every served object as added");
   CheckModel(served, store, update);
+  Count(served->empty() ? "inputs_serving_nothing" : "inputs_serving_objects");
+  if (!store.Status().empty() && store.error_count() > 0) Count("inputs_with_errors");
 
   const ConfigStore::Update again = ApplyOrDie(store, files);
   FUZZ_CHECK(again.empty(), "applying the same files again changed " + std::to_string(again.changed.size()) +

@@ -131,6 +131,9 @@ class CheckingTransport final : public DeltaTransport {
     FUZZ_CHECK(decoded.SerializeAsString() == expected.SerializeAsString(),
                "the encoded response differs from the protobuf one");
     client_.sent[type].responses.emplace_back(response.nonce, response.system_version);
+    Count("responses");
+    if (!response.removed.empty()) Count("responses_with_removed");
+    if (!response.heartbeats.empty()) Count("responses_with_heartbeats");
     for (const std::string& name : names) client_.dealt[type].insert(name);
     // The client applies every response (a NACK the fuzzer sends is a lie about it).
     Client::TypeModel& model = client_.model[type];
@@ -348,6 +351,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (transport.write_in_flight && world.scheduler.clock().Now() - transport.write_started >= kSendTimeout) {
       FUZZ_CHECK(transport.aborted.has_value() && transport.aborted->code() == absl::StatusCode::kDeadlineExceeded,
                  "a write outstanding for the send timeout did not end the stream");
+      Count("send_timeouts");
     }
   }
 
@@ -398,6 +402,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!expected.contains(name)) diff += " extra " + name;
         }
         FUZZ_CHECK(diff.empty(), "after settling, the client's " + type + " differs from the snapshot:" + diff);
+        Count(expected.empty() ? "settled_types_empty" : "settled_types_with_resources");
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -50,6 +51,20 @@ class CheckingSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
+// How often the conditional invariants were actually checked, printed at exit when
+// CXDS_FUZZ_STATS is set: a check that never runs proves nothing.
+inline std::map<std::string, size_t>& Stats() {
+  static std::map<std::string, size_t>* stats = new std::map<std::string, size_t>();
+  return *stats;
+}
+inline void Count(const char* what) { Stats()[what]++; }
+inline void PrintStatsAtExit() {
+  if (std::getenv("CXDS_FUZZ_STATS") == nullptr) return;
+  std::atexit([] {
+    for (const auto& [what, count] : Stats()) std::fprintf(stderr, "stat::cxds_%s: %zu\n", what.c_str(), count);
+  });
+}
+
 // Installs the checking sink at `level` (once per process).
 inline void InstallCheckingLog(spdlog::level::level_enum level) {
   static bool installed = false;
@@ -57,6 +72,7 @@ inline void InstallCheckingLog(spdlog::level::level_enum level) {
   installed = true;
   SetLogSink(std::make_shared<CheckingSink>());
   Log().set_level(level);
+  PrintStatsAtExit();
 }
 
 }  // namespace cxds::fuzz

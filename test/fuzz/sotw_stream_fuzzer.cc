@@ -123,6 +123,7 @@ class CheckingTransport final : public StreamTransport {
     FUZZ_CHECK(decoded.SerializeAsString() == ToDiscoveryResponse(response, "cxds").SerializeAsString(),
                "the encoded response differs from the protobuf one");
     client_.sent[type].responses.emplace_back(response.nonce, response.version);
+    Count(response.heartbeat ? "heartbeat_responses" : "responses");
   }
 
   World& world_;
@@ -295,6 +296,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (transport.write_in_flight && world.scheduler.clock().Now() - transport.write_started >= kSendTimeout) {
       FUZZ_CHECK(transport.aborted.has_value() && transport.aborted->code() == absl::StatusCode::kDeadlineExceeded,
                  "a write outstanding for the send timeout did not end the stream");
+      Count("send_timeouts");
     }
   }
 

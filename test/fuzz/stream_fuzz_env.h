@@ -220,11 +220,13 @@ inline void CheckLedger(const AckLedger& ledger, const std::map<std::string, Sen
       FUZZ_CHECK(type.sent_version == of.responses.back().second, "the ledger's sent version is not the last written");
     }
     if (!type.acked_nonce.empty()) {
+      Count("ledger_checks_with_ack");
       const std::string* version = of.VersionOf(type.acked_nonce);
       FUZZ_CHECK(version != nullptr, "the ledger has an ACK of a nonce never sent: " + type.acked_nonce);
       FUZZ_CHECK(*version == type.acked_version, "the ledger's accepted version is not the ACKed response's");
     }
     if (type.last_nack.has_value()) {
+      Count("ledger_checks_with_nack");
       const std::string* version = of.VersionOf(type.last_nack->nonce);
       FUZZ_CHECK(version != nullptr, "the ledger has a NACK of a nonce never sent: " + type.last_nack->nonce);
       FUZZ_CHECK(*version == type.last_nack->sent_version, "the ledger's rejected version is not the NACKed response's");
