@@ -236,5 +236,22 @@ spec: {egress: [{hosts: ["a\x01\x7f\nb"]}]}
   EXPECT_EQ(syntax.errors[0].ToString().find('\x01'), std::string::npos) << syntax.errors[0].ToString();
 }
 
+// Found by yaml_loader_fuzzer: yaml-cpp 0.7's LoadAll loops for ever, allocating, when a
+// document starts with a token its parser does not consume (yaml-cpp issue 1040). A file that
+// starts with "," hung the loader (and with it cxds serve's config reading or cxds validate).
+TEST(HostileYamlTest, ADocumentThatStallsTheYamlParserIsRefusedNotHung) {
+  for (const std::string text : {std::string(","), std::string(", \0\0\0", 5), std::string("{a: 1}, b\n"),
+                                 std::string("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+                                             "spec: {ports: [{port: 80}]}\n---\n- a\n, b\n")}) {
+    const ParsedFile parsed = ParseConfigFile("stall.yaml", text);
+    ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+    EXPECT_NE(parsed.errors[0].message.find("cannot read past this point"), std::string::npos) << Errors(parsed);
+    EXPECT_TRUE(parsed.documents.empty()) << "the file is refused whole; its last good objects keep serving";
+    EXPECT_TRUE(parsed.unidentified_failure);
+  }
+  EXPECT_EQ(ParseConfigFile("ok.yaml", "a, b\n").errors.size(), 1u) << "a plain scalar with a comma is no stall";
+  EXPECT_EQ(ParseConfigFile("ok.yaml", "a, b\n").errors[0].message.find("cannot read past"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cxds
