@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/delta_stream.h"
 #include "server/response_encoding.h"
 #include "stream_fuzz_env.h"
@@ -128,8 +129,11 @@ class CheckingTransport final : public DeltaTransport {
     DeltaDiscoveryResponse decoded;
     FUZZ_CHECK(decoded.ParseFromString(wire), "the encoded response does not parse");
     const DeltaDiscoveryResponse expected = ToDeltaDiscoveryResponse(response, "cxds");
-    FUZZ_CHECK(decoded.SerializeAsString() == expected.SerializeAsString(),
-               "the encoded response differs from the protobuf one");
+    // Compared as messages: an Any's bytes may order the fields of a wrapped Resource differently.
+    FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(decoded, expected),
+               "the encoded response differs from the protobuf one:\n  encoded: " +
+                   decoded.ShortDebugString().substr(0, 3000) + "\n  protobuf: " +
+                   expected.ShortDebugString().substr(0, 3000));
     client_.sent[type].responses.emplace_back(response.nonce, response.system_version);
     Count("responses");
     if (!response.removed.empty()) Count("responses_with_removed");

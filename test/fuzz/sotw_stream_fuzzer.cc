@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/response_encoding.h"
 #include "server/sotw_stream.h"
 #include "stream_fuzz_env.h"
@@ -120,8 +121,12 @@ class CheckingTransport final : public StreamTransport {
     for (const grpc::Slice& slice : slices) wire.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
     DiscoveryResponse decoded;
     FUZZ_CHECK(decoded.ParseFromString(wire), "the encoded response does not parse");
-    FUZZ_CHECK(decoded.SerializeAsString() == ToDiscoveryResponse(response, "cxds").SerializeAsString(),
-               "the encoded response differs from the protobuf one");
+    const DiscoveryResponse expected = ToDiscoveryResponse(response, "cxds");
+    // Compared as messages: an Any's bytes may order the fields of a wrapped Resource differently.
+    FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(decoded, expected),
+               "the encoded response differs from the protobuf one:\n  encoded: " +
+                   decoded.ShortDebugString().substr(0, 3000) + "\n  protobuf: " +
+                   expected.ShortDebugString().substr(0, 3000));
     client_.sent[type].responses.emplace_back(response.nonce, response.version);
     Count(response.heartbeat ? "heartbeat_responses" : "responses");
   }
