@@ -118,8 +118,8 @@ void CheckModel(const std::shared_ptr<const ObjectMap>& objects, ConfigStore& st
       FUZZ_CHECK(wildcard || (dot > start && dot - start <= 63), "a service host has a bad DNS label: " + host);
       for (size_t i = start; i < dot && !wildcard; ++i) {
         const char c = host[i];
-        FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-', "a service host has '" +
-                                                                                  std::string(1, c) + "': " + host);
+        FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-',
+                   "a service host has '" + std::string(1, c) + "': " + host);
       }
       if (dot == host.size()) break;
       start = dot + 1;
@@ -162,8 +162,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!store.Status().empty() && store.error_count() > 0) Count("inputs_with_errors");
 
   const ConfigStore::Update again = ApplyOrDie(store, files);
-  FUZZ_CHECK(again.empty(), "applying the same files again changed " + std::to_string(again.changed.size()) +
-                                " objects");
+  FUZZ_CHECK(again.empty(),
+             "applying the same files again changed " + std::to_string(again.changed.size()) + " objects");
   FUZZ_CHECK(Served(*store.Snapshot()) == Served(*served), "applying the same files again changed the served state");
 
   // Without cross-object rules the served state is a function of the files alone.
@@ -174,14 +174,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckServedComesFromFiles(*batch.Snapshot(), files);
   ConfigStore forward;
   for (const FileRead& file : files) ApplyOrDie(forward, {file});
-  FUZZ_CHECK(Served(*forward.Snapshot()) == expected,
-             "one file at a time in path order differs from the batch:\n" + Show(Served(*forward.Snapshot())) +
-                 "-- batch --\n" + Show(expected));
+  FUZZ_CHECK(Served(*forward.Snapshot()) == expected, "one file at a time in path order differs from the batch:\n" +
+                                                          Show(Served(*forward.Snapshot())) + "-- batch --\n" +
+                                                          Show(expected));
   ConfigStore backward;
   for (auto file = files.rbegin(); file != files.rend(); ++file) ApplyOrDie(backward, {*file});
-  FUZZ_CHECK(Served(*backward.Snapshot()) == expected,
-             "one file at a time in reverse order differs from the batch:\n" + Show(Served(*backward.Snapshot())) +
-                 "-- batch --\n" + Show(expected));
+  FUZZ_CHECK(Served(*backward.Snapshot()) == expected, "one file at a time in reverse order differs from the batch:\n" +
+                                                           Show(Served(*backward.Snapshot())) + "-- batch --\n" +
+                                                           Show(expected));
 
   // Removing everything leaves nothing.
   std::vector<FileRead> removals;

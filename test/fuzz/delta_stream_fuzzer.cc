@@ -39,9 +39,9 @@ using envoy::service::discovery::v3::DeltaDiscoveryRequest;
 using envoy::service::discovery::v3::DeltaDiscoveryResponse;
 
 struct Client {
-  std::map<std::string, SentOfType> sent;                  // by type
-  std::map<std::string, std::set<std::string>> named;     // every name ever subscribed, by type
-  std::map<std::string, std::set<std::string>> dealt;     // every name the client touched, by type
+  std::map<std::string, SentOfType> sent;              // by type
+  std::map<std::string, std::set<std::string>> named;  // every name ever subscribed, by type
+  std::map<std::string, std::set<std::string>> dealt;  // every name the client touched, by type
   std::set<std::string> requested_types;
   std::set<std::string> nonces;
   bool node_sent = false;
@@ -104,8 +104,7 @@ class CheckingTransport final : public DeltaTransport {
       FUZZ_CHECK(names.insert(resource->name()).second, "a response carries " + resource->name() + " twice");
       FUZZ_CHECK(available != nullptr, "a response carries resources of a type the snapshot does not have");
       auto current = available->items.find(resource->name());
-      FUZZ_CHECK(current != available->items.end() &&
-                     current->second->content_version() == resource->content_version(),
+      FUZZ_CHECK(current != available->items.end() && current->second->content_version() == resource->content_version(),
                  "a response carries " + resource->name() + " as the snapshot does not have it");
       if (!IsWildcardCapableType(type)) {
         FUZZ_CHECK(client_.named[type].contains(resource->name()),
@@ -132,8 +131,8 @@ class CheckingTransport final : public DeltaTransport {
     // Compared as messages: an Any's bytes may order the fields of a wrapped Resource differently.
     FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(decoded, expected),
                "the encoded response differs from the protobuf one:\n  encoded: " +
-                   decoded.ShortDebugString().substr(0, 3000) + "\n  protobuf: " +
-                   expected.ShortDebugString().substr(0, 3000));
+                   decoded.ShortDebugString().substr(0, 3000) +
+                   "\n  protobuf: " + expected.ShortDebugString().substr(0, 3000));
     client_.sent[type].responses.emplace_back(response.nonce, response.system_version);
     Count("responses");
     if (!response.removed.empty()) Count("responses_with_removed");
@@ -399,8 +398,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         std::string diff;
         for (const auto& [name, version] : expected) {
-          if (!held.contains(name)) diff += " missing " + name;
-          else if (held[name] != version) diff += " stale " + name;
+          if (!held.contains(name))
+            diff += " missing " + name;
+          else if (held[name] != version)
+            diff += " stale " + name;
         }
         for (const auto& [name, version] : held) {
           if (!expected.contains(name)) diff += " extra " + name;

@@ -24,8 +24,8 @@ namespace cxds::fuzz {
 
 // An invariant of the code under test; `detail` (a std::string expression) is evaluated only
 // when it fails.
-#define FUZZ_CHECK(condition, detail)                                        \
-  do {                                                                       \
+#define FUZZ_CHECK(condition, detail)                                               \
+  do {                                                                              \
     if (!(condition)) ::cxds::fuzz::Fail(__FILE__, __LINE__, #condition, (detail)); \
   } while (0)
 

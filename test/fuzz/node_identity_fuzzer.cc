@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "metrics/metrics.h"
 #include "common/strings.h"
 #include "config/config_store.h"
 #include "fuzz_common.h"
+#include "metrics/metrics.h"
 #include "model/mesh_model.h"
 #include "model/proxy.h"
 
@@ -75,9 +75,10 @@ std::unique_ptr<MeshContext>& Mesh() {
 }
 
 std::string Piece(FuzzedDataProvider& in, size_t max) {
-  static const std::vector<std::string> kWords = {"sidecar", "router", "10.0.0.1", "::1", "pod-1.shop", "shop",
-                                                  "shop.svc.cluster.local", "default", ".", "frontend", "grpc",
-                                                  "~", "\n", "\"", "=", " ", "\\", "\xe2\x80\xa6", "\xff"};
+  static const std::vector<std::string> kWords = {
+      "sidecar", "router", "10.0.0.1", "::1",          "pod-1.shop", "shop", "shop.svc.cluster.local",
+      "default", ".",      "frontend", "grpc",         "~",          "\n",   "\"",
+      "=",       " ",      "\\",       "\xe2\x80\xa6", "\xff"};
   if (in.ConsumeBool()) return kWords[in.ConsumeIntegralInRange<size_t>(0, kWords.size() - 1)];
   return in.ConsumeRandomLengthString(max);
 }
@@ -195,7 +196,11 @@ void CheckEscape(std::string_view text, size_t max_bytes, UntrustedIn where) {
 bool IsUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    const size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 0;
+    const size_t length = lead < 0x80             ? 1
+                          : (lead & 0xE0) == 0xC0 ? 2
+                          : (lead & 0xF0) == 0xE0 ? 3
+                          : (lead & 0xF8) == 0xF0 ? 4
+                                                  : 0;
     if (length == 0 || i + length > text.size()) return false;
     for (size_t j = 1; j < length; ++j) {
       if ((static_cast<unsigned char>(text[i + j]) & 0xC0) != 0x80) return false;

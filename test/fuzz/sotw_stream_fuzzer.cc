@@ -44,7 +44,7 @@ class CheckingTransport;
 
 struct Client {
   std::string fixed_type;
-  std::map<std::string, SentOfType> sent;               // by type
+  std::map<std::string, SentOfType> sent;              // by type
   std::map<std::string, std::set<std::string>> named;  // every name ever requested, by type
   std::set<std::string> requested_types;
   std::set<std::string> nonces;
@@ -106,8 +106,7 @@ class CheckingTransport final : public StreamTransport {
     for (const ResourcePtr& resource : response.resources) {
       FUZZ_CHECK(names.insert(resource->name()).second, "a response carries " + resource->name() + " twice");
       auto current = available->items.find(resource->name());
-      FUZZ_CHECK(current != available->items.end() &&
-                     current->second->content_version() == resource->content_version(),
+      FUZZ_CHECK(current != available->items.end() && current->second->content_version() == resource->content_version(),
                  "a response carries " + resource->name() + " as the snapshot does not have it");
       if (!IsWildcardCapableType(type)) {
         FUZZ_CHECK(client_.named[type].contains(resource->name()),
@@ -125,8 +124,8 @@ class CheckingTransport final : public StreamTransport {
     // Compared as messages: an Any's bytes may order the fields of a wrapped Resource differently.
     FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(decoded, expected),
                "the encoded response differs from the protobuf one:\n  encoded: " +
-                   decoded.ShortDebugString().substr(0, 3000) + "\n  protobuf: " +
-                   expected.ShortDebugString().substr(0, 3000));
+                   decoded.ShortDebugString().substr(0, 3000) +
+                   "\n  protobuf: " + expected.ShortDebugString().substr(0, 3000));
     client_.sent[type].responses.emplace_back(response.nonce, response.version);
     Count(response.heartbeat ? "heartbeat_responses" : "responses");
   }
@@ -225,8 +224,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World world(/*consistent=*/in.ConsumeBool());
   const bool ready = in.ConsumeIntegralInRange(0, 15) != 0;
   Client client;
-  static const std::vector<std::string> kServices = {"", "", "", std::string(kClusterType),
-                                                     std::string(kEndpointType), std::string(kListenerType)};
+  static const std::vector<std::string> kServices = {
+      "", "", "", std::string(kClusterType), std::string(kEndpointType), std::string(kListenerType)};
   client.fixed_type = kServices[in.ConsumeIntegralInRange<size_t>(0, kServices.size() - 1)];
   CheckingTransport transport(world, client);
   const StreamEnvironment env = world.Environment(ready);

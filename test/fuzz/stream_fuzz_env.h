@@ -82,7 +82,8 @@ inline ResourcePtr PoolResource(int index, int variant) {
     case 4: {
       envoy::config::endpoint::v3::ClusterLoadAssignment cla;
       cla.set_cluster_name(index == 3 ? "c0" : "c1-svc");
-      auto* socket = cla.add_endpoints()->add_lb_endpoints()->mutable_endpoint()->mutable_address()->mutable_socket_address();
+      auto* socket =
+          cla.add_endpoints()->add_lb_endpoints()->mutable_endpoint()->mutable_address()->mutable_socket_address();
       socket->set_address("127.0.0.1");
       socket->set_port_value(8000 + variant);
       return MustResource(cla, ttl);
@@ -141,16 +142,20 @@ inline SnapshotPtr PickSnapshot(FuzzedDataProvider& in, const std::string& versi
 }
 
 inline const std::vector<std::string>& TypePool() {
-  static const std::vector<std::string> types = {
-      std::string(kClusterType), std::string(kEndpointType), std::string(kListenerType), std::string(kRouteType),
-      std::string(kSecretType),  "type.googleapis.com/fuzz.Unknown", "",
-      "type.googleapis.com/" + std::string(90, 'x')};
+  static const std::vector<std::string> types = {std::string(kClusterType),
+                                                 std::string(kEndpointType),
+                                                 std::string(kListenerType),
+                                                 std::string(kRouteType),
+                                                 std::string(kSecretType),
+                                                 "type.googleapis.com/fuzz.Unknown",
+                                                 "",
+                                                 "type.googleapis.com/" + std::string(90, 'x')};
   return types;
 }
 
 inline const std::vector<std::string>& NamePool() {
-  static const std::vector<std::string> names = {"c0", "c1", "c2", "c1-svc", "l0", "l1", "r0", "r1",
-                                                 "s0", "*",  "",   "ghost", std::string(30, 'n'), "c0\nforged=1"};
+  static const std::vector<std::string> names = {
+      "c0", "c1", "c2", "c1-svc", "l0", "l1", "r0", "r1", "s0", "*", "", "ghost", std::string(30, 'n'), "c0\nforged=1"};
   return names;
 }
 
@@ -162,10 +167,10 @@ inline std::string PickName(FuzzedDataProvider& in) {
 // ledger. Owned by one fuzz iteration.
 struct World {
   explicit World(bool consistent)
-      : cache(SnapshotCache::Options{.consistency = consistent ? ConsistencyPolicy::kConsistent
-                                                                 : ConsistencyPolicy::kNone,
-                                     .node_hash = nullptr,
-                                     .clock = &scheduler.clock()}),
+      : cache(SnapshotCache::Options{
+            .consistency = consistent ? ConsistencyPolicy::kConsistent : ConsistencyPolicy::kNone,
+            .node_hash = nullptr,
+            .clock = &scheduler.clock()}),
         dispatcher(PushDispatcher::Options{.max_in_flight = 1, .worker_threads = 0}) {}
 
   StreamEnvironment Environment(bool ready) {
@@ -215,8 +220,9 @@ inline void CheckLedger(const AckLedger& ledger, const std::map<std::string, Sen
     const SentOfType& of = it->second;
     FUZZ_CHECK(type.responses_sent <= of.responses.size(), "the ledger counts more responses than were written");
     if (type.responses_sent > 0) {
-      FUZZ_CHECK(type.sent_nonce == of.responses.back().first,
-                 "the ledger's newest nonce " + type.sent_nonce + " is not the last written " + of.responses.back().first);
+      FUZZ_CHECK(
+          type.sent_nonce == of.responses.back().first,
+          "the ledger's newest nonce " + type.sent_nonce + " is not the last written " + of.responses.back().first);
       FUZZ_CHECK(type.sent_version == of.responses.back().second, "the ledger's sent version is not the last written");
     }
     if (!type.acked_nonce.empty()) {
@@ -229,7 +235,8 @@ inline void CheckLedger(const AckLedger& ledger, const std::map<std::string, Sen
       Count("ledger_checks_with_nack");
       const std::string* version = of.VersionOf(type.last_nack->nonce);
       FUZZ_CHECK(version != nullptr, "the ledger has a NACK of a nonce never sent: " + type.last_nack->nonce);
-      FUZZ_CHECK(*version == type.last_nack->sent_version, "the ledger's rejected version is not the NACKed response's");
+      FUZZ_CHECK(*version == type.last_nack->sent_version,
+                 "the ledger's rejected version is not the NACKed response's");
       FUZZ_CHECK(type.last_nack->error.size() <= FuzzLimits().max_error_detail_bytes + 32,
                  "the ledger keeps a NACK message of " + std::to_string(type.last_nack->error.size()) + " bytes");
     }

@@ -76,14 +76,14 @@ void CheckResult(std::string_view content, const ParsedFile& parsed) {
   const bool failed = !parsed.failed.empty() || parsed.unidentified_failure;
   FUZZ_CHECK(parsed.errors.empty() != failed,
              "errors and failures disagree: " + std::to_string(parsed.errors.size()) + " errors, " +
-                 std::to_string(parsed.failed.size()) + " failed, unidentified=" +
-                 std::to_string(parsed.unidentified_failure));
+                 std::to_string(parsed.failed.size()) +
+                 " failed, unidentified=" + std::to_string(parsed.unidentified_failure));
 
   for (const ConfigDocument& doc : parsed.documents) {
     const ObjectMeta& meta = MetaOf(doc.object);
     FUZZ_CHECK(!meta.name.empty() && meta.name.size() <= 253, "an accepted document has no usable name");
-    FUZZ_CHECK(IsDnsLabel(meta.namespace_name), "an accepted document's namespace is not a DNS label: " +
-                                                    meta.namespace_name.substr(0, 100));
+    FUZZ_CHECK(IsDnsLabel(meta.namespace_name),
+               "an accepted document's namespace is not a DNS label: " + meta.namespace_name.substr(0, 100));
     FUZZ_CHECK(doc.position.file == kPath, "a document is positioned in another file");
     FUZZ_CHECK(doc.position.line >= 1 && doc.position.line <= lines,
                "a document's line is outside the file: " + std::to_string(doc.position.line));
@@ -113,10 +113,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ParseLimits tight{.max_file_bytes = 2048, .max_nodes = 300, .max_expanded_nodes = 400, .max_depth = 12};
   const ParsedFile bounded = ParseOrDie(content, tight);
   CheckResult(content, bounded);
-  const bool refused = bounded.documents.empty() && bounded.failed.empty() && bounded.unidentified_failure &&
-                       bounded.errors.size() == 1;
-  FUZZ_CHECK(refused || Describe(bounded) == described,
-             "tight limits changed the result without refusing the file:\n" + Describe(bounded) + "-- vs --\n" +
-                 described);
+  const bool refused =
+      bounded.documents.empty() && bounded.failed.empty() && bounded.unidentified_failure && bounded.errors.size() == 1;
+  FUZZ_CHECK(refused || Describe(bounded) == described, "tight limits changed the result without refusing the file:\n" +
+                                                            Describe(bounded) + "-- vs --\n" + described);
   return 0;
 }
