@@ -2,10 +2,12 @@
 #   make run    the daemon (cxds serve) on the example mesh in examples/mesh
 #   make demo   the teaching control plane (cxds demo) on 127.0.0.1:18000
 #   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
-#               ThreadSanitizer (server and cache tests)
+#               ThreadSanitizer (server and cache tests), then each fuzzer briefly
 #   make build  install dependencies and build build/cxds and the tests
 #   make lint   layer rules (src/layers.txt), header sizes and clang-format (scripts/lint.py)
 #   make format apply .clang-format to every C++ file
+#   make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (default 60);
+#               see docs/fuzzing.md
 #   make bench  the standard load scenarios and micro-benchmarks (about 15 minutes); writes
 #               bench/results/DATE.md and bench/results/latest.json
 #   make soak   the full soak (2,000 streams, a change every 200 ms, random reconnects, 10 minutes;
@@ -18,7 +20,10 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: deps build run demo test test-main test-asan test-tsan bench bench-micro soak lint format clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps build run demo test test-main test-asan test-tsan build-fuzz fuzz test-fuzz bench bench-micro soak lint \
+        format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -60,7 +65,23 @@ test-tsan: build
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/test/tsan.supp" \
 	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest|PipelineServerTest|BadClientsTest|LimitsOverGrpcTest)\.'
 
-test: test-main test-asan test-tsan
+# libFuzzer targets (test/fuzz, docs/fuzzing.md): clang with ASan+UBSan, only the sources the
+# fuzzers reach, the main tree's generated Envoy API library (g++-built; both use libstdc++).
+build-fuzz: build
+	@test -f $(BUILD)-fuzz/build.ninja || cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCXDS_FUZZ=ON -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target cxds_fuzzers
+
+# Each fuzzer for FUZZ_SECONDS, one at a time, then the kept regression inputs.
+fuzz: build-fuzz
+	scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+# The CI variant: 20 s per fuzzer (seed corpus plus what it finds in that time) and the
+# regression inputs. New inputs go to a temporary directory, never into the repository.
+test-fuzz: build-fuzz
+	scripts/fuzz.sh $(BUILD)-fuzz 20
+
+test: test-main test-asan test-tsan test-fuzz
 
 # Google Benchmark micro-benchmarks (each beside its baseline; see bench/README.md): the push
 # pipeline, then xDS resource serialization and fan-out and the snapshot cache's watches.
@@ -86,4 +107,4 @@ soak: build
 	bench/soak.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -83,8 +83,10 @@ enum class UntrustedIn {
 inline std::string TruncateUntrusted(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
   size_t cut = max_bytes;
-  // Do not split a multi-byte character: back up over continuation bytes (10xxxxxx).
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut--;
+  // Do not split a multi-byte character: back up over continuation bytes (10xxxxxx), at most
+  // three (a character has no more). A longer run is not UTF-8, and backing up over all of
+  // it would keep nothing of a message made of such bytes.
+  for (int back = 0; back < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++back) cut--;
   std::string out(text.substr(0, cut));
   out += "\u2026(";  // "…"
   out += std::to_string(text.size());

@@ -93,7 +93,7 @@ class ConfigStore {
     std::vector<ConfigError> errors;
   };
 
-  ConfigStore() = default;
+  ConfigStore() : ConfigStore(Options{}) {}
   explicit ConfigStore(Options options) : options_(std::move(options)) {}
 
   Update ApplyFiles(const std::vector<FileRead>& files);

@@ -7,20 +7,45 @@
 #include <exception>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "common/strings.h"
 #include "protocol/resource.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace cxds {
 
+namespace {
+// A part of an error as printed: at most `max_bytes` of it, with control characters and DEL
+// escaped so that a newline in a key or scalar cannot split (or forge) a line. UTF-8 and
+// quotes stay as they are: the text is for people reading their own config.
+std::string PrintablePart(std::string_view text, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string cut = TruncateUntrusted(text, max_bytes);
+  std::string out;
+  out.reserve(cut.size());
+  for (char c : cut) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 std::string ConfigError::ToString() const {
-  std::string out = file;
+  std::string out = PrintablePart(file, 512);
   if (line > 0) out += StrCat(":", line);
   out += ": ";
-  if (!object.empty()) out += object + ": ";
-  if (!field.empty()) out += field + ": ";
-  return out + message;
+  if (!object.empty()) out += PrintablePart(object, 300) + ": ";
+  if (!field.empty()) out += PrintablePart(field, 300) + ": ";
+  return out + PrintablePart(message, 1024);
 }
 
 std::string KindOf(const MeshObject& object) {
@@ -768,6 +793,51 @@ bool WithinBudget(const YAML::Node& node, int depth, size_t& budget, const Parse
   return true;
 }
 
+// Counts the documents the parser delimits and where the last one starts, building nothing.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    documents++;
+    line = mark.line;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  size_t documents = 0;
+  int line = 0;
+};
+
+// yaml-cpp 0.7's LoadAll never returns, adding a null document per turn until memory runs out,
+// when a document starts with a token its parser does not consume: a file that starts with ","
+// hangs the loader (yaml-cpp issue 1040; fixed upstream after 0.8, found here by
+// yaml_loader_fuzzer). A stream has at most one document more than it has "---" and "..."
+// markers at line starts, so a dry run of the same parser that delimits more documents than
+// that is stuck: the file is refused before LoadAll is called. Returns the 0-based line where
+// the parser stopped progressing, or -1 if it finished.
+int StuckParserLine(const std::string& text) {
+  size_t max_documents = 1;
+  for (size_t at = 0;;) {
+    const std::string_view line = std::string_view(text).substr(at, 3);
+    if (line == "---" || line == "...") max_documents++;
+    const size_t newline = text.find('\n', at);
+    if (newline == std::string::npos) break;
+    at = newline + 1;
+  }
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentCounter counter;
+  while (parser.HandleNextDocument(counter)) {
+    if (counter.documents > max_documents) return counter.line;
+  }
+  return -1;
+}
+
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
   for (const YAML::Node& doc : docs) {
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
@@ -845,7 +915,12 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
     return refuse(0, StrCat("the file has about ", nodes, " YAML nodes; the limit is ", limits.max_nodes));
   }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(content));
+    const std::string text(content);
+    if (const int line = StuckParserLine(text); line >= 0) {
+      return refuse(line + 1, "the YAML parser cannot read past this point (a document starts with a token it does "
+                              "not accept, such as ',')");
+    }
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
     size_t budget = limits.max_expanded_nodes;
     for (const YAML::Node& doc : docs) {
       if (!WithinBudget(doc, 0, budget, limits)) {

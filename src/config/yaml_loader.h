@@ -22,7 +22,10 @@ struct ConfigError {
   std::string field;   // "spec.http[0].route[1].weight" when known
   std::string message;
 
-  // "file:line: Kind ns/name: field: message"
+  // "file:line: Kind ns/name: field: message", always one line of at most about 2.5 KiB: the
+  // parts quote the file (keys, scalars, the YAML parser's messages, the path), so control
+  // characters are escaped (\xNN) and each part is cut ("…(N bytes)"). Every error is
+  // printed or logged through this.
   std::string ToString() const;
 };
 

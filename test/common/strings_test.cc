@@ -30,6 +30,10 @@ TEST(StringsTest, TruncateUntrustedCutsAtACharacterBoundary) {
   EXPECT_EQ(TruncateUntrusted("abcdef", 3), "abc\u2026(6 bytes)");
   // "\u00e9" is two bytes: a cut inside it keeps neither.
   EXPECT_EQ(TruncateUntrusted("a\u00e9b", 2), "a\u2026(4 bytes)");
+  EXPECT_EQ(TruncateUntrusted("\U0001F600x", 3), "\u2026(5 bytes)") << "a 4-byte character is kept whole or not";
+  // Found by node_identity_fuzzer: a run of continuation bytes (not UTF-8) was backed over to
+  // the start, keeping nothing; at most three bytes are given up.
+  EXPECT_EQ(TruncateUntrusted(std::string(100, '\x80'), 10), std::string(7, '\x80') + "\u2026(100 bytes)");
 }
 
 }  // namespace

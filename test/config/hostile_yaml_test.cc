@@ -206,5 +206,52 @@ TEST(HostileYamlTest, NamespacesMustBeDnsLabels) {
   EXPECT_TRUE(parsed.documents.empty());
 }
 
+// Found by yaml_loader_fuzzer: errors quote the file (keys, scalars, the YAML parser's own
+// messages), and `cxds serve` logs them and `cxds validate` prints them one per line. A newline
+// in a quoted key split the line (and could forge one); a huge scalar made a huge line.
+TEST(HostileYamlTest, ErrorsPrintAsOneBoundedLineWhateverTheFileQuotes) {
+  const ParsedFile parsed = ParseConfigFile("dir/x\n.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: s, "forged\nCONFIG accepted\r": 1}
+spec: {ports: [{port: ")" + std::string(5000, '9') + R"("}]}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: sc}
+spec: {egress: [{hosts: ["a\x01\x7f\nb"]}]}
+)");
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
+  for (const ConfigError& e : parsed.errors) {
+    const std::string line = e.ToString();
+    EXPECT_EQ(line.find_first_of("\n\r\x01\x7f"), std::string::npos) << line;
+    EXPECT_LT(line.size(), 2600u);
+  }
+  EXPECT_EQ(parsed.errors[0].ToString(),
+            "dir/x\\x0a.yaml:3: metadata.forged\\x0aCONFIG accepted\\x0d: unknown or unsupported field");
+  EXPECT_NE(parsed.errors[1].ToString().find("\u2026("), std::string::npos) << "the 5,000-digit scalar is cut";
+  EXPECT_NE(parsed.errors[2].ToString().find("a\\x01\\x7f\\x0ab"), std::string::npos) << parsed.errors[2].ToString();
+  // A syntax error's message comes from yaml-cpp and quotes the offending character.
+  const ParsedFile syntax = ParseConfigFile("y.yaml", "a: \"\\\x01\"\n");
+  ASSERT_EQ(syntax.errors.size(), 1u);
+  EXPECT_EQ(syntax.errors[0].ToString().find('\x01'), std::string::npos) << syntax.errors[0].ToString();
+}
+
+// Found by yaml_loader_fuzzer: yaml-cpp 0.7's LoadAll loops for ever, allocating, when a
+// document starts with a token its parser does not consume (yaml-cpp issue 1040). A file that
+// starts with "," hung the loader (and with it cxds serve's config reading or cxds validate).
+TEST(HostileYamlTest, ADocumentThatStallsTheYamlParserIsRefusedNotHung) {
+  for (const std::string text : {std::string(","), std::string(", \0\0\0", 5), std::string("{a: 1}, b\n"),
+                                 std::string("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+                                             "spec: {ports: [{port: 80}]}\n---\n- a\n, b\n")}) {
+    const ParsedFile parsed = ParseConfigFile("stall.yaml", text);
+    ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+    EXPECT_NE(parsed.errors[0].message.find("cannot read past this point"), std::string::npos) << Errors(parsed);
+    EXPECT_TRUE(parsed.documents.empty()) << "the file is refused whole; its last good objects keep serving";
+    EXPECT_TRUE(parsed.unidentified_failure);
+  }
+  EXPECT_EQ(ParseConfigFile("ok.yaml", "a, b\n").errors.size(), 1u) << "a plain scalar with a comma is no stall";
+  EXPECT_EQ(ParseConfigFile("ok.yaml", "a, b\n").errors[0].message.find("cannot read past"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cxds
