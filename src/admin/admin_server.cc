@@ -8,6 +8,15 @@
 
 namespace cxds {
 
+// httplib's request parsing, routing and response writing, fed by HttpListener one whole
+// request at a time (httplib's own listening and threads are not used).
+class AdminRouter : public httplib::Server {
+ public:
+  bool Serve(httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+    return process_request(stream, close_connection, connection_closed, nullptr);
+  }
+};
+
 namespace {
 
 std::string Quote(std::string_view text) { return JsonQuote(text); }
@@ -158,7 +167,14 @@ std::string ChangeSummaryJson(const ChangeSummary& s) {
                 ",\"push_ms\":", between(s.received, s.last_written), "}");
 }
 
-AdminServer::AdminServer(AdminSources sources) : sources_(sources), server_(std::make_unique<httplib::Server>()) {
+AdminServer::AdminServer(AdminSources sources, AdminLimits limits)
+    : sources_(sources),
+      router_(std::make_unique<AdminRouter>()),
+      listener_(limits, [router = router_.get()](httplib::Stream& stream, bool close_connection,
+                                                 bool& connection_closed) {
+        return router->Serve(stream, close_connection, connection_closed);
+      }) {
+  router_->set_payload_max_length(limits.max_request_bytes);
   Routes();
 }
 
@@ -168,13 +184,13 @@ void AdminServer::Routes() {
   const auto json = [](httplib::Response& res, const std::string& body) {
     res.set_content(body + "\n", "application/json");
   };
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-  server_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  router_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
     const bool ready = !sources_.ready || sources_.ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ready\n" : "not ready: the config directory is still loading\n", "text/plain");
   });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     // Process-wide, read when scraped: every Resource::Create serializes once.
     sources_.metrics
         ->GetGauge("cxds_resource_serializations",
@@ -182,16 +198,16 @@ void AdminServer::Routes() {
         .Set(static_cast<double>(ResourceSerializationCount()));
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
-  server_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, SynczJson(*sources_.ledger));
   });
-  server_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, PushStatusJson(*sources_.pipeline));
   });
-  server_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, ConfigStatusJson(*sources_.store));
   });
-  server_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
+  router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");
     if (proxy.empty()) {
       res.status = 400;
@@ -201,12 +217,12 @@ void AdminServer::Routes() {
     SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
     if (view == nullptr) {
       res.status = 404;
-      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", proxy)), "}"));
+      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))), "}"));
       return;
     }
     json(res, ConfigDumpJson(*view));
   });
-  server_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
     std::string out = "[";
     bool first = true;
     for (uint64_t id : sources_.tracker->RecentIds()) {
@@ -215,7 +231,7 @@ void AdminServer::Routes() {
     }
     json(res, out + "]");
   });
-  server_->Get("/debug/change_summaries", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/change_summaries", [this, json](const httplib::Request&, httplib::Response& res) {
     std::string out = "[";
     bool first = true;
     for (uint64_t id : sources_.tracker->RecentIds()) {
@@ -226,29 +242,23 @@ void AdminServer::Routes() {
     }
     json(res, out + "]");
   });
-  server_->Get(R"(/debug/changes/(\d+))", [this, json](const httplib::Request& req, httplib::Response& res) {
+  router_->Get(R"(/debug/changes/(\d+))", [this, json](const httplib::Request& req, httplib::Response& res) {
     uint64_t id = 0;
     std::optional<ChangeStages> change;
     if (absl::SimpleAtoi(std::string(req.matches[1]), &id)) change = sources_.tracker->Get(id);
     if (!change.has_value()) {
       res.status = 404;
-      json(res, StrCat("{\"error\":\"change ", std::string(req.matches[1]), " is unknown or forgotten\"}"));
+      json(res, StrCat("{\"error\":",
+                       Quote(StrCat("change ", TruncateUntrusted(std::string(req.matches[1]), kMaxEchoBytes),
+                                    " is unknown or forgotten")),
+                       "}"));
       return;
     }
     json(res, ChangeJson(*change));
   });
 }
 
-absl::Status AdminServer::Start(const std::string& host, int port) {
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host.c_str());
-  } else {
-    port_ = server_->bind_to_port(host.c_str(), port) ? port : -1;
-  }
-  if (port_ <= 0) return absl::UnavailableError(StrCat("admin: cannot listen on ", host, ":", port));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  return absl::OkStatus();
-}
+absl::Status AdminServer::Start(const std::string& host, int port) { return listener_.Start(host, port); }
 
 absl::Status AdminServer::Start(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -260,11 +270,6 @@ absl::Status AdminServer::Start(const std::string& address) {
   return Start(address.substr(0, colon), port);
 }
 
-void AdminServer::Stop() {
-  if (thread_.joinable()) {
-    server_->stop();
-    thread_.join();
-  }
-}
+void AdminServer::Stop() { listener_.Stop(); }
 
 }  // namespace cxds
