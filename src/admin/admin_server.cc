@@ -19,7 +19,35 @@ class AdminRouter : public httplib::Server {
 
 namespace {
 
-std::string Quote(std::string_view text) { return JsonQuote(text); }
+// Length of the well-formed UTF-8 sequence at the start of `text` (1 to 4), or 0 if there is
+// none (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
+size_t Utf8SequenceLength(std::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // beyond U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  }
+  return length;
+}
+
+std::string Quote(std::string_view text) { return AdminJsonQuote(text); }
 
 std::string Time(absl::Time t) {
   if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) return "null";
@@ -150,6 +178,30 @@ std::string ConfigDumpJson(const Snapshot& snapshot) {
 
 }  // namespace
 
+std::string AdminJsonQuote(std::string_view text) {
+  // JsonQuote escapes quotes, backslashes and control characters; the text is split at bytes
+  // that are not well-formed UTF-8, each of which becomes \ufffd.
+  std::string out = "\"";
+  size_t run = 0;  // start of the current well-formed run
+  size_t i = 0;
+  const auto flush = [&](size_t end) {
+    const std::string quoted = JsonQuote(text.substr(run, end - run));
+    out.append(quoted, 1, quoted.size() - 2);  // without its quotes
+  };
+  while (i < text.size()) {
+    const size_t length = Utf8SequenceLength(text.substr(i));
+    if (length != 0) {
+      i += length;
+      continue;
+    }
+    flush(i);
+    out += "\\ufffd";
+    run = ++i;
+  }
+  flush(i);
+  return out + "\"";
+}
+
 std::string ChangeSummaryJson(const ChangeSummary& s) {
   const auto unix_ms = [](const std::optional<absl::Time>& t) {
     return t.has_value() ? StrCat(absl::ToDoubleMilliseconds(*t - absl::UnixEpoch())) : std::string("null");
@@ -217,7 +269,8 @@ void AdminServer::Routes() {
     SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
     if (view == nullptr) {
       res.status = 404;
-      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))), "}"));
+      const std::string echo = TruncateUntrusted(proxy, kMaxEchoBytes);  // not a 1 MB id whole
+      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", echo)), "}"));
       return;
     }
     json(res, ConfigDumpJson(*view));
@@ -242,19 +295,25 @@ void AdminServer::Routes() {
     }
     json(res, out + "]");
   });
-  router_->Get(R"(/debug/changes/(\d+))", [this, json](const httplib::Request& req, httplib::Response& res) {
+  // /debug/changes/ID is matched here with string operations: httplib matches routes with
+  // std::regex, whose matcher recurses once per character, so a pattern like (\d+) against a
+  // client's 8 KiB path risks the handler thread's stack.
+  router_->set_pre_routing_handler([this, json](const httplib::Request& req, httplib::Response& res) {
+    constexpr std::string_view kPrefix = "/debug/changes/";
+    if (req.method != "GET" || req.path.rfind(kPrefix, 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string id_text = req.path.substr(kPrefix.size());
     uint64_t id = 0;
     std::optional<ChangeStages> change;
-    if (absl::SimpleAtoi(std::string(req.matches[1]), &id)) change = sources_.tracker->Get(id);
+    if (absl::SimpleAtoi(id_text, &id)) change = sources_.tracker->Get(id);
     if (!change.has_value()) {
       res.status = 404;
       json(res, StrCat("{\"error\":",
-                       Quote(StrCat("change ", TruncateUntrusted(std::string(req.matches[1]), kMaxEchoBytes),
-                                    " is unknown or forgotten")),
+                       Quote(StrCat("change ", TruncateUntrusted(id_text, kMaxEchoBytes), " is unknown or forgotten")),
                        "}"));
-      return;
+    } else {
+      json(res, ChangeJson(*change));
     }
-    json(res, ChangeJson(*change));
+    return httplib::Server::HandlerResponse::Handled;
   });
 }
 

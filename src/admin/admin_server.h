@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "admin/http_listener.h"
@@ -48,6 +49,11 @@ struct AdminSources {
   const ConvergenceTracker* tracker = nullptr;
   std::function<bool()> ready;  // empty: always ready
 };
+
+// `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors
+// and file names are untrusted): control characters escaped, and each byte that is not part of
+// well-formed UTF-8 replaced by U+FFFD (RFC 8259 requires UTF-8).
+std::string AdminJsonQuote(std::string_view text);
 
 // One line of JSON for a change's summary (see ChangeSummary). Times are Unix milliseconds, so
 // a load tool can set them against its own clock; `send_ms` is the first write started to the

@@ -289,7 +289,8 @@ void HttpListener::Refuse(int fd, const char* response, SteadyTime now) {
   [[maybe_unused]] ssize_t ignored = ::send(fd, response, std::strlen(response), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(fd, SHUT_WR);
   if (closing_.size() < static_cast<size_t>(std::max(1, limits_.max_connections))) {
-    closing_.push_back({fd, now + std::min(ToSteady(limits_.read_timeout), SteadyTime::duration(std::chrono::seconds(2)))});
+    const SteadyTime::duration drain = std::min(ToSteady(limits_.read_timeout), ToSteady(absl::Seconds(2)));
+    closing_.push_back({fd, now + drain});
   } else {
     ::close(fd);
   }
