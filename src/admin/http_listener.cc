@@ -23,10 +23,10 @@ namespace cxds {
 
 struct HttpListener::Connection {
   int fd = -1;
-  std::string in;          // bytes received and not yet handled
-  size_t request_end = 0;  // set when `in` starts with a whole request: its length
-  SteadyTime deadline;     // a whole request must be in by then
-  int served = 0;          // requests answered on this connection
+  std::string in;            // bytes received and not yet handled
+  size_t request_end = 0;    // set when `in` starts with a whole request: its length
+  SteadyTime deadline;       // a whole request must be in by then
+  int served = 0;            // requests answered on this connection
   bool peer_closed = false;  // the client shut its side down after sending
 };
 
@@ -35,8 +35,8 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 std::string Canned(int code, const char* reason, const char* body) {
-  return StrCat("HTTP/1.1 ", code, " ", reason, "\r\nContent-Type: text/plain\r\nContent-Length: ",
-                std::strlen(body), "\r\nConnection: close\r\n\r\n", body);
+  return StrCat("HTTP/1.1 ", code, " ", reason, "\r\nContent-Type: text/plain\r\nContent-Length: ", std::strlen(body),
+                "\r\nConnection: close\r\n\r\n", body);
 }
 
 const std::string& Busy() {

@@ -45,14 +45,19 @@ namespace cxds {
 // Limits of the admin HTTP server. The defaults fit an admin port that a few scrapers, probes
 // and people use: a request is small and quick, and nothing there is worth a waiting thread.
 struct AdminLimits {
-  int threads = 2;  // handler threads (handlers are quick; reading and waiting are not done there)
-  int max_connections = 128;  // open connections at once; one more is answered 503 and closed
+  // Handler threads (handlers are quick; reading and waiting on clients are not done there).
+  int threads = 2;
+  // Open connections at once; one more is answered 503 and closed.
+  int max_connections = 128;
   // A connection is closed if a whole request has not arrived within this time from its accept
   // or from the end of its previous response (slowloris, idle keep-alive).
   absl::Duration read_timeout = absl::Seconds(10);
-  absl::Duration write_timeout = absl::Seconds(10);  // per response; then the connection is closed
-  size_t max_request_bytes = 64 * 1024;  // request line, headers and body together
-  int max_requests_per_connection = 100;  // keep-alive requests; the last one is answered with close
+  // Per response; a response not written by then closes the connection.
+  absl::Duration write_timeout = absl::Seconds(10);
+  // Request line, headers and body together; larger is answered 431 or 413 and closed.
+  size_t max_request_bytes = 64 * 1024;
+  // Keep-alive requests on one connection; the last one is answered with "Connection: close".
+  int max_requests_per_connection = 100;
 };
 
 class HttpListener {
@@ -77,7 +82,7 @@ class HttpListener {
   void Stop();
 
   int open_connections() const { return open_.load(); }
-  uint64_t rejected_connections() const { return rejected_.load(); }  // over max_connections
+  uint64_t rejected_connections() const { return rejected_.load(); }    // over max_connections
   uint64_t timed_out_connections() const { return timed_out_.load(); }  // no whole request in time
 
  private:
@@ -101,15 +106,15 @@ class HttpListener {
   const AdminLimits limits_;
   const Handler handler_;
   int listen_fd_ = -1;
-  int stop_fd_ = -1;    // eventfd, written once by Stop; every poll watches it
-  int wake_fd_ = -1;    // eventfd: a handler thread gave a connection back to the poll loop
+  int stop_fd_ = -1;  // eventfd, written once by Stop; every poll watches it
+  int wake_fd_ = -1;  // eventfd: a handler thread gave a connection back to the poll loop
   int port_ = 0;
 
   std::mutex mu_;
   std::condition_variable ready_cv_;
   bool started_ = false;
   bool stopping_ = false;
-  std::deque<std::unique_ptr<Connection>> ready_;     // whole requests waiting for a handler
+  std::deque<std::unique_ptr<Connection>> ready_;      // whole requests waiting for a handler
   std::vector<std::unique_ptr<Connection>> returned_;  // kept alive, back to the poll loop
 
   // Owned by the poll thread only.

@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -150,7 +150,8 @@ class AdminServerTest : public ::testing::Test {
 
   void StartAdmin(AdminLimits limits) {
     admin_ = std::make_unique<AdminServer>(
-        AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }}, limits);
+        AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }},
+        limits);
     ASSERT_OK(admin_->Start("127.0.0.1", 0));
     port_ = admin_->port();
   }
@@ -379,7 +380,8 @@ TEST_F(AdminServerTest, OversizedRequestsAreRefusedAndClosed) {
 
 TEST_F(AdminServerTest, ASecondServerOnTheSamePortFailsNamingHostAndPort) {
   StartAdmin({});
-  AdminServer second(AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
+  AdminServer second(
+      AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
   const absl::Status status = second.Start("127.0.0.1", port_);
   ASSERT_FALSE(status.ok()) << "port reuse: a second admin server bound 127.0.0.1:" << port_;
   EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat("127.0.0.1:", port_)));
@@ -398,7 +400,8 @@ TEST_F(AdminServerTest, ASecondServerOnTheSamePortFailsNamingHostAndPort) {
   socklen_t length = sizeof(address);
   ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const int held = ntohs(address.sin_port);
-  AdminServer third(AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
+  AdminServer third(
+      AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
   const absl::Status refused = third.Start("127.0.0.1", held);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(std::string(refused.message()), HasSubstr(absl::StrCat("127.0.0.1:", held)));
@@ -408,7 +411,8 @@ TEST_F(AdminServerTest, ASecondServerOnTheSamePortFailsNamingHostAndPort) {
 // before its accept loop had begun did nothing, and the join waited in accept).
 TEST_F(AdminServerTest, StopRightAfterStartReturns) {
   for (int i = 0; i < 50; ++i) {
-    AdminServer admin(AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
+    AdminServer admin(
+        AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
     ASSERT_OK(admin.Start("127.0.0.1", 0));
     admin.Stop();
     admin.Stop();  // twice is harmless
@@ -430,11 +434,12 @@ TEST_F(AdminServerTest, StopRightAfterStartReturns) {
 TEST(AdminJsonQuoteTest, EscapesControlCharactersAndReplacesInvalidUtf8) {
   EXPECT_EQ(AdminJsonQuote("a\"b\\c\nd\te"), "\"a\\\"b\\\\c\\nd\\te\"");
   EXPECT_EQ(AdminJsonQuote(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
-  EXPECT_EQ(AdminJsonQuote("caf\xc3\xa9 \xe2\x80\xa6 \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 \xe2\x80\xa6 \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(AdminJsonQuote("caf\xc3\xa9 \xe2\x80\xa6 \xf0\x9f\x98\x80"),
+            "\"caf\xc3\xa9 \xe2\x80\xa6 \xf0\x9f\x98\x80\"");
   EXPECT_EQ(AdminJsonQuote(std::string("a\xff\x80z", 4)), "\"a\\ufffd\\ufffdz\"");
-  EXPECT_EQ(AdminJsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");                          // overlong '/'
-  EXPECT_EQ(AdminJsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");                // a surrogate
-  EXPECT_EQ(AdminJsonQuote("x\xe2\x80"), "\"x\\ufffd\\ufffd\"");                         // cut short
+  EXPECT_EQ(AdminJsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");                        // overlong '/'
+  EXPECT_EQ(AdminJsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");             // a surrogate
+  EXPECT_EQ(AdminJsonQuote("x\xe2\x80"), "\"x\\ufffd\\ufffd\"");                      // cut short
   EXPECT_EQ(AdminJsonQuote("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // beyond U+10FFFF
 }
 

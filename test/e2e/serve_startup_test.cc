@@ -81,8 +81,8 @@ TEST(ServeStartupTest, ABusyAdminPortExitsNonZeroNamingHostAndPort) {
   int port = 0;
   const int holder = HoldPort(&port);
   ASSERT_GE(holder, 0);
-  const ServeRun run = RunServe(absl::StrCat("--config-dir ", CXDS_SOURCE_DIR,
-                                        "/examples/mesh --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:", port));
+  const ServeRun run = RunServe(absl::StrCat(
+      "--config-dir ", CXDS_SOURCE_DIR, "/examples/mesh --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:", port));
   ::close(holder);
   ASSERT_NE(run.exit_code, -1) << run.output;
   EXPECT_NE(run.exit_code, 137) << "killed by timeout\n" << run.output;
