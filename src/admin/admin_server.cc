@@ -8,9 +8,46 @@
 
 namespace cxds {
 
+// httplib's request parsing, routing and response writing, fed by HttpListener one whole
+// request at a time (httplib's own listening and threads are not used).
+class AdminRouter : public httplib::Server {
+ public:
+  bool Serve(httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+    return process_request(stream, close_connection, connection_closed, nullptr);
+  }
+};
+
 namespace {
 
-std::string Quote(std::string_view text) { return JsonQuote(text); }
+// Length of the well-formed UTF-8 sequence at the start of `text` (1 to 4), or 0 if there is
+// none (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
+size_t Utf8SequenceLength(std::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // beyond U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  }
+  return length;
+}
+
+std::string Quote(std::string_view text) { return AdminJsonQuote(text); }
 
 std::string Time(absl::Time t) {
   if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) return "null";
@@ -144,6 +181,30 @@ std::string ConfigDumpJson(const Snapshot& snapshot) {
 
 }  // namespace
 
+std::string AdminJsonQuote(std::string_view text) {
+  // JsonQuote escapes quotes, backslashes and control characters; the text is split at bytes
+  // that are not well-formed UTF-8, each of which becomes \ufffd.
+  std::string out = "\"";
+  size_t run = 0;  // start of the current well-formed run
+  size_t i = 0;
+  const auto flush = [&](size_t end) {
+    const std::string quoted = JsonQuote(text.substr(run, end - run));
+    out.append(quoted, 1, quoted.size() - 2);  // without its quotes
+  };
+  while (i < text.size()) {
+    const size_t length = Utf8SequenceLength(text.substr(i));
+    if (length != 0) {
+      i += length;
+      continue;
+    }
+    flush(i);
+    out += "\\ufffd";
+    run = ++i;
+  }
+  flush(i);
+  return out + "\"";
+}
+
 std::string ChangeSummaryJson(const ChangeSummary& s) {
   const auto unix_ms = [](const std::optional<absl::Time>& t) {
     return t.has_value() ? StrCat(absl::ToDoubleMilliseconds(*t - absl::UnixEpoch())) : std::string("null");
@@ -162,7 +223,14 @@ std::string ChangeSummaryJson(const ChangeSummary& s) {
                 ",\"untracked_events\":", s.untracked_events, "}");
 }
 
-AdminServer::AdminServer(AdminSources sources) : sources_(sources), server_(std::make_unique<httplib::Server>()) {
+AdminServer::AdminServer(AdminSources sources, AdminLimits limits)
+    : sources_(sources),
+      router_(std::make_unique<AdminRouter>()),
+      listener_(limits, [router = router_.get()](httplib::Stream& stream, bool close_connection,
+                                                 bool& connection_closed) {
+        return router->Serve(stream, close_connection, connection_closed);
+      }) {
+  router_->set_payload_max_length(limits.max_request_bytes);
   Routes();
 }
 
@@ -172,13 +240,13 @@ void AdminServer::Routes() {
   const auto json = [](httplib::Response& res, const std::string& body) {
     res.set_content(body + "\n", "application/json");
   };
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-  server_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  router_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
     const bool ready = !sources_.ready || sources_.ready();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ready\n" : "not ready: the config directory is still loading\n", "text/plain");
   });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     // Process-wide, read when scraped: every Resource::Create serializes once.
     sources_.metrics
         ->GetGauge("cxds_resource_serializations",
@@ -186,16 +254,16 @@ void AdminServer::Routes() {
         .Set(static_cast<double>(ResourceSerializationCount()));
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
-  server_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, SynczJson(*sources_.ledger));
   });
-  server_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, PushStatusJson(*sources_.pipeline));
   });
-  server_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, ConfigStatusJson(*sources_.store));
   });
-  server_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
+  router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");
     if (proxy.empty()) {
       res.status = 400;
@@ -205,12 +273,13 @@ void AdminServer::Routes() {
     SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
     if (view == nullptr) {
       res.status = 404;
-      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", proxy)), "}"));
+      const std::string echo = TruncateUntrusted(proxy, kMaxEchoBytes);  // not a 1 MB id whole
+      json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", echo)), "}"));
       return;
     }
     json(res, ConfigDumpJson(*view));
   });
-  server_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
     std::string out = "[";
     bool first = true;
     for (uint64_t id : sources_.tracker->RecentIds()) {
@@ -219,7 +288,7 @@ void AdminServer::Routes() {
     }
     json(res, out + "]");
   });
-  server_->Get("/debug/change_summaries", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/change_summaries", [this, json](const httplib::Request&, httplib::Response& res) {
     std::string out = "[";
     bool first = true;
     for (uint64_t id : sources_.tracker->RecentIds()) {
@@ -230,29 +299,29 @@ void AdminServer::Routes() {
     }
     json(res, out + "]");
   });
-  server_->Get(R"(/debug/changes/(\d+))", [this, json](const httplib::Request& req, httplib::Response& res) {
+  // /debug/changes/ID is matched here with string operations: httplib matches routes with
+  // std::regex, whose matcher recurses once per character, so a pattern like (\d+) against a
+  // client's 8 KiB path risks the handler thread's stack.
+  router_->set_pre_routing_handler([this, json](const httplib::Request& req, httplib::Response& res) {
+    constexpr std::string_view kPrefix = "/debug/changes/";
+    if (req.method != "GET" || req.path.rfind(kPrefix, 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string id_text = req.path.substr(kPrefix.size());
     uint64_t id = 0;
     std::optional<ChangeStages> change;
-    if (absl::SimpleAtoi(std::string(req.matches[1]), &id)) change = sources_.tracker->Get(id);
+    if (absl::SimpleAtoi(id_text, &id)) change = sources_.tracker->Get(id);
     if (!change.has_value()) {
       res.status = 404;
-      json(res, StrCat("{\"error\":\"change ", std::string(req.matches[1]), " is unknown or forgotten\"}"));
-      return;
+      json(res, StrCat("{\"error\":",
+                       Quote(StrCat("change ", TruncateUntrusted(id_text, kMaxEchoBytes), " is unknown or forgotten")),
+                       "}"));
+    } else {
+      json(res, ChangeJson(*change));
     }
-    json(res, ChangeJson(*change));
+    return httplib::Server::HandlerResponse::Handled;
   });
 }
 
-absl::Status AdminServer::Start(const std::string& host, int port) {
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host.c_str());
-  } else {
-    port_ = server_->bind_to_port(host.c_str(), port) ? port : -1;
-  }
-  if (port_ <= 0) return absl::UnavailableError(StrCat("admin: cannot listen on ", host, ":", port));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  return absl::OkStatus();
-}
+absl::Status AdminServer::Start(const std::string& host, int port) { return listener_.Start(host, port); }
 
 absl::Status AdminServer::Start(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -264,11 +333,6 @@ absl::Status AdminServer::Start(const std::string& address) {
   return Start(address.substr(0, colon), port);
 }
 
-void AdminServer::Stop() {
-  if (thread_.joinable()) {
-    server_->stop();
-    thread_.join();
-  }
-}
+void AdminServer::Stop() { listener_.Stop(); }
 
 }  // namespace cxds

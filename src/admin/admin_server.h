@@ -15,27 +15,31 @@
 //   /debug/change_summaries    recent changes, one summary each: proxies sent to, written,
 //                              ACKed, NACKed; first write, last write done, last answer
 //
-// Threading: httplib's own thread pool; every source it reads is thread-safe.
+// Connections are handled by HttpListener (admin/http_listener.h): bounded threads,
+// connections, request size and read/write timeouts (AdminLimits, with their defaults), an
+// exclusively bound port; httplib only parses requests and routes them. Every source read by a
+// page is thread-safe. Untrusted strings in pages (node ids, NACK errors, file names) are JSON
+// quoted (control characters escaped, invalid UTF-8 replaced); a request's own text is echoed
+// cut to kMaxEchoBytes.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "admin/http_listener.h"
 #include "metrics/metrics.h"
 #include "config/config_store.h"
 #include "pipeline/convergence_tracker.h"
 #include "pipeline/push_pipeline.h"
 #include "server/ack_ledger.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace cxds {
+
+class AdminRouter;  // httplib's request parsing and routing (admin_server.cc)
 
 struct AdminSources {
   MetricsRegistry* metrics = nullptr;
@@ -46,6 +50,11 @@ struct AdminSources {
   std::function<bool()> ready;  // empty: always ready
 };
 
+// `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors
+// and file names are untrusted): control characters escaped, and each byte that is not part of
+// well-formed UTF-8 replaced by U+FFFD (RFC 8259 requires UTF-8).
+std::string AdminJsonQuote(std::string_view text);
+
 // One line of JSON for a change's summary (see ChangeSummary). Times are Unix milliseconds, so
 // a load tool can set them against its own clock; `send_ms` is the first write started to the
 // last write completed, `push_ms` the change made to the last write completed.
@@ -53,25 +62,32 @@ std::string ChangeSummaryJson(const ChangeSummary& summary);
 
 class AdminServer {
  public:
-  explicit AdminServer(AdminSources sources);
+  // Longest part of a request (a proxy id, a change id) quoted back in an error page.
+  static constexpr size_t kMaxEchoBytes = 256;
+
+  explicit AdminServer(AdminSources sources, AdminLimits limits = {});
   ~AdminServer();  // stops serving
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  // Binds `host:port` (port 0 picks one) and serves on a background thread.
+  // Binds `host:port` exclusively (port 0 picks one) and serves on background threads. A busy
+  // port is an error naming host:port.
   absl::Status Start(const std::string& host, int port);
   // The same for "host:port"; InvalidArgument if it is not of that form.
   absl::Status Start(const std::string& address);
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
+  // Closes every connection and joins the threads; returns promptly at any time, also right
+  // after Start.
   void Stop();
+
+  const HttpListener& listener() const { return listener_; }
 
  private:
   void Routes();
 
   AdminSources sources_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<AdminRouter> router_;
+  HttpListener listener_;
 };
 
 }  // namespace cxds
