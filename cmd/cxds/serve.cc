@@ -31,20 +31,22 @@ int RunServe(const ServeOptions& options) {
       controller_options, std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
       pipeline_scheduler);
 
-  // A failed start logs the reason and returns at once; SIGINT/SIGTERM are unblocked first so
-  // that nothing in the teardown can make the process deaf to them.
-  const auto fail = [&signals](int code, const absl::Status& status) {
-    Log().error("{}", std::string(status.message()));
-    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
-    return code;
-  };
-
   XdsServer::Options server_options = options.server;
   server_options.metrics = &metrics;
   server_options.observer = &tracker;
   server_options.ready = [&controller] { return controller.ready(); };
   XdsServer xds(controller.pipeline(), server_options);
   absl::StatusOr<std::unique_ptr<grpc::Server>> grpc_server = xds.Start(options.xds_address);
+
+  // A failed start logs the reason and returns at once: SIGINT/SIGTERM are unblocked so that
+  // nothing in the teardown can make the process deaf to them, and the xDS server stops with
+  // a bound (the admin server's Stop never waits on a client).
+  const auto fail = [&](int code, const absl::Status& status) {
+    Log().error("{}", std::string(status.message()));
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    if (grpc_server.ok()) (*grpc_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    return code;
+  };
   if (!grpc_server.ok()) return fail(1, grpc_server.status());
   AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker,
                      [&controller] { return controller.ready(); }});
