@@ -240,7 +240,7 @@ spec: {egress: [{hosts: ["a\x01\x7f\nb"]}]}
 // document starts with a token its parser does not consume (yaml-cpp issue 1040). A file that
 // starts with "," hung the loader (and with it cxds serve's config reading or cxds validate).
 TEST(HostileYamlTest, ADocumentThatStallsTheYamlParserIsRefusedNotHung) {
-  for (const std::string text : {std::string(","), std::string(", \0\0\0", 5), std::string("{a: 1}, b\n"),
+  for (const std::string& text : {std::string(","), std::string(", \0\0\0", 5), std::string("{a: 1}, b\n"),
                                  std::string("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
                                              "spec: {ports: [{port: 80}]}\n---\n- a\n, b\n")}) {
     const ParsedFile parsed = ParseConfigFile("stall.yaml", text);
