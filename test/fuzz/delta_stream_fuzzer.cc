@@ -285,7 +285,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool closed = false;
   bool write_failed = false;
   for (int step = 0; step < 64 && in.remaining_bytes() > 0 && !closed; ++step) {
-    switch (in.ConsumeIntegralInRange(0, 9)) {
+    const int op = in.ConsumeIntegralInRange(0, 9);
+    switch (op) {
       case 0:
       case 1:
       case 2: {
@@ -315,47 +316,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           stream.OnWriteDone(ok);
         }
         break;
-      case 5: {
-        SnapshotPtr snapshot = PickSnapshot(in, "v" + std::to_string(++world.snapshots));
-        (void)world.cache.SetSnapshot(kNodeId, std::move(snapshot));
-        break;
-      }
-      case 6:
-        if (in.ConsumeIntegralInRange(0, 3) == 0) world.cache.ClearSnapshot(kNodeId);
-        break;
-      case 7:
-        world.scheduler.AdvanceBy(absl::Seconds(in.ConsumeIntegralInRange(0, 25)));
-        break;
-      case 8:
-        switch (in.ConsumeIntegralInRange(0, 7)) {
-          case 0:
-            stream.OnReadsDone();
-            break;
-          case 1:
-            stream.OnMalformedRequest(absl::InvalidArgumentError("malformed request"));
-            break;
-          case 2:
-            closed = true;
-            break;
-          default:
-            break;
-        }
-        break;
       default:
-        world.scheduler.RunUntilIdle();
+        closed = ApplySharedEvent(op, in, world, stream);
         break;
     }
     if (closed) break;
-    CheckLedger(world.ledger, client.sent);
-    FUZZ_CHECK(world.dispatcher.in_flight() <= 1, "the throttle of one slot has more pushing");
-    if (!transport.write_in_flight || transport.finished.has_value()) {
-      FUZZ_CHECK(world.dispatcher.in_flight() == 0, "the stream holds its push slot without a write outstanding");
-    }
-    if (transport.write_in_flight && world.scheduler.clock().Now() - transport.write_started >= kSendTimeout) {
-      FUZZ_CHECK(transport.aborted.has_value() && transport.aborted->code() == absl::StatusCode::kDeadlineExceeded,
-                 "a write outstanding for the send timeout did not end the stream");
-      Count("send_timeouts");
-    }
+    CheckAfterEvent(world, transport, client.sent);
   }
 
   // Settle: complete writes and ACK every response until the stream has nothing more to say.

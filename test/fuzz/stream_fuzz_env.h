@@ -245,4 +245,55 @@ inline void CheckLedger(const AckLedger& ledger, const std::map<std::string, Sen
   }
 }
 
+// The events both stream fuzzers share (operations 5 to 9 of their loop): a new snapshot
+// (refused if inconsistent), the snapshot cleared, time passing, the client going away, or
+// timers running. Returns true when the client has gone and the loop should stop.
+template <typename Stream>
+bool ApplySharedEvent(int op, FuzzedDataProvider& in, World& world, Stream& stream) {
+  switch (op) {
+    case 5:
+      (void)world.cache.SetSnapshot(kNodeId, PickSnapshot(in, "v" + std::to_string(++world.snapshots)));
+      return false;
+    case 6:
+      if (in.ConsumeIntegralInRange(0, 3) == 0) world.cache.ClearSnapshot(kNodeId);
+      return false;
+    case 7:
+      world.scheduler.AdvanceBy(absl::Seconds(in.ConsumeIntegralInRange(0, 25)));
+      return false;
+    case 8:
+      switch (in.ConsumeIntegralInRange(0, 7)) {
+        case 0:
+          stream.OnReadsDone();
+          return false;
+        case 1:
+          stream.OnMalformedRequest(absl::InvalidArgumentError("malformed request"));
+          return false;
+        case 2:
+          return true;
+        default:
+          return false;
+      }
+    default:
+      world.scheduler.RunUntilIdle();
+      return false;
+  }
+}
+
+// What must hold after every event, whatever the protocol variant: the ledger matches what
+// was written, the one-slot throttle is never exceeded and held only while a write is
+// outstanding, and a write stuck for the send timeout ends the stream.
+template <typename Transport>
+void CheckAfterEvent(World& world, const Transport& transport, const std::map<std::string, SentOfType>& sent) {
+  CheckLedger(world.ledger, sent);
+  FUZZ_CHECK(world.dispatcher.in_flight() <= 1, "the throttle of one slot has more pushing");
+  if (!transport.write_in_flight || transport.finished.has_value()) {
+    FUZZ_CHECK(world.dispatcher.in_flight() == 0, "the stream holds its push slot without a write outstanding");
+  }
+  if (transport.write_in_flight && world.scheduler.clock().Now() - transport.write_started >= kSendTimeout) {
+    FUZZ_CHECK(transport.aborted.has_value() && transport.aborted->code() == absl::StatusCode::kDeadlineExceeded,
+               "a write outstanding for the send timeout did not end the stream");
+    Count("send_timeouts");
+  }
+}
+
 }  // namespace cxds::fuzz
