@@ -148,18 +148,22 @@ void ConvergenceTracker::OnPushStarted(const PushRequest& request, absl::Time no
   }
 }
 
+ProxyStages* ConvergenceTracker::RecordFor(ChangeStages& change, const PushTargetInfo& target) {
+  ProxyStages* proxy = TouchProxy(change, target);
+  if (proxy == nullptr) {  // the change's per-proxy detail was dropped: the event is only counted
+    change.untracked_events++;
+    stats_.untracked_events++;
+  }
+  return proxy;
+}
+
 void ConvergenceTracker::OnQueued(const PushTargetInfo& target, const PushRequest& request, absl::Time now) {
   MutexLock lock(&mu_);
   for (uint64_t id : request.change_ids) {
     ChangeStages* change = Touch(id, request, now);
     if (change == nullptr) continue;
-    ProxyStages* proxy = TouchProxy(*change, target);
-    if (proxy == nullptr) {
-      change->untracked_events++;
-      stats_.untracked_events++;
-    } else if (!proxy->queued.has_value()) {
-      proxy->queued = now;
-    }
+    ProxyStages* proxy = RecordFor(*change, target);
+    if (proxy != nullptr && !proxy->queued.has_value()) proxy->queued = now;
   }
 }
 
@@ -168,13 +172,8 @@ void ConvergenceTracker::OnDequeued(const PushTargetInfo& target, const PushRequ
   for (uint64_t id : request.change_ids) {
     ChangeStages* change = Touch(id, request, now);
     if (change == nullptr) continue;
-    ProxyStages* proxy = TouchProxy(*change, target);
-    if (proxy == nullptr) {
-      change->untracked_events++;
-      stats_.untracked_events++;
-    } else if (!proxy->dequeued.has_value()) {
-      proxy->dequeued = now;
-    }
+    ProxyStages* proxy = RecordFor(*change, target);
+    if (proxy != nullptr && !proxy->dequeued.has_value()) proxy->dequeued = now;
   }
 }
 
@@ -184,10 +183,8 @@ void ConvergenceTracker::OnSent(const PushTargetInfo& target, const PushRequest&
   for (uint64_t id : request.change_ids) {
     ChangeStages* change = Touch(id, request, now);
     if (change == nullptr) continue;
-    ProxyStages* proxy = TouchProxy(*change, target);
+    ProxyStages* proxy = RecordFor(*change, target);
     if (proxy == nullptr) {
-      change->untracked_events++;
-      stats_.untracked_events++;
       change->dropped.responses++;
       Earlier(change->dropped.first_sent, now);
       continue;
@@ -228,10 +225,8 @@ void ConvergenceTracker::OnPushDone(const PushTargetInfo& target, const PushRequ
   for (uint64_t id : request.change_ids) {
     ChangeStages* change = Touch(id, request, now);
     if (change == nullptr) continue;
-    ProxyStages* proxy = TouchProxy(*change, target);
+    ProxyStages* proxy = RecordFor(*change, target);
     if (proxy == nullptr) {
-      change->untracked_events++;
-      stats_.untracked_events++;
       if (responses > 0) Later(change->dropped.last_written, now);
       continue;
     }

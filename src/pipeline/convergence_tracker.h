@@ -148,6 +148,8 @@ class ConvergenceTracker final : public PushObserver {
   ChangeStages* Touch(uint64_t id, const PushRequest& request, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The proxy's record in `change`; null when the change has no room for it (counted).
   ProxyStages* TouchProxy(ChangeStages& change, const PushTargetInfo& target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TouchProxy, counting the event as untracked when it gives no record.
+  ProxyStages* RecordFor(ChangeStages& change, const PushTargetInfo& target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the per-proxy records of the oldest change (other than `keep`) that has any;
   // false if there is none.
   bool DropOldestDetail(uint64_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
