@@ -4,8 +4,8 @@
 #   make test   build and run every test: main tree, then AddressSanitizer+UBSan, then
 #               ThreadSanitizer (server and cache tests), then each fuzzer briefly
 #   make build  install dependencies and build build/cxds and the tests
-#   make lint   layer rules (src/layers.txt) and header sizes (scripts/lint.py); CI runs it
-#   make format-check  also clang-format (.clang-format); not yet applied to the whole tree
+#   make lint   layer rules (src/layers.txt), header sizes and clang-format (scripts/lint.py);
+#               CI runs it
 #   make format apply .clang-format to every C++ file
 #   make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS (default 60);
 #               see docs/fuzzing.md
@@ -24,7 +24,7 @@ export CCACHE_MAXSIZE ?= 5G
 FUZZ_SECONDS ?= 60
 
 .PHONY: deps build run demo test test-main test-asan test-tsan build-fuzz fuzz test-fuzz bench bench-micro soak lint \
-        format format-check clean
+        format clean
 
 deps:
 	@scripts/install-deps.sh
@@ -96,9 +96,6 @@ bench: build
 	bench/run.sh $(BUILD)
 
 lint: deps
-	scripts/lint.py --no-format
-
-format-check: deps
 	scripts/lint.py
 
 format: deps

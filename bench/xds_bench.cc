@@ -97,12 +97,18 @@ std::string MeshYaml() {
                    "    match:\n"
                    "    - headers: {x-canary: {exact: \"yes\"}}\n"
                    "    - uri: {prefix: /api/v2}\n      headers: {x-user: {prefix: test-}}\n"
-                   "    route: [{destination: {host: ", host, ", subset: v2}}]\n"
+                   "    route: [{destination: {host: ",
+                   host,
+                   ", subset: v2}}]\n"
                    "    timeout: 2s\n"
                    "  - name: split\n"
                    "    route:\n"
-                   "    - {destination: {host: ", host, ", subset: v1}, weight: 80}\n"
-                   "    - {destination: {host: ", host, ", subset: v2}, weight: 20}\n"
+                   "    - {destination: {host: ",
+                   host,
+                   ", subset: v1}, weight: 80}\n"
+                   "    - {destination: {host: ",
+                   host,
+                   ", subset: v2}, weight: 20}\n"
                    "    timeout: 5s\n"
                    "    retries: {attempts: 3, perTryTimeout: 1500ms, retryOn: \"5xx,reset\"}\n");
   }
@@ -176,7 +182,8 @@ Cluster IstioCluster(int service) {
   thresholds->mutable_max_retries()->set_value(4294967295u);
   thresholds->set_track_remaining(true);
   google::protobuf::Struct& istio = (*cluster.mutable_metadata()->mutable_filter_metadata())["istio"];
-  google::protobuf::Struct* svc = (*istio.mutable_fields())["services"].mutable_list_value()->add_values()->mutable_struct_value();
+  google::protobuf::Struct* svc =
+      (*istio.mutable_fields())["services"].mutable_list_value()->add_values()->mutable_struct_value();
   SetString(svc, "host", Host(service));
   SetString(svc, "name", ServiceName(service));
   SetString(svc, "namespace", kNamespace);
@@ -195,8 +202,9 @@ ClusterLoadAssignment IstioAssignment(int service) {
       lb.set_health_status(envoy::config::core::v3::HEALTHY);
       auto& metadata = *lb.mutable_metadata()->mutable_filter_metadata();
       SetString(&metadata["envoy.transport_socket_match"], "tlsMode", "istio");
-      SetString(&metadata["istio"], "workload",
-                StrCat(ServiceName(service), "-7d4b9c-", e++, ";", kNamespace, ";", ServiceName(service), ";v1;Kubernetes"));
+      SetString(
+          &metadata["istio"], "workload",
+          StrCat(ServiceName(service), "-7d4b9c-", e++, ";", kNamespace, ";", ServiceName(service), ";v1;Kubernetes"));
     }
   }
   if (cla.endpoints_size() == 0 || cla.endpoints(0).lb_endpoints_size() != EndpointCount(service)) {
@@ -225,8 +233,10 @@ std::vector<Sample> Samples() {
     Die("route configuration 8080 is not the expected 50 virtual hosts of 3 routes");
   }
   samples.push_back({StrCat("routes_", kServices, "vh"), std::string(kRouteType), routes});
-  samples.push_back({"cla_10ep", std::string(kEndpointType), std::make_shared<ClusterLoadAssignment>(IstioAssignment(0))});
-  samples.push_back({"cla_100ep", std::string(kEndpointType), std::make_shared<ClusterLoadAssignment>(IstioAssignment(1))});
+  samples.push_back(
+      {"cla_10ep", std::string(kEndpointType), std::make_shared<ClusterLoadAssignment>(IstioAssignment(0))});
+  samples.push_back(
+      {"cla_100ep", std::string(kEndpointType), std::make_shared<ClusterLoadAssignment>(IstioAssignment(1))});
   return samples;
 }
 
@@ -296,8 +306,8 @@ void BM_FanoutSharedBytes(benchmark::State& state, const Sample& sample) {
       benchmark::DoNotOptimize(buffer);
     }
   }
-  state.counters["serializations_per_push"] =
-      benchmark::Counter(static_cast<double>(ResourceSerializationCount() - serializations_before) / state.iterations());
+  state.counters["serializations_per_push"] = benchmark::Counter(
+      static_cast<double>(ResourceSerializationCount() - serializations_before) / state.iterations());
   SetSizeCounters(state, wire, state.range(0));
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
@@ -519,7 +529,7 @@ void RegisterBenchmarks() {
 
 int main(int argc, char** argv) {
   cxds::Log().set_level(spdlog::level::warn);  // the pipeline's push lines would fill the table
-  grpc_init();                                  // grpc::ByteBuffer and its slices
+  grpc_init();                                 // grpc::ByteBuffer and its slices
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   cxds::RegisterBenchmarks();

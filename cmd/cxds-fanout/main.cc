@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/mutex.h"
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/logging.h"
 #include "common/mutex.h"
@@ -36,8 +36,10 @@ namespace cxds::fanout {
 
 namespace {
 
-constexpr std::string_view kSotwMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
-constexpr std::string_view kDeltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
+constexpr std::string_view kSotwMethod =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+constexpr std::string_view kDeltaMethod =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -130,10 +132,10 @@ class PushRound {
   void WriteDone() {
     if (outstanding_.fetch_sub(1) != 1) return;
     const int64_t end = NowNanos();
-    PrintLine(fmt::format(
-        R"({{"event": "push", "push": {}, "streams": {}, "message_bytes": {}, "send_ms": {:.3f}, )"
-        R"("issue_ms": {:.3f}, "first_write_unix_ms": {}}})",
-        id_, writes_, bytes_, (end - start_ns_) / 1e6, (issued_ns_ - start_ns_) / 1e6, start_unix_ms_));
+    PrintLine(fmt::format(R"({{"event": "push", "push": {}, "streams": {}, "message_bytes": {}, "send_ms": {:.3f}, )"
+                          R"("issue_ms": {:.3f}, "first_write_unix_ms": {}}})",
+                          id_, writes_, bytes_, (end - start_ns_) / 1e6, (issued_ns_ - start_ns_) / 1e6,
+                          start_unix_ms_));
   }
 
  private:

@@ -6,9 +6,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "child_process.h"
-#include "httplib.h"
 #include "common/logging.h"
 #include "common/strings.h"
+#include "httplib.h"
 
 namespace cxds::load {
 
@@ -72,9 +72,10 @@ class TeachingDriver final : public ChildDriver {
   std::string SharedNodeId() const override { return node_id_; }
 
   absl::Status Start() override {
-    std::vector<std::string> args = {"--log-level", options_.server_log_level, "demo", "--xds-address",
-                                     options_.xds_address, "--node-id", node_id_, "--inventory-port",
-                                     std::to_string(options_.inventory_port)};
+    std::vector<std::string> args = {
+        "--log-level",   options_.server_log_level, "demo",
+        "--xds-address", options_.xds_address,      "--node-id",
+        node_id_,        "--inventory-port",        std::to_string(options_.inventory_port)};
     args.insert(args.end(), options_.server_args.begin(), options_.server_args.end());
     return StartChild({.binary = options_.teaching_binary,
                        .args = std::move(args),
@@ -83,9 +84,7 @@ class TeachingDriver final : public ChildDriver {
                       "PUBLISHED version=1 ");
   }
 
-  void AddMarker(int k, ChangeMarkers* markers) const override {
-    markers->by_endpoint_port[ChangePort(k)] = k;
-  }
+  void AddMarker(int k, ChangeMarkers* markers) const override { markers->by_endpoint_port[ChangePort(k)] = k; }
 
   absl::Status MakeChange(int k) override {
     if (absl::Status status = child_->WriteLine(StrCat("port ", ChangePort(k))); !status.ok()) return status;
@@ -265,9 +264,11 @@ class FilesDriver final : public ChildDriver {
     {
       std::ofstream out(temporary, std::ios::trunc);
       out << "# Written by cxds-load --drive files: the service whose endpoint port it changes.\n"
-          << "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: load-target, namespace: default}\n"
+          << "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: load-target, namespace: "
+             "default}\n"
           << "spec:\n  hosts: [" << kFilesTargetHost << "]\n  ports:\n  - {number: " << kFilesTargetPort
-          << ", name: grpc, protocol: GRPC}\n  resolution: STATIC\n  workloadSelector:\n    labels: {app: load-target}\n"
+          << ", name: grpc, protocol: GRPC}\n  resolution: STATIC\n  workloadSelector:\n    labels: {app: "
+             "load-target}\n"
           << "---\napiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
           << "metadata: {name: load-target-1, namespace: default}\n"
           << "spec:\n  address: 127.0.0.1\n  ports: {grpc: " << port << "}\n  labels: {app: load-target}\n";
@@ -282,17 +283,16 @@ class FilesDriver final : public ChildDriver {
   // Starts `cxds serve` and waits until its admin says it is ready (the whole directory loaded).
   absl::Status StartServer() {
     std::vector<std::string> args = {"--log-level", options_.server_log_level, "serve", "--config-dir",
-                                     options_.config_dir, "--xds-address", options_.xds_address,
-                                     "--admin-address", options_.admin_address,
+                                     options_.config_dir, "--xds-address", options_.xds_address, "--admin-address",
+                                     options_.admin_address,
                                      // Endpoint changes are pushed at once: the measurement is of
                                      // the push, not of a debounce timer.
                                      "--eds-debounce", "false"};
     args.insert(args.end(), options_.server_args.begin(), options_.server_args.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(
-        {.binary = options_.cxds_binary,
-         .args = std::move(args),
-         .stderr_path = options_.server_log,
-         .cpu = options_.server_cpu});
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({.binary = options_.cxds_binary,
+                                                                               .args = std::move(args),
+                                                                               .stderr_path = options_.server_log,
+                                                                               .cpu = options_.server_cpu});
     if (!child.ok()) return child.status();
     child_ = *std::move(child);
     const absl::Time deadline = absl::Now() + kServeReadyTimeout;
@@ -301,8 +301,8 @@ class FilesDriver final : public ChildDriver {
     while (absl::Now() < deadline) {
       if (httplib::Result result = client.Get("/ready"); result && result->status == 200) return absl::OkStatus();
       if (!child_->Running()) {
-        return absl::UnavailableError(StrCat(options_.cxds_binary, " serve exited before it was ready; see ",
-                                             options_.server_log));
+        return absl::UnavailableError(
+            StrCat(options_.cxds_binary, " serve exited before it was ready; see ", options_.server_log));
       }
       absl::SleepFor(absl::Milliseconds(50));
     }
@@ -331,7 +331,7 @@ absl::StatusOr<std::unique_ptr<ChangeDriver>> MakeDriver(const LoadOptions& opti
       std::string node_id = options.node_id;
       if (node_id.empty()) {
         node_id = options.node_style == NodeStyle::kEnvoy ? "sidecar~127.0.0.1~load.default~default.svc.cluster.local"
-                                                           : "load";
+                                                          : "load";
       }
       return std::make_unique<TeachingDriver>(options, std::move(node_id));
     }

@@ -30,22 +30,22 @@ struct LoadOptions {
   Drive drive = Drive::kNone;
   std::string teaching_binary;
   std::string fanout_binary;
-  int message_bytes = 1200;               // cxds-fanout's push message size
-  std::string cxds_binary;               // --drive files: the cxds binary to run `serve` with
-  std::string config_dir;                // --drive files: the directory cxds serve watches
+  int message_bytes = 1200;                       // cxds-fanout's push message size
+  std::string cxds_binary;                        // --drive files: the cxds binary to run `serve` with
+  std::string config_dir;                         // --drive files: the directory cxds serve watches
   std::string admin_address = "127.0.0.1:15014";  // --drive files: cxds serve's admin HTTP
   // --drive files: after the changes, restart the server and let every stream reconnect
   // (Delta: with the resource versions it holds), then count what the new server sends.
   bool restart = false;
   absl::Duration restart_settle = absl::Seconds(3);  // wait this long after all reconnected
-  uint32_t inventory_port = 18080;       // cxds demo's version-1 endpoint port
-  std::string server_log = "/dev/null";  // stderr of a server the tool starts
+  uint32_t inventory_port = 18080;                   // cxds demo's version-1 endpoint port
+  std::string server_log = "/dev/null";              // stderr of a server the tool starts
   std::string server_log_level = "warn";
   // Extra arguments for the cxds subcommand a drive starts (e.g. `--push-throttle 1000`).
   std::vector<std::string> server_args;
-  int server_pid = 0;    // an external server whose RSS and CPU to read; 0: none
-  int server_cpu = -1;   // pin a server the tool starts to this core; -1: no pinning
-  int client_cpu = -1;   // pin this process to this core; -1: no pinning
+  int server_pid = 0;   // an external server whose RSS and CPU to read; 0: none
+  int server_cpu = -1;  // pin a server the tool starts to this core; -1: no pinning
+  int client_cpu = -1;  // pin this process to this core; -1: no pinning
   int changes = 0;
   absl::Duration change_interval = absl::Seconds(1);  // at least this long between changes
   absl::Duration change_timeout = absl::Seconds(30);  // give up on one change after this
@@ -53,7 +53,7 @@ struct LoadOptions {
   // Keep the streams open this long after the changes (e.g. for pushes an external
   // cxds-fanout makes with --push-after), within --duration.
   absl::Duration hold = absl::ZeroDuration();
-  double connect_rate = 0;                            // new streams per second; 0: all at once
+  double connect_rate = 0;  // new streams per second; 0: all at once
   std::string json_path;
   bool progress = true;
   // Read the server's RSS once every N-th change converged (0: never).
@@ -62,15 +62,15 @@ struct LoadOptions {
   // Soak (--soak D > 0, --drive files; see soak.h): for D, a change every --change-interval
   // and random disconnects and reconnects, then checks that nothing was lost or starved.
   absl::Duration soak = absl::ZeroDuration();
-  double churn = 0;                                  // disconnects per stream per second
+  double churn = 0;                                   // disconnects per stream per second
   absl::Duration reconnect_delay = absl::Seconds(1);  // a disconnected stream returns within this
-  bool mixed_protocols = false;                      // each (re)connection picks SotW or Delta
-  uint64_t seed = 1;                                 // of every random choice of the soak
-  absl::Duration rss_interval = absl::Seconds(5);    // server RSS sampling
-  std::string rss_csv;                               // the samples, as CSV
-  absl::Duration starve_after = absl::Seconds(10);   // longest wait for a newer change
-  absl::Duration warmup = absl::InfiniteDuration();  // default: a fifth of --soak
-  double rss_growth_limit = 0.10;  // RSS at the end over RSS after warm-up; < 0: not checked
+  bool mixed_protocols = false;                       // each (re)connection picks SotW or Delta
+  uint64_t seed = 1;                                  // of every random choice of the soak
+  absl::Duration rss_interval = absl::Seconds(5);     // server RSS sampling
+  std::string rss_csv;                                // the samples, as CSV
+  absl::Duration starve_after = absl::Seconds(10);    // longest wait for a newer change
+  absl::Duration warmup = absl::InfiniteDuration();   // default: a fifth of --soak
+  double rss_growth_limit = 0.10;                     // RSS at the end over RSS after warm-up; < 0: not checked
 };
 
 // The service `--drive files` adds to the config directory and changes; gRPC-style streams

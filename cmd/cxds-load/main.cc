@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "child_process.h"
 #include "common/logging.h"
 #include "common/strings.h"
@@ -448,8 +448,8 @@ class LoadRun {
     for (int k = 1; k <= changes_made_; ++k) {
       ChangeReport change;
       change.change = k;
-      change.marker = options_.drive == Drive::kFanout ? StrCat("version push-", k)
-                                                       : StrCat("endpoint port ", ChangePort(k));
+      change.marker =
+          options_.drive == Drive::kFanout ? StrCat("version push-", k) : StrCat("endpoint port ", ChangePort(k));
       change.made_at_ms = Ms(mark_ns_[k] - run_start_ns_);
       change.made_at_unix_ms = static_cast<double>(run_start_unix_ms_) + Ms(mark_ns_[k] - run_start_ns_);
       std::vector<double> latencies;
@@ -492,8 +492,8 @@ class LoadRun {
     }
     for (const ChangeReport& change : r.changes) {
       if (change.converged < options_.streams) {
-        r.problems.push_back(StrCat("change ", change.change, " reached ", change.converged, " of ", options_.streams,
-                                    " streams"));
+        r.problems.push_back(
+            StrCat("change ", change.change, " reached ", change.converged, " of ", options_.streams, " streams"));
       }
     }
     if (r.nacks > 0) r.problems.push_back(StrCat(r.nacks, " NACKs"));
@@ -605,8 +605,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   app.add_option("--change-interval", change_interval, "at least this long between changes")->capture_default_str();
-  app.add_option("--change-timeout", change_timeout, "stop waiting for one change after this")
-      ->capture_default_str();
+  app.add_option("--change-timeout", change_timeout, "stop waiting for one change after this")->capture_default_str();
   app.add_option("--duration", duration, "hard cap on the whole run")->capture_default_str();
   app.add_option("--hold", hold, "keep the streams open this long after the changes (within --duration)")
       ->capture_default_str();

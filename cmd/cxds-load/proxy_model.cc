@@ -63,8 +63,8 @@ std::optional<XdsType> TypeFromUrl(std::string_view type_url) {
 
 absl::StatusOr<ParsedResource> ParseResource(XdsType type, const google::protobuf::Any& any) {
   if (any.type_url() != TypeUrlOf(type)) {
-    return absl::InvalidArgumentError(StrCat("resource of type ", any.type_url(), " in a ", ShortNameOf(type),
-                                             " response"));
+    return absl::InvalidArgumentError(
+        StrCat("resource of type ", any.type_url(), " in a ", ShortNameOf(type), " response"));
   }
   ParsedResource parsed;
   switch (type) {

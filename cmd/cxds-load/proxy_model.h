@@ -82,8 +82,8 @@ class ProxyModel {
     bool subscribed = false;
     bool wildcard = false;
     bool answered = false;
-    std::set<std::string> names;                              // when not wildcard
-    std::map<std::string, std::vector<std::string>> held;     // name -> refs
+    std::set<std::string> names;                           // when not wildcard
+    std::map<std::string, std::vector<std::string>> held;  // name -> refs
   };
   // Which type's held resources decide which type's subscription.
   struct Follow {

@@ -159,8 +159,8 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
 
   // Decodes one resource into `parsed` (and the endpoint ports it names into `ports`);
   // returns the error to NACK with, if it does not decode.
-  std::optional<std::string> Decode(XdsType type, const google::protobuf::Any& any,
-                                    std::vector<ParsedResource>* parsed, std::vector<uint32_t>* ports) {
+  std::optional<std::string> Decode(XdsType type, const google::protobuf::Any& any, std::vector<ParsedResource>* parsed,
+                                    std::vector<uint32_t>* ports) {
     absl::StatusOr<ParsedResource> resource = ParseResource(type, any);
     if (!resource.ok()) return std::string(resource.status().message());
     ports->insert(ports->end(), resource->ports.begin(), resource->ports.end());
@@ -233,8 +233,8 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
         // Any end the run did not ask for is a failure, even OK: the proxy lost its stream.
         result_.failed = true;
         if (result_.error.empty()) {
-          result_.error = StrCat("stream ended: code ", static_cast<int>(status.error_code()), " ",
-                                 status.error_message());
+          result_.error =
+              StrCat("stream ended: code ", static_cast<int>(status.error_code()), " ", status.error_message());
         }
         stats->failed++;
         stats->errors++;
@@ -355,7 +355,8 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
         if (!model_.wildcard(type)) {
           for (const std::string& name : model_.names(type)) request.add_resource_names_subscribe(name);
         }
-        for (const auto& [name, version] : versions_[type]) (*request.mutable_initial_resource_versions())[name] = version;
+        for (const auto& [name, version] : versions_[type])
+          (*request.mutable_initial_resource_versions())[name] = version;
         initial.push_back(std::move(request));
       }
     } else if (config_.expect == Expect::kRaw) {
@@ -399,7 +400,8 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
       MutexLock lock(&config_.stats->versions_mu);
       for (const auto& resource : response.resources()) {
         if (resource.has_resource()) {
-          config_.stats->versions_seen.insert(StrCat(ShortNameOf(*type), " ", resource.name(), " ", resource.version()));
+          config_.stats->versions_seen.insert(
+              StrCat(ShortNameOf(*type), " ", resource.name(), " ", resource.version()));
         }
       }
     }

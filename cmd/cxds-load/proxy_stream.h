@@ -28,8 +28,8 @@ int64_t NowNanos();
 // Counters of one type, summed over every stream.
 struct TypeCounters {
   std::atomic<uint64_t> responses{0};
-  std::atomic<uint64_t> bytes{0};      // serialized response size
-  std::atomic<uint64_t> resources{0};  // resources carried
+  std::atomic<uint64_t> bytes{0};           // serialized response size
+  std::atomic<uint64_t> resources{0};       // resources carried
   std::atomic<uint64_t> resource_bytes{0};  // of those, their serialized size (no envelope)
   std::atomic<uint64_t> acks{0};
   std::atomic<uint64_t> nacks{0};
@@ -76,8 +76,8 @@ struct StreamConfig {
 // What one stream saw; read once it is done.
 struct StreamResult {
   int64_t start_ns = 0;
-  int64_t first_response_ns = 0;  // 0: never
-  int64_t complete_ns = 0;        // ACK completing the first configuration (raw: first receipt)
+  int64_t first_response_ns = 0;   // 0: never
+  int64_t complete_ns = 0;         // ACK completing the first configuration (raw: first receipt)
   std::vector<int64_t> change_ns;  // [k]: ACK of the response carrying change k (raw: receipt)
   int64_t last_receipt_ns = 0;
   // Soak: the newest change ACKed (0: none), when, and the longest this stream waited, while

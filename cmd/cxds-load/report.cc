@@ -78,8 +78,7 @@ std::string RenderTable(const RunReport& r) {
                      r.connect_all_ms ? fmt::format("{:.2f}", *r.connect_all_ms) : "- (not all complete)");
   out += Row("first complete configuration (ms)", r.first_config_ms);
   for (const ChangeReport& change : r.changes) {
-    out += Row(fmt::format("change {} ({}) converged {}/{}", change.change, change.marker, change.converged,
-                           r.streams),
+    out += Row(fmt::format("change {} ({}) converged {}/{}", change.change, change.marker, change.converged, r.streams),
                change.latency_ms);
   }
   if (r.last_receipt_ms) {
@@ -90,8 +89,8 @@ std::string RenderTable(const RunReport& r) {
                      "nacks");
   for (const TypeTotals& t : r.types) {
     if (t.responses == 0 && t.acks == 0) continue;
-    out += fmt::format("  {:<6} {:>10} {:>14} {:>10} {:>10} {:>6}\n", t.name, t.responses, t.bytes, t.resources,
-                       t.acks, t.nacks);
+    out += fmt::format("  {:<6} {:>10} {:>14} {:>10} {:>10} {:>6}\n", t.name, t.responses, t.bytes, t.resources, t.acks,
+                       t.nacks);
   }
   out += fmt::format("  nacks={} errors={}\n", r.nacks, r.errors);
   for (const std::string& error : r.first_errors) out += fmt::format("    error: {}\n", error);
@@ -101,15 +100,13 @@ std::string RenderTable(const RunReport& r) {
     const std::optional<double> per_stream = RssPerStreamKb(r);
     out += fmt::format("  server pid={} rss before={} connected={} end={} per_stream={}\n", r.server.pid,
                        Optional(r.server.rss_kb_before, "KiB"), Optional(r.server.rss_kb_connected, "KiB"),
-                       Optional(r.server.rss_kb_end, "KiB"),
-                       per_stream ? fmt::format("{:.1f} KiB", *per_stream) : "-");
+                       Optional(r.server.rss_kb_end, "KiB"), per_stream ? fmt::format("{:.1f} KiB", *per_stream) : "-");
     for (const auto& [change, kb] : r.server.rss_kb_by_change) {
       out += fmt::format("  server rss after change {}: {} KiB\n", change, kb);
     }
     const auto connect_cpu = Difference(r.server.cpu_s_before, r.server.cpu_s_connected);
     const auto change_cpu = Difference(r.server.cpu_s_connected, r.server.cpu_s_end);
-    out += fmt::format("  server cpu connect={} changes={}\n",
-                       connect_cpu ? fmt::format("{:.2f}s", *connect_cpu) : "-",
+    out += fmt::format("  server cpu connect={} changes={}\n", connect_cpu ? fmt::format("{:.2f}s", *connect_cpu) : "-",
                        change_cpu ? fmt::format("{:.2f}s", *change_cpu) : "-");
   }
   for (const std::string& line : r.server_reports) out += fmt::format("  server: {}\n", line);
@@ -141,8 +138,8 @@ std::string RssByChangeJson(const ServerUsage& server) {
 
 std::string RenderJson(const RunReport& r) {
   std::string out = "{\n";
-  out += fmt::format("  \"tool\": \"cxds-load\",\n  \"xds_address\": {},\n  \"protocol\": {},\n", JsonString(r.xds_address),
-                     JsonString(r.protocol));
+  out += fmt::format("  \"tool\": \"cxds-load\",\n  \"xds_address\": {},\n  \"protocol\": {},\n",
+                     JsonString(r.xds_address), JsonString(r.protocol));
   out += fmt::format("  \"node_style\": {},\n  \"expect\": {},\n  \"drive\": {},\n", JsonString(r.node_style),
                      JsonString(r.expect), JsonString(r.drive));
   out += fmt::format("  \"cores\": {},\n  \"loadavg_start\": {},\n  \"loadavg_end\": {},\n", r.cores,
@@ -161,27 +158,25 @@ std::string RenderJson(const RunReport& r) {
         "{}\n    {{\"change\": {}, \"marker\": {}, \"made_at_ms\": {}, \"made_at_unix_ms\": {}, \"converged\": {}, "
         "\"latency_ms\": {}}}",
         i == 0 ? "" : ",", c.change, JsonString(c.marker), JsonNumber(c.made_at_ms), JsonNumber(c.made_at_unix_ms),
-        c.converged,
-        JsonDistribution(c.latency_ms));
+        c.converged, JsonDistribution(c.latency_ms));
   }
   out += r.changes.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format("  \"last_receipt_ms\": {},\n  \"last_receipt_unix_ms\": {},\n",
-                     JsonOptional(r.last_receipt_ms), JsonOptional(r.last_receipt_unix_ms));
+  out += fmt::format("  \"last_receipt_ms\": {},\n  \"last_receipt_unix_ms\": {},\n", JsonOptional(r.last_receipt_ms),
+                     JsonOptional(r.last_receipt_unix_ms));
   out += "  \"types\": {";
   for (size_t i = 0; i < r.types.size(); ++i) {
     const TypeTotals& t = r.types[i];
-    out += fmt::format(
-        "{}\n    {}: {{\"responses\": {}, \"bytes\": {}, \"resources\": {}, \"acks\": {}, \"nacks\": {}}}",
-        i == 0 ? "" : ",", JsonString(t.name), t.responses, t.bytes, t.resources, t.acks, t.nacks);
+    out +=
+        fmt::format("{}\n    {}: {{\"responses\": {}, \"bytes\": {}, \"resources\": {}, \"acks\": {}, \"nacks\": {}}}",
+                    i == 0 ? "" : ",", JsonString(t.name), t.responses, t.bytes, t.resources, t.acks, t.nacks);
   }
   out += "\n  },\n";
   out += fmt::format("  \"nacks\": {},\n  \"errors\": {},\n  \"first_errors\": [", r.nacks, r.errors);
   for (size_t i = 0; i < r.first_errors.size(); ++i) out += (i == 0 ? "" : ", ") + JsonString(r.first_errors[i]);
   out += "],\n";
-  out += fmt::format(
-      "  \"client\": {{\"cpu_user_s\": {}, \"cpu_system_s\": {}, \"cpu_s\": {}, \"max_rss_kb\": {}}},\n",
-      JsonNumber(r.client_cpu_user_s), JsonNumber(r.client_cpu_system_s),
-      JsonNumber(r.client_cpu_user_s + r.client_cpu_system_s), r.client_max_rss_kb);
+  out += fmt::format("  \"client\": {{\"cpu_user_s\": {}, \"cpu_system_s\": {}, \"cpu_s\": {}, \"max_rss_kb\": {}}},\n",
+                     JsonNumber(r.client_cpu_user_s), JsonNumber(r.client_cpu_system_s),
+                     JsonNumber(r.client_cpu_user_s + r.client_cpu_system_s), r.client_max_rss_kb);
   out += fmt::format(
       "  \"server\": {{\"pid\": {}, \"rss_kb_before\": {}, \"rss_kb_connected\": {}, \"rss_kb_end\": {}, "
       "\"rss_per_stream_kb\": {}, \"cpu_s_connect\": {}, \"cpu_s_changes\": {}, \"rss_kb_by_change\": [{}]}},\n",

@@ -34,11 +34,11 @@ struct TypeTotals {
 
 struct ChangeReport {
   int change = 0;
-  std::string marker;   // how the change is recognised
-  double made_at_ms = 0;  // since the run started
+  std::string marker;          // how the change is recognised
+  double made_at_ms = 0;       // since the run started
   double made_at_unix_ms = 0;  // the same on the wall clock, to set against server reports
-  int converged = 0;    // streams that acknowledged (raw: received) it
-  Distribution latency_ms;  // change made -> ACK (raw: receipt), over the streams that converged
+  int converged = 0;           // streams that acknowledged (raw: received) it
+  Distribution latency_ms;     // change made -> ACK (raw: receipt), over the streams that converged
 };
 
 struct ServerUsage {
@@ -56,10 +56,10 @@ struct ServerUsage {
 // --restart: what the restarted server sent the same proxies reconnecting.
 struct ReconnectReport {
   int streams = 0;
-  std::optional<int> reconnected;         // streams the new server reported connected
-  double restart_ms = 0;                  // old server stopped -> new one ready
-  std::optional<double> reconnect_ms;     // streams restarted -> the server saw them all
-  double settle_ms = 0;                   // counted for this long after that
+  std::optional<int> reconnected;      // streams the new server reported connected
+  double restart_ms = 0;               // old server stopped -> new one ready
+  std::optional<double> reconnect_ms;  // streams restarted -> the server saw them all
+  double settle_ms = 0;                // counted for this long after that
   uint64_t responses = 0;
   uint64_t resources = 0;
   uint64_t bytes = 0;           // serialized responses

@@ -207,11 +207,11 @@ class SoakRun {
       }
       if (options_.progress && now >= next_progress) {
         next_progress += 5'000'000'000;
-        std::cerr << fmt::format("[{:7.1f}s] soak changes={} open={} reconnects={} unexpected_ends={} nacks={} "
-                                 "errors={} rss={} KiB\n",
-                                 Seconds(now - start_ns_), last_change_, OpenStreams(), reconnects_,
-                                 stats_.failed.load(), Nacks(), stats_.errors.load(),
-                                 samples_.empty() ? 0 : samples_.back().rss_kb);
+        std::cerr << fmt::format(
+            "[{:7.1f}s] soak changes={} open={} reconnects={} unexpected_ends={} nacks={} "
+            "errors={} rss={} KiB\n",
+            Seconds(now - start_ns_), last_change_, OpenStreams(), reconnects_, stats_.failed.load(), Nacks(),
+            stats_.errors.load(), samples_.empty() ? 0 : samples_.back().rss_kb);
       }
       absl::SleepFor(kTick);
     }
@@ -236,7 +236,8 @@ class SoakRun {
       if (proxy.stream == nullptr || Uniform() >= p) continue;
       proxy.stream->Stop();
       retired_.push_back(Retired{i, std::move(proxy.stream), 0});
-      proxy.reconnect_at_ns = now + static_cast<int64_t>(Uniform() * absl::ToInt64Nanoseconds(options_.reconnect_delay));
+      proxy.reconnect_at_ns =
+          now + static_cast<int64_t>(Uniform() * absl::ToInt64Nanoseconds(options_.reconnect_delay));
       disconnects_++;
     }
   }
@@ -269,7 +270,8 @@ class SoakRun {
       Proxy& proxy = proxies_[i];
       if (proxy.stream == nullptr || !proxy.stream->Result().finished) continue;
       retired_.push_back(Retired{i, std::move(proxy.stream), 0});
-      proxy.reconnect_at_ns = now + static_cast<int64_t>(Uniform() * absl::ToInt64Nanoseconds(options_.reconnect_delay));
+      proxy.reconnect_at_ns =
+          now + static_cast<int64_t>(Uniform() * absl::ToInt64Nanoseconds(options_.reconnect_delay));
     }
   }
 
@@ -334,7 +336,8 @@ class SoakRun {
     quiescence_ms_ = Seconds(NowNanos() - soak_end_ns_) * 1000;
     // What the server publishes: its view of proxy 0 holds the last change's port.
     const std::string node = MakeNode(options_, "", 0).id();
-    if (std::optional<std::string> dump = AdminGet("/debug/config_dump?proxy=" + httplib::detail::encode_query_param(node))) {
+    if (std::optional<std::string> dump =
+            AdminGet("/debug/config_dump?proxy=" + httplib::detail::encode_query_param(node))) {
       server_has_last_ = dump->find(StrCat("\"portValue\":", ChangePort(last_change_))) != std::string::npos;
     }
     // The server's account of the streams: one per open stream, none of their types behind.
@@ -370,8 +373,7 @@ class SoakRun {
   }
 
   bool Report() {
-    const SoakVerdict streams =
-        JudgeStreams(outcomes_, last_change_, absl::ToInt64Nanoseconds(options_.starve_after));
+    const SoakVerdict streams = JudgeStreams(outcomes_, last_change_, absl::ToInt64Nanoseconds(options_.starve_after));
     const RssVerdict rss = JudgeRss(samples_, absl::ToDoubleSeconds(warmup_), options_.rss_growth_limit);
     std::vector<std::string> problems = problems_;
     if (last_change_ == 0) problems.push_back("no change was made");
@@ -380,15 +382,15 @@ class SoakRun {
       problems.push_back(StrCat(streams.lost_updates, " open streams without the last change (lost updates)"));
     }
     if (streams.starved > 0) {
-      problems.push_back(StrCat(streams.starved, " streams waited more than ", absl::FormatDuration(options_.starve_after),
-                                " for a newer change (starved)"));
+      problems.push_back(StrCat(streams.starved, " streams waited more than ",
+                                absl::FormatDuration(options_.starve_after), " for a newer change (starved)"));
     }
     if (streams.connected != options_.streams) {
       problems.push_back(StrCat(streams.connected, " of ", options_.streams, " streams open at the end"));
     }
     if (!server_streams_.has_value() || *server_streams_ != streams.connected) {
-      problems.push_back(StrCat("the server counts ", server_streams_.value_or(-1), " streams, ", streams.connected,
-                                " are open"));
+      problems.push_back(
+          StrCat("the server counts ", server_streams_.value_or(-1), " streams, ", streams.connected, " are open"));
     }
     if (!server_stale_types_.has_value() || *server_stale_types_ > 0) {
       problems.push_back(StrCat(server_stale_types_.value_or(-1), " stream types STALE or NACKED on the server"));
@@ -396,8 +398,8 @@ class SoakRun {
     if (stats_.failed > 0) problems.push_back(StrCat(stats_.failed.load(), " streams ended without being asked"));
     if (Nacks() > 0) problems.push_back(StrCat(Nacks(), " NACKs"));
     if (!rss.ok) {
-      problems.push_back(StrCat("RSS: ", rss.why, " (", fmt::format("{:.1f}%", 100 * rss.growth.value_or(0)),
-                                " > ", fmt::format("{:.1f}%", 100 * options_.rss_growth_limit), ")"));
+      problems.push_back(StrCat("RSS: ", rss.why, " (", fmt::format("{:.1f}%", 100 * rss.growth.value_or(0)), " > ",
+                                fmt::format("{:.1f}%", 100 * options_.rss_growth_limit), ")"));
     }
     const bool ok = problems.empty();
 
@@ -417,9 +419,9 @@ class SoakRun {
         options_.seed, absl::FormatDuration(options_.change_interval), last_change_, late_changes_, disconnects_,
         reconnects_, sotw_connections_, delta_connections_, quiescence_ms_, streams.connected, streams.lost_updates,
         streams.starved, absl::FormatDuration(options_.starve_after), Seconds(streams.max_gap_ns) * 1000,
-        server_has_last_, server_streams_.value_or(-1), server_stale_types_.value_or(-1), stats_.failed.load(),
-        Nacks(), stats_.errors.load(), rss.start_kb.value_or(0), absl::ToDoubleSeconds(warmup_),
-        rss.warm_kb.value_or(0), rss.end_kb.value_or(0), rss.max_kb.value_or(0),
+        server_has_last_, server_streams_.value_or(-1), server_stale_types_.value_or(-1), stats_.failed.load(), Nacks(),
+        stats_.errors.load(), rss.start_kb.value_or(0), absl::ToDoubleSeconds(warmup_), rss.warm_kb.value_or(0),
+        rss.end_kb.value_or(0), rss.max_kb.value_or(0),
         rss.growth.has_value() ? fmt::format("{:+.1f}%", 100 * *rss.growth) : "-",
         usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6, usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6,
         usage.ru_maxrss, JsonNumberOrNull(loadavg_start_), JsonNumberOrNull(LoadAverage()));
@@ -434,14 +436,17 @@ class SoakRun {
         samples += fmt::format("{}[{:.1f}, {}]", samples.empty() ? "" : ", ", sample.elapsed_s, sample.rss_kb);
       }
       std::string problem_list;
-      for (const std::string& problem : problems) problem_list += (problem_list.empty() ? "" : ", ") + JsonQuote(problem);
+      for (const std::string& problem : problems)
+        problem_list += (problem_list.empty() ? "" : ", ") + JsonQuote(problem);
       std::ofstream json(options_.json_path, std::ios::trunc);
       json << fmt::format(
           "{{\n  \"soak_s\": {:.1f},\n  \"streams\": {},\n  \"protocols\": \"{}\",\n  \"node_style\": \"{}\",\n"
           "  \"churn_per_stream_s\": {},\n  \"seed\": {},\n  \"change_interval_ms\": {},\n  \"changes\": {},\n"
           "  \"late_changes\": {},\n  \"disconnects\": {},\n  \"reconnects\": {},\n  \"sotw_connections\": {},\n"
-          "  \"delta_connections\": {},\n  \"quiescence_ms\": {:.0f},\n  \"open_at_end\": {},\n  \"lost_updates\": {},\n"
-          "  \"lost_examples\": {},\n  \"starved_streams\": {},\n  \"starved_examples\": {},\n  \"starve_after_ms\": {},\n"
+          "  \"delta_connections\": {},\n  \"quiescence_ms\": {:.0f},\n  \"open_at_end\": {},\n  \"lost_updates\": "
+          "{},\n"
+          "  \"lost_examples\": {},\n  \"starved_streams\": {},\n  \"starved_examples\": {},\n  \"starve_after_ms\": "
+          "{},\n"
           "  \"max_update_gap_ms\": {:.1f},\n  \"server_holds_last_change\": {},\n  \"server_streams\": {},\n"
           "  \"server_stale_or_nacked_types\": {},\n  \"unexpected_ends\": {},\n  \"nacks\": {},\n  \"errors\": {},\n"
           "  \"warmup_s\": {:.1f},\n  \"rss\": {{\"start_kb\": {}, \"after_warmup_kb\": {}, \"end_kb\": {}, "
@@ -456,9 +461,9 @@ class SoakRun {
           JsonInts(streams.lost_examples), streams.starved, JsonInts(streams.starved_examples),
           absl::ToInt64Milliseconds(options_.starve_after), Seconds(streams.max_gap_ns) * 1000, server_has_last_,
           server_streams_.value_or(-1), server_stale_types_.value_or(-1), stats_.failed.load(), Nacks(),
-          stats_.errors.load(), absl::ToDoubleSeconds(warmup_), JsonIntOrNull(rss.start_kb),
-          JsonIntOrNull(rss.warm_kb), JsonIntOrNull(rss.end_kb), JsonIntOrNull(rss.max_kb),
-          JsonNumberOrNull(rss.growth), options_.rss_growth_limit, samples,
+          stats_.errors.load(), absl::ToDoubleSeconds(warmup_), JsonIntOrNull(rss.start_kb), JsonIntOrNull(rss.warm_kb),
+          JsonIntOrNull(rss.end_kb), JsonIntOrNull(rss.max_kb), JsonNumberOrNull(rss.growth), options_.rss_growth_limit,
+          samples,
           usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6,
           usage.ru_maxrss, JsonNumberOrNull(loadavg_start_), JsonNumberOrNull(LoadAverage()), ok, problem_list);
       if (!json) std::cerr << "cxds-load: cannot write " << options_.json_path << std::endl;

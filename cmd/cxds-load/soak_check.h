@@ -13,10 +13,10 @@ namespace cxds::load {
 
 // One stream (one connection of one simulated proxy) as the soak saw it.
 struct SoakStreamOutcome {
-  int index = 0;                   // the proxy
-  bool connected_at_end = false;   // still open when the run checked
-  int latest_change = 0;           // the newest change it ACKed (0: none)
-  int64_t max_update_gap_ns = 0;   // its longest wait, while open, for a newer change
+  int index = 0;                  // the proxy
+  bool connected_at_end = false;  // still open when the run checked
+  int latest_change = 0;          // the newest change it ACKed (0: none)
+  int64_t max_update_gap_ns = 0;  // its longest wait, while open, for a newer change
 };
 
 struct SoakVerdict {

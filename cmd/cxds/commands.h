@@ -18,8 +18,8 @@ struct DemoOptions {
   std::string xds_address = "127.0.0.1:18000";
   std::string node_id = "teaching-envoy";
   uint32_t inventory_port = 18080;
-  int push_throttle = 0;  // 0: min(15 + 5 * cores, 100)
-  int push_workers = 2;   // dispatcher threads
+  int push_throttle = 0;                            // 0: min(15 + 5 * cores, 100)
+  int push_workers = 2;                             // dispatcher threads
   absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
 };
 

@@ -48,7 +48,9 @@ void PrintStatus(const AckLedger& ledger, std::ostream& out) {
 class TeachingControlPlane {
  public:
   TeachingControlPlane(const DemoOptions& options, std::ostream& out)
-      : options_(options), out_(out), cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
+      : options_(options),
+        out_(out),
+        cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
         xds_(cache_, ServerOptions(options, &tracker_)) {}
 
   bool Start() {
@@ -92,7 +94,8 @@ class TeachingControlPlane {
     } else if (command == "invalid") {
       Publish(port_, /*valid_route=*/false);
     } else {
-      out_ << "ERROR unknown command \"" << command << "\"; commands: port N, invalid, status, pushes, quit" << std::endl;
+      out_ << "ERROR unknown command \"" << command << "\"; commands: port N, invalid, status, pushes, quit"
+           << std::endl;
     }
     return true;
   }

@@ -9,9 +9,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "yaml-cpp/yaml.h"
 #include "common/logging.h"
 #include "cxds/commands.h"
+#include "yaml-cpp/yaml.h"
 
 namespace {
 
@@ -42,17 +42,17 @@ int Main(int argc, char** argv) {
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Teaching control plane: commands `port N`, `invalid`, `status`, `pushes`, `quit` on standard input");
   demo_cmd->add_option("--xds-address", demo.xds_address, "address of the xDS gRPC server")->capture_default_str();
-  demo_cmd->add_option("--node-id", demo.node_id, "node id the configuration is published for")
-      ->capture_default_str();
+  demo_cmd->add_option("--node-id", demo.node_id, "node id the configuration is published for")->capture_default_str();
   demo_cmd->add_option("--inventory-port", demo.inventory_port, "port of the inventory endpoint (version 1)")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
-  demo_cmd->add_option("--push-throttle", demo.push_throttle,
-                       "proxies pushed at once (0: 15 + 5 per core, at most 100)")
+  demo_cmd
+      ->add_option("--push-throttle", demo.push_throttle, "proxies pushed at once (0: 15 + 5 per core, at most 100)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  demo_cmd->add_option("--push-workers", demo.push_workers,
-                       "threads that start pushes (0: the publishing thread and write completions start them)")
+  demo_cmd
+      ->add_option("--push-workers", demo.push_workers,
+                   "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   AddDurationOption(*demo_cmd, "--send-timeout", demo.send_timeout,
@@ -113,8 +113,7 @@ int Main(int argc, char** argv) {
           const std::string key = entry.first.Scalar();
           auto flag = serve_flags.find(key);
           if (flag == serve_flags.end()) {
-            std::cerr << settings_file << ":" << entry.first.Mark().line + 1 << ": unknown setting \"" << key
-                      << "\"\n";
+            std::cerr << settings_file << ":" << entry.first.Mark().line + 1 << ": unknown setting \"" << key << "\"\n";
             return 2;
           }
           if (flag->second->count() == 0) {

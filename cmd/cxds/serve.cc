@@ -27,9 +27,9 @@ int RunServe(const ServeOptions& options) {
   MeshController::Options controller_options = options.controller;
   controller_options.metrics = &metrics;
   controller_options.observer = &tracker;
-  MeshController controller(
-      controller_options, std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
-      pipeline_scheduler);
+  MeshController controller(controller_options,
+                            std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
+                            pipeline_scheduler);
 
   XdsServer::Options server_options = options.server;
   server_options.metrics = &metrics;

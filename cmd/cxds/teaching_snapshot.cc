@@ -71,8 +71,7 @@ envoy::config::cluster::v3::Cluster Cluster() {
   cluster.set_name(kClusterName);
   cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
   cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
-      envoy::config::core::v3::V3);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(envoy::config::core::v3::V3);
   cluster.mutable_connect_timeout()->set_seconds(1);
   cluster.set_lb_policy(envoy::config::cluster::v3::Cluster::ROUND_ROBIN);
   return cluster;

@@ -104,7 +104,8 @@ std::string PushStatusJson(const PushPipeline& pipeline) {
     ids += "]";
     out += StrCat("{\"push\":", r.sequence, ",\"version\":", Quote(r.version), ",\"full\":", r.full,
                   ",\"reasons\":", Quote(r.reasons), ",\"configs\":", configs, ",\"configs_total\":", r.configs_total,
-                  ",\"changes\":", ids, ",\"changes_total\":", r.change_ids_total, ",\"proxies_pushed\":", r.proxies_notified, ",\"proxies\":", r.proxies_total,
+                  ",\"changes\":", ids, ",\"changes_total\":", r.change_ids_total,
+                  ",\"proxies_pushed\":", r.proxies_notified, ",\"proxies\":", r.proxies_total,
                   ",\"first_change\":", Time(r.first_change), ",\"started\":", Time(r.started),
                   ",\"context_ms\":", Ms(r.context_time), ",\"push_ms\":", Ms(r.push_time), "}");
   }
@@ -129,24 +130,25 @@ std::string ConfigStatusJson(const ConfigStore& store) {
 std::string ChangeJson(const ChangeStages& c) {
   std::string configs = "[";
   for (size_t i = 0; i < c.configs.size(); ++i) configs += (i ? "," : "") + Quote(c.configs[i]);
-  std::string out = StrCat("{\"id\":", c.id, ",\"received\":", Time(c.received), ",\"configs\":", configs,
-                           "],\"reasons\":", Quote(c.reasons), ",\"push\":",
-                           c.push_number.has_value() ? std::to_string(*c.push_number) : "null",
-                           ",\"debounced\":", Time(c.debounced), ",\"push_started\":", Time(c.push_started),
-                           ",\"version\":", Quote(c.push_version), ",\"full\":", c.full,
-                           ",\"configs_total\":", c.configs_total, ",\"detail_truncated\":", c.detail_truncated,
-                           ",\"proxies_dropped\":", c.dropped.proxies, ",\"untracked_events\":", c.untracked_events,
-                           ",\"proxies\":[");
+  std::string out =
+      StrCat("{\"id\":", c.id, ",\"received\":", Time(c.received), ",\"configs\":", configs,
+             "],\"reasons\":", Quote(c.reasons),
+             ",\"push\":", c.push_number.has_value() ? std::to_string(*c.push_number) : "null",
+             ",\"debounced\":", Time(c.debounced), ",\"push_started\":", Time(c.push_started),
+             ",\"version\":", Quote(c.push_version), ",\"full\":", c.full, ",\"configs_total\":", c.configs_total,
+             ",\"detail_truncated\":", c.detail_truncated, ",\"proxies_dropped\":", c.dropped.proxies,
+             ",\"untracked_events\":", c.untracked_events, ",\"proxies\":[");
   bool first = true;
   for (const auto& [stream, p] : c.proxies) {
     out += first ? "" : ",";
     first = false;
     out += StrCat("{\"stream\":", stream, ",\"node\":", Quote(p.node_id), ",\"queued\":", Time(p.queued),
                   ",\"dequeued\":", Time(p.dequeued), ",\"done\":", Time(p.done), ",\"responses\":", p.responses,
-                  ",\"state\":", Quote(p.types.empty()  ? "NOTHING_TO_SEND"
-                                       : p.rejected()   ? "NACKED"
-                                       : p.answered()   ? "ACKED"
-                                                        : "SENT"),
+                  ",\"state\":",
+                  Quote(p.types.empty() ? "NOTHING_TO_SEND"
+                        : p.rejected()  ? "NACKED"
+                        : p.answered()  ? "ACKED"
+                                        : "SENT"),
                   ",\"types\":[");
     for (size_t i = 0; i < p.types.size(); ++i) {
       const TypeStage& t = p.types[i];
@@ -164,8 +166,8 @@ std::string ConfigDumpJson(const Snapshot& snapshot) {
   bool first_type = true;
   google::protobuf::util::JsonPrintOptions options;
   for (const auto& [type_url, resources] : snapshot.types()) {
-    out += StrCat(first_type ? "" : ",", Quote(type_url), ":{\"version\":", Quote(resources->version),
-                  ",\"resources\":[");
+    out +=
+        StrCat(first_type ? "" : ",", Quote(type_url), ":{\"version\":", Quote(resources->version), ",\"resources\":[");
     first_type = false;
     bool first = true;
     for (const auto& [name, resource] : resources->items) {
@@ -212,24 +214,23 @@ std::string ChangeSummaryJson(const ChangeSummary& s) {
   const auto between = [](const std::optional<absl::Time>& from, const std::optional<absl::Time>& to) {
     return from.has_value() && to.has_value() ? StrCat(absl::ToDoubleMilliseconds(*to - *from)) : std::string("null");
   };
-  return StrCat("{\"change\":", s.id, ",\"version\":", Quote(s.version), ",\"proxies\":", s.proxies,
-                ",\"responses\":", s.responses, ",\"proxies_written\":", s.proxies_written,
-                ",\"proxies_acked\":", s.proxies_acked, ",\"proxies_nacked\":", s.proxies_nacked,
-                ",\"received_unix_ms\":", unix_ms(s.received), ",\"first_sent_unix_ms\":", unix_ms(s.first_sent),
-                ",\"last_written_unix_ms\":", unix_ms(s.last_written),
-                ",\"last_answered_unix_ms\":", unix_ms(s.last_answered),
-                ",\"send_ms\":", between(s.first_sent, s.last_written),
-                ",\"push_ms\":", between(s.received, s.last_written), ",\"detail_truncated\":", s.detail_truncated,
-                ",\"untracked_events\":", s.untracked_events, "}");
+  return StrCat(
+      "{\"change\":", s.id, ",\"version\":", Quote(s.version), ",\"proxies\":", s.proxies,
+      ",\"responses\":", s.responses, ",\"proxies_written\":", s.proxies_written,
+      ",\"proxies_acked\":", s.proxies_acked, ",\"proxies_nacked\":", s.proxies_nacked,
+      ",\"received_unix_ms\":", unix_ms(s.received), ",\"first_sent_unix_ms\":", unix_ms(s.first_sent),
+      ",\"last_written_unix_ms\":", unix_ms(s.last_written), ",\"last_answered_unix_ms\":", unix_ms(s.last_answered),
+      ",\"send_ms\":", between(s.first_sent, s.last_written), ",\"push_ms\":", between(s.received, s.last_written),
+      ",\"detail_truncated\":", s.detail_truncated, ",\"untracked_events\":", s.untracked_events, "}");
 }
 
 AdminServer::AdminServer(AdminSources sources, AdminLimits limits)
     : sources_(sources),
       router_(std::make_unique<AdminRouter>()),
-      listener_(limits, [router = router_.get()](httplib::Stream& stream, bool close_connection,
-                                                 bool& connection_closed) {
-        return router->Serve(stream, close_connection, connection_closed);
-      }) {
+      listener_(limits,
+                [router = router_.get()](httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+                  return router->Serve(stream, close_connection, connection_closed);
+                }) {
   router_->set_payload_max_length(limits.max_request_bytes);
   Routes();
 }
@@ -240,7 +241,8 @@ void AdminServer::Routes() {
   const auto json = [](httplib::Response& res, const std::string& body) {
     res.set_content(body + "\n", "application/json");
   };
-  router_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  router_->Get("/healthz",
+               [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   router_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
     const bool ready = !sources_.ready || sources_.ready();
     res.status = ready ? 200 : 503;
@@ -326,8 +328,7 @@ absl::Status AdminServer::Start(const std::string& host, int port) { return list
 absl::Status AdminServer::Start(const std::string& address) {
   const size_t colon = address.rfind(':');
   int port = -1;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
     return absl::InvalidArgumentError(StrCat("admin: bad address \"", address, "\" (want HOST:PORT)"));
   }
   return Start(address.substr(0, colon), port);

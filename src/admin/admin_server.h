@@ -31,8 +31,8 @@
 
 #include "absl/status/status.h"
 #include "admin/http_listener.h"
-#include "metrics/metrics.h"
 #include "config/config_store.h"
+#include "metrics/metrics.h"
 #include "pipeline/convergence_tracker.h"
 #include "pipeline/push_pipeline.h"
 #include "server/ack_ledger.h"

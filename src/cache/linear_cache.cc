@@ -42,8 +42,7 @@ class LinearCache::WatchImpl final : public ConfigWatcher::Watch {
 
   SnapshotPtr Current() override { return cache_->Current(); }
   void RecordRequest() override { cache_->RecordRequest(id_); }
-  void SetInterest(const std::string& type_url, bool wildcard,
-                   const absl::flat_hash_set<std::string>& names) override {
+  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) override {
     if (type_url == cache_->type_url_) cache_->SetInterest(id_, wildcard, names);
   }
 
@@ -87,8 +86,8 @@ absl::Status LinearCache::Validate(const std::vector<ResourcePtr>& upserts,
       return absl::InvalidArgumentError(StrCat("null resource for the LinearCache of ", type_url_));
     }
     if (resource->type_url() != type_url_) {
-      return absl::InvalidArgumentError(StrCat("resource \"", resource->name(), "\" has type ",
-                                               resource->type_url(), " but this LinearCache holds ", type_url_));
+      return absl::InvalidArgumentError(StrCat("resource \"", resource->name(), "\" has type ", resource->type_url(),
+                                               " but this LinearCache holds ", type_url_));
     }
     if (!names.insert(resource->name()).second) {
       return absl::InvalidArgumentError(StrCat("resource \"", resource->name(), "\" given twice"));
@@ -102,8 +101,7 @@ absl::Status LinearCache::Validate(const std::vector<ResourcePtr>& upserts,
   return absl::OkStatus();
 }
 
-absl::Status LinearCache::Apply(std::vector<ResourcePtr> upserts, std::vector<std::string> deletes,
-                                bool replace_all) {
+absl::Status LinearCache::Apply(std::vector<ResourcePtr> upserts, std::vector<std::string> deletes, bool replace_all) {
   if (absl::Status valid = Validate(upserts, deletes); !valid.ok()) {
     return valid;
   }

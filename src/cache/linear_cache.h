@@ -114,8 +114,7 @@ class LinearCache final : public ConfigWatcher {
   absl::Status Validate(const std::vector<ResourcePtr>& upserts, const std::vector<std::string>& deletes) const;
   // The callbacks of the watches to tell about `changed` (sorted names); all of them if
   // `everything`.
-  std::vector<std::shared_ptr<WatchCallback>> CollectLocked(const std::vector<std::string>& changed,
-                                                            bool everything)
+  std::vector<std::shared_ptr<WatchCallback>> CollectLocked(const std::vector<std::string>& changed, bool everything)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const std::vector<std::shared_ptr<WatchCallback>>& callbacks, const ConfigChange& change);
   std::string VersionLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -23,8 +23,8 @@ class MuxConfigWatcher::WatchImpl final : public ConfigWatcher::Watch {
     std::vector<std::unique_ptr<Watch>> underlying;
     underlying.reserve(mux_->watchers_.size());
     for (size_t i = 0; i < mux_->watchers_.size(); ++i) {
-      underlying.push_back(mux_->watchers_[i]->CreateWatch(
-          node, [this, i](const ConfigChange& change) { Forward(i, change); }));
+      underlying.push_back(
+          mux_->watchers_[i]->CreateWatch(node, [this, i](const ConfigChange& change) { Forward(i, change); }));
     }
     underlying_ = std::move(underlying);
     MutexLock lock(&callback_mu_);
@@ -73,8 +73,7 @@ class MuxConfigWatcher::WatchImpl final : public ConfigWatcher::Watch {
     for (const auto& watch : underlying_) watch->RecordRequest();
   }
 
-  void SetInterest(const std::string& type_url, bool wildcard,
-                   const absl::flat_hash_set<std::string>& names) override {
+  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) override {
     std::optional<size_t> owner = mux_->OwnerIndex(type_url);
     if (owner.has_value()) underlying_[*owner]->SetInterest(type_url, wildcard, names);
   }

@@ -65,7 +65,7 @@ class MuxConfigWatcher final : public ConfigWatcher {
   std::optional<ConfigChange> Restrict(size_t index, const ConfigChange& change) const;
 
   // Immutable after construction.
-  std::vector<ConfigWatcher*> watchers_;  // distinct, in a fixed order
+  std::vector<ConfigWatcher*> watchers_;                      // distinct, in a fixed order
   std::map<std::string, std::optional<size_t>> route_index_;  // type URL -> index in watchers_
   std::optional<size_t> fallback_index_;
 };

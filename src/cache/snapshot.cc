@@ -1,7 +1,7 @@
 #include "cache/snapshot.h"
 
-#include "common/strings.h"
 #include "absl/strings/str_join.h"
+#include "common/strings.h"
 #include "protocol/references.h"
 #include "protocol/type_url.h"
 
@@ -15,13 +15,12 @@ const std::string& EmptyString() {
 
 // Compares the names referenced with the names present for one type and appends the
 // differences to `problems`.
-void CompareReferences(std::string_view what, std::string_view referrer,
-                       const std::set<std::string>& referenced, const Snapshot::TypeResources* present,
-                       std::vector<std::string>* problems) {
+void CompareReferences(std::string_view what, std::string_view referrer, const std::set<std::string>& referenced,
+                       const Snapshot::TypeResources* present, std::vector<std::string>* problems) {
   for (const std::string& name : referenced) {
     if (present == nullptr || !present->items.contains(name)) {
-      problems->push_back(StrCat(what, " \"", name, "\" is referenced by ", referrer,
-                                       " but missing from the snapshot"));
+      problems->push_back(
+          StrCat(what, " \"", name, "\" is referenced by ", referrer, " but missing from the snapshot"));
     }
   }
   if (present == nullptr) {
@@ -29,8 +28,7 @@ void CompareReferences(std::string_view what, std::string_view referrer,
   }
   for (const auto& [name, resource] : present->items) {
     if (!referenced.contains(name)) {
-      problems->push_back(StrCat(what, " \"", name, "\" is in the snapshot but no ", referrer,
-                                       " references it"));
+      problems->push_back(StrCat(what, " \"", name, "\" is in the snapshot but no ", referrer, " references it"));
     }
   }
 }
@@ -146,8 +144,8 @@ absl::Status Snapshot::ConsistentStrict() const {
   const TypeResources* clusters = resources(std::string(kClusterType));
   for (const std::string& cluster : from_routes.clusters) {
     if (clusters == nullptr || !clusters->items.contains(cluster)) {
-      problems.push_back(StrCat("Cluster \"", cluster,
-                                      "\" is referenced by a route configuration but missing from the snapshot"));
+      problems.push_back(
+          StrCat("Cluster \"", cluster, "\" is referenced by a route configuration but missing from the snapshot"));
     }
   }
   if (problems.empty()) {

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "common/strings.h"
 #include "common/logging.h"
+#include "common/strings.h"
 
 namespace cxds {
 
@@ -66,8 +66,7 @@ absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr
       break;
   }
   if (!check.ok()) {
-    return absl::FailedPreconditionError(
-        StrCat("snapshot for node ", node_key, " refused: ", check.message()));
+    return absl::FailedPreconditionError(StrCat("snapshot for node ", node_key, " refused: ", check.message()));
   }
   std::vector<std::shared_ptr<WatchCallback>> to_notify;
   SnapshotPtr previous;
@@ -190,7 +189,8 @@ ConfigChange DiffSnapshots(const Snapshot* before, const Snapshot* after) {
         ++b;
       }
     }
-    if (!names.empty() || old_items->version != new_items->version) change.types[type_url] = std::make_shared<const std::vector<std::string>>(std::move(names));
+    if (!names.empty() || old_items->version != new_items->version)
+      change.types[type_url] = std::make_shared<const std::vector<std::string>>(std::move(names));
   };
   for (const auto& [type_url, typed] : before->types()) diff_type(type_url);
   for (const auto& [type_url, typed] : after->types()) {

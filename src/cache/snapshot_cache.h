@@ -21,10 +21,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace cxds {
 
@@ -50,7 +50,7 @@ enum class ConsistencyPolicy {
 
 struct NodeStatus {
   envoy::config::core::v3::Node node;  // as sent on the most recent stream's first request
-  int open_watches = 0;                 // streams currently watching this key
+  int open_watches = 0;                // streams currently watching this key
   std::optional<absl::Time> last_request_time;
   bool has_snapshot = false;
 };

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "absl/base/thread_annotations.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace cxds {
 

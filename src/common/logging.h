@@ -12,7 +12,8 @@ namespace cxds {
 // A client-provided string as a log argument: `Log().info("node={}", Untrusted(id))` prints
 // EscapeUntrusted(id) (common/strings.h), and only if the line is logged at all.
 struct Untrusted {
-  explicit Untrusted(std::string_view text, size_t max_bytes = kUntrustedLogBytes, UntrustedIn where = UntrustedIn::kBare)
+  explicit Untrusted(std::string_view text, size_t max_bytes = kUntrustedLogBytes,
+                     UntrustedIn where = UntrustedIn::kBare)
       : text(text), max_bytes(max_bytes), where(where) {}
   std::string_view text;
   size_t max_bytes;

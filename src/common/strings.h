@@ -8,10 +8,10 @@
 // error kept in the ledger) goes through TruncateUntrusted.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <algorithm>
 #include <type_traits>
 
 namespace cxds {

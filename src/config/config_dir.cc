@@ -119,7 +119,8 @@ ConfigDirReader::Listing ConfigDirReader::Walk() const {
           listing.notes.push_back(StrCat("skipped ", path, ": deeper than ", limits_.max_depth, " levels"));
           listing.complete = false;
         } else if (!visited.insert({st.st_dev, st.st_ino}).second) {
-          listing.notes.push_back(StrCat("skipped ", path, ": a directory already read (a symlink loop or a second link)"));
+          listing.notes.push_back(
+              StrCat("skipped ", path, ": a directory already read (a symlink loop or a second link)"));
         } else {
           subdirs.emplace_back(path, depth + 1);
         }
@@ -127,13 +128,12 @@ ConfigDirReader::Listing ConfigDirReader::Walk() const {
       }
       if (!S_ISREG(st.st_mode) || !IsConfigFileName(path)) continue;
       if (listing.files.size() >= limits_.max_files) {
-        listing.notes.push_back(StrCat("more than ", limits_.max_files, " config files under ", dir_,
-                                       ": the rest are not read"));
+        listing.notes.push_back(
+            StrCat("more than ", limits_.max_files, " config files under ", dir_, ": the rest are not read"));
         listing.complete = false;
         break;
       }
-      listing.files[path] =
-          FileId{st.st_dev, st.st_ino, st.st_size, Nanos(st.st_mtim), Nanos(st.st_ctim)};
+      listing.files[path] = FileId{st.st_dev, st.st_ino, st.st_size, Nanos(st.st_mtim), Nanos(st.st_ctim)};
     }
     // Depth first, in path order.
     for (auto it = subdirs.rbegin(); it != subdirs.rend(); ++it) stack.push_back(std::move(*it));

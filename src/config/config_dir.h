@@ -68,15 +68,14 @@ class ConfigDirReader {
 
   const std::string dir_;
   const ConfigDirLimits limits_;
-  std::map<std::string, FileId> known_;                // files read and handed out
-  std::map<std::string, std::string> unreadable_;       // reported unreadable, with the reason
-  std::set<std::string> notes_;                         // said once until they change
+  std::map<std::string, FileId> known_;            // files read and handed out
+  std::map<std::string, std::string> unreadable_;  // reported unreadable, with the reason
+  std::set<std::string> notes_;                    // said once until they change
 };
 
 // `cxds validate`: checks every config file under `dir` offline; errors
 // (file:line: object: field: message) go to `err`, a summary to `out`. Returns 0 if all is
 // valid, 1 if not, 2 if `dir` is unusable.
-int ValidateDirectory(const std::string& dir, std::ostream& out, std::ostream& err,
-                      ConfigStore::Options options = {});
+int ValidateDirectory(const std::string& dir, std::ostream& out, std::ostream& err, ConfigStore::Options options = {});
 
 }  // namespace cxds

@@ -87,10 +87,10 @@ ObjectMap ConfigStore::Resolve(std::map<std::string, std::vector<ConfigError>>& 
       const ConfigKey key = KeyOf(definition->object);
       auto [it, inserted] = objects.emplace(key, definition);
       if (!inserted) {
-        duplicates[path].push_back(ConfigError{
-            path, definition->position.line, Describe(key), "",
-            StrCat("is already defined in ", Where(it->second->position),
-                   "; this definition is ignored (the first definition in path order is served)")});
+        duplicates[path].push_back(
+            ConfigError{path, definition->position.line, Describe(key), "",
+                        StrCat("is already defined in ", Where(it->second->position),
+                               "; this definition is ignored (the first definition in path order is served)")});
       }
     }
   }
@@ -120,26 +120,26 @@ void ConfigStore::EnforceReferences(ObjectMap& candidate,
       const SourcePosition position = referrer != candidate.end() ? referrer->second->position : SourcePosition{};
       if (referrer != candidate.end() && Differs(candidate, current, e.key)) {
         const bool had_version = current.contains(e.key);
-        errors[position.file].push_back(ConfigError{
-            position.file, position.line, Describe(e.key), e.field,
-            StrCat(e.message, had_version ? "; this version is refused and the last good one keeps serving"
-                                          : "; this object is refused until that is fixed")});
+        errors[position.file].push_back(
+            ConfigError{position.file, position.line, Describe(e.key), e.field,
+                        StrCat(e.message, had_version ? "; this version is refused and the last good one keeps serving"
+                                                      : "; this object is refused until that is fixed")});
         revert(e.key);
         reverted = true;
       } else if (!e.target.kind.empty() && Differs(candidate, current, e.target)) {
         auto changed = candidate.find(e.target);
         const SourcePosition target_position =
             changed != candidate.end() ? changed->second->position : current.at(e.target)->position;
-        errors[target_position.file].push_back(ConfigError{
-            target_position.file, target_position.line, Describe(e.target), "",
-            StrCat("this change is refused and the last good version keeps serving: ", Describe(e.key), " (",
-                   Where(position), ") ", e.field, ": ", e.message)});
+        errors[target_position.file].push_back(
+            ConfigError{target_position.file, target_position.line, Describe(e.target), "",
+                        StrCat("this change is refused and the last good version keeps serving: ", Describe(e.key),
+                               " (", Where(position), ") ", e.field, ": ", e.message)});
         revert(e.target);
         reverted = true;
       } else {
         // Broken before this step too (nothing it changed is involved): reported, served.
-        standing.push_back({position.file, ConfigError{position.file, position.line, Describe(e.key), e.field,
-                                                       e.message}});
+        standing.push_back(
+            {position.file, ConfigError{position.file, position.line, Describe(e.key), e.field, e.message}});
       }
     }
     if (!reverted) {

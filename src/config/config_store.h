@@ -70,8 +70,7 @@ struct ReferenceError {
   ConfigKey target;
 };
 // Checks a candidate state; `current` is what is served now (to name a removed target).
-using ReferenceCheck =
-    std::function<std::vector<ReferenceError>(const ObjectMap& candidate, const ObjectMap& current)>;
+using ReferenceCheck = std::function<std::vector<ReferenceError>(const ObjectMap& candidate, const ObjectMap& current)>;
 
 class ConfigStore {
  public:

@@ -171,8 +171,8 @@ class Reader {
         node.Scalar().find_first_of("smh") != std::string::npos) {
       return d;
     }
-    Error(node, Join(field, key), StrCat("must be a duration such as \"1s\" or \"250ms\", got \"",
-                                         node.IsScalar() ? node.Scalar() : "", "\""));
+    Error(node, Join(field, key),
+          StrCat("must be a duration such as \"1s\" or \"250ms\", got \"", node.IsScalar() ? node.Scalar() : "", "\""));
     return std::nullopt;
   }
 
@@ -191,8 +191,7 @@ class Reader {
     return labels;
   }
 
-  std::vector<std::string> Strings(const YAML::Node& parent, const char* key, const std::string& field,
-                                   bool required) {
+  std::vector<std::string> Strings(const YAML::Node& parent, const char* key, const std::string& field, bool required) {
     std::vector<std::string> out;
     const YAML::Node node = parent[key];
     if (!node.IsDefined() || node.IsNull()) {
@@ -274,16 +273,17 @@ std::string AddressProblem(const std::string& address) {
 // Keys of a DNS-1123 name: lowercase alphanumerics and '-', '.'.
 bool IsDnsName(const std::string& s) {
   return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
-           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-                  c == '-' || c == '.';
-         });
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+           c == '.';
+  });
 }
 
 // A DNS-1123 label: namespaces and subset names, which appear inside hosts and cluster names.
 bool IsDnsLabel(const std::string& s) {
   return !s.empty() && s.size() <= 63 && s.front() != '-' && s.back() != '-' &&
          std::all_of(s.begin(), s.end(), [](char c) {
-           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                  c == '-';
          });
 }
 
@@ -383,8 +383,8 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
   }
   if (node["ports"].IsDefined() && r.IsMap(node["ports"], Reader::Join(field, "ports"))) {
     for (const auto& entry : node["ports"]) {
-      if (auto v = r.UintValue(entry.second, Reader::Join(Reader::Join(field, "ports"), entry.first.Scalar()), 1,
-                               65535)) {
+      if (auto v =
+              r.UintValue(entry.second, Reader::Join(Reader::Join(field, "ports"), entry.first.Scalar()), 1, 65535)) {
         w.ports[entry.first.Scalar()] = *v;
       }
     }
@@ -409,7 +409,8 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (!r.IsMap(spec, "spec")) return s;
   r.OnlyKeys(spec, "spec", {"ports", "selector", "type", "clusterIP"});
   if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
-    r.Error(spec["type"], "spec.type", StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
+    r.Error(spec["type"], "spec.type",
+            StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
   }
   s.ports = Ports(r, spec, "spec", /*k8s=*/true);
   s.selector = r.Labels(spec, "selector", "spec");
@@ -434,8 +435,8 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
       const std::string f = Reader::Index("ports", i);
       if (!r.IsMap(ports[i], f)) continue;
       r.OnlyKeys(ports[i], f, {"name", "port", "protocol", "appProtocol"});
-      e.ports.push_back({r.String(ports[i], "name", f, false).value_or(""),
-                         r.Uint(ports[i], "port", f, true, 1, 65535).value_or(0)});
+      e.ports.push_back(
+          {r.String(ports[i], "name", f, false).value_or(""), r.Uint(ports[i], "port", f, true, 1, 65535).value_or(0)});
     }
   }
   const YAML::Node endpoints = doc["endpoints"];
@@ -518,8 +519,9 @@ std::optional<StringMatch> ReadStringMatch(Reader& r, const YAML::Node& node, co
   }
   StringMatch m;
   const std::string key = node.begin()->first.Scalar();
-  m.kind = key == "exact" ? StringMatch::Kind::kExact : key == "prefix" ? StringMatch::Kind::kPrefix
-                                                                         : StringMatch::Kind::kRegex;
+  m.kind = key == "exact"    ? StringMatch::Kind::kExact
+           : key == "prefix" ? StringMatch::Kind::kPrefix
+                             : StringMatch::Kind::kRegex;
   m.value = r.String(node, key.c_str(), field, true).value_or("");
   return m;
 }
@@ -751,10 +753,12 @@ struct KindInfo {
 
 const std::vector<KindInfo>& Kinds() {
   static const std::vector<std::string> kIstio = {"networking.istio.io/v1", "networking.istio.io/v1beta1",
-                                                   "networking.istio.io/v1alpha3"};
+                                                  "networking.istio.io/v1alpha3"};
   static const std::vector<KindInfo> kinds = {
       {"Service", {"v1"}, ReadService, {"apiVersion", "kind", "metadata", "spec", "status"}},
-      {"EndpointSlice", {"discovery.k8s.io/v1"}, ReadEndpointSlice,
+      {"EndpointSlice",
+       {"discovery.k8s.io/v1"},
+       ReadEndpointSlice,
        {"apiVersion", "kind", "metadata", "addressType", "ports", "endpoints"}},
       {"ServiceEntry", kIstio, ReadServiceEntry, {"apiVersion", "kind", "metadata", "spec"}},
       {"WorkloadEntry", kIstio, ReadWorkloadEntry, {"apiVersion", "kind", "metadata", "spec"}},
@@ -868,9 +872,9 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     ObjectMeta meta = ReadMeta(r, doc);
     r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
     if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
-      r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
-              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64),
-                     "\""));
+      r.Error(
+          doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
+          StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\""));
     }
     for (const auto& entry : doc) {
       const std::string key = entry.first.Scalar();
@@ -917,8 +921,9 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
   try {
     const std::string text(content);
     if (const int line = StuckParserLine(text); line >= 0) {
-      return refuse(line + 1, "the YAML parser cannot read past this point (a document starts with a token it does "
-                              "not accept, such as ',')");
+      return refuse(line + 1,
+                    "the YAML parser cannot read past this point (a document starts with a token it does "
+                    "not accept, such as ',')");
     }
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     size_t budget = limits.max_expanded_nodes;

@@ -17,7 +17,7 @@ namespace cxds {
 
 struct ConfigError {
   std::string file;
-  int line = 0;  // 1-based; 0: the whole file
+  int line = 0;        // 1-based; 0: the whole file
   std::string object;  // "Kind namespace/name" when known
   std::string field;   // "spec.http[0].route[1].weight" when known
   std::string message;

@@ -59,8 +59,8 @@ absl::Status MeshController::Start() {
     return absl::Status(first.status().code(), StrCat("the first load failed: ", first.status().message()));
   }
   ready_ = true;
-  Log().info("CONFIG loaded source=\"{}\" files={} objects={} errors={} version={}", source_->Describe(),
-             files->size(), store_.Snapshot()->size(), store_.error_count(), (*first)->version());
+  Log().info("CONFIG loaded source=\"{}\" files={} objects={} errors={} version={}", source_->Describe(), files->size(),
+             store_.Snapshot()->size(), store_.error_count(), (*first)->version());
   return source_->Start([this](std::vector<FileRead> batch) { ApplyBatch(batch); });
 }
 

@@ -47,8 +47,7 @@ std::string Escape(const std::string& text, bool quotes) {
 }
 
 // `{a="x",b="y"}` with an optional extra label (le for histogram buckets); "" if none.
-std::string LabelString(const Labels& labels, const std::string& extra_name = "",
-                        const std::string& extra_value = "") {
+std::string LabelString(const Labels& labels, const std::string& extra_name = "", const std::string& extra_value = "") {
   std::string out;
   for (const auto& [name, value] : labels) {
     out += out.empty() ? "{" : ",";

@@ -12,9 +12,9 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "model/mesh_kinds.h"
 #include "model/proxy.h"
 #include "protocol/type_url.h"
-#include "model/mesh_kinds.h"
 
 namespace cxds {
 
@@ -177,8 +177,9 @@ class EndpointGenerator final : public Generator {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
-          {std::string(kEndpointType), name, ""}, {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)},
-          request.push_sequence, [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
+          {std::string(kEndpointType), name, ""},
+          {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
+          [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
@@ -362,8 +363,8 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           if (!http.retries->retry_on.empty()) retry->set_retry_on(http.retries->retry_on);
           if (http.retries->per_try_timeout.has_value()) {
             retry->mutable_per_try_timeout()->set_seconds(absl::ToInt64Seconds(*http.retries->per_try_timeout));
-            retry->mutable_per_try_timeout()->set_nanos(static_cast<int32_t>(
-                absl::ToInt64Nanoseconds(*http.retries->per_try_timeout % absl::Seconds(1))));
+            retry->mutable_per_try_timeout()->set_nanos(
+                static_cast<int32_t>(absl::ToInt64Nanoseconds(*http.retries->per_try_timeout % absl::Seconds(1))));
           }
         }
       }
@@ -448,8 +449,8 @@ ProxyFilter MeshProxyFilter() {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     for (const ConfigKey& key : request.configs) {
-      const bool host_keyed = key.kind == kind::kServiceEntry || key.kind == kind::kEndpoints ||
-                              key.kind == kind::kDestinationRule;
+      const bool host_keyed =
+          key.kind == kind::kServiceEntry || key.kind == kind::kEndpoints || key.kind == kind::kDestinationRule;
       if (!host_keyed) return true;  // routes and scopes may concern anyone
       // A removed service is no longer in the context: push, so the proxy drops it.
       if (mesh.FindService(key.name) == nullptr || scope.VisibleHost(key.name)) return true;

@@ -5,8 +5,8 @@
 
 #include "common/logging.h"
 #include "common/strings.h"
-#include "protocol/resource.h"
 #include "model/mesh_kinds.h"
+#include "protocol/resource.h"
 
 namespace cxds {
 
@@ -32,8 +32,8 @@ uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
 }
 
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
-  return a.hosts == b.hosts && a.ports == b.ports &&
-         a.workload_selector == b.workload_selector && a.meta.labels == b.meta.labels;
+  return a.hosts == b.hosts && a.ports == b.ports && a.workload_selector == b.workload_selector &&
+         a.meta.labels == b.meta.labels;
 }
 
 bool IsEndpointKind(const std::string& kind) { return kind == "EndpointSlice" || kind == "WorkloadEntry"; }
@@ -92,7 +92,7 @@ namespace {
 
 // DestinationRules by resolved host; the first by (namespace, name) wins, as in MeshContext.
 std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> RulesByHost(const ObjectMap& objects,
-                                                                               const std::string& suffix) {
+                                                                                const std::string& suffix) {
   std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> rules;
   for (const auto& [key, object] : objects) {
     if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
@@ -189,10 +189,9 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
         if (side != nullptr) endpoint_keys_for_workload(std::get<WorkloadEntry>(side->object));
       }
     } else if (std::holds_alternative<ServiceEntry>(any) || std::holds_alternative<K8sService>(any)) {
-      const bool endpoints_only = before != nullptr && after != nullptr &&
-                                  std::holds_alternative<ServiceEntry>(any) &&
-                                  SameExceptEndpoints(std::get<ServiceEntry>(before->object),
-                                                      std::get<ServiceEntry>(after->object));
+      const bool endpoints_only =
+          before != nullptr && after != nullptr && std::holds_alternative<ServiceEntry>(any) &&
+          SameExceptEndpoints(std::get<ServiceEntry>(before->object), std::get<ServiceEntry>(after->object));
       for (const auto* side : {before.get(), after.get()}) {
         if (side == nullptr) continue;
         for (const std::string& host : HostsOf(side->object)) {
@@ -252,7 +251,8 @@ void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
       for (const WorkloadEndpoint& w : se->endpoints) members.push_back(&w);
       if (se->workload_selector.has_value()) {
         for (const WorkloadEntry* we : workloads) {
-          if (we->meta.namespace_name == se->meta.namespace_name && LabelsMatch(*se->workload_selector, we->spec.labels)) {
+          if (we->meta.namespace_name == se->meta.namespace_name &&
+              LabelsMatch(*se->workload_selector, we->spec.labels)) {
             members.push_back(&we->spec);
           }
         }

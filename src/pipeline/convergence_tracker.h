@@ -63,11 +63,11 @@ struct ProxyStages {
 
 // Per-proxy counts of one change, as a summary reports them.
 struct ChangeCounters {
-  int proxies = 0;      // proxies that were sent at least one response for it
+  int proxies = 0;  // proxies that were sent at least one response for it
   int responses = 0;
-  int proxies_written = 0;  // of those, proxies whose responses were all written
-  int proxies_acked = 0;    // every response ACKed
-  int proxies_nacked = 0;   // at least one NACK
+  int proxies_written = 0;                  // of those, proxies whose responses were all written
+  int proxies_acked = 0;                    // every response ACKed
+  int proxies_nacked = 0;                   // at least one NACK
   std::optional<absl::Time> first_sent;     // the first write started
   std::optional<absl::Time> last_written;   // the last proxy's last write completed
   std::optional<absl::Time> last_answered;  // the last ACK or NACK
@@ -99,8 +99,8 @@ struct ChangeStages {
 // One change across every proxy it reached: what a load test compares with a raw fan-out.
 struct ChangeSummary : ChangeCounters {
   uint64_t id = 0;
-  absl::Time received;  // the change was made (ConfigUpdate, or SetSnapshot for a cache)
-  std::string version;  // the push's version, when the pipeline made it
+  absl::Time received;            // the change was made (ConfigUpdate, or SetSnapshot for a cache)
+  std::string version;            // the push's version, when the pipeline made it
   bool detail_truncated = false;  // some per-proxy records were dropped (counts kept)
   uint64_t untracked_events = 0;
 };
@@ -116,9 +116,9 @@ class ConvergenceTracker final : public PushObserver {
     size_t changes = 0;
     size_t proxy_records = 0;
     uint64_t changes_forgotten = 0;
-    uint64_t details_dropped = 0;     // changes whose per-proxy records were dropped
-    uint64_t untracked_events = 0;    // events that found no record (dropped or no room)
-    uint64_t ignored_forgotten = 0;   // events for a change id already forgotten
+    uint64_t details_dropped = 0;    // changes whose per-proxy records were dropped
+    uint64_t untracked_events = 0;   // events that found no record (dropped or no room)
+    uint64_t ignored_forgotten = 0;  // events for a change id already forgotten
   };
 
   explicit ConvergenceTracker(size_t max_changes = 256) : ConvergenceTracker(Limits{.max_changes = max_changes}) {}

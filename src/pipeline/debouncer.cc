@@ -22,8 +22,7 @@ std::string DescribeConfigs(const PushRequest& request) {
 
 Debouncer::Debouncer(Scheduler& scheduler, DebounceOptions options, PushFn push, MetricsRegistry* metrics,
                      PushObserver* observer)
-    : scheduler_(scheduler), clock_(scheduler.clock()), options_(options), push_(std::move(push)),
-      observer_(observer) {
+    : scheduler_(scheduler), clock_(scheduler.clock()), options_(options), push_(std::move(push)), observer_(observer) {
   if (metrics != nullptr) {
     const std::string inbound_help = "Config updates received by the pipeline, by type.";
     inbound_config_ = &metrics->GetCounter("pilot_inbound_updates", inbound_help, {{"type", "config"}});
@@ -101,8 +100,7 @@ void Debouncer::PushIfReady() {
       const absl::Duration quiet = now - last_update_;
       if (since_first < options_.debounce_max && quiet < options_.debounce_after) {
         if (timer_ == nullptr) {
-          const absl::Duration wait =
-              std::min(options_.debounce_after - quiet, options_.debounce_max - since_first);
+          const absl::Duration wait = std::min(options_.debounce_after - quiet, options_.debounce_max - since_first);
           timer_ = scheduler_.Schedule(wait, [this] { OnTimer(); });
         }
         return;
@@ -114,8 +112,8 @@ void Debouncer::PushIfReady() {
       batch_start = batch_start_;
       number = ++push_counter_;
       pushing_ = true;
-      Log().info("Push debounce stable[{}] {} {}: {} since last change, {} since first change, full={}", number,
-                 events, DescribeConfigs(request), Millis(quiet), Millis(since_first), request.full);
+      Log().info("Push debounce stable[{}] {} {}: {} since last change, {} since first change, full={}", number, events,
+                 DescribeConfigs(request), Millis(quiet), Millis(since_first), request.full);
     }
     RunPush(std::move(request), number, events, batch_start);
     MutexLock lock(&mu_);

@@ -27,9 +27,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
-#include "metrics/metrics.h"
 #include "common/mutex.h"
 #include "common/scheduler.h"
+#include "metrics/metrics.h"
 #include "pipeline/push_observer.h"
 #include "push/push_request.h"
 

@@ -10,9 +10,9 @@
 #include "absl/status/statusor.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "pipeline/push_context.h"
-#include "push/push_request.h"
 #include "pipeline/resource_cache.h"
 #include "protocol/resource.h"
+#include "push/push_request.h"
 
 namespace cxds {
 

@@ -23,9 +23,9 @@ PushDispatcher::PushDispatcher(Options options)
       observer_(options.observer),
       metrics_(options.metrics) {
   if (metrics_ != nullptr) {
-    queue_time_ = &metrics_->GetHistogram("pilot_proxy_queue_time",
-                                          "Time a proxy waits in the push queue before its push starts (s).",
-                                          FineTimeBuckets());
+    queue_time_ =
+        &metrics_->GetHistogram("pilot_proxy_queue_time",
+                                "Time a proxy waits in the push queue before its push starts (s).", FineTimeBuckets());
     in_flight_gauge_ = &metrics_->GetGauge("cxds_push_in_flight", "Connections pushing now (throttle slots held).");
     metrics_->GetGauge("cxds_push_throttle", "The push throttle: connections allowed to push at once.")
         .Set(max_in_flight_);
@@ -67,7 +67,8 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
       for (const auto& [reason, count] : request.reasons) {
         Counter*& counter = trigger_counters_[reason];
         if (counter == nullptr) {
-          counter = &metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}});
+          counter =
+              &metrics_->GetCounter("pilot_push_triggers", "Pushes per connection, by reason.", {{"type", reason}});
         }
         counter->Add(static_cast<double>(count));
       }

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "metrics/metrics.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "metrics/metrics.h"
 #include "pipeline/push_observer.h"
 #include "pipeline/push_queue.h"
 
@@ -41,9 +41,9 @@ int DefaultPushThrottle();
 class PushDispatcher {
  public:
   struct Options {
-    int max_in_flight = 0;   // 0: DefaultPushThrottle()
-    int worker_threads = 0;  // 0: inline mode
-    Clock* clock = nullptr;  // defaults to RealClock()
+    int max_in_flight = 0;               // 0: DefaultPushThrottle()
+    int worker_threads = 0;              // 0: inline mode
+    Clock* clock = nullptr;              // defaults to RealClock()
     MetricsRegistry* metrics = nullptr;  // may be null
     PushObserver* observer = nullptr;    // may be null
   };
@@ -65,7 +65,7 @@ class PushDispatcher {
   void Remove(PushTarget* target);
 
   int max_in_flight() const { return max_in_flight_; }
-  int in_flight() const;  // connections pushing now (not counting idle workers' reserved slots)
+  int in_flight() const;           // connections pushing now (not counting idle workers' reserved slots)
   int max_in_flight_seen() const;  // the most connections ever pushing at once
   const PushQueue& queue() const { return queue_; }
   PushObserver* observer() const { return observer_; }

@@ -38,8 +38,7 @@ class PushObserver {
                           const std::string& nonce, bool accepted, const std::string& error, absl::Time now) {}
   // The connection finished the push (every response written); `responses` may be 0 when the
   // generators had nothing for this proxy.
-  virtual void OnPushDone(const PushTargetInfo& target, const PushRequest& request, int responses,
-                          absl::Time now) {}
+  virtual void OnPushDone(const PushTargetInfo& target, const PushRequest& request, int responses, absl::Time now) {}
 };
 
 }  // namespace cxds

@@ -123,8 +123,7 @@ class PipelineWatch final : public ConfigWatcher::Watch {
 
   void RecordRequest() override {}
 
-  void SetInterest(const std::string& type_url, bool wildcard,
-                   const absl::flat_hash_set<std::string>& names) override {
+  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) override {
     PushRequest request;
     bool first = false;
     std::set<std::string> added;
@@ -196,15 +195,16 @@ PushPipeline::PushPipeline(std::shared_ptr<PushContextBuilder> builder, Options 
     : builder_(std::move(builder)),
       options_(std::move(options)),
       clock_(options_.scheduler->clock()),
-      debouncer_(*options_.scheduler, options_.debounce,
-                 [this](PushRequest request, uint64_t) { (void)Push(std::move(request)); }, options_.metrics,
-                 options_.observer) {
+      debouncer_(
+          *options_.scheduler, options_.debounce,
+          [this](PushRequest request, uint64_t) { (void)Push(std::move(request)); }, options_.metrics,
+          options_.observer) {
   if (options_.metrics != nullptr) {
     full_pushes_metric_ = &options_.metrics->GetCounter("cxds_pushes", "Pushes started, by kind.", {{"kind", "full"}});
     incremental_pushes_metric_ =
         &options_.metrics->GetCounter("cxds_pushes", "Pushes started, by kind.", {{"kind", "incremental"}});
-    context_init_time_ = &options_.metrics->GetHistogram(
-        "pilot_pushcontext_init_seconds", "Time to build a PushContext (s).", FineTimeBuckets());
+    context_init_time_ = &options_.metrics->GetHistogram("pilot_pushcontext_init_seconds",
+                                                         "Time to build a PushContext (s).", FineTimeBuckets());
   }
   if (options_.summary_interval > absl::ZeroDuration()) {
     MutexLock lock(&mu_);
@@ -380,7 +380,8 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   return context;
 }
 
-ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types) {
+ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
+                                    const std::vector<std::string>& types) {
   ConfigChange change;
   std::shared_ptr<const PushContext> context = request.context != nullptr ? request.context : this->context();
   if (context == nullptr) return change;

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "metrics/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/mutex.h"
 #include "common/scheduler.h"
+#include "metrics/metrics.h"
 #include "pipeline/debouncer.h"
 #include "pipeline/generator.h"
 #include "pipeline/push_context.h"
@@ -76,8 +76,8 @@ class PushPipeline final : public ConfigWatcher {
     size_t change_ids_total = 0;
     uint64_t proxies_notified = 0;
     uint64_t proxies_total = 0;
-    absl::Time first_change;    // the earliest change in the push
-    absl::Time started;         // Push began
+    absl::Time first_change;      // the earliest change in the push
+    absl::Time started;           // Push began
     absl::Duration context_time;  // building the PushContext (zero when reused)
     absl::Duration push_time;     // all of Push (context, cache, notifying the proxies)
   };

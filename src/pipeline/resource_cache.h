@@ -26,8 +26,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
-#include "push/push_request.h"
 #include "protocol/resource.h"
+#include "push/push_request.h"
 
 namespace cxds {
 
@@ -42,9 +42,9 @@ class ResourceCache {
  public:
   struct Stats {
     uint64_t hits = 0;
-    uint64_t builds = 0;          // resources built (each serialized once)
-    uint64_t stale_builds = 0;    // built for an old push, not stored
-    uint64_t invalidations = 0;   // entries dropped by Clear/ClearAll
+    uint64_t builds = 0;         // resources built (each serialized once)
+    uint64_t stale_builds = 0;   // built for an old push, not stored
+    uint64_t invalidations = 0;  // entries dropped by Clear/ClearAll
     size_t size = 0;
   };
 

@@ -22,8 +22,7 @@ void CollectFromHcmAny(const google::protobuf::Any& any, ResourceReferences* ref
     refs->route_configurations.insert(hcm.rds().route_config_name());
   }
   if (hcm.has_scoped_routes() && hcm.scoped_routes().has_scoped_route_configurations_list()) {
-    for (const auto& scoped :
-         hcm.scoped_routes().scoped_route_configurations_list().scoped_route_configurations()) {
+    for (const auto& scoped : hcm.scoped_routes().scoped_route_configurations_list().scoped_route_configurations()) {
       if (!scoped.route_configuration_name().empty()) {
         refs->route_configurations.insert(scoped.route_configuration_name());
       }
@@ -31,8 +30,7 @@ void CollectFromHcmAny(const google::protobuf::Any& any, ResourceReferences* ref
   }
 }
 
-void CollectFromFilterChain(const envoy::config::listener::v3::FilterChain& chain,
-                            ResourceReferences* refs) {
+void CollectFromFilterChain(const envoy::config::listener::v3::FilterChain& chain, ResourceReferences* refs) {
   for (const auto& filter : chain.filters()) {
     if (filter.has_typed_config()) {
       CollectFromHcmAny(filter.typed_config(), refs);
@@ -40,8 +38,7 @@ void CollectFromFilterChain(const envoy::config::listener::v3::FilterChain& chai
   }
 }
 
-void CollectFromRouteAction(const envoy::config::route::v3::RouteAction& action,
-                            ResourceReferences* refs) {
+void CollectFromRouteAction(const envoy::config::route::v3::RouteAction& action, ResourceReferences* refs) {
   if (!action.cluster().empty()) {
     refs->clusters.insert(action.cluster());
   }
@@ -57,8 +54,7 @@ void CollectFromRouteAction(const envoy::config::route::v3::RouteAction& action,
 
 std::string EdsServiceNameOf(const Resource& resource) {
   const auto* cluster = dynamic_cast<const envoy::config::cluster::v3::Cluster*>(&resource.message());
-  if (cluster == nullptr || !cluster->has_type() ||
-      cluster->type() != envoy::config::cluster::v3::Cluster::EDS) {
+  if (cluster == nullptr || !cluster->has_type() || cluster->type() != envoy::config::cluster::v3::Cluster::EDS) {
     return "";
   }
   const std::string& service = cluster->eds_cluster_config().service_name();

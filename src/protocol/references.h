@@ -14,9 +14,7 @@ struct ResourceReferences {
   std::set<std::string> load_assignments;      // from EDS clusters
   std::set<std::string> clusters;              // from route configurations
 
-  bool empty() const {
-    return route_configurations.empty() && load_assignments.empty() && clusters.empty();
-  }
+  bool empty() const { return route_configurations.empty() && load_assignments.empty() && clusters.empty(); }
 };
 
 // Adds what `resource` refers to into `refs`. Listeners: every HTTP connection manager with RDS

@@ -46,8 +46,7 @@ std::string ResourceNameOf(const google::protobuf::Message& message) {
     return cla->cluster_name();
   }
   const google::protobuf::FieldDescriptor* field = message.GetDescriptor()->FindFieldByName("name");
-  if (field == nullptr || field->is_repeated() ||
-      field->type() != google::protobuf::FieldDescriptor::TYPE_STRING) {
+  if (field == nullptr || field->is_repeated() || field->type() != google::protobuf::FieldDescriptor::TYPE_STRING) {
     return "";
   }
   return message.GetReflection()->GetString(message, field);

@@ -6,8 +6,7 @@
 
 namespace cxds {
 
-SotwSubscription::SotwSubscription(std::string_view type_url)
-    : wildcard_capable_(IsWildcardCapableType(type_url)) {}
+SotwSubscription::SotwSubscription(std::string_view type_url) : wildcard_capable_(IsWildcardCapableType(type_url)) {}
 
 SotwSubscription::Change SotwSubscription::Apply(absl::Span<const std::string> resource_names) {
   bool wildcard = false;
@@ -42,8 +41,7 @@ SotwSubscription::Change SotwSubscription::Apply(absl::Span<const std::string> r
   return change;
 }
 
-DeltaSubscription::DeltaSubscription(std::string_view type_url)
-    : wildcard_capable_(IsWildcardCapableType(type_url)) {}
+DeltaSubscription::DeltaSubscription(std::string_view type_url) : wildcard_capable_(IsWildcardCapableType(type_url)) {}
 
 DeltaSubscription::Change DeltaSubscription::Initial(absl::Span<const std::string> subscribe,
                                                      absl::Span<const std::string> unsubscribe) {

@@ -5,13 +5,11 @@
 namespace cxds {
 
 namespace {
-constexpr std::array<std::string_view, 5> kPushOrder = {kClusterType, kEndpointType, kListenerType,
-                                                        kRouteType, kSecretType};
+constexpr std::array<std::string_view, 5> kPushOrder = {kClusterType, kEndpointType, kListenerType, kRouteType,
+                                                        kSecretType};
 }  // namespace
 
-bool IsFullStateType(std::string_view type_url) {
-  return type_url == kListenerType || type_url == kClusterType;
-}
+bool IsFullStateType(std::string_view type_url) { return type_url == kListenerType || type_url == kClusterType; }
 
 bool IsWildcardCapableType(std::string_view type_url) { return IsFullStateType(type_url); }
 

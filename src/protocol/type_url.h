@@ -8,16 +8,12 @@ namespace cxds {
 
 inline constexpr std::string_view kTypePrefix = "type.googleapis.com/";
 inline constexpr std::string_view kClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-inline constexpr std::string_view kEndpointType =
-    "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+inline constexpr std::string_view kEndpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
 inline constexpr std::string_view kListenerType = "type.googleapis.com/envoy.config.listener.v3.Listener";
-inline constexpr std::string_view kRouteType =
-    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
-inline constexpr std::string_view kSecretType =
-    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
+inline constexpr std::string_view kRouteType = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+inline constexpr std::string_view kSecretType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
 // The wrapper used for TTL'd resources in SotW and for every resource in Delta.
-inline constexpr std::string_view kResourceWrapperType =
-    "type.googleapis.com/envoy.service.discovery.v3.Resource";
+inline constexpr std::string_view kResourceWrapperType = "type.googleapis.com/envoy.service.discovery.v3.Resource";
 
 // LDS and CDS: a SotW response carries every resource the client subscribes to, and leaving one
 // out deletes it (docs/protocol-rules.md, R4.3).

@@ -39,8 +39,7 @@ void PushRequest::Merge(const PushRequest& other) {
   MergeConfigChange(resources, other.resources);
   if (delta_scope.has_value() && other.delta_scope.has_value()) {
     delta_scope->subscribed.insert(other.delta_scope->subscribed.begin(), other.delta_scope->subscribed.end());
-    delta_scope->unsubscribed.insert(other.delta_scope->unsubscribed.begin(),
-                                     other.delta_scope->unsubscribed.end());
+    delta_scope->unsubscribed.insert(other.delta_scope->unsubscribed.begin(), other.delta_scope->unsubscribed.end());
   } else {
     delta_scope.reset();
   }
@@ -56,8 +55,7 @@ PushRequestPtr MergedRequest(const PushRequestPtr& a, const PushRequestPtr& b) {
 
 bool PushRequest::EndpointOnly() const {
   if (full || forced || configs.empty()) return false;
-  return std::all_of(configs.begin(), configs.end(),
-                     [](const ConfigKey& key) { return key.kind == kind::kEndpoints; });
+  return std::all_of(configs.begin(), configs.end(), [](const ConfigKey& key) { return key.kind == kind::kEndpoints; });
 }
 
 bool PushRequest::HasKind(std::string_view k) const {

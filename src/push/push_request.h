@@ -37,7 +37,7 @@ namespace cxds {
 // kinds are in model/mesh_kinds.h); these are the ones the generic rules look at.
 namespace kind {
 inline constexpr char kEndpoints[] = "Endpoints";  // endpoint-only changes of one service
-inline constexpr char kSnapshot[] = "Snapshot";  // a SnapshotCache node key
+inline constexpr char kSnapshot[] = "Snapshot";    // a SnapshotCache node key
 // A cache dependency on the whole PushContext: dropped by every full push (for resources
 // such as route tables that depend on many configs).
 inline constexpr char kPushContext[] = "PushContext";

@@ -38,9 +38,9 @@ void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const
   while (entry.recent.size() > kRememberedResponses) entry.recent.pop_front();
 }
 
-FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& type_url,
-                                        const std::string& nonce, const std::string& client_version,
-                                        const std::string* error_message, int error_code, absl::Time now) {
+FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
+                                        const std::string& client_version, const std::string* error_message,
+                                        int error_code, absl::Time now) {
   FeedbackEvent event;
   event.stream_id = stream_id;
   event.type_url = type_url;
@@ -74,8 +74,7 @@ FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& ty
   if (error_message != nullptr) {
     event.kind = FeedbackKind::kNack;
     entry.status.nacks++;
-    entry.status.last_nack =
-        NackRecord{match->version, nonce, client_version, *error_message, now};
+    entry.status.last_nack = NackRecord{match->version, nonce, client_version, *error_message, now};
   } else {
     event.kind = FeedbackKind::kAck;
     entry.status.acks++;

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace cxds {
 
@@ -43,7 +43,7 @@ struct FeedbackEvent {
 };
 
 struct NackRecord {
-  std::string sent_version;      // the rejected version
+  std::string sent_version;  // the rejected version
   std::string nonce;
   std::string accepted_version;  // what the client reported it still uses
   std::string error;
@@ -82,13 +82,13 @@ class AckLedger {
 
   void OpenStream(int64_t stream_id, absl::Time now);
   void SetNode(int64_t stream_id, const std::string& node_id);
-  void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
-                  const std::string& version, size_t resources, absl::Time now);
+  void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce, const std::string& version,
+                  size_t resources, absl::Time now);
   // Matches feedback (a request with a non-empty response_nonce) against what was sent.
   // `error_message` is set for a NACK (a request with error_detail).
   FeedbackEvent RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
-                               const std::string& client_version, const std::string* error_message,
-                               int error_code, absl::Time now);
+                               const std::string& client_version, const std::string* error_message, int error_code,
+                               absl::Time now);
   // Drops one type of a stream from the status (SotW unsubscribe from everything).
   void ForgetType(int64_t stream_id, const std::string& type_url);
   void CloseStream(int64_t stream_id);

@@ -40,9 +40,9 @@ absl::Status DeltaStream::CheckLimits(const DeltaDiscoveryRequest& request) cons
     return status;
   }
   if (static_cast<size_t>(request.initial_resource_versions_size()) > limits().max_resource_names_per_request) {
-    return absl::ResourceExhaustedError(StrCat("initial_resource_versions has ", request.initial_resource_versions_size(),
-                                               " names; the limit is ", limits().max_resource_names_per_request,
-                                               " (max_resource_names_per_request)"));
+    return absl::ResourceExhaustedError(
+        StrCat("initial_resource_versions has ", request.initial_resource_versions_size(), " names; the limit is ",
+               limits().max_resource_names_per_request, " (max_resource_names_per_request)"));
   }
   for (const auto& [name, version] : request.initial_resource_versions()) {
     if (name.size() > limits().max_resource_name_bytes || version.size() > limits().max_resource_name_bytes) {
@@ -54,8 +54,8 @@ absl::Status DeltaStream::CheckLimits(const DeltaDiscoveryRequest& request) cons
   const size_t subscribed = it != types_.end() ? it->second.subscription.names().size() : 0;
   if (subscribed + static_cast<size_t>(request.resource_names_subscribe_size()) >
       limits().max_resource_names_per_request) {
-    return absl::ResourceExhaustedError(StrCat("the subscription to ", EscapeUntrusted(request.type_url()), " would have ",
-                                               subscribed + request.resource_names_subscribe_size(),
+    return absl::ResourceExhaustedError(StrCat("the subscription to ", EscapeUntrusted(request.type_url()),
+                                               " would have ", subscribed + request.resource_names_subscribe_size(),
                                                " names; the limit is ", limits().max_resource_names_per_request,
                                                " (max_resource_names_per_request)"));
   }
@@ -151,20 +151,22 @@ void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
   // The message is kept (ledger, callbacks, convergence records) only up to the limit.
   const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
   const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
-  FeedbackEvent event = env_.ledger->RecordFeedback(stream_id_, request.type_url(), request.response_nonce(), "",
-                                                    error, request.has_error_detail() ? request.error_detail().code() : 0,
-                                                    env_.clock->Now());
+  FeedbackEvent event =
+      env_.ledger->RecordFeedback(stream_id_, request.type_url(), request.response_nonce(), "", error,
+                                  request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());
   event.node_id = node_.id();
   switch (event.kind) {
     case FeedbackKind::kAck:
       Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, event.stale ? " stale=true" : "");
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
+                 event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
       // The client keeps what it had; the rejected content is not sent again
       // (docs/protocol-rules.md, R10.8).
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
-                 node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version, UntrustedQuoted(event.error, 1024));
+                 node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
+                 UntrustedQuoted(event.error, 1024));
       break;
     case FeedbackKind::kUnmatched:
       Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_log_,
@@ -238,8 +240,7 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
     const bool covered = sub.Covers(name);
     auto known = state.known.find(name);
     if (resource != nullptr && covered) {
-      if (state.force.contains(name) || known == state.known.end() ||
-          known->second != resource->content_version()) {
+      if (state.force.contains(name) || known == state.known.end() || known->second != resource->content_version()) {
         response.resources.push_back(resource);
       }
     } else if (known != state.known.end()) {

@@ -44,8 +44,7 @@ class DeltaTransport : public TransportBase {
 class DeltaStream final : public StreamBase<envoy::service::discovery::v3::DeltaDiscoveryRequest> {
  public:
   // `fixed_type_url` is "" for delta ADS, or the type of a per-type delta service.
-  DeltaStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
-              DeltaTransport* transport);
+  DeltaStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url, DeltaTransport* transport);
 
  private:
   struct TypeState {
@@ -77,8 +76,7 @@ class DeltaStream final : public StreamBase<envoy::service::discovery::v3::Delta
 
   void HandleFeedback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void UpdateInterest(const std::string& type_url, const TypeState& state);
-  std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state,
-                                               const Snapshot& snapshot);
+  std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state, const Snapshot& snapshot);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response);
   bool ClientSupportsTtl() const { return ClientHasFeature(kClientFeatureResourceTtl); }
   // TTL'd resources of `type_url` the client holds at their current content.

@@ -9,8 +9,7 @@ void ReleaseResource(void* user_data) { delete static_cast<ResourcePtr*>(user_da
 
 // A slice over bytes owned by `resource`, which it keeps alive until gRPC releases the slice.
 grpc::Slice SharedSlice(const ResourcePtr& resource, const std::string& bytes) {
-  return grpc::Slice(const_cast<char*>(bytes.data()), bytes.size(), &ReleaseResource,
-                     new ResourcePtr(resource));
+  return grpc::Slice(const_cast<char*>(bytes.data()), bytes.size(), &ReleaseResource, new ResourcePtr(resource));
 }
 
 grpc::Slice SharedSlice(const ResourcePtr& resource) { return SharedSlice(resource, resource->encoded_any_field()); }
@@ -72,8 +71,8 @@ grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, cons
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(
-    const OutgoingDeltaResponse& response, const std::string& control_plane_id) {
+envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(const OutgoingDeltaResponse& response,
+                                                                               const std::string& control_plane_id) {
   envoy::service::discovery::v3::DeltaDiscoveryResponse proto;
   std::string bytes;
   grpc::ByteBuffer buffer = EncodeDeltaResponse(response, control_plane_id);
@@ -111,8 +110,8 @@ envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const Outgo
     wrapper.mutable_resource()->set_type_url(resource->type_url());
     wrapper.mutable_resource()->set_value(resource->serialized());
     wrapper.mutable_ttl()->set_seconds(absl::ToInt64Seconds(*resource->ttl()));
-    wrapper.mutable_ttl()->set_nanos(
-        static_cast<int32_t>(absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
+    wrapper.mutable_ttl()->set_nanos(static_cast<int32_t>(
+        absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
     any->PackFrom(wrapper);
   }
   for (const Resource* resource : heartbeats) {
@@ -120,8 +119,8 @@ envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const Outgo
     wrapper.set_name(resource->name());
     wrapper.set_version(resource->content_version());
     wrapper.mutable_ttl()->set_seconds(absl::ToInt64Seconds(*resource->ttl()));
-    wrapper.mutable_ttl()->set_nanos(
-        static_cast<int32_t>(absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
+    wrapper.mutable_ttl()->set_nanos(static_cast<int32_t>(
+        absl::ToInt64Nanoseconds(*resource->ttl() - absl::Seconds(absl::ToInt64Seconds(*resource->ttl())))));
     proto.add_resources()->PackFrom(wrapper);
   }
   return proto;

@@ -44,7 +44,7 @@ grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, cons
 envoy::service::discovery::v3::DiscoveryResponse ToDiscoveryResponse(const OutgoingResponse& response,
                                                                      const std::string& control_plane_id);
 
-envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(
-    const OutgoingDeltaResponse& response, const std::string& control_plane_id);
+envoy::service::discovery::v3::DeltaDiscoveryResponse ToDeltaDiscoveryResponse(const OutgoingDeltaResponse& response,
+                                                                               const std::string& control_plane_id);
 
 }  // namespace cxds

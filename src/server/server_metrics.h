@@ -24,8 +24,8 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
-#include "metrics/metrics.h"
 #include "common/mutex.h"
+#include "metrics/metrics.h"
 #include "protocol/type_url.h"
 
 namespace cxds {
@@ -38,8 +38,7 @@ class ServerMetrics {
     if (registry_ != nullptr) {
       convergence_ = &registry_->GetHistogram(
           "pilot_proxy_convergence_time",
-          "From a push's earliest change to the proxy's ACK of every response of that push (s).",
-          FineTimeBuckets());
+          "From a push's earliest change to the proxy's ACK of every response of that push (s).", FineTimeBuckets());
     }
   }
 
@@ -83,8 +82,8 @@ class ServerMetrics {
     const Labels labels{{"type", name}};
     static const std::vector<double> kSizeBuckets{1, 1e4, 1e5, 1e6, 1e7, 4e7};
     PerType t{&registry_->GetCounter("pilot_xds_pushes", "xDS responses sent, by type.", labels),
-              &registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.",
-                                       kSizeBuckets, labels),
+              &registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.", kSizeBuckets,
+                                       labels),
               &registry_->GetCounter("cxds_xds_acks", "ACKs received, by type.", labels),
               &registry_->GetCounter("pilot_total_xds_rejects", "NACKs received, by type.", labels),
               &registry_->GetCounter("pilot_xds_expired_nonce", "Requests carrying a stale nonce, by type.", labels)};
@@ -111,7 +110,7 @@ class ServerMetrics {
   Histogram* convergence_ = nullptr;
   Mutex mu_;
   std::map<std::string, PerType, std::less<>> types_ ABSL_GUARDED_BY(mu_);  // children never move
-  std::set<std::string> versions_ ABSL_GUARDED_BY(mu_);  // with a label of their own
+  std::set<std::string> versions_ ABSL_GUARDED_BY(mu_);                     // with a label of their own
 };
 
 }  // namespace cxds

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/strings.h"
 #include "common/logging.h"
+#include "common/strings.h"
 #include "protocol/references.h"
 #include "protocol/type_url.h"
 
@@ -105,8 +105,8 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   // only once a newer response was sent for this subscription: after an unsubscribe from
   // everything the subscription starts afresh, and the client's last nonce is still current.
   if (!state.last_nonce.empty() && request.response_nonce() != state.last_nonce) {
-    Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_log_,
-                Untrusted(type_url), Untrusted(request.response_nonce()), state.last_nonce);
+    Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_log_, Untrusted(type_url),
+                Untrusted(request.response_nonce()), state.last_nonce);
     NoteExpiredNonce(type_url);
     return;
   }
@@ -163,13 +163,14 @@ void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
       break;
     case FeedbackKind::kNack:
       Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} accepted_version={} error=\"{}\"{}",
-                 stream_id_, node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
-                 Untrusted(request.version_info()), UntrustedQuoted(event.error, 1024), event.stale ? " stale=true" : "");
+                 stream_id_, node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()),
+                 event.sent_version, Untrusted(request.version_info()), UntrustedQuoted(event.error, 1024),
+                 event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kUnmatched:
       Log().info("UNMATCHED stream={} node={} type={} nonce={} version={} nack={}", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()),
-                 Untrusted(request.version_info()), request.has_error_detail());
+                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), Untrusted(request.version_info()),
+                 request.has_error_detail());
       break;
   }
   NoteFeedback(event);
@@ -229,8 +230,9 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
     if (still_known != state.known.size()) needed = true;
     // A heartbeat cannot be partial for these types (a missing resource is deleted): renew the
     // TTLs by sending the full state again.
-    const bool heartbeat = state.heartbeat_due && ClientSupportsSotwTtl() &&
-                           std::any_of(covered.begin(), covered.end(), [](const ResourcePtr& r) { return r->ttl().has_value(); });
+    const bool heartbeat =
+        state.heartbeat_due && ClientSupportsSotwTtl() &&
+        std::any_of(covered.begin(), covered.end(), [](const ResourcePtr& r) { return r->ttl().has_value(); });
     state.heartbeat_due = false;
     if (!needed && !heartbeat) return std::nullopt;
     to_send = std::move(covered);
@@ -280,9 +282,8 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
 }
 
 void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response) {
-  if (ClientSupportsSotwTtl() &&
-      std::any_of(response.resources.begin(), response.resources.end(),
-                  [](const ResourcePtr& r) { return r->ttl().has_value(); })) {
+  if (ClientSupportsSotwTtl() && std::any_of(response.resources.begin(), response.resources.end(),
+                                             [](const ResourcePtr& r) { return r->ttl().has_value(); })) {
     ArmHeartbeat();
   }
   if (response.heartbeat) {
@@ -290,8 +291,8 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
     state.last_nonce = response.nonce;
     env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(),
                             env_.clock->Now());
-    Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_,
-               node_log_, type_url, response.version, response.nonce, response.resources.size());
+    Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_, node_log_,
+               type_url, response.version, response.nonce, response.resources.size());
     return;
   }
   // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did

@@ -28,9 +28,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "common/mutex.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "protocol/subscription.h"
 #include "server/ack_ledger.h"
@@ -51,8 +51,7 @@ class StreamTransport : public TransportBase {
 class SotwStream final : public StreamBase<envoy::service::discovery::v3::DiscoveryRequest> {
  public:
   // `fixed_type_url` is "" for ADS, or the type of a per-type discovery service.
-  SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
-             StreamTransport* transport);
+  SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url, StreamTransport* transport);
 
  private:
   // Per type URL: subscription and what the client holds.
@@ -64,12 +63,12 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
     absl::flat_hash_map<std::string, std::string> known;
     bool sent_any = false;
     std::string sent_version;
-    std::string last_nonce;           // "" until a response is sent
-    bool respond_in_full = true;      // the next response carries all subscribed resources
+    std::string last_nonce;                  // "" until a response is sent
+    bool respond_in_full = true;             // the next response carries all subscribed resources
     absl::flat_hash_set<std::string> force;  // names to send even if the client has them
-    bool always_respond = false;      // answer the next ACK (Envoy warming after reconnect)
-    bool heartbeat_due = false;       // renew the TTLs of what the client holds
-    bool dirty = false;               // something may need sending
+    bool always_respond = false;             // answer the next ACK (Envoy warming after reconnect)
+    bool heartbeat_due = false;              // renew the TTLs of what the client holds
+    bool dirty = false;                      // something may need sending
   };
 
   void HandleRequest(envoy::service::discovery::v3::DiscoveryRequest& request) override;
@@ -89,8 +88,7 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
   // non-wildcard type, which destroys `state`.
   bool ApplyNames(const std::string& type_url, TypeState& state,
                   const envoy::service::discovery::v3::DiscoveryRequest& request);
-  std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state,
-                                          const Snapshot& snapshot);
+  std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state, const Snapshot& snapshot);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response);
 
   StreamTransport* const transport_;

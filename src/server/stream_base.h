@@ -12,9 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,8 +87,7 @@ inline constexpr char kClientFeatureResourceInSotw[] = "xds.config.supports-reso
 template <typename Request>
 class StreamBase : public PushTarget {
  public:
-  StreamBase(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
-             TransportBase* transport)
+  StreamBase(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url, TransportBase* transport)
       : env_(env), stream_id_(stream_id), fixed_type_url_(std::move(fixed_type_url)), base_transport_(transport) {}
   ~StreamBase() override = default;
   StreamBase(const StreamBase&) = delete;
@@ -241,9 +240,8 @@ class StreamBase : public PushTarget {
   // A request for a type the stream does not have yet, when it already has the most allowed.
   absl::Status CheckNewType(size_t types) const {
     if (types >= env_.limits.max_types_per_stream) {
-      return absl::ResourceExhaustedError(StrCat("the stream already has ", types,
-                                                 " types; the limit is ", env_.limits.max_types_per_stream,
-                                                 " (max_types_per_stream)"));
+      return absl::ResourceExhaustedError(StrCat("the stream already has ", types, " types; the limit is ",
+                                                 env_.limits.max_types_per_stream, " (max_types_per_stream)"));
     }
     return absl::OkStatus();
   }
@@ -327,7 +325,8 @@ class StreamBase : public PushTarget {
 
   // The pilot_xds{version} label: client-provided, so escaped and cut short.
   std::string ClientVersion() const {
-    return node_.user_agent_version().empty() ? std::string("unknown") : EscapeUntrusted(node_.user_agent_version(), 64);
+    return node_.user_agent_version().empty() ? std::string("unknown")
+                                              : EscapeUntrusted(node_.user_agent_version(), 64);
   }
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
@@ -409,7 +408,7 @@ class StreamBase : public PushTarget {
     int outstanding = 0;  // of those, not yet answered (nor superseded)
     bool done = false;    // every response written
     bool rejected = false;
-    absl::Time last_answer;  // of the latest ACK/NACK
+    absl::Time last_answer;   // of the latest ACK/NACK
     bool superseded = false;  // a response of it was replaced before being answered
     bool convergence_recorded = false;
   };
@@ -419,8 +418,7 @@ class StreamBase : public PushTarget {
   // handled before its write completion). Recorded once.
   void RecordConvergence(InFlightPush& push) {
     if (push.convergence_recorded || !push.done || push.outstanding != 0 || push.responses == 0 || push.rejected ||
-        push.superseded ||
-        env_.metrics == nullptr || push.request->start == absl::InfiniteFuture()) {
+        push.superseded || env_.metrics == nullptr || push.request->start == absl::InfiniteFuture()) {
       return;
     }
     push.convergence_recorded = true;
@@ -465,19 +463,18 @@ class StreamBase : public PushTarget {
   }
 
   void CheckSendTimeout() {
-    send_timer_.reset();  // it fired (this may run inside its callback: no wait then)
+    send_timer_.reset();            // it fired (this may run inside its callback: no wait then)
     if (!write_in_flight_) return;  // armed again by the next write
     const absl::Duration waited = env_.clock->Now() - write_started_;
     if (waited < env_.send_timeout) {
       ArmSendTimer(env_.send_timeout - waited);  // a later write is outstanding
       return;
     }
-    const absl::Status status = absl::DeadlineExceededError(
-        StrCat("a response write did not complete within the send timeout (", absl::FormatDuration(env_.send_timeout),
-               "): the client is not reading"));
-    Log().warn("SEND_TIMEOUT stream={} node={} waited={} send_timeout={} push_slot_released={}", stream_id_,
-               node_log_, absl::FormatDuration(waited), absl::FormatDuration(env_.send_timeout),
-               active_push_ != nullptr);
+    const absl::Status status =
+        absl::DeadlineExceededError(StrCat("a response write did not complete within the send timeout (",
+                                           absl::FormatDuration(env_.send_timeout), "): the client is not reading"));
+    Log().warn("SEND_TIMEOUT stream={} node={} waited={} send_timeout={} push_slot_released={}", stream_id_, node_log_,
+               absl::FormatDuration(waited), absl::FormatDuration(env_.send_timeout), active_push_ != nullptr);
     if (finished_) {
       base_transport_->AbortStream(status);  // finished while a write was stuck behind it
     } else {
@@ -553,7 +550,7 @@ class StreamBase : public PushTarget {
         CheckSendTimeout();
         continue;
       }
-      if (finished_) {  // the stream is over: events are drained and dropped
+      if (finished_) {                             // the stream is over: events are drained and dropped
         if (write_done) write_in_flight_ = false;  // (the send timeout looks at it)
         if (change.has_value() && change->push != nullptr && env_.dispatcher != nullptr) env_.dispatcher->Done(this);
         continue;
@@ -596,8 +593,8 @@ class StreamBase : public PushTarget {
   absl::Status CheckNodeLimits(const envoy::config::core::v3::Node& node) const {
     const StreamLimits& limits = env_.limits;
     if (node.id().size() > limits.max_node_id_bytes) {
-      return absl::InvalidArgumentError(
-          StrCat("node.id is ", node.id().size(), " bytes; the limit is ", limits.max_node_id_bytes, " (max_node_id_bytes)"));
+      return absl::InvalidArgumentError(StrCat("node.id is ", node.id().size(), " bytes; the limit is ",
+                                               limits.max_node_id_bytes, " (max_node_id_bytes)"));
     }
     if (node.cluster().size() > limits.max_node_cluster_bytes) {
       return absl::InvalidArgumentError(StrCat("node.cluster is ", node.cluster().size(), " bytes; the limit is ",
@@ -647,14 +644,13 @@ class StreamBase : public PushTarget {
         Kick();
       });
     } else if (request.has_node() && !request.node().id().empty() && request.node().id() != node_.id()) {
-      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", node_log_,
-                                                  "\" to \"", EscapeUntrusted(request.node().id()), "\"")));
+      EndStream(absl::InvalidArgumentError(StrCat("node.id changed on the stream from \"", node_log_, "\" to \"",
+                                                  EscapeUntrusted(request.node().id()), "\"")));
       return false;
     }
     if (request.type_url().size() > env_.limits.max_type_url_bytes) {
-      EndStream(absl::InvalidArgumentError(StrCat("type_url is ", request.type_url().size(),
-                                                  " bytes; the limit is ", env_.limits.max_type_url_bytes,
-                                                  " (max_type_url_bytes)")));
+      EndStream(absl::InvalidArgumentError(StrCat("type_url is ", request.type_url().size(), " bytes; the limit is ",
+                                                  env_.limits.max_type_url_bytes, " (max_type_url_bytes)")));
       return false;
     }
     if (fixed_type_url_.empty()) {
@@ -696,10 +692,10 @@ class StreamBase : public PushTarget {
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool send_check_due_ ABSL_GUARDED_BY(mu_) = false;
-  TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
-  TimerPtr send_timer_;       // confined to event processing (and Close)
-  absl::Time write_started_;  // of the outstanding write; confined to event processing
-  PushTargetInfo push_info_;  // set once, when the node is known, before the watch exists
+  TimerPtr heartbeat_timer_;                   // confined to event processing (and Close)
+  TimerPtr send_timer_;                        // confined to event processing (and Close)
+  absl::Time write_started_;                   // of the outstanding write; confined to event processing
+  PushTargetInfo push_info_;                   // set once, when the node is known, before the watch exists
   std::shared_ptr<InFlightPush> active_push_;  // confined to event processing
   // Unanswered responses by type URL, oldest first (at most kMaxAwaitingPerType); confined to
   // event processing.

@@ -7,6 +7,7 @@
 #include "grpc/grpc.h"
 #include "grpcpp/security/server_credentials.h"
 
+#include "common/tsan.h"
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "envoy/service/endpoint/v3/eds.grpc.pb.h"
@@ -14,10 +15,9 @@
 #include "envoy/service/route/v3/rds.grpc.pb.h"
 #include "envoy/service/secret/v3/sds.grpc.pb.h"
 #include "grpcpp/support/proto_buffer_reader.h"
-#include "common/tsan.h"
 #include "protocol/type_url.h"
-#include "server/response_encoding.h"
 #include "server/delta_stream.h"
+#include "server/response_encoding.h"
 #include "server/sotw_stream.h"
 
 namespace cxds {
@@ -181,43 +181,41 @@ constexpr char kFetchNotServed[] = "cxds does not serve REST-style Fetch; use a 
 
 // One class per generated service: the stream method goes to a SotwStream of that type, the
 // delta method to a DeltaStream; the fetch method is refused with UNIMPLEMENTED.
-#define CXDS_SOTW_SERVICE(ClassName, Svc, Stream, Delta, Fetch, TypeUrl)                               \
-  class ClassName final                                                                             \
-      : public Svc::WithRawCallbackMethod_##Stream<                                                 \
-            Svc::WithRawCallbackMethod_##Delta<Svc::WithRawCallbackMethod_##Fetch<Svc::Service>>> {     \
-   public:                                                                                          \
-    explicit ClassName(XdsServer::Impl* impl) : impl_(impl) {}                                       \
-    RawBidiReactor* Stream(grpc::CallbackServerContext* context) override {                         \
-      return impl_->NewSotwReactor(context, std::string(TypeUrl));                                  \
-    }                                                                                               \
-    RawBidiReactor* Delta(grpc::CallbackServerContext* context) override {                          \
-      return impl_->NewDeltaReactor(context, std::string(TypeUrl));                                 \
-    }                                                                                               \
-    grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context, const grpc::ByteBuffer*, \
-                                    grpc::ByteBuffer*) override {                                   \
-      return RejectUnary(context, kFetchNotServed);                                                 \
-    }                                                                                               \
-                                                                                                    \
-   private:                                                                                         \
-    XdsServer::Impl* const impl_;                                                                   \
+#define CXDS_SOTW_SERVICE(ClassName, Svc, Stream, Delta, Fetch, TypeUrl)                                              \
+  class ClassName final : public Svc::WithRawCallbackMethod_##Stream<                                                 \
+                              Svc::WithRawCallbackMethod_##Delta<Svc::WithRawCallbackMethod_##Fetch<Svc::Service>>> { \
+   public:                                                                                                            \
+    explicit ClassName(XdsServer::Impl* impl) : impl_(impl) {}                                                        \
+    RawBidiReactor* Stream(grpc::CallbackServerContext* context) override {                                           \
+      return impl_->NewSotwReactor(context, std::string(TypeUrl));                                                    \
+    }                                                                                                                 \
+    RawBidiReactor* Delta(grpc::CallbackServerContext* context) override {                                            \
+      return impl_->NewDeltaReactor(context, std::string(TypeUrl));                                                   \
+    }                                                                                                                 \
+    grpc::ServerUnaryReactor* Fetch(grpc::CallbackServerContext* context, const grpc::ByteBuffer*,                    \
+                                    grpc::ByteBuffer*) override {                                                     \
+      return RejectUnary(context, kFetchNotServed);                                                                   \
+    }                                                                                                                 \
+                                                                                                                      \
+   private:                                                                                                           \
+    XdsServer::Impl* const impl_;                                                                                     \
   };
 
-CXDS_SOTW_SERVICE(ClusterService, envoy::service::cluster::v3::ClusterDiscoveryService, StreamClusters,
-                  DeltaClusters, FetchClusters, kClusterType)
+CXDS_SOTW_SERVICE(ClusterService, envoy::service::cluster::v3::ClusterDiscoveryService, StreamClusters, DeltaClusters,
+                  FetchClusters, kClusterType)
 CXDS_SOTW_SERVICE(ListenerService, envoy::service::listener::v3::ListenerDiscoveryService, StreamListeners,
                   DeltaListeners, FetchListeners, kListenerType)
 CXDS_SOTW_SERVICE(RouteService, envoy::service::route::v3::RouteDiscoveryService, StreamRoutes, DeltaRoutes,
                   FetchRoutes, kRouteType)
 CXDS_SOTW_SERVICE(EndpointService, envoy::service::endpoint::v3::EndpointDiscoveryService, StreamEndpoints,
                   DeltaEndpoints, FetchEndpoints, kEndpointType)
-CXDS_SOTW_SERVICE(SecretService, envoy::service::secret::v3::SecretDiscoveryService, StreamSecrets,
-                  DeltaSecrets, FetchSecrets, kSecretType)
+CXDS_SOTW_SERVICE(SecretService, envoy::service::secret::v3::SecretDiscoveryService, StreamSecrets, DeltaSecrets,
+                  FetchSecrets, kSecretType)
 #undef CXDS_SOTW_SERVICE
 
 using Ads = envoy::service::discovery::v3::AggregatedDiscoveryService;
-class AggregatedService final
-    : public Ads::WithRawCallbackMethod_StreamAggregatedResources<
-          Ads::WithRawCallbackMethod_DeltaAggregatedResources<Ads::Service>> {
+class AggregatedService final : public Ads::WithRawCallbackMethod_StreamAggregatedResources<
+                                    Ads::WithRawCallbackMethod_DeltaAggregatedResources<Ads::Service>> {
  public:
   explicit AggregatedService(XdsServer::Impl* impl) : impl_(impl) {}
   RawBidiReactor* StreamAggregatedResources(grpc::CallbackServerContext* context) override {
@@ -254,7 +252,8 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
   impl_->services_.push_back(std::make_unique<EndpointService>(impl_.get()));
   impl_->services_.push_back(std::make_unique<SecretService>(impl_.get()));
   for (auto& service : impl_->services_) builder.RegisterService(service.get());
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 

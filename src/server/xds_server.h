@@ -17,8 +17,8 @@
 // it; requests are checked against `limits` (server/limits.h); the port is bound exclusively.
 //
 // Threading: streams run on gRPC's callback threads and on the dispatcher's threads, which
-// deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is registered
-// on (shut the grpc::Server down first). Accessors are thread-safe.
+// deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is
+// registered on (shut the grpc::Server down first). Accessors are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -30,12 +30,12 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 
-#include "metrics/metrics.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
-#include "pipeline/push_dispatcher.h"
 #include "grpcpp/server_builder.h"
+#include "metrics/metrics.h"
+#include "pipeline/push_dispatcher.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
 #include "server/limits.h"

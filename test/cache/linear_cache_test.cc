@@ -285,10 +285,8 @@ TEST(LinearCacheTest, InvalidWritesAreRefused) {
   auto watch = cache.CreateWatch(NodeWithId("n"), [&calls](const ConfigChange&) { calls++; });
   EXPECT_EQ(cache.UpdateResource(EdsCluster("a")).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.UpdateResource(nullptr).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache.SetResources({Endpoints("b", {1}), Endpoints("b", {2})}).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache.SetResources({Endpoints("b", {1}), StaticCluster("c")}).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.SetResources({Endpoints("b", {1}), Endpoints("b", {2})}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.SetResources({Endpoints("b", {1}), StaticCluster("c")}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.UpdateResources({Endpoints("b", {1})}, {"b"}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.UpdateResources({Endpoints("b", {1}), nullptr}, {}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.version(), "1");

@@ -40,9 +40,7 @@ TEST(SnapshotCacheTest, PolicyDecidesWhatIsRefused) {
   SnapshotCache lax(SnapshotCache::Options{ConsistencyPolicy::kNone, nullptr, nullptr});
   EXPECT_OK(lax.SetSnapshot("n", MustSnapshot("1", {EdsCluster("c")})));
   SnapshotCache strict(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr});
-  EXPECT_FALSE(strict
-                   .SetSnapshot("n", MustSnapshot("1", {HttpListener("l", "r"), Routes("r", {"ghost"})}))
-                   .ok());
+  EXPECT_FALSE(strict.SetSnapshot("n", MustSnapshot("1", {HttpListener("l", "r"), Routes("r", {"ghost"})})).ok());
   EXPECT_EQ(lax.SetSnapshot("n", nullptr).code(), absl::StatusCode::kInvalidArgument);
 }
 

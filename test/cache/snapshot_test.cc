@@ -43,9 +43,8 @@ TEST(SnapshotTest, EmptyVersionIsRefused) {
 
 // Per-type versions: each resource's type must have one.
 TEST(SnapshotTest, PerTypeVersions) {
-  ASSERT_OK_AND_ASSIGN(SnapshotPtr s,
-                       Snapshot::CreateWithTypeVersions({{kCds, "c-1"}, {kEds, "e-9"}},
-                                                        {EdsCluster("c"), Endpoints("c", {1})}));
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr s, Snapshot::CreateWithTypeVersions({{kCds, "c-1"}, {kEds, "e-9"}},
+                                                                       {EdsCluster("c"), Endpoints("c", {1})}));
   EXPECT_EQ(s->version(kCds), "c-1");
   EXPECT_EQ(s->version(kEds), "e-9");
   EXPECT_FALSE(Snapshot::CreateWithTypeVersions({{kCds, "c-1"}}, {Endpoints("c", {1})}).ok());
@@ -53,8 +52,8 @@ TEST(SnapshotTest, PerTypeVersions) {
 
 // A consistent snapshot passes both checks.
 TEST(SnapshotTest, CompleteSnapshotIsConsistent) {
-  SnapshotPtr s = MustSnapshot("1", {HttpListener("l", "r"), Routes("r", {"c"}), EdsCluster("c"),
-                                     Endpoints("c", {1}), StaticCluster("s")});
+  SnapshotPtr s = MustSnapshot(
+      "1", {HttpListener("l", "r"), Routes("r", {"c"}), EdsCluster("c"), Endpoints("c", {1}), StaticCluster("s")});
   EXPECT_OK(s->Consistent());
   EXPECT_OK(s->ConsistentStrict());
 }
@@ -64,7 +63,8 @@ TEST(SnapshotTest, MissingRouteConfigurationIsInconsistent) {
   SnapshotPtr s = MustSnapshot("1", {HttpListener("l", "quote-route"), EdsCluster("c"), Endpoints("c", {1})});
   absl::Status status = s->Consistent();
   ASSERT_FALSE(status.ok());
-  EXPECT_THAT(status.message(), HasSubstr("RouteConfiguration \"quote-route\" is referenced by a listener but missing"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("RouteConfiguration \"quote-route\" is referenced by a listener but missing"));
 }
 
 // Seed 003: an EDS cluster whose CLA is missing makes the snapshot inconsistent, naming it.
@@ -93,8 +93,8 @@ TEST(SnapshotTest, ServiceNameDecidesTheLoadAssignment) {
 
 // Strict (opt-in): a route naming a cluster that does not exist fails; plain Consistent passes.
 TEST(SnapshotTest, StrictCheckFindsMissingRouteCluster) {
-  SnapshotPtr s = MustSnapshot("1", {HttpListener("l", "r"), Routes("r", {"c", "ghost"}), EdsCluster("c"),
-                                     Endpoints("c", {1})});
+  SnapshotPtr s =
+      MustSnapshot("1", {HttpListener("l", "r"), Routes("r", {"c", "ghost"}), EdsCluster("c"), Endpoints("c", {1})});
   EXPECT_OK(s->Consistent());
   absl::Status strict = s->ConsistentStrict();
   ASSERT_FALSE(strict.ok());

@@ -41,8 +41,9 @@ class ConfigDirTest : public ::testing::Test {
   std::map<std::string, char> Summary(const ConfigDirReader::Result& result) {
     std::map<std::string, char> out;
     for (const FileRead& f : result.changes) {
-      out[fs::path(f.path).lexically_relative(dir_).string()] =
-          f.state == FileRead::State::kPresent ? 'P' : f.state == FileRead::State::kRemoved ? 'R' : 'U';
+      out[fs::path(f.path).lexically_relative(dir_).string()] = f.state == FileRead::State::kPresent   ? 'P'
+                                                                : f.state == FileRead::State::kRemoved ? 'R'
+                                                                                                       : 'U';
     }
     return out;
   }
@@ -187,7 +188,10 @@ TEST_F(ConfigDirTest, AnUnreadableDirectoryOrFileIsReportedNotSkippedSilently) {
     std::string log;
     for (const FileRead& f : r->changes) {
       log += fs::path(f.path).lexically_relative(dir_).string() + "=" +
-             (f.state == FileRead::State::kPresent ? "P" : f.state == FileRead::State::kRemoved ? "R" : "U") + ";";
+             (f.state == FileRead::State::kPresent   ? "P"
+              : f.state == FileRead::State::kRemoved ? "R"
+                                                     : "U") +
+             ";";
     }
     return log;
   });

@@ -70,7 +70,6 @@ TEST(ConfigStoreTest, AnObjectDefinedInTwoFilesBelongsToTheFirst) {
   EXPECT_EQ(std::get<WorkloadEntry>(store.Snapshot()->at(kA)->object).spec.address, "127.0.0.1");
 }
 
-
 std::string Address(const ConfigStore& store, const ConfigKey& key) {
   auto snapshot = store.Snapshot();
   auto it = snapshot->find(key);
@@ -81,7 +80,8 @@ TEST(ConfigStoreTest, DuplicatesAreOwnedByPathOrderWhateverOrderEventsArriveIn) 
   // At start files are read in path order; at run time events come in any order. The owner
   // must be the same either way.
   ConfigStore at_start;
-  at_start.ApplyFiles({FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
+  at_start.ApplyFiles(
+      {FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
   ConfigStore at_run_time;
   at_run_time.ApplyFile("b.yaml", We("a", "127.0.0.2"));
   auto u = at_run_time.ApplyFile("a.yaml", We("a", "127.0.0.1"));
@@ -99,7 +99,8 @@ TEST(ConfigStoreTest, DuplicatesAreOwnedByPathOrderWhateverOrderEventsArriveIn) 
 
 TEST(ConfigStoreTest, AnObjectSurvivesWhileAnyDefinitionOfItRemains) {
   ConfigStore store;
-  store.ApplyFiles({FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
+  store.ApplyFiles(
+      {FileRead::Present("a.yaml", We("a", "127.0.0.1")), FileRead::Present("b.yaml", We("a", "127.0.0.2"))});
   auto u = store.ApplyFile("a.yaml", std::nullopt);
   ASSERT_EQ(u.changed.size(), 1u) << "b.yaml's definition takes over: changed, not removed";
   EXPECT_NE(u.changed.at(kA).second, nullptr);
@@ -168,7 +169,8 @@ metadata: {name: inventory}
 spec:
   hosts: [inventory.example.com]
   http:
-  - route: [{destination: {host: inventory.example.com, subset: )" + subset + "}}]\n";
+  - route: [{destination: {host: inventory.example.com, subset: )" +
+         subset + "}}]\n";
 }
 const ConfigKey kRoutes{"VirtualService", "default", "inventory"};
 const ConfigKey kRuleKey{"DestinationRule", "default", "inventory"};

@@ -35,11 +35,9 @@ class DirWatcherTest : public ::testing::Test {
   // Waits (bounded, not a timing assertion) until an event for `path` arrived.
   bool Saw(const std::string& path) {
     MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return std::find(events_.begin(), events_.end(), path) != events_.end();
-        },
-        absl::Seconds(10));
+    return mu_.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                                    mu_) { return std::find(events_.begin(), events_.end(), path) != events_.end(); },
+                                absl::Seconds(10));
   }
 
   fs::path dir_;
@@ -68,8 +66,7 @@ TEST_F(DirWatcherTest, WatchesExactlyTheDirectoriesItIsGiven) {
   std::ofstream(dir_ / "marker") << "x";
   EXPECT_TRUE(Saw("marker"));
   MutexLock lock(&mu_);
-  EXPECT_EQ(std::count(events_.begin(), events_.end(), "sub/unwatched.yaml"), 0)
-      << "sub was not in the watched set";
+  EXPECT_EQ(std::count(events_.begin(), events_.end(), "sub/unwatched.yaml"), 0) << "sub was not in the watched set";
 }
 
 }  // namespace

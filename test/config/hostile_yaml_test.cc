@@ -23,8 +23,8 @@ bool HasError(const ParsedFile& parsed, const std::string& field, const std::str
 
 TEST(HostileYamlTest, ADocumentWithoutSpecIsAnErrorForEveryKind) {
   for (const char* kind : {"ServiceEntry", "WorkloadEntry", "VirtualService", "DestinationRule", "Sidecar"}) {
-    const std::string text = std::string("apiVersion: networking.istio.io/v1\nkind: ") + kind +
-                             "\nmetadata: {name: x, namespace: shop}\n";
+    const std::string text =
+        std::string("apiVersion: networking.istio.io/v1\nkind: ") + kind + "\nmetadata: {name: x, namespace: shop}\n";
     ParsedFile parsed;
     ASSERT_NO_THROW(parsed = ParseConfigFile("half.yaml", text)) << kind;
     EXPECT_TRUE(parsed.documents.empty()) << kind;
@@ -131,7 +131,7 @@ spec:
   ports: [{number: 80, name: http}]
   endpoints: [{address: 127.0.0.1}]
 )" + std::string("---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec: {host: ") +
-                                                   std::string(300, 'h') + ", subsets: [{name: \"v|1\"}]}\n");
+                                                          std::string(300, 'h') + ", subsets: [{name: \"v|1\"}]}\n");
   EXPECT_TRUE(HasError(parsed, "spec.hosts[0]", "lowercase letters, digits")) << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.hosts[1]", "lowercase letters, digits")) << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.hosts[2]", "lowercase letters, digits")) << Errors(parsed);
@@ -241,8 +241,8 @@ spec: {egress: [{hosts: ["a\x01\x7f\nb"]}]}
 // starts with "," hung the loader (and with it cxds serve's config reading or cxds validate).
 TEST(HostileYamlTest, ADocumentThatStallsTheYamlParserIsRefusedNotHung) {
   for (const std::string& text : {std::string(","), std::string(", \0\0\0", 5), std::string("{a: 1}, b\n"),
-                                 std::string("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
-                                             "spec: {ports: [{port: 80}]}\n---\n- a\n, b\n")}) {
+                                  std::string("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+                                              "spec: {ports: [{port: 80}]}\n---\n- a\n, b\n")}) {
     const ParsedFile parsed = ParseConfigFile("stall.yaml", text);
     ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
     EXPECT_NE(parsed.errors[0].message.find("cannot read past this point"), std::string::npos) << Errors(parsed);

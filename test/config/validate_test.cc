@@ -22,7 +22,8 @@ class ValidateTest : public ::testing::Test {
 };
 
 TEST_F(ValidateTest, AValidDirectoryExitsZero) {
-  Write("a.yaml", "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n");
+  Write("a.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n");
   Write("nested/b.json", R"({"apiVersion": "networking.istio.io/v1", "kind": "WorkloadEntry",
     "metadata": {"name": "b"}, "spec": {"address": "127.0.0.2"}})");
   Write("notes.txt", "not config");
@@ -32,8 +33,9 @@ TEST_F(ValidateTest, AValidDirectoryExitsZero) {
 }
 
 TEST_F(ValidateTest, ErrorsAreListedAndTheExitIsOne) {
-  Write("nested/vs.yaml", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
-                          "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    mirror: {host: b}\n");
+  Write("nested/vs.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+        "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    mirror: {host: b}\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 1);
   EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].mirror: unknown or unsupported "

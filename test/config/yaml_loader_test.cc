@@ -184,7 +184,8 @@ spec:
 }
 
 TEST(YamlLoaderTest, UnchangedContentHasTheSameHash) {
-  const char* doc = "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n";
+  const char* doc =
+      "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n";
   const ParsedFile a = ParseConfigFile("a.yaml", doc);
   const ParsedFile b = ParseConfigFile("a.yaml", std::string("# a comment\n") + doc);
   ASSERT_EQ(a.documents.size(), 1u);

@@ -131,8 +131,9 @@ TEST_F(MeshControllerTest, ARefusedFileKeepsTheLastGoodConfigAndPushesNothing) {
   proxy->Send(Ack(first[0], {"outbound|8080||inventory.mesh.local"}));
 
   const uint64_t change = controller_->ApplyBatch(
-      {Present("workload.yaml", "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
-                                "metadata: {name: inventory-1}\nspec: {address: not-an-ip, ports: {grpc: 1}}\n")});
+      {Present("workload.yaml",
+               "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
+               "metadata: {name: inventory-1}\nspec: {address: not-an-ip, ports: {grpc: 1}}\n")});
   EXPECT_EQ(change, 0u) << "a refused file changes nothing that is served";
   scheduler_.AdvanceBy(absl::Seconds(11));
   EXPECT_TRUE(proxy->Take().empty());

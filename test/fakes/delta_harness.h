@@ -12,8 +12,8 @@
 #include "cache/snapshot_cache.h"
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
-#include "server/ack_ledger.h"
 #include "fakes/inline_dispatcher.h"
+#include "server/ack_ledger.h"
 #include "server/delta_stream.h"
 
 namespace cxds::testing {
@@ -66,7 +66,7 @@ class DeltaHarness {
                         StreamLimits limits = {})
       : own_dispatcher_(InlineDispatcher()),
         env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval, own_dispatcher_.get(),
-             observer, nullptr, nullptr, nullptr, limits},
+             observer, nullptr,  nullptr, nullptr, limits},
         node_id_(node_id),
         features_(std::move(client_features)),
         stream_(env_, stream_id, "", &transport_) {

@@ -49,8 +49,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "fakes/stream_harness.h"
@@ -101,8 +101,7 @@ class FakeXdsClient {
   // `stream_deadline` so that a server that never answers cannot hang the test.
   FakeXdsClient(const std::string& target, std::string node_id, Service service = Service::kAggregated,
                 absl::Duration stream_deadline = absl::Seconds(60))
-      : node_id_(std::move(node_id)),
-        channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {
+      : node_id_(std::move(node_id)), channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {
     context_.set_deadline(absl::ToChronoTime(absl::Now() + stream_deadline));
     if (service == Service::kAggregated) {
       ads_stub_ = envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel_);
@@ -175,8 +174,7 @@ class FakeXdsClient {
             std::optional<std::string> accepted_version = std::nullopt) {
     TypeState& state = types_[response.type_url()];
     if (names.has_value()) state.names = *names;
-    return Send(cxds::testing::Nack(response, state.names, accepted_version.value_or(state.accepted_version),
-                                    message));
+    return Send(cxds::testing::Nack(response, state.names, accepted_version.value_or(state.accepted_version), message));
   }
 
   // The next response, waiting at most `deadline`; nullopt if none arrived in time or the

@@ -9,10 +9,8 @@ namespace cxds::testing {
 
 // Inline (no worker threads), with `max_in_flight` slots: by default room for every push a
 // test makes, so only throttle tests see the limit.
-inline std::unique_ptr<PushDispatcher> InlineDispatcher(int max_in_flight = 100000,
-                                                        PushObserver* observer = nullptr,
-                                                        MetricsRegistry* metrics = nullptr,
-                                                        Clock* clock = nullptr) {
+inline std::unique_ptr<PushDispatcher> InlineDispatcher(int max_in_flight = 100000, PushObserver* observer = nullptr,
+                                                        MetricsRegistry* metrics = nullptr, Clock* clock = nullptr) {
   PushDispatcher::Options options;
   options.max_in_flight = max_in_flight;
   options.worker_threads = 0;

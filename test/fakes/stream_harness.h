@@ -10,10 +10,10 @@
 #include "cache/snapshot_cache.h"
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "fakes/inline_dispatcher.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "server/ack_ledger.h"
-#include "fakes/inline_dispatcher.h"
 #include "server/sotw_stream.h"
 
 namespace cxds::testing {
@@ -101,13 +101,24 @@ struct StreamHarnessOptions {
 
 class StreamHarness {
  public:
-  explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "",
-                         ServerCallbacks* callbacks = nullptr, const std::string& node_id = "node-a",
-                         int64_t stream_id = 1, StreamHarnessOptions options = {})
+  explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "", ServerCallbacks* callbacks = nullptr,
+                         const std::string& node_id = "node-a", int64_t stream_id = 1,
+                         StreamHarnessOptions options = {})
       : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
-        env_{&cache, &ledger_, callbacks, options.clock != nullptr ? options.clock : &clock_, "cxds", options.scheduler, options.heartbeat_interval,
-             options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(), options.observer,
-             options.metrics, options.admission, options.ready, options.limits, options.send_timeout},
+        env_{&cache,
+             &ledger_,
+             callbacks,
+             options.clock != nullptr ? options.clock : &clock_,
+             "cxds",
+             options.scheduler,
+             options.heartbeat_interval,
+             options.dispatcher != nullptr ? options.dispatcher : own_dispatcher_.get(),
+             options.observer,
+             options.metrics,
+             options.admission,
+             options.ready,
+             options.limits,
+             options.send_timeout},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {

@@ -13,10 +13,10 @@
 #include "common/mutex.h"
 #include "common/strings.h"
 #include "fakes/test_resources.h"
+#include "model/mesh_kinds.h"
 #include "pipeline/generator.h"
 #include "pipeline/push_context.h"
 #include "protocol/type_url.h"
-#include "model/mesh_kinds.h"
 
 namespace cxds::testing {
 
@@ -91,9 +91,9 @@ class TestClusterGenerator final : public Generator {
     const auto& context = static_cast<const TestContext&>(env.context);
     GeneratedResources out;
     for (const std::string& name : context.services) {
-      absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
-          {std::string(kClusterType), name, ""}, {ServiceKey(name)}, request.push_sequence,
-          [&]() -> absl::StatusOr<ResourcePtr> { return EdsCluster(name); });
+      absl::StatusOr<ResourcePtr> resource =
+          env.cache.GetOrBuild({std::string(kClusterType), name, ""}, {ServiceKey(name)}, request.push_sequence,
+                               [&]() -> absl::StatusOr<ResourcePtr> { return EdsCluster(name); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }

@@ -209,9 +209,7 @@ TEST(BadClientsTest, CxdsDemoExitsNonZeroOnABusyXdsPort) {
 
 class LimitsOverGrpcTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_OK(cache_.SetSnapshot("node-a", MustSnapshot("1", {EdsCluster("c")})));
-  }
+  void SetUp() override { ASSERT_OK(cache_.SetSnapshot("node-a", MustSnapshot("1", {EdsCluster("c")}))); }
   void StartServer(StreamLimits limits) {
     XdsServer::Options options;
     options.limits = limits;

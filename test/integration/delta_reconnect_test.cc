@@ -75,9 +75,9 @@ extern char** environ;
 namespace cxds {
 namespace {
 
+using ::cxds::testing::DeltaRequest;
 using envoy::service::discovery::v3::DeltaDiscoveryRequest;
 using envoy::service::discovery::v3::DeltaDiscoveryResponse;
-using ::cxds::testing::DeltaRequest;
 
 const std::string kCds(kClusterType);
 const std::string kEds(kEndpointType);
@@ -218,11 +218,10 @@ class DemoProcess {
     // dup2 clears close-on-exec on the copies; every other end is closed by exec.
     posix_spawn_file_actions_adddup2(&actions, in[1], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const std::string binary = CXDS_BINARY_PATH;
     const std::string address = absl::StrCat("127.0.0.1:", port_);
-    std::vector<std::string> args = {binary,      "demo",   "--xds-address",    address,
+    std::vector<std::string> args = {binary,      "demo",  "--xds-address",    address,
                                      "--node-id", kNodeId, "--inventory-port", "18080"};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
@@ -294,8 +293,7 @@ std::unique_ptr<DemoProcess> StartDemo(uint16_t preferred, const std::string& lo
   for (int attempt = 0; attempt < 4; ++attempt) {
     const uint16_t port = attempt == 0 && preferred != 0 ? preferred : FreeLoopbackPort();
     std::string error;
-    auto process =
-        DemoProcess::Start(port, absl::StrCat(::testing::TempDir(), log_name, "-", attempt, ".log"), &error);
+    auto process = DemoProcess::Start(port, absl::StrCat(::testing::TempDir(), log_name, "-", attempt, ".log"), &error);
     if (process != nullptr) return process;
     absl::StrAppend(errors, "attempt ", attempt, ": ", error, "\n");
   }
@@ -334,8 +332,7 @@ class DeltaAdsClient {
   // The next response, waiting at most until `deadline`; nullopt if none came or the stream ended.
   std::optional<DeltaDiscoveryResponse> Next(absl::Time deadline) {
     MutexLock lock(&mu_);
-    mu_.AwaitWithDeadline([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || ended_; },
-                          deadline);
+    mu_.AwaitWithDeadline([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || ended_; }, deadline);
     if (queue_.empty()) return std::nullopt;
     DeltaDiscoveryResponse response = std::move(queue_.front());
     queue_.pop_front();
@@ -396,8 +393,7 @@ std::string Describe(const DeltaDiscoveryResponse& response) {
   std::vector<std::string> names;
   for (const auto& resource : response.resources()) names.push_back(resource.name());
   return absl::StrCat(std::string(ShortTypeName(response.type_url())), " nonce=", response.nonce(), " resources=[",
-                      absl::StrJoin(names, ","), "] removed=[", absl::StrJoin(response.removed_resources(), ","),
-                      "]");
+                      absl::StrJoin(names, ","), "] removed=[", absl::StrJoin(response.removed_resources(), ","), "]");
 }
 
 // Subscribes RDS to `probe` (a name that does not exist) and takes, applies and ACKs every
@@ -413,9 +409,9 @@ std::optional<std::vector<DeltaDiscoveryResponse>> DrainUntilProbe(DeltaAdsClien
     if (!next.has_value()) return std::nullopt;
     Apply(*next, held);
     client.Ack(*next);
-    const bool answer = next->type_url() == kRds && std::find(next->removed_resources().begin(),
-                                                              next->removed_resources().end(),
-                                                              probe) != next->removed_resources().end();
+    const bool answer = next->type_url() == kRds &&
+                        std::find(next->removed_resources().begin(), next->removed_resources().end(), probe) !=
+                            next->removed_resources().end();
     taken.push_back(std::move(*next));
     if (answer) return taken;
   }
@@ -453,11 +449,10 @@ TEST_F(DeltaRestartTest, ReconnectToNewProcessWithHeldVersionsReceivesNothing) {
     std::optional<std::vector<DeltaDiscoveryResponse>> first_responses = DrainUntilProbe(client, "probe", held);
     ASSERT_TRUE(first_responses.has_value()) << "the first process did not answer the probe";
 
-    const HeldVersions expected_names = {
-        {kLds, {{teaching::kApiListenerName, ""}, {teaching::kEnvoyListenerName, ""}}},
-        {kCds, {{teaching::kClusterName, ""}}},
-        {kRds, {{teaching::kRouteName, ""}}},
-        {kEds, {{teaching::kClusterName, ""}}}};
+    const HeldVersions expected_names = {{kLds, {{teaching::kApiListenerName, ""}, {teaching::kEnvoyListenerName, ""}}},
+                                         {kCds, {{teaching::kClusterName, ""}}},
+                                         {kRds, {{teaching::kRouteName, ""}}},
+                                         {kEds, {{teaching::kClusterName, ""}}}};
     for (const auto& [type_url, names] : expected_names) {
       std::vector<std::string> got;
       for (const auto& [name, version] : held[type_url]) got.push_back(name);

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cache/snapshot_cache.h"
+#include "common/mutex.h"
 #include "common/status_matchers.h"
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
@@ -197,8 +197,8 @@ class XdsServerTest : public ::testing::Test {
 
 // Listener l1 -> route r1 -> cluster c1 (EDS), plus cluster c2.
 std::vector<ResourcePtr> EnvoyResources(int cluster_timeout_s, uint32_t c1_port, ResourcePtr routes) {
-  return {HttpListener("l1", "r1"), std::move(routes), EdsCluster("c1", "", cluster_timeout_s), EdsCluster("c2"),
-          Endpoints("c1", {c1_port}), Endpoints("c2", {9090})};
+  return {HttpListener("l1", "r1"), std::move(routes),          EdsCluster("c1", "", cluster_timeout_s),
+          EdsCluster("c2"),         Endpoints("c1", {c1_port}), Endpoints("c2", {9090})};
 }
 
 // The Envoy ADS sequence: CDS wildcard, EDS by name, LDS wildcard, RDS by name, each ACKed
@@ -309,9 +309,14 @@ TEST_F(XdsServerTest, EnvoyLikeAdsFlowWithPushOrderAndNack) {
 
 // A proxyless gRPC API listener `svc` and an unrelated listener the client never asks for.
 std::vector<ResourcePtr> GrpcResources(uint32_t port) {
-  return {ApiListener("svc.example", "r-svc"), Routes("r-svc", {"c-svc"}), EdsCluster("c-svc"),
-          Endpoints("c-svc", {port}),          HttpListener("other", "r-other"), Routes("r-other", {"c-other"}),
-          EdsCluster("c-other"),               Endpoints("c-other", {9999})};
+  return {ApiListener("svc.example", "r-svc"),
+          Routes("r-svc", {"c-svc"}),
+          EdsCluster("c-svc"),
+          Endpoints("c-svc", {port}),
+          HttpListener("other", "r-other"),
+          Routes("r-other", {"c-other"}),
+          EdsCluster("c-other"),
+          Endpoints("c-other", {9999})};
 }
 
 // The proxyless gRPC sequence: LDS [target], then RDS, CDS and EDS by name, each after ACKing
@@ -671,7 +676,8 @@ TEST_F(XdsServerTest, ConcurrentSubscribersConvergeOnFinalVersion) {
         if (!status.has_value() || status->acked_version != final_version || !status->synced()) return false;
       }
       return true;
-    })) << "stream " << client->stream_id() << " did not ACK version " << final_version;
+    })) << "stream "
+        << client->stream_id() << " did not ACK version " << final_version;
   }
   EXPECT_EQ(xds_->open_streams(), kStreams);
   for (const auto& client : clients) EXPECT_TRUE(client->Finish().ok());

@@ -37,7 +37,7 @@ TEST(SoakCheckTest, AWaitLongerThanTheBoundIsStarvationOpenOrClosed) {
 }
 
 TEST(SoakCheckTest, RssFlatAfterWarmupPassesAndGrowthFails) {
-  const std::vector<RssSample> flat = {{0, 20'000}, {10, 90'000}, {20, 100'000}, {30, 101'000},
+  const std::vector<RssSample> flat = {{0, 20'000},  {10, 90'000},  {20, 100'000}, {30, 101'000},
                                        {40, 99'000}, {50, 102'000}, {60, 100'500}, {70, 101'500}};
   RssVerdict verdict = JudgeRss(flat, 20, 0.10);
   EXPECT_TRUE(verdict.ok) << verdict.why;

@@ -14,9 +14,7 @@ namespace {
 class HoldingTarget final : public PushTarget {
  public:
   explicit HoldingTarget(int id) : id_(id) {}
-  void DeliverPush(PushRequestPtr request) override {
-    delivered.push_back(*request);
-  }
+  void DeliverPush(PushRequestPtr request) override { delivered.push_back(*request); }
   std::string PushTargetName() const override { return std::to_string(id_); }
   std::vector<PushRequest> delivered;
 
@@ -95,7 +93,11 @@ TEST(PushDispatcherTest, WorkerModeNeverExceedsTheThrottleUnderConcurrency) {
    public:
     AsyncTarget(PushDispatcher& d, std::atomic<int>& in_push, std::atomic<int>& max_in_push,
                 std::atomic<int64_t>& reasons, Mutex& threads_mu, std::vector<std::thread>& threads)
-        : d_(d), in_push_(in_push), max_in_push_(max_in_push), reasons_(reasons), threads_mu_(threads_mu),
+        : d_(d),
+          in_push_(in_push),
+          max_in_push_(max_in_push),
+          reasons_(reasons),
+          threads_mu_(threads_mu),
           threads_(threads) {}
     void DeliverPush(PushRequestPtr request) override {
       const int now = ++in_push_;
@@ -128,8 +130,7 @@ TEST(PushDispatcherTest, WorkerModeNeverExceedsTheThrottleUnderConcurrency) {
   std::vector<std::thread> finishers;
   std::vector<std::unique_ptr<AsyncTarget>> targets;
   for (int i = 0; i < 32; ++i) {
-    targets.push_back(
-        std::make_unique<AsyncTarget>(dispatcher, in_push, max_in_push, reasons, threads_mu, finishers));
+    targets.push_back(std::make_unique<AsyncTarget>(dispatcher, in_push, max_in_push, reasons, threads_mu, finishers));
   }
   std::vector<std::thread> producers;
   constexpr int kPerProducer = 500;

@@ -64,8 +64,8 @@ class PushPipelineTest : public ::testing::Test {
     options.observer = &tracker_;
     options.clock = &scheduler_.clock();
     options.metrics = &server_metrics_;
-    return std::make_unique<StreamHarness>(watcher != nullptr ? *watcher : *pipeline_, "", nullptr, node_id,
-                                           stream_id, options);
+    return std::make_unique<StreamHarness>(watcher != nullptr ? *watcher : *pipeline_, "", nullptr, node_id, stream_id,
+                                           options);
   }
 
   // Subscribes like Envoy: CDS wildcard, then EDS for both services; ACKs everything.
@@ -386,7 +386,6 @@ TEST(StreamReadinessTest, StreamsAreRefusedWithUnavailableUntilReady) {
   EXPECT_FALSE(later.transport().finished.has_value());
   EXPECT_EQ(later.transport().reads_requested, 1);
 }
-
 
 // /debug/push_status is bounded: at most kMaxPushRecords pushes, each naming at most
 // kMaxChangeIdsNamed change ids (the newest) and counting them all.

@@ -40,15 +40,19 @@ TEST(ResourceCacheTest, ClearDropsOnlyDependentEntries) {
   const ResourceCacheKey other{std::string(kClusterType), "b", "envoy"};
   const ConfigKey other_dep{"ServiceEntry", "default", "b"};
   ASSERT_TRUE(cache.GetOrBuild(kKey, {kDep}, 1, [] { return absl::StatusOr<ResourcePtr>(EdsCluster("a")); }).ok());
-  ASSERT_TRUE(cache.GetOrBuild(other, {other_dep}, 1, [] { return absl::StatusOr<ResourcePtr>(EdsCluster("b")); }).ok());
+  ASSERT_TRUE(
+      cache.GetOrBuild(other, {other_dep}, 1, [] { return absl::StatusOr<ResourcePtr>(EdsCluster("b")); }).ok());
   cache.Clear({kDep}, 2);
   EXPECT_EQ(cache.stats().size, 1u);
   EXPECT_EQ(cache.stats().invalidations, 1u);
   int rebuilt = 0;
-  ASSERT_TRUE(cache.GetOrBuild(other, {other_dep}, 2, [&] {
-                     rebuilt++;
-                     return absl::StatusOr<ResourcePtr>(EdsCluster("b"));
-                   }).ok());
+  ASSERT_TRUE(cache
+                  .GetOrBuild(other, {other_dep}, 2,
+                              [&] {
+                                rebuilt++;
+                                return absl::StatusOr<ResourcePtr>(EdsCluster("b"));
+                              })
+                  .ok());
   EXPECT_EQ(rebuilt, 0) << "b did not depend on a";
   cache.ClearAll(3);
   EXPECT_EQ(cache.stats().size, 0u);

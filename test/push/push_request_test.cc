@@ -1,8 +1,8 @@
 #include "push/push_request.h"
 
 #include "gtest/gtest.h"
-#include "pipeline/push_context.h"
 #include "model/mesh_kinds.h"
+#include "pipeline/push_context.h"
 
 namespace cxds {
 namespace {
@@ -89,7 +89,6 @@ TEST(PushRequestTest, EndpointOnlyNeedsOnlyEndpointKeysAndNothingForced) {
   r.configs.insert(Key(kind::kDestinationRule, "a"));
   EXPECT_FALSE(r.EndpointOnly());
 }
-
 
 // A request that keeps merging (a slow stream's pending push) carries only the newest change
 // ids, so it does not grow with every change made meanwhile.

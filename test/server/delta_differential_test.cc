@@ -119,7 +119,6 @@ SnapshotPtr BuildSnapshot(const Config& config, const std::string& version) {
 
 std::vector<std::string> Sorted(const std::set<std::string>& names) { return {names.begin(), names.end()}; }
 
-
 // name -> resource bytes (and, for Delta, the version the client holds).
 struct Held {
   std::string version;
@@ -275,8 +274,8 @@ class DeltaClient {
         // request; one written after is a server error.
         auto dropped = dropped_at_[type_url].find(resource.name());
         if (dropped == dropped_at_[type_url].end() || index >= dropped->second) {
-          absl::StrAppend(&problems, "Delta ", TypeName(type_url), " response carries unsubscribed ",
-                          resource.name(), "; ");
+          absl::StrAppend(&problems, "Delta ", TypeName(type_url), " response carries unsubscribed ", resource.name(),
+                          "; ");
         }
         continue;
       }
@@ -318,8 +317,8 @@ class Differential {
         delta_(cache_) {
     names_[kEds] = std::move(eds);
     names_[kRds] = std::move(rds);
-    Note(absl::StrCat("start eds=[", absl::StrJoin(names_[kEds], ","), "] rds=[",
-                      absl::StrJoin(names_[kRds], ","), "] wildcard=", explicit_wildcard ? "\"*\"" : "legacy",
+    Note(absl::StrCat("start eds=[", absl::StrJoin(names_[kEds], ","), "] rds=[", absl::StrJoin(names_[kRds], ","),
+                      "] wildcard=", explicit_wildcard ? "\"*\"" : "legacy",
                       snapshot_before_clients ? "" : " (snapshot after the first requests)"));
     if (snapshot_before_clients) Publish();
     sotw_.Start(names_[kEds], names_[kRds]);
@@ -435,8 +434,7 @@ class Differential {
       if (!subscribed.contains(name)) {
         absl::StrAppend(&problems.delta, type, ": the Delta client holds unsubscribed ", name, "; ");
       } else if (!current.items.contains(name)) {
-        absl::StrAppend(&problems.delta, type, ": the Delta client still holds ", name,
-                        " (deleted, never removed); ");
+        absl::StrAppend(&problems.delta, type, ": the Delta client still holds ", name, " (deleted, never removed); ");
       }
     }
   }
@@ -457,8 +455,8 @@ size_t Pick(std::mt19937& rng, size_t n) { return rng() % n; }
 bool Chance(std::mt19937& rng, int percent) { return static_cast<int>(rng() % 100) < percent; }
 
 // Adds, modifies (possibly to the same content) or deletes `name` in `items`; returns what it did.
-std::string MutateOne(std::mt19937& rng, const char* type, std::map<std::string, int>& items,
-                      const std::string& name, std::optional<bool> remove = std::nullopt) {
+std::string MutateOne(std::mt19937& rng, const char* type, std::map<std::string, int>& items, const std::string& name,
+                      std::optional<bool> remove = std::nullopt) {
   auto it = items.find(name);
   const bool present = it != items.end();
   const bool do_remove = remove.has_value() ? *remove : (present && Chance(rng, 40));
@@ -635,9 +633,11 @@ TEST_F(DeltaSotwDifferentialTest, RandomSequencesAgree) {
     }
   }
   EXPECT_TRUE(delta_failed.empty()) << "the Delta client diverged in " << delta_failed.size() << " of " << kSeeds
-                                    << " seeds:\n" << absl::StrJoin(delta_failed, "\n");
+                                    << " seeds:\n"
+                                    << absl::StrJoin(delta_failed, "\n");
   EXPECT_TRUE(sotw_failed.empty()) << "the SotW client diverged in " << sotw_failed.size() << " of " << kSeeds
-                                   << " seeds:\n" << absl::StrJoin(sotw_failed, "\n");
+                                   << " seeds:\n"
+                                   << absl::StrJoin(sotw_failed, "\n");
   RecordProperty("runtime_ms", static_cast<int>(absl::ToInt64Milliseconds(absl::Now() - start)));
 }
 

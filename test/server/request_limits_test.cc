@@ -183,7 +183,8 @@ TEST_F(RequestLimitsTest, ClientStringsCannotForgeOrFloodLogLines) {
     h.Send(Request(kCds, {}));
     std::vector<DiscoveryResponse> sent = h.Take();
     ASSERT_EQ(sent.size(), 1u);
-    h.Send(Nack(sent[0], {}, "", "bad\n[2026-01-01 00:00:00.000] [cxds] [info] FORGED too " + std::string(100'000, 'x')));
+    h.Send(
+        Nack(sent[0], {}, "", "bad\n[2026-01-01 00:00:00.000] [cxds] [info] FORGED too " + std::string(100'000, 'x')));
     DiscoveryRequest stale = Request(kCds, {}, "1", "nonce\nFORGED");
     h.Send(stale);
   }
@@ -220,7 +221,6 @@ TEST_F(RequestLimitsTest, ClientVersionLabelIsEscapedAndShort) {
   EXPECT_THAT(line, StartsWith("pilot_xds{version=\"1.0"));
   EXPECT_LT(line.size(), 200u) << "the label must be cut short: " << line.substr(0, 300);
 }
-
 
 // The version label set is bounded: clients naming ever new versions share "other" once the
 // first kMaxClientVersions have theirs, and the gauges still return to zero when they leave.

@@ -3,8 +3,8 @@
 
 #include "fakes/test_resources.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
-#include "protocol/type_url.h"
 #include "gtest/gtest.h"
+#include "protocol/type_url.h"
 
 namespace cxds {
 namespace {
@@ -21,8 +21,7 @@ envoy::service::discovery::v3::DiscoveryResponse Decode(grpc::ByteBuffer buffer)
 
 // The slices decode to the same message as ToDiscoveryResponse builds.
 TEST(ResponseEncodingTest, EncodedBytesDecodeToTheResponse) {
-  OutgoingResponse response{std::string(kEndpointType), "v7", "v7-1-3",
-                            {Endpoints("a", {1, 2}), Endpoints("b", {3})}};
+  OutgoingResponse response{std::string(kEndpointType), "v7", "v7-1-3", {Endpoints("a", {1, 2}), Endpoints("b", {3})}};
   auto decoded = Decode(EncodeSotwResponse(response, "cxds"));
   auto expected = ToDiscoveryResponse(response, "cxds");
   EXPECT_EQ(decoded.SerializeAsString(), expected.SerializeAsString());

@@ -24,8 +24,8 @@ const std::string kSds(kSecretType);
 
 // A consistent snapshot: listener l1 -> route r1 -> cluster c1 (EDS) -> CLA c1, plus c2.
 SnapshotPtr BaseSnapshot(const std::string& version, uint32_t port = 8080) {
-  return MustSnapshot(version, {HttpListener("l1", "r1"), Routes("r1", {"c1"}), EdsCluster("c1"),
-                                EdsCluster("c2"), Endpoints("c1", {port}), Endpoints("c2", {9090})});
+  return MustSnapshot(version, {HttpListener("l1", "r1"), Routes("r1", {"c1"}), EdsCluster("c1"), EdsCluster("c2"),
+                                Endpoints("c1", {port}), Endpoints("c2", {9090})});
 }
 
 class SotwStreamTest : public ::testing::Test {
@@ -351,8 +351,8 @@ TEST_F(SotwStreamTest, NamedCdsResponsesCarryFullState) {
   h.Send(Request(kCds, {"c1", "c2"}));
   auto r1 = h.Take();
   h.Send(Ack(r1[0], {"c1", "c2"}));
-  Set(MustSnapshot("2", {HttpListener("l1", "r1"), Routes("r1", {"c1"}), EdsCluster("c1", "", 5),
-                         EdsCluster("c2"), Endpoints("c1", {8080}), Endpoints("c2", {9090})}));
+  Set(MustSnapshot("2", {HttpListener("l1", "r1"), Routes("r1", {"c1"}), EdsCluster("c1", "", 5), EdsCluster("c2"),
+                         Endpoints("c1", {8080}), Endpoints("c2", {9090})}));
   auto r2 = h.Take();
   ASSERT_FALSE(r2.empty());
   EXPECT_EQ(r2[0].type_url(), kCds);
@@ -420,9 +420,7 @@ TEST_F(SotwStreamTest, FirstEmptyEdsRequestIsNotWildcard) {
 
 // E29: a snapshot that changes one type's version answers only that type.
 TEST_F(SotwStreamTest, OnlyTypesWhoseVersionChangedAreSent) {
-  auto resources = [](uint32_t port) {
-    return std::vector<ResourcePtr>{EdsCluster("c1"), Endpoints("c1", {port})};
-  };
+  auto resources = [](uint32_t port) { return std::vector<ResourcePtr>{EdsCluster("c1"), Endpoints("c1", {port})}; };
   ASSERT_OK_AND_ASSIGN(SnapshotPtr s1, Snapshot::CreateWithTypeVersions({{kCds, "c1"}, {kEds, "e1"}}, resources(1)));
   Set(s1);
   StreamHarness h(cache_);
@@ -488,8 +486,8 @@ TEST_F(SotwStreamTest, AdsPushOrderIsCdsEdsLdsRdsSds) {
   h.Send(Request(kLds, {}));
   h.Send(Request(kEds, {"c1"}));
   h.Send(Request(kCds, {}));
-  for (auto& r : h.Take()) h.Send(Ack(r, r.type_url() == kCds || r.type_url() == kLds ? std::vector<std::string>{}
-                                          : NamesOf(r)));
+  for (auto& r : h.Take())
+    h.Send(Ack(r, r.type_url() == kCds || r.type_url() == kLds ? std::vector<std::string>{} : NamesOf(r)));
   Set(snapshot("2", 2));
   std::vector<std::string> order;
   for (auto& r : h.Take()) order.push_back(std::string(ShortTypeName(r.type_url())));
@@ -529,7 +527,7 @@ TEST_F(SotwStreamTest, PendingPushForUnsubscribedNameIsNotSent) {
   h.Send(Ack(first[1], {"c1"}));
   Set(BaseSnapshot("2", 8081));  // CDS goes out first and stays in flight; EDS waits
   ASSERT_TRUE(h.transport().write_in_flight);
-  h.Send(Ack(first[1], {}));  // stale nonce: ignored, EDS still wanted
+  h.Send(Ack(first[1], {}));           // stale nonce: ignored, EDS still wanted
   h.Send(Request(kEds, {}, "1", ""));  // empty nonce: unsubscribe from every CLA
   auto pushed = h.Take();
   for (auto& r : pushed) EXPECT_NE(r.type_url(), kEds);
@@ -629,8 +627,8 @@ TEST_F(SotwStreamTest, NonceFromBeforeUnsubscribeAllIsNotStale) {
   auto r1 = h.Take();
   ASSERT_EQ(r1.size(), 1u);
   h.Send(Ack(r1[0], {"c1"}));
-  h.Send(Ack(r1[0], {}));           // unsubscribe from everything
-  h.Send(Ack(r1[0], {"ghost"}));    // a fresh subscription to a name that does not exist
+  h.Send(Ack(r1[0], {}));         // unsubscribe from everything
+  h.Send(Ack(r1[0], {"ghost"}));  // a fresh subscription to a name that does not exist
   EXPECT_THAT(h.Take(), IsEmpty());
   h.Send(Ack(r1[0], {"c1", "ghost"}));  // same nonce: still the latest the client has seen
   auto r2 = h.Take();

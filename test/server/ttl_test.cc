@@ -23,7 +23,12 @@ const std::vector<std::string> kSotwTtlFeatures = {kClientFeatureResourceTtl, kC
 ResourcePtr TtlEndpoints(const std::string& name, uint32_t port, absl::Duration ttl) {
   envoy::config::endpoint::v3::ClusterLoadAssignment cla;
   cla.set_cluster_name(name);
-  cla.add_endpoints()->add_lb_endpoints()->mutable_endpoint()->mutable_address()->mutable_socket_address()->set_port_value(port);
+  cla.add_endpoints()
+      ->add_lb_endpoints()
+      ->mutable_endpoint()
+      ->mutable_address()
+      ->mutable_socket_address()
+      ->set_port_value(port);
   auto resource = Resource::FromMessage(cla, ttl);
   EXPECT_TRUE(resource.ok());
   return *resource;
