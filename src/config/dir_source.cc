@@ -25,7 +25,10 @@ absl::Status DirectorySource::Start(OnBatch on_batch) {
     stopped_ = false;
   }
   if (options_.watch) {
-    if (absl::Status status = watcher_.Start([this](const std::string&) { Poke(); }); !status.ok()) return status;
+    if (absl::Status status =
+            watcher_.Start([this](const std::string& path, DirWatcher::Event event) { Poke(path, event); });
+        !status.ok())
+      return status;
   }
   // The first read runs at once: it sets the watches, and catches what changed since Load.
   TimerPtr old;
@@ -46,15 +49,21 @@ void DirectorySource::Stop() {
   timer.reset();  // waits for a running read, outside mu_
 }
 
-void DirectorySource::Poke() {
+void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   TimerPtr old;  // destroyed after mu_ is released
   MutexLock lock(&mu_);
   if (stopped_) return;
   const absl::Time now = scheduler_.clock().Now();
   if (first_event_ == absl::InfiniteFuture()) first_event_ = now;
-  // Quiet for `settle`, but never later than `max_settle` after the first event.
-  read_at_ = std::min(now + options_.settle, first_event_ + options_.max_settle);
+  if (event == DirWatcher::Event::kWriting && open_writes_.size() < kMaxOpenWrites) open_writes_.insert(path);
+  if (event == DirWatcher::Event::kClosed) open_writes_.erase(path);
+  // Quiet for `settle`, but never later than the ceiling.
+  read_at_ = std::min(now + options_.settle, CeilingLocked());
   old = ArmLocked();
+}
+
+absl::Time DirectorySource::CeilingLocked() const {
+  return first_event_ + (open_writes_.empty() ? options_.max_settle : options_.max_open_write);
 }
 
 TimerPtr DirectorySource::ArmLocked() {
@@ -71,11 +80,23 @@ void DirectorySource::OnTimer() {
     MutexLock lock(&mu_);
     timer_due_ = absl::InfiniteFuture();
     if (stopped_) return;
-    if (scheduler_.clock().Now() < read_at_) {  // more events came: wait for quiet
+    const absl::Time now = scheduler_.clock().Now();
+    if (now < read_at_) {  // more events came: wait for quiet
       old = ArmLocked();
       return;
     }
+    if (!open_writes_.empty() && now < CeilingLocked()) {  // a writer is still at work
+      read_at_ = std::min(now + options_.settle, CeilingLocked());
+      old = ArmLocked();
+      return;
+    }
+    if (!open_writes_.empty()) {
+      cxds::Log().warn("CONFIG {} file(s) still open for writing after {} (first: {}): reading them as they are",
+                       open_writes_.size(), absl::FormatDuration(options_.max_open_write),
+                       Untrusted(*open_writes_.begin()));
+    }
     read_at_ = first_event_ = absl::InfiniteFuture();
+    open_writes_.clear();
   }
   ReadNow();
 }

@@ -8,6 +8,9 @@
 //  - `settle` after the last inotify event, so that a tool's several writes become one batch
 //    (an editor's save, a file written in two steps, a `git checkout`), but at most
 //    `max_settle` after the first, so that a directory written continuously is still read;
+//  - not while a file still has a writer at work (written, not yet closed: see DirWatcher),
+//    up to `max_open_write` after the first event, so that a file written in place in several
+//    steps with pauses longer than `settle` is still read once, complete;
 //  - again `settle` later when a file changed while it was read;
 //  - every `resync_interval` in any case (inotify can lose events);
 //  - every `missing_poll` while the directory is gone (deleted, or its mount swapped): the
@@ -18,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,9 @@ class DirectorySource final : public ConfigSource {
   struct Options {
     absl::Duration settle = absl::Milliseconds(100);
     absl::Duration max_settle = absl::Seconds(1);
+    // The ceiling while a written file is still open (a writer that never closes, or whose
+    // close event was lost, delays reads by at most this).
+    absl::Duration max_open_write = absl::Seconds(5);
     absl::Duration resync_interval = absl::Seconds(30);
     absl::Duration missing_poll = absl::Seconds(1);
     ConfigDirLimits limits;
@@ -54,8 +61,9 @@ class DirectorySource final : public ConfigSource {
   absl::Status Start(OnBatch on_batch) override;
   void Stop() override;
 
-  // An event happened (inotify, or a test): schedules a read.
-  void Poke();
+  // An event happened (inotify, or a test): schedules a read. `path` and `event` say whether a
+  // writer is still at work on a file (DirWatcher::Event).
+  void Poke(const std::string& path = "", DirWatcher::Event event = DirWatcher::Event::kChanged);
 
  private:
   // Timers are never cancelled under mu_ (a running read takes mu_): a timer that fires
@@ -63,6 +71,7 @@ class DirectorySource final : public ConfigSource {
   void OnTimer();
   void ReadNow();
   [[nodiscard]] TimerPtr ArmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time CeilingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const absl::StatusOr<ConfigDirReader::Result>& result);
 
   const std::string dir_;
@@ -79,6 +88,10 @@ class DirectorySource final : public ConfigSource {
   absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();      // when the next read is wanted
   absl::Time first_event_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // of the pending read
   bool stopped_ ABSL_GUARDED_BY(mu_) = true;
+  // Files written and not yet closed since the pending read was scheduled; bounded (beyond
+  // kMaxOpenWrites the set stops growing: its files are then covered by the ceiling only).
+  static constexpr size_t kMaxOpenWrites = 1024;
+  std::set<std::string> open_writes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cxds

@@ -67,7 +67,7 @@ void DirWatcher::Run() {
       const auto* event = reinterpret_cast<const struct inotify_event*>(buffer + offset);
       offset += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
       if (event->mask & IN_Q_OVERFLOW) {
-        on_event_("");
+        on_event_("", Event::kChanged);
         continue;
       }
       std::string path;
@@ -81,7 +81,13 @@ void DirWatcher::Run() {
           dirs_.erase(dir);
         }
       }
-      on_event_(path);
+      Event kind = Event::kChanged;
+      if (event->mask & IN_CLOSE_WRITE) {
+        kind = Event::kClosed;
+      } else if (event->mask & IN_MODIFY) {
+        kind = Event::kWriting;
+      }
+      on_event_(path, kind);
     }
   }
 }

@@ -2,9 +2,12 @@
 //
 // It only wakes its owner: what changed is found by reading the directory again (see
 // DirectorySource), so no event is interpreted on its own and none can be misread: a rename,
-// a ConfigMap's "..data" symlink swap, a permission change (IN_ATTRIB), a write still in
-// progress (IN_MODIFY), a watched directory removed, or lost events (queue overflow) all
-// report the same way. The owner says which directories to watch (Watch), after each read.
+// a ConfigMap's "..data" symlink swap, a permission change (IN_ATTRIB), a watched directory
+// removed, or lost events (queue overflow) all report the same way. The one thing an event
+// adds is whether a writer is still at work on a file: IN_MODIFY means a descriptor open for
+// writing, IN_CLOSE_WRITE that it was closed, so the owner can wait for a file written in
+// several steps to be complete. The owner says which directories to watch (Watch), after each
+// read.
 //
 // Threading: one background thread reads events and calls OnEvent on it; Watch may be called
 // from any thread; Stop() (or the destructor) joins the thread.
@@ -24,8 +27,13 @@ namespace cxds {
 
 class DirWatcher {
  public:
-  // `path`: what changed, for logs ("" when events were lost).
-  using OnEvent = std::function<void(const std::string& path)>;
+  enum class Event {
+    kChanged,  // anything else, or events were lost
+    kWriting,  // `path` was written through a descriptor that may still be open (IN_MODIFY)
+    kClosed,   // a descriptor open for writing on `path` was closed (IN_CLOSE_WRITE)
+  };
+  // `path`: what changed ("" when events were lost).
+  using OnEvent = std::function<void(const std::string& path, Event event)>;
 
   DirWatcher() = default;
   ~DirWatcher();

@@ -98,6 +98,44 @@ TEST_F(DirSourceTest, EventsAreReadAfterAQuietPeriodButNeverLaterThanTheCeiling)
   source.Stop();
 }
 
+TEST_F(DirSourceTest, AFileStillOpenForWritingIsReadWhenClosedOrAtTheCeiling) {
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  ASSERT_TRUE(source.Load().ok());
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+  const std::string slow = (dir_ / "slow.yaml").string();
+
+  // Written in place, then a pause far longer than `settle` before the rest and the close.
+  Write(slow, "first half");
+  source.Poke(slow, DirWatcher::Event::kWriting);
+  scheduler.AdvanceBy(absl::Seconds(2));
+  EXPECT_EQ(batches.size(), 0u) << "not read while its writer is at work (past settle and max_settle)";
+  Write(slow, "first half, second half");
+  source.Poke(slow, DirWatcher::Event::kWriting);
+  source.Poke(slow, DirWatcher::Event::kClosed);
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  ASSERT_EQ(batches.size(), 1u) << "read `settle` after the close";
+  EXPECT_EQ(batches.last()[0].content, "first half, second half");
+
+  // A writer that never closes delays the read by at most max_open_write.
+  Write(slow, "never closed");
+  source.Poke(slow, DirWatcher::Event::kWriting);
+  scheduler.AdvanceBy(absl::Milliseconds(4900));
+  EXPECT_EQ(batches.size(), 1u);
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  ASSERT_EQ(batches.size(), 2u) << "read at the open-write ceiling";
+  EXPECT_EQ(batches.last()[0].content, "never closed");
+
+  // The ceiling forgot the open writer: the next event waits `settle` only.
+  Write(slow, "next");
+  source.Poke(slow, DirWatcher::Event::kChanged);
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  EXPECT_EQ(batches.size(), 3u);
+  source.Stop();
+}
+
 TEST_F(DirSourceTest, ChangesWithoutEventsAreFoundByThePeriodicRead) {
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());

@@ -1,9 +1,11 @@
 #include "config/dir_watcher.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "common/mutex.h"
@@ -22,9 +24,10 @@ class DirWatcherTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "sub");
     ASSERT_TRUE(watcher_
-                    .Start([this](const std::string& path) {
+                    .Start([this](const std::string& path, DirWatcher::Event kind) {
                       MutexLock lock(&mu_);
                       events_.push_back(path.empty() ? "" : fs::path(path).lexically_relative(dir_).string());
+                      kinds_.push_back(kind);
                     })
                     .ok());
   }
@@ -32,18 +35,32 @@ class DirWatcherTest : public ::testing::Test {
     watcher_.Stop();
     fs::remove_all(dir_);
   }
-  // Waits (bounded, not a timing assertion) until an event for `path` arrived.
-  bool Saw(const std::string& path) {
+  // Waits (bounded, not a timing assertion) until an event for `path` arrived (of `kind`, if
+  // given).
+  bool Saw(const std::string& path, std::optional<DirWatcher::Event> kind = std::nullopt) {
     MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                                    mu_) { return std::find(events_.begin(), events_.end(), path) != events_.end(); },
-                                absl::Seconds(10));
+    return mu_.AwaitWithTimeout(
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          for (size_t i = 0; i < events_.size(); ++i) {
+            if (events_[i] == path && (!kind || kinds_[i] == *kind)) return true;
+          }
+          return false;
+        },
+        absl::Seconds(10));
+  }
+  bool SawAny(const std::string& path, DirWatcher::Event kind) {
+    MutexLock lock(&mu_);
+    for (size_t i = 0; i < events_.size(); ++i) {
+      if (events_[i] == path && kinds_[i] == kind) return true;
+    }
+    return false;
   }
 
   fs::path dir_;
   DirWatcher watcher_;
   Mutex mu_;
   std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<DirWatcher::Event> kinds_ ABSL_GUARDED_BY(mu_);
 };
 
 TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
@@ -55,6 +72,18 @@ TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
   fs::permissions(dir_ / "sub" / "b.yaml", fs::perms::owner_read);
   fs::create_directory_symlink("sub", dir_ / "..data");  // what a ConfigMap swap touches
   EXPECT_TRUE(Saw("..data"));
+}
+
+TEST_F(DirWatcherTest, TellsAWriteInProgressFromItsClose) {
+  EXPECT_TRUE(watcher_.Watch({dir_.string()}).empty());
+  const std::string path = (dir_ / "slow.yaml").string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "a: 1\n", 5), 5);
+  EXPECT_TRUE(Saw("slow.yaml", DirWatcher::Event::kWriting));
+  EXPECT_FALSE(SawAny("slow.yaml", DirWatcher::Event::kClosed)) << "the descriptor is still open";
+  ::close(fd);
+  EXPECT_TRUE(Saw("slow.yaml", DirWatcher::Event::kClosed));
 }
 
 TEST_F(DirWatcherTest, WatchesExactlyTheDirectoriesItIsGiven) {

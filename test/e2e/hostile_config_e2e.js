@@ -98,14 +98,15 @@ spec:
   splitHolds('after a hostname address and a "|" host');
   fs.rmSync(path.join(config, 'bad-hosts.yaml'));
 
-  // 4. A file written in two steps without rename (truncate, first half, pause, rest): the
-  //    half without the VirtualService must never be served. Same final content: no push.
+  // 4. A file written in two steps without rename (truncate, first half, a pause four times the
+  //    source's quiet period, rest): the half without the VirtualService must never be served
+  //    (the file is read once its writer closes it). Same final content: no push.
   await settle();
   const before = await pushCount();
   const fd = fs.openSync(routing, 'w');
   fs.writeSync(fd, ruleDoc + '\n---\n');
   fs.fsyncSync(fd);
-  await lib.sleep(40);
+  await lib.sleep(400);
   fs.writeSync(fd, routeDoc);
   fs.closeSync(fd);
   await settle();
