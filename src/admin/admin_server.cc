@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "pipeline/push_context.h"
 #include "protocol/resource.h"
 
 namespace cxds {
@@ -276,6 +277,17 @@ void AdminServer::Routes() {
                    "Resources serialized by this process so far (each once per version, then shared).")
         .Set(static_cast<double>(ResourceSerializationCount()));
     SetProcessMemoryGauges(*sources_.metrics);
+    sources_.metrics
+        ->GetGauge("cxds_push_contexts_alive", "PushContexts alive: the current one and older ones still held.")
+        .Set(static_cast<double>(PushContext::Alive()));
+    if (sources_.tracker != nullptr) {
+      const ConvergenceTracker::Stats stats = sources_.tracker->stats();
+      sources_.metrics
+          ->GetGauge("cxds_convergence_detail_bytes", "Estimated bytes of the convergence tracker's per-proxy records.")
+          .Set(static_cast<double>(stats.detail_bytes));
+      sources_.metrics->GetGauge("cxds_convergence_proxy_records", "Per-proxy records the convergence tracker keeps.")
+          .Set(static_cast<double>(stats.proxy_records));
+    }
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
   router_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {

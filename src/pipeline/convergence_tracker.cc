@@ -22,6 +22,19 @@ void Later(std::optional<absl::Time>& into, absl::Time t) {
 void Earlier(std::optional<absl::Time>& into, absl::Time t) {
   if (!into.has_value() || t < *into) into = t;
 }
+size_t HeapBytes(const std::string& text) {
+  return text.capacity() > 15 ? text.capacity() + 1 : 0;  // libstdc++ keeps 15 bytes inline
+}
+// A record's estimated footprint: its map node, its strings' heap and its vector's.
+size_t RecordBytes(const ProxyStages& proxy) {
+  constexpr size_t kMapNode = 48;
+  size_t bytes = kMapNode + sizeof(int64_t) + sizeof(ProxyStages) + HeapBytes(proxy.node_id) +
+                 proxy.types.capacity() * sizeof(TypeStage);
+  for (const TypeStage& type : proxy.types) {
+    bytes += HeapBytes(type.type_url) + HeapBytes(type.version) + HeapBytes(type.nonce) + HeapBytes(type.error);
+  }
+  return bytes;
+}
 }  // namespace
 
 void ChangeCounters::Add(const ProxyStages& proxy) {
@@ -49,6 +62,7 @@ void ConvergenceTracker::Forget(uint64_t id) {
   auto it = changes_.find(id);
   if (it == changes_.end()) return;
   proxy_records_ -= it->second.proxies.size();
+  detail_bytes_ -= it->second.detail_bytes;
   forgotten_through_ = std::max(forgotten_through_, id);
   stats_.changes_forgotten++;
   changes_.erase(it);
@@ -90,6 +104,8 @@ bool ConvergenceTracker::DropOldestDetail(uint64_t keep) {
     ChangeStages& change = it->second;
     for (const auto& [stream, proxy] : change.proxies) change.dropped.Add(proxy);
     proxy_records_ -= change.proxies.size();
+    detail_bytes_ -= change.detail_bytes;
+    change.detail_bytes = 0;
     change.proxies.clear();
     change.detail_dropped = true;
     change.detail_truncated = true;
@@ -104,7 +120,7 @@ ProxyStages* ConvergenceTracker::TouchProxy(ChangeStages& change, const PushTarg
   if (it == change.proxies.end()) {
     // A proxy whose record was dropped must not be counted again from a new record.
     if (change.detail_dropped) return nullptr;
-    while (proxy_records_ >= limits_.max_proxy_records) {
+    while (OverCap()) {
       if (!DropOldestDetail(change.id)) {
         change.detail_truncated = true;  // this change alone fills the cap
         return nullptr;
@@ -114,8 +130,21 @@ ProxyStages* ConvergenceTracker::TouchProxy(ChangeStages& change, const PushTarg
     proxy_records_++;
     it->second.stream_id = target.stream_id;
     it->second.node_id = target.node_id;
+    Resized(change, 0, it->second);
   }
   return &it->second;
+}
+
+bool ConvergenceTracker::OverCap() const {
+  return proxy_records_ >= limits_.max_proxy_records || detail_bytes_ >= limits_.max_detail_bytes;
+}
+
+void ConvergenceTracker::Resized(ChangeStages& change, size_t before, const ProxyStages& proxy) {
+  const size_t after = RecordBytes(proxy);
+  change.detail_bytes = change.detail_bytes - before + after;
+  detail_bytes_ = detail_bytes_ - before + after;
+  while (detail_bytes_ > limits_.max_detail_bytes && DropOldestDetail(change.id)) {
+  }
 }
 
 void ConvergenceTracker::OnReceived(const PushRequest& request, absl::Time now) {
@@ -189,7 +218,9 @@ void ConvergenceTracker::OnSent(const PushTargetInfo& target, const PushRequest&
       Earlier(change->dropped.first_sent, now);
       continue;
     }
+    const size_t before = RecordBytes(*proxy);
     proxy->types.push_back(TypeStage{type_url, version, nonce, now, std::nullopt, false, ""});
+    Resized(*change, before, *proxy);
   }
 }
 
@@ -209,6 +240,7 @@ void ConvergenceTracker::OnFeedback(const PushTargetInfo& target, const PushRequ
       }
       continue;
     }
+    const size_t before = RecordBytes(proxy->second);
     for (TypeStage& stage : proxy->second.types) {
       if (stage.nonce == nonce && !stage.answered.has_value()) {
         stage.answered = now;
@@ -216,6 +248,7 @@ void ConvergenceTracker::OnFeedback(const PushTargetInfo& target, const PushRequ
         stage.error = error;
       }
     }
+    Resized(change->second, before, proxy->second);
   }
 }
 
@@ -263,6 +296,7 @@ ConvergenceTracker::Stats ConvergenceTracker::stats() const {
   Stats stats = stats_;
   stats.changes = changes_.size();
   stats.proxy_records = proxy_records_;
+  stats.detail_bytes = detail_bytes_;
   return stats;
 }
 

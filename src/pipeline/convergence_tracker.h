@@ -10,15 +10,18 @@
 //  - at most `max_changes` changes are kept; older ones are forgotten, oldest first. A change
 //    id first seen after an older-or-equal id was forgotten is ignored (it would otherwise
 //    come back as a partial record and push out a newer change).
-//  - at most `max_proxy_records` per-proxy records (ProxyStages) in total, across changes.
-//    Over the cap, the per-proxy detail of the oldest change that still has any is dropped
+//  - at most `max_proxy_records` per-proxy records (ProxyStages) in total, across changes, and
+//    at most `max_detail_bytes` for them (each record's size is estimated from its strings and
+//    vectors as it grows: a record with four types is about 2 KB, so 50,000 records would
+//    take about 100 MB, which a soak of 2,000 proxies reaches in minutes; the byte cap, 32 MiB
+//    by default, is the one that binds there).
+//    Over either cap, the per-proxy detail of the oldest change that still has any is dropped
 //    whole; its summary counters (proxies, responses, written, ACKed, NACKed and the times)
 //    are kept as they were at the drop, so /debug/change_summaries stays right. Events that
 //    arrive later for a change whose detail was dropped, or for a proxy a change had no room
 //    for (a single change reaching more proxies than the cap), move only the times and the
 //    response count, and are counted in `untracked_events`. Both are marked
-//    `detail_truncated`. One record is about 1 KB (node id, four types with version, nonce
-//    and timestamps), so the default cap holds about 50 MB: five changes of 10,000 proxies.
+//    `detail_truncated`.
 //  - at most `max_configs_named` configs are listed per change (`configs_total` counts all).
 // Thread-safe; every report takes one short lock.
 #pragma once
@@ -94,6 +97,7 @@ struct ChangeStages {
   bool detail_dropped = false;    // the records were dropped whole: none is added again
   bool detail_truncated = false;  // `proxies` is not every proxy the change reached
   uint64_t untracked_events = 0;
+  size_t detail_bytes = 0;  // the estimated size of `proxies` (ConvergenceTracker's accounting)
 };
 
 // One change across every proxy it reached: what a load test compares with a raw fan-out.
@@ -110,11 +114,13 @@ class ConvergenceTracker final : public PushObserver {
   struct Limits {
     size_t max_changes = 256;
     size_t max_proxy_records = 50'000;
+    size_t max_detail_bytes = size_t{32} << 20;
     size_t max_configs_named = 20;
   };
   struct Stats {
     size_t changes = 0;
     size_t proxy_records = 0;
+    size_t detail_bytes = 0;  // estimated, of every per-proxy record
     uint64_t changes_forgotten = 0;
     uint64_t details_dropped = 0;    // changes whose per-proxy records were dropped
     uint64_t untracked_events = 0;   // events that found no record (dropped or no room)
@@ -154,6 +160,10 @@ class ConvergenceTracker final : public PushObserver {
   // false if there is none.
   bool DropOldestDetail(uint64_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Forget(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool OverCap() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Accounts for a record of `change` that was `before` bytes and is now `proxy`'s size, then
+  // drops older changes' detail while over the byte cap.
+  void Resized(ChangeStages& change, size_t before, const ProxyStages& proxy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Limits limits_;
   mutable Mutex mu_;
@@ -161,6 +171,7 @@ class ConvergenceTracker final : public PushObserver {
   std::deque<uint64_t> order_ ABSL_GUARDED_BY(mu_);
   uint64_t forgotten_through_ ABSL_GUARDED_BY(mu_) = 0;  // the highest id forgotten
   size_t proxy_records_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t detail_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,6 +8,7 @@
 // reconnects with what it holds is sent nothing). `sequence` orders contexts within a process.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,19 +22,25 @@ namespace cxds {
 class PushContext {
  public:
   PushContext(std::string version, uint64_t sequence, absl::Time created)
-      : version_(std::move(version)), sequence_(sequence), created_(created) {}
-  virtual ~PushContext() = default;
+      : version_(std::move(version)), sequence_(sequence), created_(created) {
+    alive_.fetch_add(1, std::memory_order_relaxed);
+  }
+  virtual ~PushContext() { alive_.fetch_sub(1, std::memory_order_relaxed); }
   PushContext(const PushContext&) = delete;
   PushContext& operator=(const PushContext&) = delete;
 
   const std::string& version() const { return version_; }
   uint64_t sequence() const { return sequence_; }
   absl::Time created() const { return created_; }
+  // Contexts alive in this process: the current one, and older ones that pushes still in
+  // progress or responses not yet answered hold on to.
+  static int64_t Alive() { return alive_.load(std::memory_order_relaxed); }
 
  private:
   const std::string version_;
   const uint64_t sequence_;
   const absl::Time created_;
+  static inline std::atomic<int64_t> alive_{0};
 };
 
 // Builds contexts for full pushes; provided by the config model. Called on the pipeline's

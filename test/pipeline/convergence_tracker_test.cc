@@ -116,6 +116,53 @@ TEST(ConvergenceTrackerCapTest, ProxyRecordsAreCappedAcrossChangesAndSummariesSt
   EXPECT_FALSE(newest->detail_truncated);
 }
 
+// Records grow as responses are sent; their estimated bytes are capped too (the soak of issue
+// 11 filled a 50,000-record cap with about 100 MB). Long node ids and five types per proxy:
+// the byte cap binds long before the record cap, and summaries still count everything.
+TEST(ConvergenceTrackerCapTest, DetailBytesAreCappedAsRecordsGrow) {
+  constexpr size_t kCap = 64 * 1024;
+  ConvergenceTracker tracker(
+      ConvergenceTracker::Limits{.max_changes = 100, .max_proxy_records = 1'000'000, .max_detail_bytes = kCap});
+  const absl::Time t0 = absl::FromUnixMillis(1'000'000);
+  const std::string long_node(200, 'n');
+  for (uint64_t id = 1; id <= 40; ++id) {
+    const PushRequest request = ChangeRequest(id);
+    tracker.OnReceived(request, t0);
+    for (int64_t stream = 1; stream <= 8; ++stream) {  // a change's detail is well under the cap
+      const PushTargetInfo target{stream, long_node + std::to_string(stream)};
+      tracker.OnQueued(target, request, t0);
+      for (int type = 0; type < 5; ++type) {
+        const std::string nonce =
+            "nonce-of-some-length-" + std::to_string(id) + "-" + std::to_string(stream) + "-" + std::to_string(type);
+        tracker.OnSent(target, request, std::string(kEds) + std::to_string(type), "version-0123456789", nonce, t0);
+        tracker.OnFeedback(target, request, std::string(kEds) + std::to_string(type), nonce, /*accepted=*/false,
+                           std::string(300, 'e'), t0 + absl::Milliseconds(1));
+      }
+      tracker.OnPushDone(target, request, 5, t0);
+      EXPECT_LE(tracker.stats().detail_bytes, kCap) << "change " << id << " stream " << stream;
+    }
+  }
+  const ConvergenceTracker::Stats stats = tracker.stats();
+  EXPECT_GT(stats.detail_bytes, kCap / 2) << "the cap is used, not emptied";
+  EXPECT_GT(stats.details_dropped, 30u);
+  EXPECT_LT(stats.proxy_records, 40u * 8u);
+  for (uint64_t id : {uint64_t{1}, uint64_t{40}}) {
+    std::optional<ChangeSummary> summary = tracker.Summarize(id);
+    ASSERT_TRUE(summary.has_value()) << id;
+    EXPECT_EQ(summary->proxies, 8) << id;
+    EXPECT_EQ(summary->responses, 40) << id;
+    EXPECT_EQ(summary->proxies_nacked, 8) << id;
+  }
+  EXPECT_TRUE(tracker.Summarize(1)->detail_truncated);
+  // Forgetting every change gives every byte back.
+  ConvergenceTracker small(ConvergenceTracker::Limits{.max_changes = 1, .max_detail_bytes = kCap});
+  const PushRequest one = ChangeRequest(1);
+  small.OnSent(PushTargetInfo{1, long_node}, one, kEds, "v", "n", t0);
+  EXPECT_GT(small.stats().detail_bytes, long_node.size());
+  small.OnReceived(ChangeRequest(2), t0);
+  EXPECT_EQ(small.stats().detail_bytes, 0u);
+}
+
 // Events that arrive after a change's detail was dropped never count a proxy twice; they move
 // the times and the response count, and are counted as untracked.
 TEST(ConvergenceTrackerCapTest, LateEventsOfADroppedChangeDoNotCountAProxyTwice) {
