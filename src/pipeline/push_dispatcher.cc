@@ -62,6 +62,7 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
   PushTargetInfo info;
   {
     MutexLock lock(&mu_);
+    slot_holders_.insert(item.target);
     if (auto it = infos_.find(item.target); it != infos_.end()) info = it->second;
     if (metrics_ != nullptr) {
       for (const auto& [reason, count] : request.reasons) {
@@ -138,24 +139,40 @@ void PushDispatcher::ReleaseSlot() {
   if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_ - reserved_);
 }
 
+void PushDispatcher::Generated(PushTarget* target) { PassSlotOf(target); }
+
 void PushDispatcher::Done(PushTarget* target) {
   if (!queue_.MarkDone(target)) return;
-  // The slot passes straight to the next queued push, delivered on this thread (usually the
-  // one that completed the write): releasing it instead would wake a worker for every push,
-  // and those hand-offs were most of the cost of a push to many streams. Not inside a
-  // delivery on this thread: the loop further up continues, and the stack stays flat.
+  bool held = false;
+  {
+    MutexLock lock(&mu_);
+    held = slot_holders_.contains(target);
+  }
+  if (held) {
+    PassSlotOf(target);
+  } else if (workers_.empty()) {
+    Pump();  // MarkDone may have queued it again, and a slot may be free
+  }
+}
+
+void PushDispatcher::PassSlotOf(PushTarget* target) {
   bool stopping = false;
   {
     MutexLock lock(&mu_);
+    if (slot_holders_.erase(target) == 0) return;
     stopping = stopping_;
   }
+  // The slot passes straight to the next queued push, delivered on this thread (usually the
+  // one that generated or completed a write): releasing it instead would wake a worker for
+  // every push, and those hand-offs were most of the cost of a push to many streams. Not
+  // inside a delivery on this thread: the loop further up continues, and the stack stays flat.
   if (pumping_dispatcher != this && !stopping) {
     if (std::optional<PushQueue::Item> item = queue_.TryDequeue(); item.has_value()) {
       const PushDispatcher* outer = pumping_dispatcher;
       pumping_dispatcher = this;
       Deliver(std::move(*item));
       pumping_dispatcher = outer;
-      if (workers_.empty()) Pump();  // slots a nested Done released
+      if (workers_.empty()) Pump();  // slots a nested Generated/Done released
       return;
     }
   }
@@ -164,12 +181,14 @@ void PushDispatcher::Done(PushTarget* target) {
 }
 
 void PushDispatcher::Remove(PushTarget* target) {
-  const bool held_slot = queue_.Remove(target);
+  (void)queue_.Remove(target);  // no delivery to it is in progress after this
+  bool held = false;
   {
     MutexLock lock(&mu_);
     infos_.erase(target);
+    held = slot_holders_.erase(target) > 0;
   }
-  if (held_slot) {
+  if (held) {
     ReleaseSlot();
     if (workers_.empty()) Pump();
   }

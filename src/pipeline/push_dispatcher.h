@@ -2,26 +2,30 @@
 // snapshot cache or from the generating pipeline, goes through one dispatcher:
 //
 //   Enqueue(conn, request) -> PushQueue (merge, one per connection) -> slot (at most
-//   `max_in_flight` connections pushing at once) -> conn->DeliverPush -> ... -> Done(conn)
+//   `max_in_flight` connections generating at once) -> conn->DeliverPush -> Generated(conn)
+//   -> ... responses written ... -> Done(conn)
 //
-// A slot is held from dequeue until the connection reports Done, i.e. until its responses for
-// the push are written (istiod holds it until the connection's push returns). So a slow proxy
-// holds one slot, never the whole pipeline, and the number of pushes generating and writing at
-// once never exceeds the limit.
+// A slot is held from dequeue until the connection reports Generated: its responses are
+// computed and handed to its writer (or Done, if it never reports Generated). The connection
+// itself stays in progress until Done (every response written), so it still has at most one
+// push in progress and one merged push waiting. istiod holds the slot until the whole send
+// returns; here a proxy that stops reading holds no slot while its write waits for the send
+// timeout, so a few stalled proxies cannot stall every other proxy's pushes.
 //
 // Threading: with `worker_threads` > 0, that many threads deliver what Enqueue queues (the
 // enqueuing thread may hold a watcher's lock, so it never delivers itself). With 0 (inline
 // mode, used by deterministic tests), deliveries run on the thread that enqueues. In both
-// modes the thread that reports Done delivers the next queued push with the slot it frees,
-// so a write completion starts the next write without a thread hand-off. A thread never
-// delivers recursively (a Done inside a delivery leaves the next delivery to the loop already
-// running on that thread, or to a worker). Every method is thread-safe.
+// modes the thread that frees a slot (Generated or Done) delivers the next queued push with
+// it, so the next push starts without a thread hand-off. A thread never delivers recursively
+// (a slot freed inside a delivery is left to the loop already running on that thread, or to a
+// worker). Every method is thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,9 +60,13 @@ class PushDispatcher {
   // Queues a push for `target` (merged with what is queued or in progress for it). Never
   // blocks on other connections' pushes in worker mode.
   void Enqueue(PushTarget* target, const PushTargetInfo& info, PushRequestPtr request);
-  // `target` finished its current push: re-queues what arrived meanwhile and hands its slot to
-  // the next queued push, delivered on the calling thread (or frees it). Call with no lock held
-  // that a delivery could need.
+  // `target` has computed its current push and handed the responses to its writer: its slot
+  // goes to the next queued push, delivered on the calling thread (or is freed); `target`
+  // stays in progress until Done. Optional: Done frees a slot still held. Call with no lock
+  // held that a delivery could need.
+  void Generated(PushTarget* target);
+  // `target` finished its current push (every response written): re-queues what arrived
+  // meanwhile, and passes on its slot if it still holds one. Same locking rule.
   void Done(PushTarget* target);
   // `target` is closing: forgets it, frees its slot if it held one, and returns once no
   // delivery to it is in progress. Must not be called from inside its own DeliverPush.
@@ -76,6 +84,8 @@ class PushDispatcher {
   void Pump();  // inline mode
   void WorkerLoop();
   void ReleaseSlot();
+  // The slot `target` holds, if any, goes to the next queued push (or is freed).
+  void PassSlotOf(PushTarget* target);
 
   const int max_in_flight_;
   Clock* const clock_;
@@ -91,6 +101,7 @@ class PushDispatcher {
   int max_seen_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<PushTarget*, PushTargetInfo> infos_ ABSL_GUARDED_BY(mu_);
+  std::set<PushTarget*> slot_holders_ ABSL_GUARDED_BY(mu_);                // delivered, not yet Generated/Done
   std::map<std::string, Counter*> trigger_counters_ ABSL_GUARDED_BY(mu_);  // by reason
   std::vector<std::thread> workers_;
 };

@@ -507,6 +507,7 @@ class StreamBase : public PushTarget {
       bool heartbeat = false;
       bool admitted = false;
       bool send_check = false;
+      bool generated_push = false;
       std::optional<absl::Status> transport_error;
       {
         MutexLock lock(&mu_);
@@ -576,8 +577,9 @@ class StreamBase : public PushTarget {
         if (change->push != nullptr) {
           BeginPush(change->push);
           // Generating watchers compute the proxy's resources for the push only now, inside
-          // the throttle slot.
+          // the throttle slot (held until the first write starts, below).
           HandleChange(watch_ != nullptr ? watch_->Materialize(*change) : *change);
+          generated_push = true;
         } else {
           HandleChange(*change);
         }
@@ -586,6 +588,8 @@ class StreamBase : public PushTarget {
         HandleHeartbeat();
       }
       if (!finished_ && node_bound_ && !write_in_flight_) SendNext();
+      // Computed and first write started: the slot goes on; the push is in progress until Done.
+      if (generated_push && active_push_ != nullptr && env_.dispatcher != nullptr) env_.dispatcher->Generated(this);
       if (active_push_ != nullptr && !write_in_flight_) FinishPush();
     }
   }

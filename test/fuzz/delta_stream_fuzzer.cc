@@ -12,8 +12,8 @@
 //    unsubscribed, was sent or said it holds); resources of a non-wildcard type were
 //    subscribed by name;
 //  - the encoded wire bytes decode to the same response;
-//  - the ledger agrees with what the client received; the throttle slot is held only while a
-//    write is outstanding; the send timeout ends a stream whose write is stuck;
+//  - the ledger agrees with what the client received; the throttle slot is free once the
+//    stream has taken its push; the send timeout ends a stream whose write is stuck;
 //  - at the end, a client that applied every response (whatever it answered) and settles
 //    (ACKs every response) holds exactly what the snapshot has of what it subscribes to,
 //    taking what it claimed to hold in initial_resource_versions as held (so does the server);

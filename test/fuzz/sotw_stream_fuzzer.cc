@@ -15,8 +15,8 @@
 //  - nothing is sent without a snapshot;
 //  - the encoded wire bytes decode to the same response (zero-copy encoding);
 //  - the ledger agrees with what the client received (stream_fuzz_env.h);
-//  - the throttle slot is held only while a write is outstanding: an idle or ended stream
-//    never blocks other streams' pushes;
+//  - the throttle slot is free once the stream has taken its push, even while its write is
+//    outstanding: an idle, slow or ended stream never blocks other streams' pushes;
 //  - a write outstanding for the send timeout has ended the stream (DEADLINE_EXCEEDED, cut);
 //  - every log line stays one bounded line;
 //  - after Close: no ledger entry, no watch, no slot, nothing queued.

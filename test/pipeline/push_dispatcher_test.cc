@@ -66,6 +66,37 @@ TEST(PushDispatcherTest, APushArrivingDuringOneInProgressIsMergedAndDeliveredAft
   EXPECT_EQ(dispatcher.in_flight(), 0);
 }
 
+// Issue 11 (no client may stall another): a proxy that stops reading keeps its push in
+// progress until its writes complete (or the send timeout ends it), but holds no throttle slot
+// once the push is generated, so the other proxies' pushes go on.
+TEST(PushDispatcherTest, AConnectionWhoseWritesStallHoldsNoSlotOnceItsPushIsGenerated) {
+  PushDispatcher::Options options;
+  options.max_in_flight = 1;
+  PushDispatcher dispatcher(options);
+  HoldingTarget a(1), b(2), c(3);
+  for (HoldingTarget* t : {&a, &b, &c}) dispatcher.Enqueue(t, {}, Reason("x"));
+  ASSERT_EQ(a.delivered.size(), 1u);
+  EXPECT_TRUE(b.delivered.empty());
+  dispatcher.Generated(&a);  // a's writes now wait on a proxy that does not read
+  EXPECT_EQ(b.delivered.size(), 1u) << "the slot passed to the next push";
+  dispatcher.Enqueue(&a, {}, Reason("y"));
+  EXPECT_EQ(a.delivered.size(), 1u) << "a still has one push in progress";
+  dispatcher.Generated(&b);
+  EXPECT_EQ(c.delivered.size(), 1u);
+  dispatcher.Generated(&c);
+  EXPECT_EQ(dispatcher.in_flight(), 0) << "three pushes writing, no slot held";
+  dispatcher.Done(&b);
+  dispatcher.Done(&c);
+  EXPECT_EQ(dispatcher.in_flight(), 0);
+  dispatcher.Done(&a);  // a's writes completed: its merged push goes out
+  ASSERT_EQ(a.delivered.size(), 2u);
+  EXPECT_EQ(a.delivered[1].TotalReasons(), 1);
+  EXPECT_EQ(dispatcher.in_flight(), 1);
+  dispatcher.Done(&a);  // Done frees a slot never given back by Generated
+  EXPECT_EQ(dispatcher.in_flight(), 0);
+  EXPECT_EQ(dispatcher.max_in_flight_seen(), 1);
+}
+
 TEST(PushDispatcherTest, RemoveFreesTheSlotOfAClosingConnection) {
   PushDispatcher::Options options;
   options.max_in_flight = 1;

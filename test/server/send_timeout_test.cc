@@ -45,9 +45,10 @@ class SendTimeoutTest : public ::testing::Test {
   std::unique_ptr<PushDispatcher> dispatcher_;
 };
 
-// One slot: a stalled stream holds it with a push whose write never completes. The other
-// stream's next push waits behind it until the timeout, then is delivered at once.
-TEST_F(SendTimeoutTest, AStalledWriteEndsTheStreamAndFreesItsSlotForTheNextPush) {
+// One slot. A stream whose write never completes holds no slot once its push is computed
+// (issue 11: no client may stall another), so the other stream's pushes go on; the stalled
+// stream keeps its one push in progress until the send timeout ends it.
+TEST_F(SendTimeoutTest, AStalledWriteHoldsNoSlotAndIsEndedByTheSendTimeout) {
   Set("1");
   StreamHarness stalled(cache_, "", nullptr, "node-a", 1, Options());
   StreamHarness good(cache_, "", nullptr, "node-a", 2, Options());
@@ -56,31 +57,29 @@ TEST_F(SendTimeoutTest, AStalledWriteEndsTheStreamAndFreesItsSlotForTheNextPush)
   ASSERT_EQ(stalled.Take().size(), 1u);
   ASSERT_EQ(good.Take().size(), 1u);
 
-  // v2: whichever stream the dispatcher takes first, the stalled one ends up holding the only
-  // slot with a write that never completes.
   Set("2");
-  good.Take();  // v2, if the good stream was pushed first
+  ASSERT_EQ(good.Take().size(), 1u);
   ASSERT_EQ(stalled.transport().writes.size(), 2u) << "v2 is being written to the stalled stream";
   ASSERT_TRUE(stalled.transport().write_in_flight);
-  EXPECT_EQ(dispatcher_->in_flight(), 1) << "the stalled stream holds the only slot";
+  EXPECT_EQ(dispatcher_->in_flight(), 0) << "the stalled stream's write holds no slot";
 
-  // v3 waits for the slot.
+  // v3 reaches the good stream at once; the stalled one gets nothing while v2 is outstanding.
   Set("3");
-  EXPECT_THAT(good.Take(), IsEmpty());
+  std::vector<DiscoveryResponse> pushed = good.Take();
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_EQ(pushed[0].version_info(), "3");
+  EXPECT_EQ(stalled.transport().writes.size(), 2u) << "one write at a time";
   scheduler_.AdvanceBy(kSendTimeout - absl::Seconds(1));
   EXPECT_FALSE(stalled.transport().finished.has_value()) << "cut before the timeout";
-  EXPECT_THAT(good.Take(), IsEmpty());
 
   scheduler_.AdvanceBy(absl::Seconds(1));
   ASSERT_TRUE(stalled.transport().aborted.has_value()) << "the stalled write must be cut, not waited for";
   EXPECT_EQ(stalled.transport().aborted->code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(stalled.transport().aborted->message()), HasSubstr("send timeout"));
-  std::vector<DiscoveryResponse> pushed = good.Take();
-  ASSERT_EQ(pushed.size(), 1u) << "the freed slot delivers the waiting push at once";
-  EXPECT_EQ(pushed[0].version_info(), "3");
   EXPECT_EQ(dispatcher_->in_flight(), 0);
+  EXPECT_EQ(dispatcher_->queue().Processing(), 0u) << "the ended stream's push is over";
 
-  // The ended stream takes no slot for later pushes.
+  // The ended stream takes no part in later pushes.
   Set("4");
   ASSERT_EQ(good.Take().size(), 1u);
   EXPECT_EQ(dispatcher_->in_flight(), 0);
