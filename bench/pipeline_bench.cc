@@ -18,10 +18,10 @@
 #include "common/mutex.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
-#include "pipeline/push_queue.h"
 #include "pipeline/resource_cache.h"
 #include "protocol/resource.h"
 #include "protocol/type_url.h"
+#include "server/push_queue.h"
 
 namespace cxds {
 namespace {

@@ -1,4 +1,4 @@
-#include "pipeline/push_dispatcher.h"
+#include "server/push_dispatcher.h"
 
 #include <algorithm>
 

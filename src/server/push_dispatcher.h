@@ -35,7 +35,7 @@
 #include "common/mutex.h"
 #include "metrics/metrics.h"
 #include "pipeline/push_observer.h"
-#include "pipeline/push_queue.h"
+#include "server/push_queue.h"
 
 namespace cxds {
 

@@ -1,4 +1,4 @@
-#include "pipeline/push_queue.h"
+#include "server/push_queue.h"
 
 namespace cxds {
 

@@ -27,12 +27,12 @@
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "common/strings.h"
-#include "pipeline/admission.h"
-#include "pipeline/push_dispatcher.h"
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
+#include "server/admission.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
+#include "server/push_dispatcher.h"
 #include "server/server_metrics.h"
 
 namespace cxds {

@@ -35,10 +35,10 @@
 #include "common/scheduler.h"
 #include "grpcpp/server_builder.h"
 #include "metrics/metrics.h"
-#include "pipeline/push_dispatcher.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
+#include "server/push_dispatcher.h"
 
 namespace cxds {
 

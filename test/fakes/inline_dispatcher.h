@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "pipeline/push_dispatcher.h"
+#include "server/push_dispatcher.h"
 
 namespace cxds::testing {
 

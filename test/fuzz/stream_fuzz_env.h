@@ -21,10 +21,10 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "fuzz_common.h"
-#include "pipeline/push_dispatcher.h"
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/limits.h"
+#include "server/push_dispatcher.h"
 #include "server/stream_base.h"
 
 namespace cxds::fuzz {

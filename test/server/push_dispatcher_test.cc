@@ -1,11 +1,11 @@
-#include "pipeline/push_dispatcher.h"
+#include "server/push_dispatcher.h"
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "pipeline/admission.h"
+#include "server/admission.h"
 
 namespace cxds {
 namespace {
