@@ -46,8 +46,6 @@ std::optional<ParsedCluster> ParseClusterName(const std::string& name) {
   return parsed;
 }
 
-const MeshContext& Mesh(const GeneratorEnv& env) { return static_cast<const MeshContext&>(env.context); }
-
 ConfigKey ServiceKey(const ServiceInfo& service) { return {kind::kServiceEntry, service.namespace_name, service.host}; }
 ConfigKey EndpointsKey(const ServiceInfo& service) { return {kind::kEndpoints, service.namespace_name, service.host}; }
 ConfigKey RuleKey(const std::string& host) { return {kind::kDestinationRule, "", host}; }
@@ -108,13 +106,13 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficP
   return Resource::FromMessage(cluster);
 }
 
-class ClusterGenerator final : public Generator {
+class ClusterGenerator final : public TypedGenerator<MeshContext> {
  public:
-  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
-                                                             const PushRequest& request,
-                                                             const GeneratorEnv& env) override {
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
-    const MeshContext& mesh = Mesh(env);
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
@@ -129,7 +127,7 @@ class ClusterGenerator final : public Generator {
         if (port.protocol == "TCP" && proxy.grpc) continue;
         for (const std::string& subset : subsets) {
           const std::string name = ClusterName(port.number, subset, host);
-          absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+          absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
               {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(host)},
               request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset), proxy.grpc); });
           if (!resource.ok()) return resource.status();
@@ -141,14 +139,14 @@ class ClusterGenerator final : public Generator {
   }
 };
 
-class EndpointGenerator final : public Generator {
+class EndpointGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit EndpointGenerator(const MeshModel& model) : model_(model) {}
 
-  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
-                                                             const PushRequest& request,
-                                                             const GeneratorEnv& env) override {
-    const MeshContext& mesh = Mesh(env);
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
     const std::shared_ptr<const EndpointIndex> index = model_.endpoints();
     const bool endpoint_only = request.EndpointOnly();
     std::set<std::string> changed_hosts;
@@ -176,7 +174,7 @@ class EndpointGenerator final : public Generator {
         }
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
-      absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kEndpointType), name, ""},
           {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
           [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
@@ -234,15 +232,15 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
 
 bool IsHttp(const ServicePort& port) { return port.protocol != "TCP"; }
 
-class ListenerGenerator final : public Generator {
+class ListenerGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit ListenerGenerator(TranslationOptions options) : options_(std::move(options)) {}
 
-  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
-                                                             const PushRequest& request,
-                                                             const GeneratorEnv& env) override {
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const MeshContext& mesh = Mesh(env);
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
@@ -253,7 +251,7 @@ class ListenerGenerator final : public Generator {
         if (!IsHttp(port)) continue;
         if (proxy.grpc) {
           const std::string name = StrCat(host, ":", port.number);
-          auto resource = env.cache.GetOrBuild(
+          auto resource = cache.GetOrBuild(
               {std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
               [&]() -> absl::StatusOr<ResourcePtr> {
                 Listener listener;
@@ -270,7 +268,7 @@ class ListenerGenerator final : public Generator {
     }
     for (uint32_t port : ports) {
       const std::string name = StrCat(options_.listener_address, "_", port);
-      auto resource = env.cache.GetOrBuild(
+      auto resource = cache.GetOrBuild(
           {std::string(kListenerType), name, "envoy"}, {kWholeContext}, request.push_sequence,
           [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
@@ -377,19 +375,19 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   }
 }
 
-class RouteGenerator final : public Generator {
+class RouteGenerator final : public TypedGenerator<MeshContext> {
  public:
-  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy_node, const WatchedResources& watched,
-                                                             const PushRequest& request,
-                                                             const GeneratorEnv& env) override {
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const MeshContext& mesh = Mesh(env);
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
     for (const std::string& name : watched.names) {
-      absl::StatusOr<ResourcePtr> resource = env.cache.GetOrBuild(
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.key())}, {kWholeContext},
           request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             RouteConfiguration config;
@@ -445,7 +443,9 @@ void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, Translati
 
 ProxyFilter MeshProxyFilter() {
   return [](const Proxy& proxy_node, const PushRequest& request, const PushContext& context) {
-    const auto& mesh = static_cast<const MeshContext&>(context);
+    const auto* mesh_context = dynamic_cast<const MeshContext*>(&context);
+    if (mesh_context == nullptr) return true;  // not the mesh's context: no scope to judge by, push
+    const MeshContext& mesh = *mesh_context;
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     for (const ConfigKey& key : request.configs) {

@@ -59,4 +59,30 @@ class Generator {
                                                                      const GeneratorEnv& env) = 0;
 };
 
+// A generator for one kind of PushContext (a config model's own subclass). The context's kind
+// is checked on every call, so a pipeline fed another builder's contexts gets an error for the
+// push, never a wrong downcast; the implementation receives the context typed.
+template <typename Context>
+class TypedGenerator : public Generator {
+ public:
+  absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy& proxy, const WatchedResources& watched,
+                                                             const PushRequest& request,
+                                                             const GeneratorEnv& env) final {
+    const auto* context = dynamic_cast<const Context*>(&env.context);
+    if (context == nullptr) {
+      return absl::FailedPreconditionError("generator for " + watched.type_url +
+                                           ": the push context is not of the kind this generator reads");
+    }
+    return GenerateFor(proxy, watched, request, *context, env.cache);
+  }
+
+ protected:
+  // As Generate, with the context typed. Same threading rule.
+  virtual absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy,
+                                                                        const WatchedResources& watched,
+                                                                        const PushRequest& request,
+                                                                        const Context& context,
+                                                                        ResourceCache& cache) = 0;
+};
+
 }  // namespace cxds

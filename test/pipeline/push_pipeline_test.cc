@@ -406,5 +406,44 @@ TEST_F(PushPipelineTest, PushRecordsAreBounded) {
   EXPECT_EQ(last.change_ids.back(), 1000 * (PushPipeline::kMaxPushRecords + 5) + 100);
 }
 
+// A typed generator checks the kind of the push context it is given (issue 12): another
+// model's context is an error for the push, never a wrong downcast.
+class OtherContext final : public PushContext {
+ public:
+  OtherContext() : PushContext("other", 1, absl::UnixEpoch()) {}
+};
+
+class OtherContextGenerator final : public TypedGenerator<OtherContext> {
+ public:
+  int calls = 0;
+
+ protected:
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy&, const WatchedResources&,
+                                                                const PushRequest&, const OtherContext& context,
+                                                                ResourceCache&) override {
+    calls++;
+    EXPECT_EQ(context.version(), "other");
+    return GeneratedResources{};
+  }
+};
+
+TEST(TypedGeneratorTest, AContextOfAnotherKindIsAnErrorNotADowncast) {
+  OtherContextGenerator generator;
+  ResourceCache cache;
+  WatchedResources watched;
+  watched.type_url = std::string(kClusterType);
+  const PushContext plain("plain", 1, absl::UnixEpoch());
+  Generator& untyped = generator;
+  absl::StatusOr<std::optional<GeneratedResources>> wrong =
+      untyped.Generate(Proxy{}, watched, PushRequest{}, GeneratorEnv{plain, cache});
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition) << wrong.status();
+  EXPECT_EQ(generator.calls, 0);
+  const OtherContext right;
+  absl::StatusOr<std::optional<GeneratedResources>> generated =
+      untyped.Generate(Proxy{}, watched, PushRequest{}, GeneratorEnv{right, cache});
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  EXPECT_EQ(generator.calls, 1);
+}
+
 }  // namespace
 }  // namespace cxds::testing
