@@ -150,32 +150,9 @@ void PushDispatcher::Done(PushTarget* target) {
   }
   if (held) {
     PassSlotOf(target);
-    return;
-  }
-  if (workers_.empty()) {
+  } else if (workers_.empty()) {
     Pump();  // MarkDone may have queued it again, and a slot may be free
-    return;
   }
-  // Worker mode: a free slot starts the next queued push here, on the thread that completed
-  // the write, as a held slot would be passed on: waking a worker instead costs a hand-off per
-  // push (most of the cost of a push to many streams).
-  if (pumping_dispatcher == this) return;
-  {
-    MutexLock lock(&mu_);
-    if (stopping_ || in_flight_ >= max_in_flight_) return;
-    in_flight_++;
-    max_seen_ = std::max(max_seen_, in_flight_ - reserved_);
-    if (in_flight_gauge_ != nullptr) in_flight_gauge_->Set(in_flight_ - reserved_);
-  }
-  std::optional<PushQueue::Item> item = queue_.TryDequeue();
-  if (!item.has_value()) {
-    ReleaseSlot();
-    return;
-  }
-  const PushDispatcher* outer = pumping_dispatcher;
-  pumping_dispatcher = this;
-  Deliver(std::move(*item));
-  pumping_dispatcher = outer;
 }
 
 void PushDispatcher::PassSlotOf(PushTarget* target) {
