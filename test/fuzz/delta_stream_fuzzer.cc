@@ -57,41 +57,14 @@ struct Client {
   std::map<std::string, TypeModel> model;
 };
 
-class CheckingTransport final : public DeltaTransport {
+class CheckingTransport final : public CheckingTransportBase<DeltaTransport, OutgoingDeltaResponse> {
  public:
-  CheckingTransport(World& world, Client& client) : world_(world), client_(client) {}
+  CheckingTransport(World& world, Client& client) : CheckingTransportBase(world), client_(client) {}
 
-  void ReadNext() override {
-    FUZZ_CHECK(!finished.has_value(), "a read was started after the stream ended");
-    FUZZ_CHECK(reads_outstanding == 0, "a second read was started before the first completed");
-    reads_outstanding++;
-  }
-  void FinishStream(const absl::Status& status) override {
-    FUZZ_CHECK(!finished.has_value(), "the stream ended twice");
-    finished = status;
-  }
-  void AbortStream(const absl::Status& status) override {
-    FUZZ_CHECK(!aborted.has_value(), "the stream was cut twice");
-    aborted = status;
-    if (!finished.has_value()) finished = status;
-  }
-  void WriteResponse(const OutgoingDeltaResponse& response) override {
-    FUZZ_CHECK(!finished.has_value(), "a response was written after the stream ended");
-    FUZZ_CHECK(!write_in_flight, "a second write was started before the first completed");
-    write_in_flight = true;
-    write_started = world_.scheduler.clock().Now();
-    CheckResponse(response);
-  }
-
-  std::optional<absl::Status> finished;
-  std::optional<absl::Status> aborted;
-  int reads_outstanding = 0;
-  bool write_in_flight = false;
-  absl::Time write_started;
   std::vector<DeltaDiscoveryResponse> unanswered;  // written, not yet ACKed by the settle phase
 
  private:
-  void CheckResponse(const OutgoingDeltaResponse& response) {
+  void CheckResponse(const OutgoingDeltaResponse& response) override {
     const std::string& type = response.type_url;
     FUZZ_CHECK(!response.nonce.empty() && client_.nonces.insert(response.nonce).second,
                "nonce " + response.nonce + " is empty or was used before");
@@ -145,7 +118,6 @@ class CheckingTransport final : public DeltaTransport {
     unanswered.push_back(expected);
   }
 
-  World& world_;
   Client& client_;
 };
 

@@ -53,41 +53,14 @@ struct Client {
   std::string bound_id;  // the node id of the first request, which the stream binds
 };
 
-class CheckingTransport final : public StreamTransport {
+class CheckingTransport final : public CheckingTransportBase<StreamTransport, OutgoingResponse> {
  public:
-  CheckingTransport(World& world, Client& client) : world_(world), client_(client) {}
+  CheckingTransport(World& world, Client& client) : CheckingTransportBase(world), client_(client) {}
 
-  void ReadNext() override {
-    FUZZ_CHECK(!finished.has_value(), "a read was started after the stream ended");
-    FUZZ_CHECK(reads_outstanding == 0, "a second read was started before the first completed");
-    reads_outstanding++;
-  }
-  void FinishStream(const absl::Status& status) override {
-    FUZZ_CHECK(!finished.has_value(), "the stream ended twice");
-    finished = status;
-  }
-  void AbortStream(const absl::Status& status) override {
-    FUZZ_CHECK(!aborted.has_value(), "the stream was cut twice");
-    aborted = status;
-    if (!finished.has_value()) finished = status;
-  }
-  void WriteResponse(const OutgoingResponse& response) override {
-    FUZZ_CHECK(!finished.has_value(), "a response was written after the stream ended");
-    FUZZ_CHECK(!write_in_flight, "a second write was started before the first completed");
-    write_in_flight = true;
-    write_started = world_.scheduler.clock().Now();
-    CheckResponse(response);
-  }
-
-  std::optional<absl::Status> finished;
-  std::optional<absl::Status> aborted;
-  int reads_outstanding = 0;
-  bool write_in_flight = false;
-  absl::Time write_started;
   size_t writes = 0;
 
  private:
-  void CheckResponse(const OutgoingResponse& response) {
+  void CheckResponse(const OutgoingResponse& response) override {
     writes++;
     const std::string& type = response.type_url;
     FUZZ_CHECK(!response.nonce.empty() && client_.nonces.insert(response.nonce).second,
@@ -130,7 +103,6 @@ class CheckingTransport final : public StreamTransport {
     Count(response.heartbeat ? "heartbeat_responses" : "responses");
   }
 
-  World& world_;
   Client& client_;
 };
 

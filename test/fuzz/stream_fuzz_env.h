@@ -195,6 +195,47 @@ struct World {
   int snapshots = 0;
 };
 
+// The transport checks both protocol variants share: at most one read and one write
+// outstanding, nothing started after the stream ended, ended and cut at most once each. The
+// variant checks each response it writes (CheckResponse).
+template <typename Transport, typename Response>
+class CheckingTransportBase : public Transport {
+ public:
+  explicit CheckingTransportBase(World& world) : world_(world) {}
+
+  void ReadNext() override {
+    FUZZ_CHECK(!finished.has_value(), "a read was started after the stream ended");
+    FUZZ_CHECK(reads_outstanding == 0, "a second read was started before the first completed");
+    reads_outstanding++;
+  }
+  void FinishStream(const absl::Status& status) override {
+    FUZZ_CHECK(!finished.has_value(), "the stream ended twice");
+    finished = status;
+  }
+  void AbortStream(const absl::Status& status) override {
+    FUZZ_CHECK(!aborted.has_value(), "the stream was cut twice");
+    aborted = status;
+    if (!finished.has_value()) finished = status;
+  }
+  void WriteResponse(const Response& response) override {
+    FUZZ_CHECK(!finished.has_value(), "a response was written after the stream ended");
+    FUZZ_CHECK(!write_in_flight, "a second write was started before the first completed");
+    write_in_flight = true;
+    write_started = world_.scheduler.clock().Now();
+    CheckResponse(response);
+  }
+
+  std::optional<absl::Status> finished;
+  std::optional<absl::Status> aborted;
+  int reads_outstanding = 0;
+  bool write_in_flight = false;
+  absl::Time write_started;
+
+ protected:
+  virtual void CheckResponse(const Response& response) = 0;
+  World& world_;
+};
+
 // What the client saw of one type: every response's nonce and version, in order.
 struct SentOfType {
   std::vector<std::pair<std::string, std::string>> responses;  // (nonce, version)
