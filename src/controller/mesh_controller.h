@@ -27,8 +27,8 @@
 #include "metrics/metrics.h"
 #include "model/mesh_model.h"
 #include "pipeline/debouncer.h"
-#include "pipeline/push_observer.h"
 #include "pipeline/push_pipeline.h"
+#include "push/push_observer.h"
 
 namespace cxds {
 

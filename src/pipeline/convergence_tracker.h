@@ -36,7 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
-#include "pipeline/push_observer.h"
+#include "push/push_observer.h"
 
 namespace cxds {
 

@@ -30,7 +30,7 @@
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "metrics/metrics.h"
-#include "pipeline/push_observer.h"
+#include "push/push_observer.h"
 #include "push/push_request.h"
 
 namespace cxds {

@@ -36,8 +36,8 @@
 #include "pipeline/debouncer.h"
 #include "pipeline/generator.h"
 #include "pipeline/push_context.h"
-#include "pipeline/push_observer.h"
 #include "pipeline/resource_cache.h"
+#include "push/push_observer.h"
 
 namespace cxds {
 

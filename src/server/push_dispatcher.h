@@ -34,7 +34,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "metrics/metrics.h"
-#include "pipeline/push_observer.h"
+#include "push/push_observer.h"
 #include "server/push_queue.h"
 
 namespace cxds {
