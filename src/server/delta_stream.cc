@@ -17,17 +17,21 @@ std::vector<std::string> ToVector(const google::protobuf::RepeatedPtrField<std::
 
 DeltaStream::DeltaStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
                          DeltaTransport* transport)
-    : StreamBase(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
+    : StreamCore(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
 
 std::string DeltaStream::ServiceName() const {
   return fixed_type_url_.empty() ? "DeltaADS" : StrCat("Delta", ShortTypeName(fixed_type_url_));
 }
 
-absl::Status DeltaStream::RunRequestCallback(const DeltaDiscoveryRequest& request) {
-  return env_.callbacks != nullptr ? env_.callbacks->OnStreamDeltaRequest(stream_id_, request) : absl::OkStatus();
+absl::Status DeltaStream::RunRequestCallback(const Request& queued) {
+  const auto* request = std::get_if<DeltaDiscoveryRequest>(&queued);
+  return request != nullptr ? callbacks().OnStreamDeltaRequest(stream_id_, *request) : WrongVariant();
 }
 
-absl::Status DeltaStream::CheckLimits(const DeltaDiscoveryRequest& request) const {
+absl::Status DeltaStream::CheckLimits(const Request& queued) const {
+  const auto* typed = std::get_if<DeltaDiscoveryRequest>(&queued);
+  if (typed == nullptr) return WrongVariant();
+  const DeltaDiscoveryRequest& request = *typed;
   auto it = types_.find(request.type_url());
   if (it == types_.end()) {
     if (absl::Status status = CheckNewType(types_.size()); !status.ok()) return status;
@@ -89,7 +93,12 @@ void DeltaStream::UpdateInterest(const std::string& type_url, const TypeState& s
   watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
 }
 
-void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
+void DeltaStream::HandleRequest(Request& queued) {
+  // CheckLimits, which ran first, ended the stream for any other alternative.
+  if (auto* request = std::get_if<DeltaDiscoveryRequest>(&queued)) Handle(*request);
+}
+
+void DeltaStream::Handle(DeltaDiscoveryRequest& request) {
   const std::string& type_url = request.type_url();
   const std::vector<std::string> subscribe = ToVector(request.resource_names_subscribe());
   const std::vector<std::string> unsubscribe = ToVector(request.resource_names_unsubscribe());
@@ -144,37 +153,10 @@ void DeltaStream::HandleRequest(DeltaDiscoveryRequest& request) {
       UpdateInterest(type_url, state);
     }
   }
-  if (!request.response_nonce().empty()) HandleFeedback(request);
-}
-
-void DeltaStream::HandleFeedback(const DeltaDiscoveryRequest& request) {
-  // The message is kept (ledger, callbacks, convergence records) only up to the limit.
-  const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
-  const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
-  FeedbackEvent event =
-      env_.ledger->RecordFeedback(stream_id_, request.type_url(), request.response_nonce(), "", error,
-                                  request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());
-  event.node_id = node_.id();
-  switch (event.kind) {
-    case FeedbackKind::kAck:
-      Log().info("ACK stream={} node={} type={} nonce={} version={} delta=true{}", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
-                 event.stale ? " stale=true" : "");
-      break;
-    case FeedbackKind::kNack:
-      // The client keeps what it had; the rejected content is not sent again
-      // (docs/protocol-rules.md, R10.8).
-      Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} delta=true error=\"{}\"", stream_id_,
-                 node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
-                 UntrustedQuoted(event.error, 1024));
-      break;
-    case FeedbackKind::kUnmatched:
-      Log().info("UNMATCHED stream={} node={} type={} nonce={} nack={} delta=true", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), request.has_error_detail());
-      break;
+  if (!request.response_nonce().empty()) {
+    RecordAnswer(request.type_url(), request.response_nonce(), "",
+                 request.has_error_detail() ? &request.error_detail() : nullptr, /*delta=*/true);
   }
-  NoteFeedback(event);
-  if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
 }
 
 void DeltaStream::HandleChange(const ConfigChange& change) {
@@ -312,27 +294,7 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
     }
   }
 
-  const absl::Time now = env_.clock->Now();
-  env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.system_version, response.resources.size(),
-                          now);
-  size_t bytes = 0;
-  for (const ResourcePtr& resource : response.resources) bytes += resource->serialized().size();
-  NoteSent(type_url, response.system_version, response.nonce, bytes);
-  Log().log(SentLogLevel(),
-            "SENT stream={} node={} type={} version={} nonce={} resources={} removed={} heartbeats={} delta=true",
-            stream_id_, node_log_, type_url, response.system_version, response.nonce, response.resources.size(),
-            response.removed.size(), response.heartbeats.size());
-  if (env_.callbacks != nullptr) {
-    ResponseInfo info;
-    info.node_id = node_.id();
-    info.type_url = type_url;
-    info.version = response.system_version;
-    info.nonce = response.nonce;
-    info.delta = true;
-    for (const ResourcePtr& resource : response.resources) info.resource_names.push_back(resource->name());
-    info.removed_names = response.removed;
-    env_.callbacks->OnStreamResponse(stream_id_, info);
-  }
+  RecordSent(response);
 }
 
 }  // namespace cxds

@@ -18,7 +18,7 @@
 // Pushes are truly incremental: a configuration change is looked at only for the names it
 // changed, and only resources whose content the client lacks are sent.
 //
-// Threading: see StreamBase.
+// Threading: see StreamCore.
 #pragma once
 
 #include <map>
@@ -30,7 +30,7 @@
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "protocol/subscription.h"
 #include "server/response_encoding.h"
-#include "server/stream_base.h"
+#include "server/stream_core.h"
 
 namespace cxds {
 
@@ -41,10 +41,13 @@ class DeltaTransport : public TransportBase {
   virtual void WriteResponse(const OutgoingDeltaResponse& response) = 0;
 };
 
-class DeltaStream final : public StreamBase<envoy::service::discovery::v3::DeltaDiscoveryRequest> {
+class DeltaStream final : public StreamCore {
  public:
   // `fixed_type_url` is "" for delta ADS, or the type of a per-type delta service.
   DeltaStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url, DeltaTransport* transport);
+
+  // A request from the client; any thread.
+  void OnRequest(envoy::service::discovery::v3::DeltaDiscoveryRequest request) { EnqueueRequest(std::move(request)); }
 
  private:
   struct TypeState {
@@ -66,15 +69,16 @@ class DeltaStream final : public StreamBase<envoy::service::discovery::v3::Delta
     bool dirty = false;
   };
 
-  void HandleRequest(envoy::service::discovery::v3::DeltaDiscoveryRequest& request) override;
+  // StreamCore hooks. The core hands back only what OnRequest queued: a DeltaDiscoveryRequest.
+  void HandleRequest(Request& request) override;
   void HandleChange(const ConfigChange& change) override;
   void SendNext() override;
-  absl::Status RunRequestCallback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) override;
+  absl::Status RunRequestCallback(const Request& request) override;
   std::string ServiceName() const override;
   void HandleHeartbeat() override;
-  absl::Status CheckLimits(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request) const override;
+  absl::Status CheckLimits(const Request& request) const override;
 
-  void HandleFeedback(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
+  void Handle(envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void UpdateInterest(const std::string& type_url, const TypeState& state);
   std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state, const Snapshot& snapshot);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response);

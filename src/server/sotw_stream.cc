@@ -20,17 +20,21 @@ std::vector<std::string> RequestedNames(const DiscoveryRequest& request) {
 
 SotwStream::SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url,
                        StreamTransport* transport)
-    : StreamBase(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
+    : StreamCore(env, stream_id, std::move(fixed_type_url), transport), transport_(transport) {}
 
 std::string SotwStream::ServiceName() const {
   return fixed_type_url_.empty() ? "ADS" : std::string(ShortTypeName(fixed_type_url_));
 }
 
-absl::Status SotwStream::RunRequestCallback(const DiscoveryRequest& request) {
-  return env_.callbacks != nullptr ? env_.callbacks->OnStreamRequest(stream_id_, request) : absl::OkStatus();
+absl::Status SotwStream::RunRequestCallback(const Request& queued) {
+  const auto* request = std::get_if<DiscoveryRequest>(&queued);
+  return request != nullptr ? callbacks().OnStreamRequest(stream_id_, *request) : WrongVariant();
 }
 
-absl::Status SotwStream::CheckLimits(const DiscoveryRequest& request) const {
+absl::Status SotwStream::CheckLimits(const Request& queued) const {
+  const auto* typed = std::get_if<DiscoveryRequest>(&queued);
+  if (typed == nullptr) return WrongVariant();
+  const DiscoveryRequest& request = *typed;
   if (!types_.contains(request.type_url())) {
     if (absl::Status status = CheckNewType(types_.size()); !status.ok()) return status;
   }
@@ -53,7 +57,12 @@ void SotwStream::HandleChange(const ConfigChange& change) {
   }
 }
 
-void SotwStream::HandleRequest(DiscoveryRequest& request) {
+void SotwStream::HandleRequest(Request& queued) {
+  // CheckLimits, which ran first, ended the stream for any other alternative.
+  if (auto* request = std::get_if<DiscoveryRequest>(&queued)) Handle(*request);
+}
+
+void SotwStream::Handle(DiscoveryRequest& request) {
   const std::string& type_url = request.type_url();
   auto it = types_.find(type_url);
 
@@ -107,7 +116,7 @@ void SotwStream::HandleRequest(DiscoveryRequest& request) {
   if (!state.last_nonce.empty() && request.response_nonce() != state.last_nonce) {
     Log().debug("STALE stream={} node={} type={} nonce={} current_nonce={}", stream_id_, node_log_, Untrusted(type_url),
                 Untrusted(request.response_nonce()), state.last_nonce);
-    NoteExpiredNonce(type_url);
+    RecordExpiredNonce(type_url);
     return;
   }
   // C4/C5: ACK, possibly with a subscription change.
@@ -148,33 +157,8 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
 }
 
 void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
-  // The message is kept (ledger, callbacks, convergence records) only up to the limit.
-  const std::string kept_error = request.has_error_detail() ? KeptError(request.error_detail().message()) : "";
-  const std::string* error = request.has_error_detail() ? &kept_error : nullptr;
-  FeedbackEvent event = env_.ledger->RecordFeedback(
-      stream_id_, request.type_url(), request.response_nonce(), request.version_info(), error,
-      request.has_error_detail() ? request.error_detail().code() : 0, env_.clock->Now());
-  event.node_id = node_.id();
-  switch (event.kind) {
-    case FeedbackKind::kAck:
-      Log().info("ACK stream={} node={} type={} nonce={} version={}{}", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), event.sent_version,
-                 event.stale ? " stale=true" : "");
-      break;
-    case FeedbackKind::kNack:
-      Log().warn("NACK stream={} node={} type={} nonce={} sent_version={} accepted_version={} error=\"{}\"{}",
-                 stream_id_, node_log_, Untrusted(request.type_url()), Untrusted(request.response_nonce()),
-                 event.sent_version, Untrusted(request.version_info()), UntrustedQuoted(event.error, 1024),
-                 event.stale ? " stale=true" : "");
-      break;
-    case FeedbackKind::kUnmatched:
-      Log().info("UNMATCHED stream={} node={} type={} nonce={} version={} nack={}", stream_id_, node_log_,
-                 Untrusted(request.type_url()), Untrusted(request.response_nonce()), Untrusted(request.version_info()),
-                 request.has_error_detail());
-      break;
-  }
-  NoteFeedback(event);
-  if (env_.callbacks != nullptr) env_.callbacks->OnFeedback(event);
+  RecordAnswer(request.type_url(), request.response_nonce(), request.version_info(),
+               request.has_error_detail() ? &request.error_detail() : nullptr, /*delta=*/false);
 }
 
 void SotwStream::SendNext() {
@@ -289,10 +273,7 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
   if (response.heartbeat) {
     // Changes nothing the client holds; only the nonce and the ledger move.
     state.last_nonce = response.nonce;
-    env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(),
-                            env_.clock->Now());
-    Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_, node_log_,
-               type_url, response.version, response.nonce, response.resources.size());
+    RecordSent(response);
     return;
   }
   // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did
@@ -329,22 +310,7 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
     }
   }
 
-  const absl::Time now = env_.clock->Now();
-  env_.ledger->RecordSent(stream_id_, type_url, response.nonce, response.version, response.resources.size(), now);
-  size_t bytes = 0;
-  for (const ResourcePtr& resource : response.resources) bytes += resource->serialized().size();
-  NoteSent(type_url, response.version, response.nonce, bytes);
-  Log().log(SentLogLevel(), "SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_log_,
-            type_url, response.version, response.nonce, response.resources.size());
-  if (env_.callbacks != nullptr) {
-    ResponseInfo info;
-    info.node_id = node_.id();
-    info.type_url = type_url;
-    info.version = response.version;
-    info.nonce = response.nonce;
-    for (const ResourcePtr& resource : response.resources) info.resource_names.push_back(resource->name());
-    env_.callbacks->OnStreamResponse(stream_id_, info);
-  }
+  RecordSent(response);
 }
 
 }  // namespace cxds

@@ -13,7 +13,7 @@
 //  - on ADS, pending responses go out in the order CDS, EDS, LDS, RDS, SDS, and a cluster whose
 //    content changed is followed by its EDS.
 //
-// Threading: see StreamBase. Responses are computed lazily when the previous write completes,
+// Threading: see StreamCore. Responses are computed lazily when the previous write completes,
 // so a slow client receives the newest state instead of a backlog.
 #pragma once
 
@@ -36,7 +36,7 @@
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
 #include "server/response_encoding.h"
-#include "server/stream_base.h"
+#include "server/stream_core.h"
 
 namespace cxds {
 
@@ -48,10 +48,13 @@ class StreamTransport : public TransportBase {
   virtual void WriteResponse(const OutgoingResponse& response) = 0;
 };
 
-class SotwStream final : public StreamBase<envoy::service::discovery::v3::DiscoveryRequest> {
+class SotwStream final : public StreamCore {
  public:
   // `fixed_type_url` is "" for ADS, or the type of a per-type discovery service.
   SotwStream(const StreamEnvironment& env, int64_t stream_id, std::string fixed_type_url, StreamTransport* transport);
+
+  // A request from the client; any thread.
+  void OnRequest(envoy::service::discovery::v3::DiscoveryRequest request) { EnqueueRequest(std::move(request)); }
 
  private:
   // Per type URL: subscription and what the client holds.
@@ -71,18 +74,20 @@ class SotwStream final : public StreamBase<envoy::service::discovery::v3::Discov
     bool dirty = false;                      // something may need sending
   };
 
-  void HandleRequest(envoy::service::discovery::v3::DiscoveryRequest& request) override;
+  // StreamCore hooks. The core hands back only what OnRequest queued: a DiscoveryRequest.
+  void HandleRequest(Request& request) override;
   void HandleChange(const ConfigChange& change) override;
   void SendNext() override;
-  absl::Status RunRequestCallback(const envoy::service::discovery::v3::DiscoveryRequest& request) override;
+  absl::Status RunRequestCallback(const Request& request) override;
   std::string ServiceName() const override;
   void HandleHeartbeat() override;
-  absl::Status CheckLimits(const envoy::service::discovery::v3::DiscoveryRequest& request) const override;
+  absl::Status CheckLimits(const Request& request) const override;
   // Both features are needed to receive TTLs in SotW (docs/protocol-rules.md, R9).
   bool ClientSupportsSotwTtl() const {
     return ClientHasFeature(kClientFeatureResourceTtl) && ClientHasFeature(kClientFeatureResourceInSotw);
   }
 
+  void Handle(envoy::service::discovery::v3::DiscoveryRequest& request);
   void HandleFeedback(const envoy::service::discovery::v3::DiscoveryRequest& request);
   // Applies the request's names; returns false if that unsubscribed from everything of a
   // non-wildcard type, which destroys `state`.

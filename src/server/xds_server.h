@@ -17,7 +17,7 @@
 // it; requests are checked against `limits` (server/limits.h); the port is bound exclusively.
 //
 // Threading: streams run on gRPC's callback threads and on the dispatcher's threads, which
-// deliver configuration changes (see StreamBase and PushDispatcher). The XdsServer must outlive the grpc::Server it is
+// deliver configuration changes (see StreamCore and PushDispatcher). The XdsServer must outlive the grpc::Server it is
 // registered on (shut the grpc::Server down first). Accessors are thread-safe.
 #pragma once
 

@@ -25,7 +25,7 @@
 #include "server/ack_ledger.h"
 #include "server/limits.h"
 #include "server/push_dispatcher.h"
-#include "server/stream_base.h"
+#include "server/stream_core.h"
 
 namespace cxds::fuzz {
 

@@ -1,0 +1,71 @@
+#include "server/push_accounting.h"
+
+#include <algorithm>
+
+namespace cxds {
+
+void PushAccounting::Begin(std::shared_ptr<const PushRequest> request) {
+  active_ = std::make_shared<InFlightPush>();
+  active_->request = std::move(request);
+}
+
+void PushAccounting::Finish() {
+  std::shared_ptr<InFlightPush> push = std::move(active_);
+  active_ = nullptr;
+  if (push == nullptr) return;
+  push->done = true;
+  RecordConvergence(*push);
+  observer_->OnPushDone(target_, *push->request, push->responses, clock_->Now());
+}
+
+void PushAccounting::Sent(const std::string& type_url, const std::string& version, const std::string& nonce) {
+  auto awaiting = awaiting_.find(type_url);
+  if (awaiting != awaiting_.end()) {
+    for (Awaiting& older : awaiting->second) {
+      if (older.superseded) continue;
+      older.superseded = true;
+      older.push->outstanding--;
+      older.push->superseded = true;
+    }
+    while (awaiting->second.size() >= kMaxAwaitingPerType) awaiting->second.pop_front();
+  }
+  if (active_ == nullptr) return;
+  active_->responses++;
+  active_->outstanding++;
+  awaiting_[type_url].push_back(Awaiting{nonce, active_});
+  observer_->OnSent(target_, *active_->request, type_url, version, nonce, clock_->Now());
+}
+
+void PushAccounting::Answered(const FeedbackEvent& event) {
+  if (event.kind == FeedbackKind::kUnmatched) return;
+  auto awaiting = awaiting_.find(event.type_url);
+  if (awaiting == awaiting_.end()) return;
+  std::deque<Awaiting>& sent = awaiting->second;
+  auto match = std::find_if(sent.begin(), sent.end(), [&](const Awaiting& a) { return a.nonce == event.nonce; });
+  if (match == sent.end()) return;
+  const Awaiting answered = *match;
+  // The client answers in order: what was sent before this will not be answered now.
+  sent.erase(sent.begin(), match + 1);
+  if (sent.empty()) awaiting_.erase(awaiting);
+  std::shared_ptr<InFlightPush> push = answered.push;
+  const bool accepted = event.kind == FeedbackKind::kAck;
+  if (!accepted) push->rejected = true;
+  if (!answered.superseded) {
+    push->outstanding--;
+    push->last_answer = event.time;
+    // Metrics first: whoever sees the stage reported has the histogram updated too.
+    RecordConvergence(*push);
+  }
+  observer_->OnFeedback(target_, *push->request, event.type_url, event.nonce, accepted, event.error, event.time);
+}
+
+void PushAccounting::RecordConvergence(InFlightPush& push) {
+  if (push.convergence_recorded || !push.done || push.outstanding != 0 || push.responses == 0 || push.rejected ||
+      push.superseded || push.request->start == absl::InfiniteFuture()) {
+    return;
+  }
+  push.convergence_recorded = true;
+  metrics_->Converged(absl::ToDoubleSeconds(push.last_answer - push.request->start));
+}
+
+}  // namespace cxds
