@@ -19,9 +19,10 @@ void AckLedger::OpenStream(int64_t stream_id, absl::Time now) {
   streams_[stream_id].opened = now;
 }
 
-void AckLedger::SetNode(int64_t stream_id, const std::string& node_id) {
+void AckLedger::SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity) {
   MutexLock lock(&mu_);
   streams_[stream_id].node_id = node_id;
+  streams_[stream_id].identity = identity;
 }
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
@@ -105,7 +106,7 @@ std::vector<StreamSyncStatus> AckLedger::AllStreams() const {
   std::vector<StreamSyncStatus> out;
   out.reserve(streams_.size());
   for (const auto& [id, stream] : streams_) {
-    StreamSyncStatus status{id, stream.node_id, stream.opened, {}};
+    StreamSyncStatus status{id, stream.node_id, stream.opened, {}, stream.identity};
     for (const auto& [type, entry] : stream.types) status.types.push_back(entry.status);
     out.push_back(std::move(status));
   }
@@ -116,7 +117,7 @@ std::optional<StreamSyncStatus> AckLedger::GetStream(int64_t stream_id) const {
   MutexLock lock(&mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return std::nullopt;
-  StreamSyncStatus status{stream_id, it->second.node_id, it->second.opened, {}};
+  StreamSyncStatus status{stream_id, it->second.node_id, it->second.opened, {}, it->second.identity};
   for (const auto& [type, entry] : it->second.types) status.types.push_back(entry.status);
   return status;
 }

@@ -73,6 +73,7 @@ struct StreamSyncStatus {
   std::string node_id;
   absl::Time opened;
   std::vector<TypeSyncStatus> types;  // in type URL order
+  std::string identity;               // the authenticated peer (SPIFFE id), or "none"
 };
 
 class AckLedger {
@@ -81,7 +82,8 @@ class AckLedger {
   static constexpr size_t kRememberedResponses = 16;
 
   void OpenStream(int64_t stream_id, absl::Time now);
-  void SetNode(int64_t stream_id, const std::string& node_id);
+  // `identity`: the client's authenticated identity as logs show it (PeerIdentity::Describe).
+  void SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity = "none");
   void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce, const std::string& version,
                   size_t resources, absl::Time now);
   // Matches feedback (a request with a non-empty response_nonce) against what was sent.
@@ -109,6 +111,7 @@ class AckLedger {
   };
   struct StreamEntry {
     std::string node_id;
+    std::string identity = "none";
     absl::Time opened;
     std::map<std::string, TypeEntry> types;
   };

@@ -54,8 +54,13 @@ StreamCore::StreamCore(const StreamEnvironment& env, int64_t stream_id, std::str
 
 StreamCore::~StreamCore() = default;
 
-void StreamCore::Start() {
+void StreamCore::Start(absl::StatusOr<PeerIdentity> peer) {
   env_.ledger->OpenStream(stream_id_, env_.clock->Now());
+  if (!peer.ok()) {
+    EndStream(peer.status());
+    return;
+  }
+  identity_ = *std::move(peer);
   if (env_.ready && !env_.ready()) {
     EndStream(absl::UnavailableError("server is not ready to serve discovery information"));
     return;
@@ -475,14 +480,22 @@ absl::Status StreamCore::CheckNodeLimits(const Node& node) const {
   return absl::OkStatus();
 }
 
-void StreamCore::BindNode(const Node& node) {
+bool StreamCore::BindNode(const Node& node) {
   node_ = node;
-  node_bound_ = true;
   node_log_ = EscapeUntrusted(node_.id());
+  if (env_.authenticator != nullptr) {
+    // May rewrite node_ into what the stream is served as (the authenticated namespace).
+    if (absl::Status status = env_.authenticator->Authorize(identity_, node_); !status.ok()) {
+      EndStream(status);
+      return false;
+    }
+  }
+  node_bound_ = true;
   accounting_.SetTarget(PushTargetInfo{stream_id_, node_.id()});
-  env_.ledger->SetNode(stream_id_, node_.id());
+  env_.ledger->SetNode(stream_id_, node_.id(), identity_.Describe());
   metrics_->StreamOpened(ClientVersion());
-  Log().info("OPEN stream={} node={} service={}", stream_id_, node_log_, ServiceName());
+  Log().info("OPEN stream={} node={} service={} identity={}", stream_id_, node_log_, ServiceName(),
+             EscapeUntrusted(identity_.Describe()));
   watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
     if (env_.dispatcher != nullptr) {
       // Through the PushQueue (merged per stream, one push in progress) and the throttle.
@@ -495,6 +508,7 @@ void StreamCore::BindNode(const Node& node) {
     }
     Kick();
   });
+  return true;
 }
 
 bool StreamCore::CheckRequest(Request& request) {
@@ -511,7 +525,7 @@ bool StreamCore::CheckRequest(Request& request) {
       EndStream(absl::InvalidArgumentError("the first request on a stream must carry node.id"));
       return false;
     }
-    BindNode(*node);
+    if (!BindNode(*node)) return false;
   } else if (node != nullptr && !node->id().empty() && node->id() != node_.id()) {
     EndStream(absl::InvalidArgumentError(
         StrCat("node.id changed on the stream from \"", node_log_, "\" to \"", EscapeUntrusted(node->id()), "\"")));

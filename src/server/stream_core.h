@@ -40,6 +40,7 @@
 #include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/admission.h"
+#include "server/authenticator.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
 #include "server/push_accounting.h"
@@ -91,6 +92,9 @@ struct StreamEnvironment {
   // A response write that has not completed after this long ends the stream with
   // DEADLINE_EXCEEDED and frees its push slot. Zero: no limit. Needs `scheduler`.
   absl::Duration send_timeout = absl::ZeroDuration();
+  // Decides whether the identity a stream opened with may serve as the node its first request
+  // names (server/authenticator.h). Null: streams are not authenticated (plaintext).
+  const Authenticator* authenticator = nullptr;
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -107,8 +111,10 @@ class StreamCore : public PushTarget {
   StreamCore(const StreamCore&) = delete;
   StreamCore& operator=(const StreamCore&) = delete;
 
-  // Runs the open callback and starts reading. Call once, before any other event.
-  void Start();
+  // Runs the open callback and starts reading. Call once, before any other event. `peer` is
+  // the client's identity as the server's Authenticator saw it when the stream opened (an
+  // error ends the stream with it); unauthenticated by default.
+  void Start(absl::StatusOr<PeerIdentity> peer = PeerIdentity{});
 
   // PushTarget: the dispatcher hands over a (merged) push.
   void DeliverPush(PushRequestPtr request) override;
@@ -223,6 +229,7 @@ class StreamCore : public PushTarget {
   envoy::config::core::v3::Node node_;
   std::string node_log_;  // node_.id() as log lines carry it (EscapeUntrusted)
   std::unique_ptr<ConfigWatcher::Watch> watch_;
+  PeerIdentity identity_;  // set by Start
   bool write_in_flight_ = false;
   bool finished_ = false;
 
@@ -249,8 +256,9 @@ class StreamCore : public PushTarget {
   absl::Status CheckNodeLimits(const envoy::config::core::v3::Node& node) const;
   // Identity, type and limit checks common to every variant; false if the stream was ended.
   bool CheckRequest(Request& request);
-  // Binds the stream to the first request's node and creates its watch.
-  void BindNode(const envoy::config::core::v3::Node& node);
+  // Binds the stream to the first request's node, if its identity may serve as it, and
+  // creates its watch; false if the stream was ended.
+  bool BindNode(const envoy::config::core::v3::Node& node);
 
   ServerCallbacks* const callbacks_;  // never null: env_.callbacks or a null object
   ServerMetrics* const metrics_;      // likewise

@@ -1,5 +1,7 @@
 #include "server/xds_server.h"
 
+#include "server/tls_credentials.h"
+
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -72,6 +74,7 @@ class XdsServer::Impl {
     env.observer = options_.observer != nullptr ? options_.observer : env.dispatcher->observer();
     env.metrics = &metrics_;
     env.ready = options_.ready;
+    env.authenticator = options_.authenticator;
     return env;
   }
 
@@ -105,7 +108,8 @@ class XdsReactor final : public RawBidiReactor, public Transport {
         context_(context),
         stream_(server->env_, server->next_stream_id_.fetch_add(1), std::move(type_url), this) {
     server_->open_streams_.fetch_add(1);
-    stream_.Start();
+    const Authenticator* authenticator = server->options_.authenticator;
+    stream_.Start(authenticator != nullptr ? authenticator->Authenticate(PeerOf(*context)) : PeerIdentity{});
     TsanRelease(this);
   }
 
@@ -260,7 +264,9 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
 absl::StatusOr<std::unique_ptr<grpc::Server>> XdsServer::Start(const std::string& address, int* bound_port) {
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      impl_->options_.credentials != nullptr ? impl_->options_.credentials : grpc::InsecureServerCredentials();
+  builder.AddListeningPort(address, credentials, &port);
   RegisterServices(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

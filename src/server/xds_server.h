@@ -33,9 +33,11 @@
 #include "cache/config_watcher.h"
 #include "common/clock.h"
 #include "common/scheduler.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "metrics/metrics.h"
 #include "server/ack_ledger.h"
+#include "server/authenticator.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
 #include "server/push_dispatcher.h"
@@ -68,6 +70,12 @@ class XdsServer {
     absl::Duration send_timeout = absl::Seconds(20);
     // What a client may send; see server/limits.h for the defaults and why.
     StreamLimits limits;
+    // Transport security for Start (server/tls_credentials.h: MakeTlsServerCredentials). Null:
+    // plaintext. With RegisterServices the embedder adds its own listening port and credentials.
+    std::shared_ptr<grpc::ServerCredentials> credentials;
+    // Who each stream's client is and which node it may serve as (server/authenticator.h);
+    // not owned, must outlive the server. Null: streams are not authenticated.
+    const Authenticator* authenticator = nullptr;
   };
 
   XdsServer(ConfigWatcher& watcher, Options options);
@@ -81,7 +89,8 @@ class XdsServer {
   // kernel spread proxies over both).
   void RegisterServices(grpc::ServerBuilder& builder);
 
-  // Builds and starts an insecure gRPC server on `address` with these services. A port that
+  // Builds and starts a gRPC server on `address` with these services, with
+  // `options.credentials` (plaintext if none). A port that
   // cannot be bound (in use, or not local) is an error naming the address. `bound_port`, if
   // given, receives the port (useful with port 0).
   absl::StatusOr<std::unique_ptr<grpc::Server>> Start(const std::string& address, int* bound_port = nullptr);

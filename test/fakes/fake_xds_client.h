@@ -98,10 +98,14 @@ class FakeXdsClient {
   };
 
   // Opens the stream at once. `target` is "127.0.0.1:<port>". The stream gets a deadline of
-  // `stream_deadline` so that a server that never answers cannot hang the test.
+  // `stream_deadline` so that a server that never answers cannot hang the test. `credentials`:
+  // TLS or mTLS (null: plaintext).
   FakeXdsClient(const std::string& target, std::string node_id, Service service = Service::kAggregated,
-                absl::Duration stream_deadline = absl::Seconds(60))
-      : node_id_(std::move(node_id)), channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {
+                absl::Duration stream_deadline = absl::Seconds(60),
+                std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
+      : node_id_(std::move(node_id)),
+        channel_(
+            grpc::CreateChannel(target, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials())) {
     context_.set_deadline(absl::ToChronoTime(absl::Now() + stream_deadline));
     if (service == Service::kAggregated) {
       ads_stub_ = envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel_);

@@ -1,0 +1,249 @@
+// The xDS server over real gRPC with mTLS on 127.0.0.1: certificates made at test time with
+// openssl (fakes/test_pki.h), SPIFFE identities checked by SpiffeAuthenticator, refusals with
+// the status and message that name the claim, and rotation of the server's certificate while a
+// stream stays open. Handshake outcomes are read from the channel's state, bounded in time.
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cache/snapshot_cache.h"
+#include "common/scheduler.h"
+#include "controller/mesh_controller.h"
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "fakes/fake_xds_client.h"
+#include "fakes/test_pki.h"
+#include "fakes/test_resources.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "protocol/type_url.h"
+#include "server/tls_credentials.h"
+#include "server/xds_server.h"
+
+namespace cxds {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace cxds::testing;  // NOLINT
+
+const std::string kCds(kClusterType);
+constexpr absl::Duration kWait = absl::Seconds(10);
+// An Istio-style sidecar id: it claims namespace team-a.
+const std::string kNodeA = "sidecar~127.0.0.1~app-1.team-a~team-a.svc.cluster.local";
+
+class MtlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(pki_.MakeCa("ca"));
+    ASSERT_TRUE(pki_.MakeCa("other-ca"));
+    ASSERT_TRUE(pki_.MakeLeaf("server", "ca", "IP:127.0.0.1,DNS:localhost"));
+    ASSERT_TRUE(pki_.MakeLeaf("team-a", "ca", "URI:spiffe://cluster.local/ns/team-a/sa/app"));
+    ASSERT_TRUE(pki_.MakeLeaf("foreign-domain", "ca", "URI:spiffe://example.org/ns/team-a/sa/app"));
+    ASSERT_TRUE(pki_.MakeLeaf("other-ca-client", "other-ca", "URI:spiffe://cluster.local/ns/team-a/sa/app"));
+    for (const std::string& node : {kNodeA, std::string("plain-node")}) {
+      ASSERT_TRUE(cache_.SetSnapshot(node, MustSnapshot("1", {StaticCluster("c1")})).ok());
+    }
+    XdsSecurityOptions security;
+    security.files = {pki_.Path("server.crt"), pki_.Path("server.key"), pki_.Path("ca.crt"), absl::Seconds(1)};
+    absl::StatusOr<XdsSecurity> made = MakeXdsSecurity(security);
+    ASSERT_TRUE(made.ok()) << made.status();
+    security_ = *std::move(made);
+    ASSERT_EQ(security_.mode, "mtls");
+    XdsServer::Options options;
+    options.credentials = security_.credentials;
+    options.authenticator = security_.authenticator.get();
+    xds_ = std::make_unique<XdsServer>(cache_, options);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started = xds_->Start("127.0.0.1:0", &port_);
+    ASSERT_TRUE(started.ok()) << started.status();
+    grpc_ = *std::move(started);
+  }
+  void TearDown() override {
+    if (grpc_ != nullptr) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  std::string Target() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  // TLS credentials trusting `server_ca`, presenting `client` (NAME.crt/.key) unless empty.
+  std::shared_ptr<grpc::ChannelCredentials> Credentials(const std::string& client,
+                                                        const std::string& server_ca = "ca") const {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pki_.Read(server_ca + ".crt");
+    if (!client.empty()) {
+      ssl.pem_private_key = pki_.Read(client + ".key");
+      ssl.pem_cert_chain = pki_.Read(client + ".crt");
+    }
+    return grpc::SslCredentials(ssl);
+  }
+
+  // Whether a new connection with `credentials` completes its handshake within `deadline`.
+  bool Handshakes(const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                  absl::Duration deadline = absl::Seconds(2)) const {
+    grpc::ChannelArguments args;
+    args.SetInt("grpc.use_local_subchannel_pool", 1);  // a new connection, not a shared one
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(Target(), credentials, args);
+    return channel->WaitForConnected(absl::ToChronoTime(absl::Now() + deadline));
+  }
+
+  // Opens a stream with `client`'s certificate, sends one CDS request for `node`, and returns
+  // how the server ended the stream.
+  grpc::Status Refusal(const std::string& client, const envoy::config::core::v3::Node& node) {
+    FakeXdsClient xds(Target(), node.id(), FakeXdsClient::Service::kAggregated, kWait, Credentials(client));
+    DiscoveryRequest request;
+    *request.mutable_node() = node;
+    request.set_type_url(kCds);
+    xds.SendRaw(request);
+    return xds.WaitForStreamEnd(kWait);
+  }
+
+  TestPki pki_;
+  SnapshotCache cache_;
+  XdsSecurity security_;
+  std::unique_ptr<XdsServer> xds_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int port_ = 0;
+};
+
+envoy::config::core::v3::Node NodeWithId(const std::string& id) {
+  envoy::config::core::v3::Node node;
+  node.set_id(id);
+  return node;
+}
+
+TEST_F(MtlsTest, AClientWithACertificateOfItsNamespaceIsServedAndShownByIdentity) {
+  FakeXdsClient client(Target(), kNodeA, FakeXdsClient::Service::kAggregated, kWait, Credentials("team-a"));
+  client.Subscribe(kCds, {});
+  std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, kWait);
+  ASSERT_TRUE(cds.has_value());
+  EXPECT_EQ(cds->version_info(), "1");
+  std::optional<StreamSyncStatus> stream = xds_->ledger().GetStream(client.stream_id());
+  ASSERT_TRUE(stream.has_value());
+  EXPECT_EQ(stream->identity, "spiffe://cluster.local/ns/team-a/sa/app");
+  client.Ack(*cds);
+  EXPECT_TRUE(client.Finish().ok());
+}
+
+TEST_F(MtlsTest, ANodeClaimingAnotherNamespaceInItsMetadataIsRefusedNamingTheClaim) {
+  envoy::config::core::v3::Node node = NodeWithId("plain-node");
+  (*node.mutable_metadata()->mutable_fields())["NAMESPACE"].set_string_value("team-b");
+  const grpc::Status status = Refusal("team-a", node);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("node.metadata.NAMESPACE claims namespace \"team-b\""));
+  EXPECT_THAT(status.error_message(), HasSubstr("for namespace \"team-a\""));
+}
+
+TEST_F(MtlsTest, ANodeIdOfAnotherNamespaceIsRefusedNamingTheClaim) {
+  const grpc::Status status = Refusal("team-a", NodeWithId("sidecar~127.0.0.1~app-1.team-b~team-b.svc.cluster.local"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("node.id claims namespace \"team-b\""));
+}
+
+TEST_F(MtlsTest, ACertificateFromAnotherTrustDomainIsRefused) {
+  const grpc::Status status = Refusal("foreign-domain", NodeWithId(kNodeA));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("trust domain \"example.org\""));
+  EXPECT_THAT(status.error_message(), HasSubstr("serves trust domain \"cluster.local\""));
+}
+
+TEST_F(MtlsTest, HandshakesFailWithoutAClientCertificateWithAnotherCaAndInPlaintext) {
+  EXPECT_FALSE(Handshakes(Credentials("")));                     // no client certificate
+  EXPECT_FALSE(Handshakes(Credentials("other-ca-client")));      // a CA the server does not trust
+  EXPECT_FALSE(Handshakes(grpc::InsecureChannelCredentials()));  // plaintext to the TLS port
+  EXPECT_TRUE(Handshakes(Credentials("team-a")));                // and the server still serves
+  EXPECT_EQ(xds_->open_streams(), 0);
+}
+
+TEST_F(MtlsTest, ARotatedServerCertificateServesNewHandshakesWhileTheOpenStreamStays) {
+  FakeXdsClient client(Target(), kNodeA, FakeXdsClient::Service::kAggregated, absl::Seconds(60), Credentials("team-a"));
+  client.Subscribe(kCds, {});
+  std::optional<DiscoveryResponse> v1 = client.WaitForResponse(kCds, kWait);
+  ASSERT_TRUE(v1.has_value());
+  client.Ack(*v1);
+
+  // A new server certificate from a new CA: only clients trusting the new CA accept it.
+  ASSERT_TRUE(pki_.MakeCa("ca2"));
+  ASSERT_TRUE(pki_.MakeLeaf("server2", "ca2", "IP:127.0.0.1"));
+  EXPECT_FALSE(Handshakes(Credentials("team-a", "ca2")));
+  ASSERT_TRUE(pki_.Replace("server.key", "server2.key"));
+  ASSERT_TRUE(pki_.Replace("server.crt", "server2.crt"));
+  // The files are re-read every second: poll, bounded, for the first handshake with the new pair.
+  bool rotated = false;
+  for (absl::Time end = absl::Now() + kWait; !rotated && absl::Now() < end;) {
+    rotated = Handshakes(Credentials("team-a", "ca2"), absl::Milliseconds(500));
+  }
+  EXPECT_TRUE(rotated) << "no handshake with the rotated certificate within " << kWait;
+  EXPECT_FALSE(Handshakes(Credentials("team-a", "ca")));
+
+  // The stream made before the rotation still gets pushes.
+  ASSERT_TRUE(cache_.SetSnapshot(kNodeA, MustSnapshot("2", {StaticCluster("c1"), StaticCluster("c2")})).ok());
+  std::optional<DiscoveryResponse> v2 = client.WaitForResponse(kCds, kWait);
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_EQ(v2->version_info(), "2");
+  client.Ack(*v2);
+  EXPECT_TRUE(client.Finish().ok());
+}
+
+// The mesh behind mTLS: a proxy is scoped by the namespace its certificate proves. Namespace
+// team-a has a Sidecar that limits egress to its own namespace; a node that claims no namespace
+// (it would be "default", and see everything) is served as team-a.
+constexpr char kTwoNamespaces[] = R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: team-a}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: payments, namespace: team-b}
+spec:
+  ports: [{name: http, port: 9090}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: team-a}
+spec:
+  egress: [{hosts: ["./*"]}]
+)";
+
+class StaticSource final : public ConfigSource {
+ public:
+  std::string Describe() const override { return "static"; }
+  absl::StatusOr<std::vector<FileRead>> Load() override {
+    return std::vector{FileRead::Present("mesh.yaml", kTwoNamespaces)};
+  }
+  absl::Status Start(OnBatch) override { return absl::OkStatus(); }
+  void Stop() override {}
+};
+
+TEST_F(MtlsTest, AProxyIsScopedByItsCertificatesNamespaceNotByWhatItClaims) {
+  RealScheduler scheduler;
+  MeshController controller({}, std::make_unique<StaticSource>(), scheduler);
+  ASSERT_TRUE(controller.Start().ok());
+  XdsServer::Options options;
+  options.credentials = security_.credentials;
+  options.authenticator = security_.authenticator.get();
+  XdsServer mesh_xds(controller.pipeline(), options);
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = mesh_xds.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  FakeXdsClient client(absl::StrCat("127.0.0.1:", port), "proxy-claiming-nothing", FakeXdsClient::Service::kAggregated,
+                       kWait, Credentials("team-a"));
+  client.Subscribe(kCds, {});
+  std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, kWait);
+  ASSERT_TRUE(cds.has_value());
+  std::vector<std::string> clusters;
+  for (const auto& any : cds->resources()) {
+    envoy::config::cluster::v3::Cluster cluster;
+    ASSERT_TRUE(any.UnpackTo(&cluster));
+    clusters.push_back(cluster.name());
+  }
+  EXPECT_THAT(clusters, ::testing::Contains(HasSubstr("reviews.team-a")));
+  EXPECT_THAT(clusters, ::testing::Each(::testing::Not(HasSubstr("team-b")))) << "team-b is outside team-a's Sidecar";
+  client.Ack(*cds);
+  EXPECT_TRUE(client.Finish().ok());
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  controller.Stop();
+}
+
+}  // namespace
+}  // namespace cxds
