@@ -1,10 +1,12 @@
 #include "admin/admin_server.h"
 
+#include <arpa/inet.h>
 #include <malloc.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
@@ -55,6 +57,24 @@ size_t Utf8SequenceLength(std::string_view text) {
 
 std::string Quote(std::string_view text) { return AdminJsonQuote(text); }
 
+// 127.0.0.0/8, ::1 (bare or bracketed) and localhost.
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr address{};
+  return inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
+// "Bearer TOKEN" against the configured token, in time independent of where they differ.
+bool TokenMatches(const std::string& header, const std::string& token) {
+  constexpr std::string_view kScheme = "Bearer ";
+  if (header.size() != kScheme.size() + token.size() || header.compare(0, kScheme.size(), kScheme) != 0) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token.size(); ++i) {
+    diff |= static_cast<unsigned char>(header[kScheme.size() + i] ^ token[i]);
+  }
+  return diff == 0;
+}
+
 std::string Time(absl::Time t) {
   if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) return "null";
   return Quote(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()));
@@ -69,7 +89,7 @@ std::string SynczJson(const AckLedger& ledger) {
     out += first_stream ? "" : ",";
     first_stream = false;
     out += StrCat("{\"stream\":", stream.stream_id, ",\"node\":", Quote(stream.node_id),
-                  ",\"opened\":", Time(stream.opened), ",\"types\":[");
+                  ",\"identity\":", Quote(stream.identity), ",\"opened\":", Time(stream.opened), ",\"types\":[");
     bool first_type = true;
     for (const TypeSyncStatus& t : stream.types) {
       out += first_type ? "" : ",";
@@ -288,6 +308,7 @@ void AdminServer::Routes() {
       sources_.metrics->GetGauge("cxds_convergence_proxy_records", "Per-proxy records the convergence tracker keeps.")
           .Set(static_cast<double>(stats.proxy_records));
     }
+    if (sources_.on_scrape) sources_.on_scrape(*sources_.metrics);
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
   router_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
@@ -313,7 +334,15 @@ void AdminServer::Routes() {
       json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", echo)), "}"));
       return;
     }
-    json(res, ConfigDumpJson(*view));
+    // Who the proxy's streams authenticated as (server/authenticator.h): "none" in plaintext.
+    std::string identities = "[";
+    for (const StreamSyncStatus& stream : sources_.ledger->AllStreams()) {
+      if (stream.node_id != proxy) continue;
+      identities += StrCat(identities.size() > 1 ? "," : "", Quote(stream.identity));
+    }
+    std::string dump = ConfigDumpJson(*view);
+    dump.insert(1, StrCat("\"@identities\":", identities, "]", dump.size() > 2 ? "," : ""));
+    json(res, dump);
   });
   router_->Get("/debug/changes", [this, json](const httplib::Request&, httplib::Response& res) {
     std::string out = "[";
@@ -338,7 +367,17 @@ void AdminServer::Routes() {
   // /debug/changes/ID is matched here with string operations: httplib matches routes with
   // std::regex, whose matcher recurses once per character, so a pattern like (\d+) against a
   // client's 8 KiB path risks the handler thread's stack.
+  // Every request passes here first (httplib has one pre-routing handler): the bearer token,
+  // then /debug/changes/ID.
   router_->set_pre_routing_handler([this, json](const httplib::Request& req, httplib::Response& res) {
+    const bool open_path = req.path == "/healthz" || req.path == "/ready";
+    if (!sources_.bearer_token.empty() && !open_path &&
+        !TokenMatches(req.get_header_value("Authorization"), sources_.bearer_token)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"cxds-admin\"");
+      json(res, "{\"error\":\"this admin server requires Authorization: Bearer TOKEN (--admin-token-file)\"}");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     constexpr std::string_view kPrefix = "/debug/changes/";
     if (req.method != "GET" || req.path.rfind(kPrefix, 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     const std::string id_text = req.path.substr(kPrefix.size());
@@ -357,7 +396,30 @@ void AdminServer::Routes() {
   });
 }
 
-absl::Status AdminServer::Start(const std::string& host, int port) { return listener_.Start(host, port); }
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat(path, ": cannot read the admin token file"));
+  constexpr size_t kMaxTokenBytes = 4096;
+  std::string token(kMaxTokenBytes + 1, '\0');
+  in.read(token.data(), static_cast<std::streamsize>(token.size()));
+  token.resize(static_cast<size_t>(in.gcount()));
+  if (token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(StrCat(path, ": the admin token file is over ", kMaxTokenBytes, " bytes"));
+  }
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) return absl::InvalidArgumentError(StrCat(path, ": the admin token file is empty"));
+  return token;
+}
+
+absl::Status AdminServer::Start(const std::string& host, int port) {
+  if (!IsLoopbackHost(host) && sources_.bearer_token.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("admin: \"", host, "\" is not a loopback address; give a bearer token (--admin-token-file) to serve ",
+               "the admin pages there (they show configuration and are never served unauthenticated off loopback)"));
+  }
+  return listener_.Start(host, port);
+}
 
 absl::Status AdminServer::Start(const std::string& address) {
   const size_t colon = address.rfind(':');

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "admin/http_listener.h"
 #include "config/config_store.h"
 #include "metrics/metrics.h"
@@ -48,6 +49,11 @@ struct AdminSources {
   const ConfigStore* store = nullptr;
   const ConvergenceTracker* tracker = nullptr;
   std::function<bool()> ready;  // empty: always ready
+  // Non-empty: every request except /healthz and /ready must carry "Authorization: Bearer
+  // TOKEN" (401 otherwise). Required to listen on an address that is not loopback.
+  std::string bearer_token;
+  // Runs at each /metrics scrape before rendering, for gauges read then (e.g. certificate expiry).
+  std::function<void(MetricsRegistry&)> on_scrape;
 };
 
 // `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors
@@ -60,6 +66,10 @@ std::string AdminJsonQuote(std::string_view text);
 // last write completed, `push_ms` the change made to the last write completed.
 std::string ChangeSummaryJson(const ChangeSummary& summary);
 
+// The bearer token in the file at `path`, surrounding whitespace removed; "" for an empty path.
+// An unreadable, empty or oversized (over 4 KiB) file is an error naming it.
+absl::StatusOr<std::string> ReadBearerToken(const std::string& path);
+
 class AdminServer {
  public:
   // Longest part of a request (a proxy id, a change id) quoted back in an error page.
@@ -71,7 +81,9 @@ class AdminServer {
   AdminServer& operator=(const AdminServer&) = delete;
 
   // Binds `host:port` exclusively (port 0 picks one) and serves on background threads. A busy
-  // port is an error naming host:port.
+  // port is an error naming host:port; so is a host that is not loopback (127.0.0.0/8, ::1,
+  // localhost) without a bearer token: configuration pages are never served unauthenticated
+  // off loopback.
   absl::Status Start(const std::string& host, int port);
   // The same for "host:port"; InvalidArgument if it is not of that form.
   absl::Status Start(const std::string& address);

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -120,12 +121,15 @@ struct Reply {
   std::string text;
 };
 
-// One GET on a new connection ("Connection: close"), answered within `timeout`.
-Reply Get(int port, const std::string& path, absl::Duration timeout = absl::Seconds(5)) {
+// One GET on a new connection ("Connection: close"), answered within `timeout`; `headers` are
+// extra header lines, each ending in CRLF.
+Reply Get(int port, const std::string& path, absl::Duration timeout = absl::Seconds(5),
+          const std::string& headers = "") {
   Reply reply;
   const int fd = Connect(port);
   if (fd < 0) return reply;
-  if (SendAll(fd, absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))) {
+  if (SendAll(fd,
+              absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n", headers, "Connection: close\r\n\r\n"))) {
     reply.text = ReadUntilClosed(fd, timeout);
   }
   ::close(fd);
@@ -423,6 +427,56 @@ TEST_F(AdminServerTest, ASecondServerOnTheSamePortFailsNamingHostAndPort) {
   const absl::Status refused = third.Start("127.0.0.1", held);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(std::string(refused.message()), HasSubstr(absl::StrCat("127.0.0.1:", held)));
+}
+
+// Issue 13: with a bearer token, every page but /healthz and /ready needs it.
+TEST_F(AdminServerTest, WithATokenEveryPageButHealthAndReadinessRequiresIt) {
+  AdminSources sources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }};
+  sources.bearer_token = "s3cret-token";
+  admin_ = std::make_unique<AdminServer>(sources);
+  ASSERT_OK(admin_->Start("127.0.0.1", 0));
+  port_ = admin_->port();
+  EXPECT_EQ(Get(port_, "/healthz").status, 200);
+  EXPECT_EQ(Get(port_, "/ready").status, 200);
+  for (const std::string path : {"/metrics", "/debug/syncz", "/debug/config_dump?proxy=x", "/debug/changes"}) {
+    const Reply refused = Get(port_, path);
+    EXPECT_EQ(refused.status, 401) << path;
+    EXPECT_THAT(refused.text, HasSubstr("WWW-Authenticate: Bearer")) << path;
+  }
+  EXPECT_EQ(Get(port_, "/debug/syncz", absl::Seconds(5), "Authorization: Bearer s3cret-tokeX\r\n").status, 401);
+  EXPECT_EQ(Get(port_, "/debug/syncz", absl::Seconds(5), "Authorization: Bearer s3cret-token-and-more\r\n").status,
+            401);
+  EXPECT_EQ(Get(port_, "/debug/syncz", absl::Seconds(5), "Authorization: Basic s3cret-token\r\n").status, 401);
+  EXPECT_EQ(Get(port_, "/debug/syncz", absl::Seconds(5), "Authorization: Bearer s3cret-token\r\n").status, 200);
+}
+
+// Issue 13: configuration pages are never served unauthenticated off loopback.
+TEST_F(AdminServerTest, ANonLoopbackAddressIsRefusedWithoutAToken) {
+  for (const std::string host : {"0.0.0.0", "10.1.2.3", "::", "example.com"}) {
+    AdminServer admin(
+        AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
+    const absl::Status status = admin.Start(host, 0);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << host;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("--admin-token-file")) << host;
+  }
+  AdminServer loopback(
+      AdminSources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }});
+  EXPECT_OK(loopback.Start("127.0.0.1", 0));
+  loopback.Stop();
+}
+
+TEST(ReadBearerTokenTest, TrimsTheFileAndRefusesEmptyMissingOrHugeOnes) {
+  const std::string path = ::testing::TempDir() + "/admin-token";
+  std::ofstream(path) << "  tok-123\n";
+  absl::StatusOr<std::string> token = ReadBearerToken(path);
+  ASSERT_OK(token.status());
+  EXPECT_EQ(*token, "tok-123");
+  EXPECT_EQ(*ReadBearerToken(""), "");
+  std::ofstream(path) << " \n";
+  EXPECT_THAT(std::string(ReadBearerToken(path).status().message()), HasSubstr("empty"));
+  std::ofstream(path) << std::string(5000, 'x');
+  EXPECT_THAT(std::string(ReadBearerToken(path).status().message()), HasSubstr("over 4096 bytes"));
+  EXPECT_THAT(std::string(ReadBearerToken(path + "-missing").status().message()), HasSubstr(path + "-missing"));
 }
 
 // Issue 11: a start that failed after the admin server was up never exited (httplib's stop()
