@@ -43,6 +43,11 @@ struct LoadOptions {
   std::string server_log_level = "warn";
   // Extra arguments for the cxds subcommand a drive starts (e.g. `--push-throttle 1000`).
   std::vector<std::string> server_args;
+  // TLS to the xDS server (all PEM files): trust `tls_ca`; present `tls_cert`/`tls_key` if
+  // given (mTLS). Empty `tls_ca`: plaintext.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
   int server_pid = 0;   // an external server whose RSS and CPU to read; 0: none
   int server_cpu = -1;  // pin a server the tool starts to this core; -1: no pinning
   int client_cpu = -1;  // pin this process to this core; -1: no pinning

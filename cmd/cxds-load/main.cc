@@ -10,6 +10,7 @@
 #include <cctype>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -82,7 +83,8 @@ envoy::config::core::v3::Node MakeNode(const LoadOptions& options, const std::st
   return node;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Distinct arguments and a private subchannel pool: each channel gets its own connection,
   // as separate proxies would.
@@ -91,7 +93,27 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index
   args.SetMaxReceiveMessageSize(-1);
   // An IP literal needs no resolver: "ipv4:" skips the DNS resolver's work per channel.
   const std::string target = address.rfind("127.0.0.1:", 0) == 0 ? StrCat("ipv4:", address) : address;
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(target, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(const LoadOptions& options) {
+  if (options.tls_ca.empty()) return std::shared_ptr<grpc::ChannelCredentials>();
+  const auto read = [](const std::string& path, std::string& out) {
+    if (path.empty()) return true;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    out = bytes.str();
+    return in.good() || in.eof() ? !out.empty() : false;
+  };
+  grpc::SslCredentialsOptions ssl;
+  for (const auto& [path, out] :
+       {std::pair{options.tls_ca, &ssl.pem_root_certs}, std::pair{options.tls_cert, &ssl.pem_cert_chain},
+        std::pair{options.tls_key, &ssl.pem_private_key}}) {
+    if (!read(path, *out)) return absl::NotFoundError(StrCat(path, ": cannot read"));
+  }
+  return grpc::SslCredentials(ssl);
 }
 
 namespace {
@@ -148,6 +170,12 @@ class LoadRun {
     const int channels = options_.connections > 0 ? std::min(options_.connections, options_.streams) : options_.streams;
     RaiseFileLimit(2 * std::max(channels, options_.streams) + 256);
 
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ChannelCredentials(options_);
+    if (!credentials.ok()) {
+      std::cerr << "cxds-load: " << credentials.status().message() << std::endl;
+      return 2;
+    }
+    credentials_ = *std::move(credentials);
     absl::StatusOr<std::unique_ptr<ChangeDriver>> driver = MakeDriver(options_);
     if (!driver.ok()) {
       std::cerr << "cxds-load: " << driver.status().message() << std::endl;
@@ -320,7 +348,9 @@ class LoadRun {
           absl::SleepFor(std::min(kPoll, absl::Nanoseconds(due - NowNanos())));
         }
       }
-      if (i < channels) stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, i)));
+      if (i < channels) {
+        stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, i, credentials_)));
+      }
       streams_.push_back(MakeProxyStream(StreamConfigFor(i, &stats_)));
       streams_.back()->Start(stubs_[i % channels].get());
       if (i % 256 == 0) MaybeProgress("connecting");
@@ -503,6 +533,7 @@ class LoadRun {
   }
 
   const LoadOptions& options_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;  // null: plaintext
   std::unique_ptr<ChangeDriver> driver_;
   ChangeMarkers markers_;
   RunStats stats_;
@@ -598,6 +629,9 @@ int main(int argc, char** argv) {
   app.add_option("--server-arg", options.server_args,
                  "an extra argument for the `cxds demo` or `cxds serve` a drive starts (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--tls-ca", options.tls_ca, "CA (PEM) the xDS server's certificate must chain to: TLS");
+  app.add_option("--tls-cert", options.tls_cert, "client certificate (PEM) to present: mTLS");
+  app.add_option("--tls-key", options.tls_key, "its private key (PEM)");
   app.add_option("--server-pid", options.server_pid, "an external server's pid, to report its RSS and CPU");
   app.add_option("--server-cpu", options.server_cpu, "pin a server cxds-load starts to this core");
   app.add_option("--client-cpu", options.client_cpu, "pin cxds-load to this core");

@@ -72,6 +72,12 @@ class SoakRun {
       std::cerr << "cxds-load: --soak needs --drive files" << std::endl;
       return 2;
     }
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ChannelCredentials(options_);
+    if (!credentials.ok()) {
+      std::cerr << "cxds-load: " << credentials.status().message() << std::endl;
+      return 2;
+    }
+    credentials_ = *std::move(credentials);
     if (options_.change_interval < absl::Milliseconds(10)) {
       std::cerr << "cxds-load: --soak needs --change-interval of at least 10ms" << std::endl;
       return 2;
@@ -174,7 +180,8 @@ class SoakRun {
       while (connected < streams &&
              (options_.connect_rate <= 0 || connected < 1 + Seconds(now - start_ns_) * options_.connect_rate)) {
         if (connected < channels_) {
-          stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, connected)));
+          stubs_.push_back(
+              AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, connected, credentials_)));
         }
         Connect(connected++);
       }
@@ -472,7 +479,8 @@ class SoakRun {
   }
 
   const LoadOptions& options_;
-  std::mt19937_64 rng_;  // every random choice of the soak
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;  // null: plaintext
+  std::mt19937_64 rng_;                                    // every random choice of the soak
   RunStats stats_;
   ChangeMarkers markers_;
   std::unique_ptr<ChangeDriver> driver_;

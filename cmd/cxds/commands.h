@@ -10,6 +10,7 @@
 #include "config/dir_source.h"
 #include "config/yaml_loader.h"
 #include "controller/mesh_controller.h"
+#include "server/tls_credentials.h"
 #include "server/xds_server.h"
 
 namespace cxds {
@@ -21,6 +22,7 @@ struct DemoOptions {
   int push_throttle = 0;                            // 0: min(15 + 5 * cores, 100)
   int push_workers = 2;                             // dispatcher threads
   absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
+  XdsSecurityOptions security;                      // no files: plaintext
 };
 
 // The teaching control plane (README.md, "The teaching control plane"): serves version 1,
@@ -37,6 +39,8 @@ struct ServeOptions {
   MeshController::Options controller;
   DirectorySource::Options source;  // limits.max_file_bytes is set from the controller's
   XdsServer::Options server;
+  XdsSecurityOptions security;   // no files: plaintext (logged at start)
+  std::string admin_token_file;  // bearer token for the admin pages (needed off loopback)
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.

@@ -47,11 +47,11 @@ void PrintStatus(const AckLedger& ledger, std::ostream& out) {
 
 class TeachingControlPlane {
  public:
-  TeachingControlPlane(const DemoOptions& options, std::ostream& out)
+  TeachingControlPlane(const DemoOptions& options, const XdsSecurity& security, std::ostream& out)
       : options_(options),
         out_(out),
         cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
-        xds_(cache_, ServerOptions(options, &tracker_)) {}
+        xds_(cache_, ServerOptions(options, security, &tracker_)) {}
 
   bool Start() {
     absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds_.Start(options_.xds_address);
@@ -61,7 +61,10 @@ class TeachingControlPlane {
       return false;
     }
     server_ = std::move(*server);
-    Log().info("LISTEN address={} node={}", options_.xds_address, options_.node_id);
+    Log().info("LISTEN address={} node={} security={}", options_.xds_address, options_.node_id,
+               options_.security.files.cert_file.empty()        ? "plaintext"
+               : options_.security.files.client_ca_file.empty() ? "tls"
+                                                                : "mtls");
     return Publish(options_.inventory_port, /*valid_route=*/true);
   }
 
@@ -105,8 +108,11 @@ class TeachingControlPlane {
   }
 
  private:
-  static XdsServer::Options ServerOptions(const DemoOptions& demo, ConvergenceTracker* tracker) {
+  static XdsServer::Options ServerOptions(const DemoOptions& demo, const XdsSecurity& security,
+                                          ConvergenceTracker* tracker) {
     XdsServer::Options options;
+    options.credentials = security.credentials;
+    options.authenticator = security.authenticator.get();
     options.observer = tracker;
     options.push_throttle = demo.push_throttle;
     options.push_workers = demo.push_workers;
@@ -148,7 +154,13 @@ class TeachingControlPlane {
 }  // namespace
 
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out) {
-  TeachingControlPlane control_plane(options, out);
+  absl::StatusOr<XdsSecurity> security = MakeXdsSecurity(options.security);
+  if (!security.ok()) {
+    Log().error("{}", std::string(security.status().message()));
+    out << "ERROR " << security.status().message() << std::endl;
+    return 2;
+  }
+  TeachingControlPlane control_plane(options, *security, out);
   if (!control_plane.Start()) {
     control_plane.Stop();
     return 1;

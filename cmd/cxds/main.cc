@@ -55,6 +55,11 @@ int Main(int argc, char** argv) {
                    "threads that start pushes (0: the publishing thread and write completions start them)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  demo_cmd->add_option("--tls-cert", demo.security.files.cert_file, "xDS TLS certificate chain (PEM)");
+  demo_cmd->add_option("--tls-key", demo.security.files.key_file, "its private key (PEM)");
+  demo_cmd->add_option("--client-ca", demo.security.files.client_ca_file, "CA for client certificates (mTLS)");
+  demo_cmd->add_option("--trust-domain", demo.security.trust_domain, "SPIFFE trust domain of clients")
+      ->capture_default_str();
   AddDurationOption(*demo_cmd, "--send-timeout", demo.send_timeout,
                     "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
 
@@ -87,6 +92,15 @@ int Main(int argc, char** argv) {
                 "quiet period after a change in the config directory before it is read");
   duration_flag("send-timeout", serve.server.send_timeout,
                 "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
+  flag("tls-cert", serve.security.files.cert_file, "xDS TLS certificate chain (PEM); none: plaintext");
+  flag("tls-key", serve.security.files.key_file, "its private key (PEM)");
+  flag("client-ca", serve.security.files.client_ca_file,
+       "CA bundle (PEM) that client certificates must chain to: mTLS with SPIFFE identities");
+  flag("trust-domain", serve.security.trust_domain, "SPIFFE trust domain client certificates must be in");
+  duration_flag("tls-refresh", serve.security.files.refresh_interval,
+                "how often the TLS files are re-read (rotation; at least 1s)");
+  flag("admin-token-file", serve.admin_token_file,
+       "file holding a bearer token the admin pages require (needed for a non-loopback --admin-address)");
   serve_cmd->add_option("--config", settings_file, "YAML file with the same settings (flags win)");
 
   std::string validate_dir;

@@ -31,7 +31,17 @@ int RunServe(const ServeOptions& options) {
                             std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
                             pipeline_scheduler);
 
+  absl::StatusOr<XdsSecurity> security = MakeXdsSecurity(options.security);
+  absl::StatusOr<std::string> admin_token = ReadBearerToken(options.admin_token_file);
+  for (const absl::Status& status : {security.status(), admin_token.status()}) {
+    if (!status.ok()) {
+      Log().error("{}", std::string(status.message()));
+      return 2;
+    }
+  }
   XdsServer::Options server_options = options.server;
+  server_options.credentials = security->credentials;
+  server_options.authenticator = security->authenticator.get();
   server_options.metrics = &metrics;
   server_options.observer = &tracker;
   server_options.ready = [&controller] { return controller.ready(); };
@@ -49,7 +59,11 @@ int RunServe(const ServeOptions& options) {
   };
   if (!grpc_server.ok()) return fail(1, grpc_server.status());
   AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker,
-                     [&controller] { return controller.ready(); }});
+                     [&controller] { return controller.ready(); }, *admin_token,
+                     [&options](MetricsRegistry& m) {
+                       if (!options.security.files.cert_file.empty())
+                         ExportCertificateExpiry(options.security.files.cert_file, m);
+                     }});
   if (absl::Status status = admin.Start(options.admin_address); !status.ok()) {
     return fail(status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, status);
   }
@@ -57,8 +71,12 @@ int RunServe(const ServeOptions& options) {
   if (absl::Status status = controller.Start(); !status.ok()) {
     return fail(status.code() == absl::StatusCode::kNotFound ? 2 : 1, status);
   }
-  Log().info("READY xds={} admin={} admin_port={} source=\"{}\"", options.xds_address, options.admin_address,
-             admin.port(), controller.source().Describe());
+  if (security->mode == "plaintext") {
+    Log().warn("PLAINTEXT xds={}: no --tls-cert/--tls-key, so any process that reaches the port can claim any node",
+               options.xds_address);
+  }
+  Log().info("READY xds={} security={} admin={} admin_port={} source=\"{}\"", options.xds_address, security->mode,
+             options.admin_address, admin.port(), controller.source().Describe());
 
   int signal = 0;
   sigwait(&signals, &signal);
