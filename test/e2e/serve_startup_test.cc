@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "fakes/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -88,6 +89,39 @@ TEST(ServeStartupTest, ABusyAdminPortExitsNonZeroNamingHostAndPort) {
   EXPECT_NE(run.exit_code, 137) << "killed by timeout\n" << run.output;
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr(absl::StrCat("admin: cannot listen on 127.0.0.1:", port)));
+}
+
+// Issue 13: bad TLS settings stop the start with exit code 2 and a message naming the file or
+// the flag; nothing is served in plaintext instead.
+TEST(ServeStartupTest, BadTlsSettingsExitTwoNamingTheFileOrFlag) {
+  cxds::testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("server", "ca", "IP:127.0.0.1"));
+  ASSERT_TRUE(pki.MakeLeaf("other", "ca", "IP:127.0.0.1"));
+  const std::string base = absl::StrCat("--config-dir ", CXDS_SOURCE_DIR,
+                                        "/examples/mesh --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:0 ");
+  const ServeRun mismatched =
+      RunServe(base + "--tls-cert " + pki.Path("server.crt") + " --tls-key " + pki.Path("other.key"));
+  EXPECT_EQ(mismatched.exit_code, 2) << mismatched.output;
+  EXPECT_THAT(mismatched.output, HasSubstr(pki.Path("other.key") + ": the private key does not match"));
+  EXPECT_THAT(mismatched.output, ::testing::Not(HasSubstr("READY")));
+
+  const ServeRun missing =
+      RunServe(base + "--tls-cert " + pki.Path("nowhere.crt") + " --tls-key " + pki.Path("server.key"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr(pki.Path("nowhere.crt")));
+
+  const ServeRun ca_only = RunServe(base + "--client-ca " + pki.Path("ca.crt"));
+  EXPECT_EQ(ca_only.exit_code, 2) << ca_only.output;
+  EXPECT_THAT(ca_only.output, HasSubstr("--client-ca needs --tls-cert and --tls-key"));
+}
+
+// Issue 13: the admin pages are never served unauthenticated off loopback.
+TEST(ServeStartupTest, ANonLoopbackAdminAddressWithoutATokenExitsTwo) {
+  const ServeRun run = RunServe(absl::StrCat("--config-dir ", CXDS_SOURCE_DIR,
+                                             "/examples/mesh --xds-address 127.0.0.1:0 --admin-address 0.0.0.0:0"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--admin-token-file"));
 }
 
 }  // namespace

@@ -2,6 +2,12 @@
 // openssl (fakes/test_pki.h), SPIFFE identities checked by SpiffeAuthenticator, refusals with
 // the status and message that name the claim, and rotation of the server's certificate while a
 // stream stays open. Handshake outcomes are read from the channel's state, bounded in time.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -243,6 +249,70 @@ TEST_F(MtlsTest, AProxyIsScopedByItsCertificatesNamespaceNotByWhatItClaims) {
   EXPECT_TRUE(client.Finish().ok());
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   controller.Stop();
+}
+
+#ifndef CXDS_BINARY_PATH
+#error "CXDS_BINARY_PATH must name the cxds binary (test/CMakeLists.txt)"
+#endif
+
+// A loopback port that was free a moment ago (the kernel picked it; closed again).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+// The real daemon: `cxds serve` on examples/mesh with --tls-cert, --tls-key and --client-ca
+// serves a client with a certificate, says security=mtls, and refuses a plaintext client.
+TEST_F(MtlsTest, TheDaemonServesOverMtlsWithTheFlags) {
+  const int xds_port = FreePort();
+  const int admin_port = FreePort();
+  ASSERT_GT(xds_port, 0);
+  const std::string log = pki_.Path("serve.log");
+  const std::string command =
+      absl::StrCat("timeout -s KILL 60 ", CXDS_BINARY_PATH, " serve --config-dir ", CXDS_SOURCE_DIR, "/examples/mesh",
+                   " --xds-address 127.0.0.1:", xds_port, " --admin-address 127.0.0.1:", admin_port, " --tls-cert ",
+                   pki_.Path("server.crt"), " --tls-key ", pki_.Path("server.key"), " --client-ca ",
+                   pki_.Path("ca.crt"), " </dev/null >", log, " 2>&1 & echo $!");
+  FILE* spawned = popen(command.c_str(), "r");
+  ASSERT_NE(spawned, nullptr);
+  int pid = 0;
+  ASSERT_EQ(fscanf(spawned, "%d", &pid), 1);
+  pclose(spawned);
+  bool ready = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(20); !ready && absl::Now() < end;) {
+    ready = pki_.Read("serve.log").find("READY") != std::string::npos;
+    if (!ready) absl::SleepFor(absl::Milliseconds(20));  // a log file has no event to wait on
+  }
+  ASSERT_TRUE(ready) << pki_.Read("serve.log");
+  EXPECT_THAT(pki_.Read("serve.log"), HasSubstr("security=mtls"));
+  EXPECT_THAT(pki_.Read("serve.log"), ::testing::Not(HasSubstr("PLAINTEXT")));
+
+  const std::string target = absl::StrCat("127.0.0.1:", xds_port);
+  {
+    FakeXdsClient client(target, "mesh-proxy", FakeXdsClient::Service::kAggregated, kWait, Credentials("team-a"));
+    client.Subscribe(kCds, {});
+    std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, kWait);
+    ASSERT_TRUE(cds.has_value());
+    EXPECT_GT(cds->resources_size(), 0);
+    client.Ack(*cds);
+    EXPECT_TRUE(client.Finish().ok());
+  }
+  grpc::ChannelArguments args;
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  EXPECT_FALSE(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)
+                   ->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(2))));
+  EXPECT_THAT(pki_.Read("serve.log"), HasSubstr("identity=spiffe://cluster.local/ns/team-a/sa/app"));
+  ::kill(pid, SIGTERM);
 }
 
 }  // namespace
