@@ -465,6 +465,27 @@ TEST_F(AdminServerTest, ANonLoopbackAddressIsRefusedWithoutAToken) {
   loopback.Stop();
 }
 
+// Issue 13: who each stream authenticated as is on /debug/syncz; /metrics reads the hook.
+TEST_F(AdminServerTest, SynczShowsEachStreamsIdentityAndMetricsRunTheScrapeHook) {
+  AdminSources sources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }};
+  int scrapes = 0;
+  sources.on_scrape = [&scrapes](MetricsRegistry& metrics) {
+    metrics.GetGauge("cxds_test_scraped", "Set by the scrape hook.").Set(++scrapes);
+  };
+  admin_ = std::make_unique<AdminServer>(sources);
+  ASSERT_OK(admin_->Start("127.0.0.1", 0));
+  port_ = admin_->port();
+  ledger_.OpenStream(1, absl::Now());
+  ledger_.SetNode(1, "proxy-a", "spiffe://cluster.local/ns/team-a/sa/app");
+  ledger_.OpenStream(2, absl::Now());
+  ledger_.SetNode(2, "proxy-b");
+  const std::string syncz = Body(Get(port_, "/debug/syncz"));
+  EXPECT_THAT(syncz, HasSubstr(R"("node":"proxy-a","identity":"spiffe://cluster.local/ns/team-a/sa/app")"));
+  EXPECT_THAT(syncz, HasSubstr(R"("node":"proxy-b","identity":"none")"));
+  EXPECT_THAT(Body(Get(port_, "/metrics")), HasSubstr("cxds_test_scraped 1"));
+  EXPECT_THAT(Body(Get(port_, "/metrics")), HasSubstr("cxds_test_scraped 2"));
+}
+
 TEST(ReadBearerTokenTest, TrimsTheFileAndRefusesEmptyMissingOrHugeOnes) {
   const std::string path = ::testing::TempDir() + "/admin-token";
   std::ofstream(path) << "  tok-123\n";
