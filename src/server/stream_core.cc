@@ -223,6 +223,9 @@ void StreamCore::RecordSentSummary(const SentSummary& sent) {
     Log().log(level, "SENT stream={} node={} type={} version={} nonce={} resources={}", stream_id_, node_log_,
               sent.type_url, sent.version, sent.nonce, sent.resources.size());
   }
+  // The summary copies every name: built only for an embedder's callbacks, never per send
+  // for the null object (a 2,000-cluster CDS response to each of 10,000 proxies).
+  if (callbacks_ == &NoCallbacks()) return;
   ResponseInfo info;
   info.node_id = node_.id();
   info.type_url = sent.type_url;
