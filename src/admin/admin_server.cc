@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
@@ -398,18 +399,11 @@ void AdminServer::Routes() {
 
 absl::StatusOr<std::string> ReadBearerToken(const std::string& path) {
   if (path.empty()) return std::string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot read the admin token file"));
-  constexpr size_t kMaxTokenBytes = 4096;
-  std::string token(kMaxTokenBytes + 1, '\0');
-  in.read(token.data(), static_cast<std::streamsize>(token.size()));
-  token.resize(static_cast<size_t>(in.gcount()));
-  if (token.size() > kMaxTokenBytes) {
-    return absl::InvalidArgumentError(StrCat(path, ": the admin token file is over ", kMaxTokenBytes, " bytes"));
-  }
-  token = std::string(absl::StripAsciiWhitespace(token));
-  if (token.empty()) return absl::InvalidArgumentError(StrCat(path, ": the admin token file is empty"));
-  return token;
+  absl::StatusOr<std::string> token = ReadSmallFile(path, 4096, "admin token file");
+  if (!token.ok()) return token.status();
+  std::string trimmed(absl::StripAsciiWhitespace(*token));
+  if (trimmed.empty()) return absl::InvalidArgumentError(StrCat(path, ": the admin token file is empty"));
+  return trimmed;
 }
 
 absl::Status AdminServer::Start(const std::string& host, int port) {

@@ -7,9 +7,8 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
@@ -46,16 +45,7 @@ std::string OpenSslError() {
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot read the ", what));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  std::string pem = bytes.str();
-  if (pem.size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError(
-        StrCat(path, ": the ", what, " is ", pem.size(), " bytes; the limit is ", kMaxPemBytes));
-  }
-  return pem;
+  return ReadSmallFile(path, kMaxPemBytes, what);
 }
 
 absl::StatusOr<X509Ptr> FirstCertificate(const std::string& pem, const std::string& path, std::string_view what) {

@@ -2,6 +2,7 @@
 // metric. Certificates are made at test time with openssl (fakes/test_pki.h).
 #include "server/tls_credentials.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/time/clock.h"
@@ -55,6 +56,12 @@ TEST_F(TlsCredentialsTest, BadFilesAreRefusedNamingThem) {
   EXPECT_THAT(MakeTlsServerCredentials(files).status().message(), HasSubstr("does not match"));
   files = {pki_.Path("server.crt"), pki_.Path("server.key"), pki_.Path("garbage.pem"), absl::Seconds(1)};
   EXPECT_THAT(MakeTlsServerCredentials(files).status().message(), HasSubstr("client CA file"));
+  // A huge file (or a device) is refused after reading one byte over the limit, not read whole.
+  std::ofstream(pki_.Path("huge.pem")).close();
+  std::filesystem::resize_file(pki_.Path("huge.pem"), 64 << 20);
+  files = {pki_.Path("huge.pem"), pki_.Path("server.key"), "", absl::Seconds(1)};
+  EXPECT_THAT(MakeTlsServerCredentials(files).status().message(),
+              HasSubstr(pki_.Path("huge.pem") + ": the certificate is over 4194304 bytes"));
 }
 
 TEST_F(TlsCredentialsTest, TheExpiryMetricIsTheCertificatesNotAfter) {
