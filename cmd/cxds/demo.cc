@@ -51,6 +51,7 @@ class TeachingControlPlane {
       : options_(options),
         out_(out),
         cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
+        security_mode_(security.mode),
         xds_(cache_, ServerOptions(options, security, &tracker_)) {}
 
   bool Start() {
@@ -61,10 +62,7 @@ class TeachingControlPlane {
       return false;
     }
     server_ = std::move(*server);
-    Log().info("LISTEN address={} node={} security={}", options_.xds_address, options_.node_id,
-               options_.security.files.cert_file.empty()        ? "plaintext"
-               : options_.security.files.client_ca_file.empty() ? "tls"
-                                                                : "mtls");
+    Log().info("LISTEN address={} node={} security={}", options_.xds_address, options_.node_id, security_mode_);
     return Publish(options_.inventory_port, /*valid_route=*/true);
   }
 
@@ -145,6 +143,7 @@ class TeachingControlPlane {
   // per stream it reached.
   ConvergenceTracker tracker_{16};
   SnapshotCache cache_;
+  const std::string security_mode_;  // "plaintext", "tls" or "mtls" (MakeXdsSecurity)
   XdsServer xds_;
   std::unique_ptr<grpc::Server> server_;
   uint64_t next_version_ = 1;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "admin/admin_server.h"
 #include "cache/snapshot_cache.h"
 #include "common/scheduler.h"
 #include "controller/mesh_controller.h"
@@ -22,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "protocol/type_url.h"
 #include "server/tls_credentials.h"
 #include "server/xds_server.h"
@@ -246,6 +248,18 @@ TEST_F(MtlsTest, AProxyIsScopedByItsCertificatesNamespaceNotByWhatItClaims) {
   EXPECT_THAT(clusters, ::testing::Contains(HasSubstr("reviews.team-a")));
   EXPECT_THAT(clusters, ::testing::Each(::testing::Not(HasSubstr("team-b")))) << "team-b is outside team-a's Sidecar";
   client.Ack(*cds);
+
+  // The admin page of what the proxy is served names who it authenticated as.
+  MetricsRegistry metrics;
+  ConvergenceTracker tracker;
+  AdminServer admin({&metrics, &mesh_xds.ledger(), &controller.pipeline(), &controller.store(), &tracker, nullptr});
+  ASSERT_TRUE(admin.Start("127.0.0.1", 0).ok());
+  httplib::Client http("127.0.0.1", admin.port());
+  httplib::Result dump = http.Get("/debug/config_dump?proxy=proxy-claiming-nothing");
+  ASSERT_TRUE(dump);
+  EXPECT_EQ(dump->status, 200);
+  EXPECT_THAT(dump->body, HasSubstr(R"({"@identities":["spiffe://cluster.local/ns/team-a/sa/app"],)"));
+  admin.Stop();
   EXPECT_TRUE(client.Finish().ok());
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   controller.Stop();
