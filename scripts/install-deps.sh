@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3-grpcio
+  etcd-server
   gnuplot-nox
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
@@ -28,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ ! -d node_modules/@grpc/grpc-js-xds ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ ! -d node_modules/@grpc/grpc-js-xds ] || [ ! -d node_modules/etcd3/proto ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "install-deps: npm ci (pinned in package-lock.json)"
   npm ci --no-audit --no-fund
 fi

@@ -5,9 +5,11 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "config/dir_source.h"
+#include "config/etcd_source.h"
 #include "config/yaml_loader.h"
 #include "controller/mesh_controller.h"
 #include "server/tls_credentials.h"
@@ -34,6 +36,9 @@ int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 // XdsServer); the flags show them.
 struct ServeOptions {
   std::string config_dir = "examples/mesh";
+  // dir://PATH or etcd://HOST:PORT/PREFIX; empty: dir://`config_dir`.
+  std::string config_source;
+  EtcdSource::Options etcd;
   std::string xds_address = "127.0.0.1:15010";
   std::string admin_address = "127.0.0.1:15014";
   MeshController::Options controller;
@@ -50,5 +55,23 @@ int RunServe(const ServeOptions& options);
 // to `err`, a summary to `out`. Returns 0 if all is valid, 1 if not, 2 if `dir` is unusable.
 // `domain_suffix` resolves short hosts for the cross-object rules, as `serve` does.
 int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err);
+
+// Where `cxds apply/delete/get` find the config in etcd.
+struct StoreOptions {
+  std::string etcd_address = "127.0.0.1:2379";
+  std::string prefix = "/cxds";
+  std::string domain_suffix = "cluster.local";
+  size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
+};
+
+// Validates every document under `paths` as `validate` does and writes those that differ from
+// etcd's in one transaction, or nothing if any is invalid. Exit 0 ok, 1 invalid, 2 bad
+// arguments, 3 etcd failed (nothing written).
+int RunApply(const StoreOptions& options, const std::vector<std::string>& paths, bool dry_run, std::ostream& out,
+             std::ostream& err);
+int RunDelete(const StoreOptions& options, const std::string& kind, const std::string& namespaced_name,
+              std::ostream& out, std::ostream& err);
+// Lists what etcd holds under the prefix (of `kind`, if not empty); `values`: the documents too.
+int RunGet(const StoreOptions& options, const std::string& kind, bool values, std::ostream& out, std::ostream& err);
 
 }  // namespace cxds

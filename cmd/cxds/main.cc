@@ -2,6 +2,7 @@
 //   demo      the teaching control plane (see README.md), driven from standard input.
 //   serve     watches a mesh config directory and serves it as xDS (the daemon).
 //   validate  checks a mesh config directory offline.
+//   apply, delete, get   the mesh config held in etcd (for `serve --config-source etcd://`).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -74,6 +75,9 @@ int Main(int argc, char** argv) {
     return serve_flags[name] = AddDurationOption(*serve_cmd, "--" + name, value, help);
   };
   flag("config-dir", serve.config_dir, "mesh config directory");
+  flag("config-source", serve.config_source,
+       "dir://PATH or etcd://HOST:PORT/PREFIX (one document per key PREFIX/KIND/NAMESPACE/NAME); "
+       "empty: dir://<config-dir>");
   flag("xds-address", serve.xds_address, "xDS gRPC address");
   flag("admin-address", serve.admin_address, "admin HTTP address");
   duration_flag("debounce-after", serve.controller.debounce.debounce_after, "quiet period before a push");
@@ -109,6 +113,33 @@ int Main(int argc, char** argv) {
   std::string validate_suffix = "cluster.local";
   validate_cmd->add_option("--domain-suffix", validate_suffix, "Kubernetes service domain suffix")
       ->capture_default_str();
+
+  cxds::StoreOptions store;
+  const auto store_flags = [&store](CLI::App* cmd) {
+    cmd->add_option("--etcd", store.etcd_address, "etcd gRPC address")->capture_default_str();
+    cmd->add_option("--prefix", store.prefix, "key prefix of the mesh config")->capture_default_str();
+  };
+  std::vector<std::string> apply_paths;
+  bool apply_dry_run = false;
+  CLI::App* apply_cmd = app.add_subcommand(
+      "apply", "Validate config files and write them to etcd in one transaction (nothing if any is invalid)");
+  apply_cmd->add_option("-f,--filename", apply_paths, "config files or directories")->required();
+  apply_cmd->add_flag("--dry-run", apply_dry_run, "validate and show what would change; write nothing");
+  apply_cmd->add_option("--domain-suffix", store.domain_suffix, "Kubernetes service domain suffix")
+      ->capture_default_str();
+  store_flags(apply_cmd);
+  std::string delete_kind;
+  std::string delete_name;
+  CLI::App* delete_cmd = app.add_subcommand("delete", "Delete one object from etcd");
+  delete_cmd->add_option("kind", delete_kind, "e.g. ServiceEntry")->required();
+  delete_cmd->add_option("name", delete_name, "NAMESPACE/NAME")->required();
+  store_flags(delete_cmd);
+  std::string get_kind;
+  bool get_values = false;
+  CLI::App* get_cmd = app.add_subcommand("get", "List the objects etcd holds under the prefix");
+  get_cmd->add_option("kind", get_kind, "only this kind");
+  get_cmd->add_flag("--values", get_values, "print the documents too");
+  store_flags(get_cmd);
 
   CLI11_PARSE(app, argc, argv);
   // Debian's abseil runs absl::Mutex deadlock detection by default; gRPC's locks pay for it on
@@ -146,6 +177,9 @@ int Main(int argc, char** argv) {
     serve.source.max_settle = std::max(absl::Seconds(1), serve.source.settle * 10);
     return cxds::RunServe(serve);
   }
+  if (apply_cmd->parsed()) return cxds::RunApply(store, apply_paths, apply_dry_run, std::cout, std::cerr);
+  if (delete_cmd->parsed()) return cxds::RunDelete(store, delete_kind, delete_name, std::cout, std::cerr);
+  if (get_cmd->parsed()) return cxds::RunGet(store, get_kind, get_values, std::cout, std::cerr);
   if (validate_cmd->parsed()) {
     return cxds::RunValidate(validate_dir, validate_suffix, std::cout, std::cerr);
   }

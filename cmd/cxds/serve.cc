@@ -5,10 +5,35 @@
 
 #include "admin/admin_server.h"
 #include "common/logging.h"
+#include "common/strings.h"
 #include "cxds/commands.h"
 #include "grpcpp/server.h"
 
 namespace cxds {
+
+namespace {
+
+// --config-source: dir://PATH or etcd://HOST:PORT/PREFIX (default: dir://--config-dir).
+absl::StatusOr<std::unique_ptr<ConfigSource>> MakeSource(const ServeOptions& options, Scheduler& scheduler) {
+  const std::string& url = options.config_source;
+  if (url.starts_with("etcd://")) {
+    absl::StatusOr<EtcdLocation> location = ParseEtcdUrl(url);
+    if (!location.ok()) return location.status();
+    return std::make_unique<EtcdSource>(*std::move(location), options.etcd);
+  }
+  std::string dir = options.config_dir;
+  if (url.starts_with("dir://")) {
+    dir = url.substr(6);
+  } else if (!url.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("--config-source \"", url, "\" is neither dir://PATH nor etcd://HOST:PORT/PREFIX"));
+  }
+  DirectorySource::Options source_options = options.source;
+  source_options.limits.max_file_bytes = options.controller.max_config_file_bytes;
+  return std::make_unique<DirectorySource>(dir, scheduler, source_options);
+}
+
+}  // namespace
 
 int RunServe(const ServeOptions& options) {
   // Signals are taken by this thread (sigwait); every thread started from here inherits the mask.
@@ -22,14 +47,15 @@ int RunServe(const ServeOptions& options) {
   ConvergenceTracker tracker;
   RealScheduler pipeline_scheduler;
   RealScheduler config_scheduler;  // slow file systems never delay the debounce timers
-  DirectorySource::Options source_options = options.source;
-  source_options.limits.max_file_bytes = options.controller.max_config_file_bytes;
+  absl::StatusOr<std::unique_ptr<ConfigSource>> source = MakeSource(options, config_scheduler);
+  if (!source.ok()) {
+    Log().error("{}", std::string(source.status().message()));
+    return 2;
+  }
   MeshController::Options controller_options = options.controller;
   controller_options.metrics = &metrics;
   controller_options.observer = &tracker;
-  MeshController controller(controller_options,
-                            std::make_unique<DirectorySource>(options.config_dir, config_scheduler, source_options),
-                            pipeline_scheduler);
+  MeshController controller(controller_options, *std::move(source), pipeline_scheduler);
 
   absl::StatusOr<XdsSecurity> security = MakeXdsSecurity(options.security);
   absl::StatusOr<std::string> admin_token = ReadBearerToken(options.admin_token_file);
@@ -63,7 +89,8 @@ int RunServe(const ServeOptions& options) {
                      [&options](MetricsRegistry& m) {
                        if (!options.security.files.cert_file.empty())
                          ExportCertificateExpiry(options.security.files.cert_file, m);
-                     }});
+                     },
+                     &controller.source()});
   if (absl::Status status = admin.Start(options.admin_address); !status.ok()) {
     return fail(status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, status);
   }

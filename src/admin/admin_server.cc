@@ -309,16 +309,44 @@ void AdminServer::Routes() {
       sources_.metrics->GetGauge("cxds_convergence_proxy_records", "Per-proxy records the convergence tracker keeps.")
           .Set(static_cast<double>(stats.proxy_records));
     }
+    if (sources_.source != nullptr) {
+      const SourceStatus source = sources_.source->status();
+      sources_.metrics
+          ->GetGauge("cxds_config_revision", "Store revision of the config applied (etcd; 0 for a directory).")
+          .Set(static_cast<double>(source.revision));
+      sources_.metrics
+          ->GetGauge("cxds_config_source_connected",
+                     "1 if the config source is reachable; 0: the last good config keeps serving.")
+          .Set(source.connected ? 1 : 0);
+    }
     if (sources_.on_scrape) sources_.on_scrape(*sources_.metrics);
     res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
   });
-  router_->Get("/debug/syncz", [this, json](const httplib::Request&, httplib::Response& res) {
+  // Which config revision the pages below describe: headers, so the bodies keep their shape.
+  const auto source_headers = [this](httplib::Response& res) {
+    if (sources_.source == nullptr) return;
+    const SourceStatus source = sources_.source->status();
+    res.set_header("X-Cxds-Config-Revision", std::to_string(source.revision));
+    res.set_header("X-Cxds-Config-Source-Connected", source.connected ? "true" : "false");
+  };
+  router_->Get("/debug/syncz", [this, json, source_headers](const httplib::Request&, httplib::Response& res) {
+    source_headers(res);
     json(res, SynczJson(*sources_.ledger));
+  });
+  router_->Get("/debug/config_source", [this, json](const httplib::Request&, httplib::Response& res) {
+    if (sources_.source == nullptr) {
+      json(res, "{\"source\":null}");
+      return;
+    }
+    const SourceStatus source = sources_.source->status();
+    json(res, StrCat("{\"source\":", Quote(sources_.source->Describe()), ",\"connected\":", source.connected,
+                     ",\"revision\":", source.revision, ",\"detail\":", Quote(source.detail), "}"));
   });
   router_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, PushStatusJson(*sources_.pipeline));
   });
-  router_->Get("/debug/config_status", [this, json](const httplib::Request&, httplib::Response& res) {
+  router_->Get("/debug/config_status", [this, json, source_headers](const httplib::Request&, httplib::Response& res) {
+    source_headers(res);
     json(res, ConfigStatusJson(*sources_.store));
   });
   router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {

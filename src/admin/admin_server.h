@@ -9,7 +9,9 @@
 //   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
 //   /debug/push_status         the last pushes: version, full or not, reasons, configs,
 //                              proxies pushed, durations
-//   /debug/config_status       input files: objects accepted, errors
+//   /debug/config_status       input files (etcd: keys): objects accepted, errors
+//   /debug/config_source       the config source: connected or not, revision applied (also
+//                              as X-Cxds-Config-Revision/-Source-Connected on the two above)
 //   /debug/changes             recent change ids; /debug/changes/ID: that change's stages
 //                              for every proxy it reached
 //   /debug/change_summaries    recent changes, one summary each: proxies sent to, written,
@@ -32,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "admin/http_listener.h"
+#include "config/config_source.h"
 #include "config/config_store.h"
 #include "metrics/metrics.h"
 #include "pipeline/convergence_tracker.h"
@@ -54,6 +57,9 @@ struct AdminSources {
   std::string bearer_token;
   // Runs at each /metrics scrape before rendering, for gauges read then (e.g. certificate expiry).
   std::function<void(MetricsRegistry&)> on_scrape;
+  // Where the config comes from (may be null): its connection and revision are shown by
+  // /debug/config_source, as headers of /debug/syncz and /debug/config_status, and as metrics.
+  const ConfigSource* source = nullptr;
 };
 
 // `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors

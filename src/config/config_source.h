@@ -6,6 +6,7 @@
 // delivered on the source's own thread, one at a time, until Stop returns.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,14 @@
 #include "config/config_store.h"
 
 namespace cxds {
+
+// Whether a source can currently reach what it reads, and how far it has read. A source that
+// lost its store keeps what it delivered (the last good config keeps serving).
+struct SourceStatus {
+  bool connected = true;
+  int64_t revision = 0;  // the store revision delivered so far (0: the source has none)
+  std::string detail;    // why not connected, for logs and status pages
+};
 
 class ConfigSource {
  public:
@@ -29,6 +38,8 @@ class ConfigSource {
   // Delivers what changes after Load, in batches that each leave a consistent state.
   virtual absl::Status Start(OnBatch on_batch) = 0;
   virtual void Stop() = 0;
+  // Thread-safe.
+  virtual SourceStatus status() const { return {}; }
 };
 
 }  // namespace cxds

@@ -167,6 +167,7 @@ struct ConfigDocument {
   MeshObject object;
   SourcePosition position;
   std::string content_hash;  // of the document's canonical YAML, to ignore unchanged saves
+  std::string canonical;     // that YAML: the document alone (what `cxds apply` stores)
 };
 
 }  // namespace cxds

@@ -894,8 +894,10 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     }
     YAML::Emitter canonical;
     canonical << doc;
+    std::string text = canonical.c_str();
+    std::string hash = ContentHash(text);
     out.documents.push_back(
-        ConfigDocument{std::move(object), {path, doc.Mark().line + 1}, ContentHash(canonical.c_str())});
+        ConfigDocument{std::move(object), {path, doc.Mark().line + 1}, std::move(hash), std::move(text)});
   }
 }
 

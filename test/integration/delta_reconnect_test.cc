@@ -62,6 +62,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "fakes/delta_harness.h"
+#include "fakes/loopback_port.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "protocol/type_url.h"
@@ -93,23 +94,6 @@ int RemainingMs(absl::Time deadline) {
 
 // A port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed). Another
 // process may take it in between: callers retry with a new one if the server cannot listen.
-uint16_t FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -291,7 +275,7 @@ class DemoProcess {
 // Starts the demo on `preferred` (0: any free port), trying other free ports if that fails.
 std::unique_ptr<DemoProcess> StartDemo(uint16_t preferred, const std::string& log_name, std::string* errors) {
   for (int attempt = 0; attempt < 4; ++attempt) {
-    const uint16_t port = attempt == 0 && preferred != 0 ? preferred : FreeLoopbackPort();
+    const uint16_t port = attempt == 0 && preferred != 0 ? preferred : testing::PickLoopbackPort();
     std::string error;
     auto process = DemoProcess::Start(port, absl::StrCat(::testing::TempDir(), log_name, "-", attempt, ".log"), &error);
     if (process != nullptr) return process;

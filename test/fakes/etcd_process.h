@@ -1,0 +1,129 @@
+// EtcdProcess: a real etcd (Debian's etcd-server) for tests, started as a child process on two
+// kernel-picked loopback ports with a fresh temporary data directory, removed by the
+// destructor. Stop() and Start() again keep the data (a store outage and its return).
+//
+// Usage:
+//   EtcdProcess etcd;
+//   ASSERT_TRUE(etcd.Start()) << etcd.Log();
+//   EtcdClient client(etcd.address());
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "config/etcd_client.h"
+#include "fakes/loopback_port.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace cxds::testing {
+
+class EtcdProcess {
+ public:
+  // `max_txn_ops`: etcd's --max-txn-ops (its default is 128).
+  explicit EtcdProcess(int max_txn_ops = 10'000) : max_txn_ops_(max_txn_ops) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cxds-etcd-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
+    EXPECT_FALSE(dir_.empty()) << "cannot make a temporary directory";
+    client_port_ = PickLoopbackPort();
+    peer_port_ = PickLoopbackPort();
+  }
+  ~EtcdProcess() {
+    Stop();
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  EtcdProcess(const EtcdProcess&) = delete;
+  EtcdProcess& operator=(const EtcdProcess&) = delete;
+
+  std::string address() const { return absl::StrCat("127.0.0.1:", client_port_); }
+
+  // Starts etcd and waits (up to 20 s) until it answers a read.
+  bool Start() {
+    if (pid_ > 0) return true;
+    const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+    const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
+    std::vector<std::string> args = {"etcd",
+                                     "--name=test",
+                                     absl::StrCat("--data-dir=", dir_, "/data"),
+                                     absl::StrCat("--listen-client-urls=", client_url),
+                                     absl::StrCat("--advertise-client-urls=", client_url),
+                                     absl::StrCat("--listen-peer-urls=", peer_url),
+                                     absl::StrCat("--initial-advertise-peer-urls=", peer_url),
+                                     absl::StrCat("--initial-cluster=test=", peer_url),
+                                     absl::StrCat("--max-txn-ops=", max_txn_ops_),
+                                     "--log-level=info"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    const int rc = posix_spawnp(&pid_, "etcd", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      pid_ = 0;
+      return false;
+    }
+    // A connection made while etcd starts is accepted but not served for about ten seconds:
+    // first wait for etcd to say it serves, then for a read to succeed.
+    const size_t log_start = Log().size();
+    std::optional<EtcdClient> client;
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;) {
+      if (!client.has_value() && Log().find("ready to serve client requests", log_start) != std::string::npos) {
+        client.emplace(address(), EtcdClient::Options{.deadline = absl::Seconds(2)});
+      }
+      if (client.has_value() && client->RangePrefix("/ready-probe").ok()) return true;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return false;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+
+  // Kills etcd (SIGKILL: an outage, not a goodbye) and reaps it. The data stays.
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+  }
+
+  std::string Log() const {
+    std::ifstream in(LogPath());
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  std::string LogPath() const { return dir_ + "/etcd.log"; }
+
+  const int max_txn_ops_;
+  std::string dir_;
+  uint16_t client_port_ = 0;
+  uint16_t peer_port_ = 0;
+  pid_t pid_ = 0;
+};
+
+}  // namespace cxds::testing
