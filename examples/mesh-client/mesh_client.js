@@ -8,8 +8,9 @@
 //
 // Output: {"calls":N,"ok":N,"errors":N,"by_inventory":{"v1":160,"v2":40},"by_port":{...},
 //          "first_error":"..."}
-// Bounded: at most --calls calls, each with a deadline (--deadline-ms, default 3000); with
-// --hold-ms the channel stays open that long afterwards (at most 60 s).
+// Bounded: at most --calls calls, each with a deadline (--deadline-ms, default 3000), with
+// --interval-ms between them (at most 1000); with --hold-ms the channel stays open that long
+// afterwards (at most 60 s).
 'use strict';
 
 const grpc = require('@grpc/grpc-js');
@@ -18,7 +19,7 @@ const grpcXds = require('@grpc/grpc-js-xds');
 const METHOD_PATH = '/cxds.teaching.Inventory/GetQuote';
 
 function parseArgs(argv) {
-  const opts = { target: 'xds:///inventory.mesh.local:8080', calls: 100, headers: [], deadlineMs: 3000, holdMs: 0 };
+  const opts = { target: 'xds:///inventory.mesh.local:8080', calls: 100, headers: [], deadlineMs: 3000, holdMs: 0, intervalMs: 0 };
   for (let i = 0; i < argv.length; i++) {
     const next = () => argv[++i];
     switch (argv[i]) {
@@ -27,6 +28,7 @@ function parseArgs(argv) {
       case '--header': opts.headers.push(next().split('=')); break;
       case '--deadline-ms': opts.deadlineMs = Number(next()); break;
       case '--hold-ms': opts.holdMs = Math.min(Number(next()), 60000); break;
+      case '--interval-ms': opts.intervalMs = Math.min(Number(next()), 1000); break;
       default: throw new Error(`unknown option ${argv[i]}`);
     }
   }
@@ -56,6 +58,7 @@ async function main() {
       result.errors++;
       if (result.first_error === null) result.first_error = `${err.code}: ${err.details || err.message}`;
     }
+    if (opts.intervalMs > 0) await new Promise((r) => setTimeout(r, opts.intervalMs));
   }
   process.stdout.write(JSON.stringify(result) + '\n');
   // --hold-ms: keep the xDS stream open a while (to watch what it is pushed).
