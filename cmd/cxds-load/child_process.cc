@@ -153,6 +153,12 @@ void ChildProcess::Terminate() {
   if (pid_ > 0 && !wait_status_.has_value()) kill(pid_, SIGTERM);
 }
 
+int ChildProcess::Kill() {
+  if (pid_ > 0 && !wait_status_.has_value()) kill(pid_, SIGKILL);
+  // SIGKILL cannot be caught, so the wait is short; Stop escalates anyway should it not be.
+  return Stop(absl::Seconds(2));
+}
+
 bool ChildProcess::Running() {
   if (wait_status_.has_value() || pid_ <= 0) return false;
   int status = 0;

@@ -42,6 +42,8 @@ class ChildProcess {
   int Stop(absl::Duration grace);
   // Sends SIGTERM now (cxds serve exits on it; it does not read standard input).
   void Terminate();
+  // Sends SIGKILL now (a crash, for a failover) and reaps the child; returns the wait status.
+  int Kill();
   // False once the child has exited (its status is then kept for Stop).
   bool Running();
 

@@ -3,12 +3,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "child_process.h"
 #include "common/logging.h"
 #include "common/strings.h"
-#include "httplib.h"
+#include "serve_admin.h"
 
 namespace cxds::load {
 
@@ -147,31 +145,6 @@ class FanoutDriver final : public ChildDriver {
   const LoadOptions& options_;
 };
 
-// The top-level objects of a JSON array, as text (enough for the admin's flat summaries).
-std::vector<std::string> SplitJsonObjects(const std::string& array) {
-  std::vector<std::string> objects;
-  int depth = 0;
-  bool in_string = false;
-  size_t start = 0;
-  for (size_t i = 0; i < array.size(); ++i) {
-    const char c = array[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      if (depth++ == 0) start = i;
-    } else if (c == '}' && depth > 0 && --depth == 0) {
-      objects.push_back(array.substr(start, i - start + 1));
-    }
-  }
-  return objects;
-}
-
 class FilesDriver final : public ChildDriver {
  public:
   explicit FilesDriver(const LoadOptions& options) : options_(options) {}
@@ -184,12 +157,9 @@ class FilesDriver final : public ChildDriver {
   }
 
   absl::Status Start() override {
-    const std::vector<std::string> host_port = absl::StrSplit(options_.admin_address, ':');
-    if (host_port.size() != 2 || !absl::SimpleAtoi(host_port[1], &admin_port_) ||
-        (host_port[0] != "127.0.0.1" && host_port[0] != "localhost")) {
-      return absl::InvalidArgumentError(StrCat("--admin-address must be 127.0.0.1:PORT, not ", options_.admin_address));
-    }
-    admin_host_ = host_port[0];
+    absl::StatusOr<std::pair<std::string, int>> admin = SplitLoopbackAddress(options_.admin_address, "--admin-address");
+    if (!admin.ok()) return admin.status();
+    admin_.emplace(admin->first, admin->second);
     // Change 0: the service exists before the server starts.
     if (absl::Status status = WriteTarget(ChangePort(0)); !status.ok()) return status;
     return StartServer();
@@ -199,17 +169,7 @@ class FilesDriver final : public ChildDriver {
 
   absl::Status MakeChange(int k) override { return WriteTarget(ChangePort(k)); }
 
-  std::vector<std::string> ServerReports(int, absl::Duration) override {
-    httplib::Client client(admin_host_, admin_port_);
-    client.set_read_timeout(10, 0);
-    httplib::Result result = client.Get("/debug/change_summaries");
-    if (!result || result->status != 200) {
-      Log().warn("ADMIN GET /debug/change_summaries failed: {}",
-                 result ? StrCat("status ", result->status) : httplib::to_string(result.error()));
-      return {};
-    }
-    return SplitJsonObjects(result->body);
-  }
+  std::vector<std::string> ServerReports(int, absl::Duration) override { return admin_->ChangeSummaries(); }
 
   absl::Status Restart() override {
     child_->Terminate();
@@ -221,40 +181,18 @@ class FilesDriver final : public ChildDriver {
 
   std::optional<int> ServerStreams() override {
     // pilot_xds{version="..."} N: connected streams by client version.
-    std::optional<double> total = SumOfMetric("pilot_xds{");
+    std::optional<double> total = admin_->SumOfMetric("pilot_xds{");
     if (!total.has_value()) return std::nullopt;
     return static_cast<int>(*total);
   }
 
   std::optional<uint64_t> ServerSerializations() override {
-    std::optional<double> total = SumOfMetric("cxds_resource_serializations ");
+    std::optional<double> total = admin_->SumOfMetric("cxds_resource_serializations ");
     if (!total.has_value()) return std::nullopt;
     return static_cast<uint64_t>(*total);
   }
 
  private:
-  // The sum of the /metrics samples whose line starts with `prefix`; nullopt if unreachable.
-  std::optional<double> SumOfMetric(absl::string_view prefix) {
-    httplib::Client client(admin_host_, admin_port_);
-    client.set_read_timeout(5, 0);
-    httplib::Result result = client.Get("/metrics");
-    if (!result || result->status != 200) {
-      const std::string error = result ? StrCat("status ", result->status) : httplib::to_string(result.error());
-      if (error != last_admin_error_) Log().warn("ADMIN GET /metrics failed: {}", error);
-      last_admin_error_ = error;
-      return std::nullopt;
-    }
-    last_admin_error_.clear();
-    double total = 0;
-    for (absl::string_view line : absl::StrSplit(result->body, '\n')) {
-      if (!absl::StartsWith(line, prefix)) continue;
-      double value = 0;
-      const size_t space = line.rfind(' ');
-      if (space != absl::string_view::npos && absl::SimpleAtod(line.substr(space + 1), &value)) total += value;
-    }
-    return total;
-  }
-
   std::string TargetPath() const { return StrCat(options_.config_dir, "/cxds-load-target.yaml"); }
 
   // The file is replaced whole (write a temporary file, then rename), so cxds never reads a
@@ -262,16 +200,11 @@ class FilesDriver final : public ChildDriver {
   absl::Status WriteTarget(uint32_t port) const {
     const std::string temporary = StrCat(options_.config_dir, "/.cxds-load-target.tmp");
     {
+      const TargetDocuments documents = MakeTargetDocuments(port);
       std::ofstream out(temporary, std::ios::trunc);
       out << "# Written by cxds-load --drive files: the service whose endpoint port it changes.\n"
-          << "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: load-target, namespace: "
-             "default}\n"
-          << "spec:\n  hosts: [" << kFilesTargetHost << "]\n  ports:\n  - {number: " << kFilesTargetPort
-          << ", name: grpc, protocol: GRPC}\n  resolution: STATIC\n  workloadSelector:\n    labels: {app: "
-             "load-target}\n"
-          << "---\napiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
-          << "metadata: {name: load-target-1, namespace: default}\n"
-          << "spec:\n  address: 127.0.0.1\n  ports: {grpc: " << port << "}\n  labels: {app: load-target}\n";
+          << documents.service_entry << "---\n"
+          << documents.workload_entry;
       if (!out) return absl::InternalError(StrCat("cannot write ", temporary));
     }
     if (std::rename(temporary.c_str(), TargetPath().c_str()) != 0) {
@@ -282,39 +215,19 @@ class FilesDriver final : public ChildDriver {
 
   // Starts `cxds serve` and waits until its admin says it is ready (the whole directory loaded).
   absl::Status StartServer() {
-    std::vector<std::string> args = {"--log-level", options_.server_log_level, "serve", "--config-dir",
-                                     options_.config_dir, "--xds-address", options_.xds_address, "--admin-address",
-                                     options_.admin_address,
-                                     // Endpoint changes are pushed at once: the measurement is of
-                                     // the push, not of a debounce timer.
-                                     "--eds-debounce", "false"};
-    args.insert(args.end(), options_.server_args.begin(), options_.server_args.end());
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({.binary = options_.cxds_binary,
-                                                                               .args = std::move(args),
-                                                                               .stderr_path = options_.server_log,
-                                                                               .cpu = options_.server_cpu});
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+        ChildProcess::Spawn({.binary = options_.cxds_binary,
+                             .args = ServeArgs(options_, {"--config-dir", options_.config_dir}, options_.xds_address,
+                                               options_.admin_address),
+                             .stderr_path = options_.server_log,
+                             .cpu = options_.server_cpu});
     if (!child.ok()) return child.status();
     child_ = *std::move(child);
-    const absl::Time deadline = absl::Now() + kServeReadyTimeout;
-    httplib::Client client(admin_host_, admin_port_);
-    client.set_connection_timeout(1, 0);
-    while (absl::Now() < deadline) {
-      if (httplib::Result result = client.Get("/ready"); result && result->status == 200) return absl::OkStatus();
-      if (!child_->Running()) {
-        return absl::UnavailableError(
-            StrCat(options_.cxds_binary, " serve exited before it was ready; see ", options_.server_log));
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return absl::DeadlineExceededError(StrCat(options_.cxds_binary, " serve was not ready within ",
-                                              absl::FormatDuration(kServeReadyTimeout), "; see ", options_.server_log));
+    return admin_->WaitReady(*child_, absl::Now() + kServeReadyTimeout, options_.cxds_binary, options_.server_log);
   }
 
-  static constexpr absl::Duration kServeReadyTimeout = absl::Seconds(120);  // large directories
   const LoadOptions& options_;
-  std::string last_admin_error_;  // logged once until it changes
-  std::string admin_host_;
-  int admin_port_ = 0;
+  std::optional<ServeAdmin> admin_;
 };
 
 }  // namespace
@@ -343,6 +256,8 @@ absl::StatusOr<std::unique_ptr<ChangeDriver>> MakeDriver(const LoadOptions& opti
         return absl::InvalidArgumentError("--drive files needs --cxds-binary and --config-dir");
       }
       return std::make_unique<FilesDriver>(options);
+    case Drive::kEtcd:
+      return MakeEtcdDriver(options);
   }
   return absl::InvalidArgumentError("unknown drive");
 }

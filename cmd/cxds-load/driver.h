@@ -11,6 +11,11 @@
 //             rewrites it (temporary file, then rename) with the endpoint port 20000+k; change
 //             k is recognised by that port, as for `teaching`. It can also restart the server
 //             (Restart) and count its connected streams (ServerStreams).
+//   etcd      writes the same two documents to etcd (one key each, PREFIX/KIND/NAMESPACE/NAME,
+//             in one transaction per change) and starts N replicas of `cxds serve
+//             --config-source etcd://ADDR/PREFIX`; the streams are spread over them
+//             (StreamAddresses), and one can be killed (KillReplica) to measure a failover.
+//             The etcd itself is the caller's: the drive neither starts nor stops it.
 #pragma once
 
 #include <memory>
@@ -39,10 +44,19 @@ class ChangeDriver {
   virtual void AddMarker(int k, ChangeMarkers* markers) const = 0;
   // Makes change k. The caller stamps the time just before the call.
   virtual absl::Status MakeChange(int k) = 0;
-  // The control plane's process, for RSS and CPU; 0 if not known.
+  // The control plane's process, for RSS and CPU; 0 if not known. With replicas, the first.
   virtual int server_pid() const = 0;
+  // Every process of the control plane (replicas), in replica order; empty if not known.
+  virtual std::vector<int> server_pids() const {
+    const int pid = server_pid();
+    return pid > 0 ? std::vector<int>{pid} : std::vector<int>{};
+  }
+  // The xDS addresses the streams are spread over, round robin (stream j: [j % size]). Empty:
+  // --xds-address alone.
+  virtual std::vector<std::string> StreamAddresses() const { return {}; }
   // JSON objects the control plane printed about its own work (cxds-fanout: send times),
-  // waiting up to `wait` for `expected` of them.
+  // waiting up to `wait` for `expected` of them. With replicas, each object's first field is
+  // "replica" (its index).
   virtual std::vector<std::string> ServerReports(int expected, absl::Duration wait) { return {}; }
   // Stops the control plane and starts it again on the same configuration; returns once it
   // serves. Every stream loses its call then.
@@ -51,11 +65,22 @@ class ChangeDriver {
   virtual std::optional<uint64_t> ServerSerializations() { return std::nullopt; }
   // Streams the control plane says are connected, if it says.
   virtual std::optional<int> ServerStreams() { return std::nullopt; }
+  // The same for one replica (the index into StreamAddresses).
+  virtual std::optional<int> ReplicaStreams(int replica) { return replica == 0 ? ServerStreams() : std::nullopt; }
+  // What each replica says about its config source (/debug/config_source), one JSON object
+  // each, in replica order; empty if the drive has none.
+  virtual std::vector<std::string> ReplicaSources() { return {}; }
+  // SIGKILLs one replica (a crash: no goodbye to its streams) and reaps it.
+  virtual absl::Status KillReplica(int replica) {
+    return absl::UnimplementedError(StrCat("--drive ", name(), " cannot kill a replica"));
+  }
   // Stops what Start started.
   virtual void Stop() {}
 };
 
-// The driver `options.drive` names, or Unimplemented (files) / InvalidArgument.
+// The driver `options.drive` names, or InvalidArgument.
 absl::StatusOr<std::unique_ptr<ChangeDriver>> MakeDriver(const LoadOptions& options);
+// --drive etcd (etcd_driver.cc).
+absl::StatusOr<std::unique_ptr<ChangeDriver>> MakeEtcdDriver(const LoadOptions& options);
 
 }  // namespace cxds::load

@@ -15,7 +15,7 @@ enum class NodeStyle { kEnvoy, kGrpc };
 // kXds: follow references and ACK like a proxy. kRaw: count receipts only (cxds-fanout).
 enum class Expect { kXds, kRaw };
 // Who makes the changes whose convergence is measured (see ChangeDriver).
-enum class Drive { kNone, kTeaching, kFanout, kFiles };
+enum class Drive { kNone, kTeaching, kFanout, kFiles, kEtcd };
 
 struct LoadOptions {
   std::string xds_address = "127.0.0.1:18000";
@@ -34,12 +34,22 @@ struct LoadOptions {
   std::string cxds_binary;                        // --drive files: the cxds binary to run `serve` with
   std::string config_dir;                         // --drive files: the directory cxds serve watches
   std::string admin_address = "127.0.0.1:15014";  // --drive files: cxds serve's admin HTTP
+  // --drive etcd: the etcd (gRPC address) the drive writes its documents to, under this prefix,
+  // and how many `cxds serve --config-source etcd://...` replicas it starts. Replica i serves
+  // xDS on the port of xds_address + i and its admin on the port of admin_address + i.
+  std::string etcd_address;
+  std::string etcd_prefix = "/cxds-load";
+  int replicas = 1;
+  // --drive etcd, Delta, replicas >= 2: after the changes, SIGKILL replica 0 and move its
+  // proxies to the survivors (with the resource versions they hold); count what they are sent.
+  bool failover = false;
   // --drive files: after the changes, restart the server and let every stream reconnect
   // (Delta: with the resource versions it holds), then count what the new server sends.
   bool restart = false;
-  absl::Duration restart_settle = absl::Seconds(3);  // wait this long after all reconnected
-  uint32_t inventory_port = 18080;                   // cxds demo's version-1 endpoint port
-  std::string server_log = "/dev/null";              // stderr of a server the tool starts
+  // --restart and --failover: count what arrives for this long after all reconnected.
+  absl::Duration restart_settle = absl::Seconds(3);
+  uint32_t inventory_port = 18080;       // cxds demo's version-1 endpoint port
+  std::string server_log = "/dev/null";  // stderr of a server the tool starts
   std::string server_log_level = "warn";
   // Extra arguments for the cxds subcommand a drive starts (e.g. `--push-throttle 1000`).
   std::vector<std::string> server_args;
@@ -78,8 +88,8 @@ struct LoadOptions {
   double rss_growth_limit = 0.10;                     // RSS at the end over RSS after warm-up; < 0: not checked
 };
 
-// The service `--drive files` adds to the config directory and changes; gRPC-style streams
-// subscribe to its listener.
+// The service `--drive files` adds to the config directory (`--drive etcd`: to etcd) and
+// changes; gRPC-style streams subscribe to its listener.
 inline constexpr char kFilesTargetHost[] = "load-target.load.local";
 inline constexpr uint32_t kFilesTargetPort = 8080;
 inline constexpr char kFilesTargetListener[] = "load-target.load.local:8080";

@@ -74,6 +74,9 @@ envoy::config::core::v3::Node MakeNode(const LoadOptions& options, const std::st
     node.set_user_agent_name("gRPC C++");
     node.add_client_features("envoy.lb.does_not_support_overprovisioning");
     node.add_client_features("xds.config.resource-in-sotw");
+    // As Istio's gRPC bootstrap says it: cxds serve builds gRPC's API listeners for such a
+    // node only (cxds demo does not look).
+    (*node.mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
   }
   if (!shared_id.empty()) {
     // The control plane serves one node id; the stream's own name stays in the metadata.
@@ -143,6 +146,25 @@ std::optional<int64_t> JsonIntField(const std::string& object, absl::string_view
   return value;
 }
 
+// What a set of streams received, over every type.
+struct Received {
+  uint64_t responses = 0;
+  uint64_t resources = 0;
+  uint64_t bytes = 0;
+  uint64_t resource_bytes = 0;
+};
+Received TotalReceived(const RunStats& stats) {
+  Received total;
+  for (const TypeCounters& counters : stats.types) {
+    total.responses += counters.responses;
+    total.resources += counters.resources;
+    total.bytes += counters.bytes;
+    total.resource_bytes += counters.resource_bytes;
+  }
+  total.responses += stats.other.responses;
+  return total;
+}
+
 // True when every change summary accounts for all its proxies: written to, and ACKed or NACKed.
 // Summaries without these fields (the raw baseline's) are settled as they are.
 bool ServerReportsSettled(const std::vector<std::string>& reports) {
@@ -160,7 +182,10 @@ bool ServerReportsSettled(const std::vector<std::string>& reports) {
 class LoadRun {
  public:
   explicit LoadRun(const LoadOptions& options)
-      : options_(options), stats_(options.changes), mark_ns_(options.changes + 1, 0) {}
+      : options_(options),
+        stats_(options.changes),
+        mark_ns_(options.changes + 1, 0),
+        mark_unix_ms_(options.changes + 1, 0) {}
 
   int Run() {
     run_start_ns_ = NowNanos();
@@ -183,7 +208,8 @@ class LoadRun {
     }
     driver_ = *std::move(driver);
     if (options_.changes > 0 && options_.drive == Drive::kNone) {
-      std::cerr << "cxds-load: --changes needs a --drive that makes changes (teaching, fanout or files)" << std::endl;
+      std::cerr << "cxds-load: --changes needs a --drive that makes changes (teaching, fanout, files or etcd)"
+                << std::endl;
       return 2;
     }
     if (absl::Status status = driver_->Start(); !status.ok()) {
@@ -193,12 +219,16 @@ class LoadRun {
     }
     if (options_.client_cpu >= 0) PinTo(options_.client_cpu);
     for (int k = 1; k <= options_.changes; ++k) driver_->AddMarker(k, &markers_);
+    addresses_ = driver_->StreamAddresses();
+    if (addresses_.empty()) addresses_ = {options_.xds_address};
     server_.pid = driver_->server_pid();
+    server_.replica_pids = driver_->server_pids();
     ReadServer(&server_.rss_kb_before, &server_.cpu_s_before);
 
     StartStreams(channels);
     WaitConnected();
     ReadServer(&server_.rss_kb_connected, &server_.cpu_s_connected);
+    ReadReplicas(&server_.replica_rss_kb_connected);
     const std::optional<uint64_t> serializations_before = driver_->ServerSerializations();
     stats_.record_versions = true;
     MakeChanges();
@@ -211,9 +241,16 @@ class LoadRun {
       serializations_ = SerializationReport{*after - *serializations_before, stats_.versions_seen.size()};
     }
     ReadServer(&server_.rss_kb_end, &server_.cpu_s_end);
+    ReadReplicas(&server_.replica_rss_kb_end);
     // The server's own account of each change (send times), where it gives one.
     if (changes_made_ > 0) server_reports_ = SettledServerReports();
+    replica_sources_ = driver_->ReplicaSources();
     if (options_.restart) RestartAndReconnect(channels);
+    if (options_.failover && PastDeadline()) {
+      problems_.push_back("failover: --duration ended the run before it");
+    } else if (options_.failover) {
+      FailOver(channels);
+    }
     const bool all_done = StopStreams();
     driver_->Stop();
 
@@ -240,6 +277,12 @@ class LoadRun {
     if (server_.pid <= 0) return;
     *rss = ReadRssKb(server_.pid);
     *cpu = ReadCpuSeconds(server_.pid);
+  }
+
+  // The RSS of every server process (replica), in replica order.
+  void ReadReplicas(std::vector<std::optional<int64_t>>* rss) const {
+    rss->clear();
+    for (int pid : server_.replica_pids) rss->push_back(pid > 0 ? ReadRssKb(pid) : std::nullopt);
   }
 
   void MaybeProgress(const std::string& phase) {
@@ -326,16 +369,125 @@ class LoadRun {
     }
     const int64_t settle_until = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(options_.restart_settle));
     while (NowNanos() < settle_until) absl::SleepFor(kPoll);
-    for (const TypeCounters& counters : reconnect_stats_->types) {
-      report.responses += counters.responses;
-      report.resources += counters.resources;
-      report.bytes += counters.bytes;
-      report.resource_bytes += counters.resource_bytes;
-    }
-    report.responses += reconnect_stats_->other.responses;
+    const Received received = TotalReceived(*reconnect_stats_);
+    report.responses = received.responses;
+    report.resources = received.resources;
+    report.bytes = received.bytes;
+    report.resource_bytes = received.resource_bytes;
     report.failed = reconnect_stats_->failed;
     report.errors = reconnect_stats_->errors;
     if (report.failed > 0) problems_.push_back(StrCat("restart: ", report.failed, " reconnected streams failed"));
+  }
+
+  // --failover: SIGKILLs replica 0 with every stream connected (a crash: no goodbye) and moves
+  // its proxies to the survivors, round robin, each reconnecting as itself with the versions it
+  // holds (Delta). A survivor serves the same config (same content versions), so it owes them
+  // nothing: no response is due, and re-attachment shows only on the survivors, which count a
+  // stream once they know its node (its first request, with the subscriptions after it). Then
+  // counts what the moved streams are sent in the next --restart-settle.
+  void FailOver(int channels) {
+    const int replicas = static_cast<int>(addresses_.size());
+    const int started = static_cast<int>(streams_.size());
+    FailoverReport& report = failover_.emplace();
+    report.replica = 0;
+    report.survivors = replicas - 1;
+    report.settle_ms = absl::ToDoubleMilliseconds(options_.restart_settle);
+    // Stream j is on replica j % replicas (StartStreams). What each survivor will count: its
+    // own streams still open, and those moved to it.
+    std::vector<int> moved;
+    std::vector<int> own(replicas, 0);
+    for (int j = 0; j < started; ++j) {
+      if (j % replicas == 0) {
+        moved.push_back(j);
+      } else if (!streams_[j]->Result().finished) {
+        own[j % replicas]++;
+      }
+    }
+    report.streams = static_cast<int>(moved.size());
+    if (moved.empty()) return;
+    // Each channel of the killed replica (c = j % channels, c % replicas == 0) is replaced by
+    // a new one, c / replicas, to the survivors in turn, and its streams move with it: with one
+    // channel per stream, the moved streams go round robin. The channels exist before the
+    // kill, so the measurement is not of making channels.
+    const auto new_channel = [&](int j) { return (j % channels) / replicas; };
+    const auto survivor_of = [&](int g) { return 1 + g % (replicas - 1); };
+    int moved_channels = 0;
+    for (int j : moved) moved_channels = std::max(moved_channels, new_channel(j) + 1);
+    for (int g = 0; g < moved_channels; ++g) {
+      failover_stubs_.push_back(AggregatedDiscoveryService::NewStub(
+          MakeChannel(addresses_[survivor_of(g)], options_.streams + g, credentials_)));
+    }
+    std::vector<int> expected = own;
+    for (int j : moved) expected[survivor_of(new_channel(j))]++;
+
+    for (int j : moved) streams_[j]->ExpectEnd();
+    const uint64_t others_before = TotalReceived(stats_).responses;
+    const int64_t kill_ns = NowNanos();
+    if (absl::Status status = driver_->KillReplica(0); !status.ok()) {
+      problems_.push_back(StrCat("failover: ", status.message()));
+      return;
+    }
+    // Every call of the dead replica ends (its connections are reset); only then may a stream
+    // be resumed, since Resume copies state gRPC no longer touches.
+    const int64_t give_up = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(absl::Seconds(60)));
+    std::vector<int> pending = moved;
+    while (NowNanos() < give_up) {
+      std::erase_if(pending, [this](int j) { return streams_[j]->Result().finished; });
+      if (pending.empty()) break;
+      MaybeProgress("detaching");
+      absl::SleepFor(kPoll);
+    }
+    if (!pending.empty()) {
+      problems_.push_back(StrCat("failover: ", pending.size(), " streams of replica 0 did not end"));
+      return;
+    }
+    report.detach_ms = Ms(NowNanos() - kill_ns);
+
+    reconnect_stats_ = std::make_unique<RunStats>(options_.changes);
+    for (int j : moved) {
+      std::unique_ptr<ProxyStream> next = streams_[j]->Resume(StreamConfigFor(j, reconnect_stats_.get()));
+      if (next == nullptr) {
+        problems_.push_back("--failover needs --protocol delta (a SotW proxy has no resource versions to offer)");
+        return;
+      }
+      resumed_.push_back(std::move(next));
+      resumed_.back()->Start(failover_stubs_[new_channel(j)].get());
+    }
+    // Polled: the survivors' count is on their /metrics, and nothing tells us sooner.
+    while (NowNanos() < give_up) {
+      bool all = true;
+      int counted = 0;
+      for (int s = 1; s < replicas; ++s) {
+        const std::optional<int> streams = driver_->ReplicaStreams(s);
+        if (!streams.has_value() || *streams < expected[s]) all = false;
+        if (streams.has_value()) counted += std::max(0, *streams - own[s]);
+      }
+      report.reattached = std::min(counted, report.streams);
+      if (all) {
+        report.reattach_ms = Ms(NowNanos() - kill_ns);
+        break;
+      }
+      MaybeProgress("reattaching");
+      absl::SleepFor(kPoll);
+    }
+    if (!report.reattach_ms.has_value()) {
+      problems_.push_back(StrCat("failover: the survivors counted ", report.reattached.value_or(0), " of ",
+                                 report.streams, " moved streams"));
+    }
+    const int64_t settle_until = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(options_.restart_settle));
+    while (NowNanos() < settle_until) {
+      MaybeProgress("settling");
+      absl::SleepFor(kPoll);
+    }
+    const Received received = TotalReceived(*reconnect_stats_);
+    report.responses = received.responses;
+    report.resources = received.resources;
+    report.bytes = received.bytes;
+    report.resource_bytes = received.resource_bytes;
+    report.failed = reconnect_stats_->failed;
+    report.errors = reconnect_stats_->errors;
+    report.other_responses = TotalReceived(stats_).responses - others_before;
+    if (report.failed > 0) problems_.push_back(StrCat("failover: ", report.failed, " moved streams failed"));
   }
 
   void StartStreams(int channels) {
@@ -348,8 +500,11 @@ class LoadRun {
           absl::SleepFor(std::min(kPoll, absl::Nanoseconds(due - NowNanos())));
         }
       }
+      // Channel c goes to replica c % R, and stream i uses channel i % C; with one channel per
+      // stream, or C a multiple of R (main checks), stream i is on replica i % R.
       if (i < channels) {
-        stubs_.push_back(AggregatedDiscoveryService::NewStub(MakeChannel(options_.xds_address, i, credentials_)));
+        stubs_.push_back(AggregatedDiscoveryService::NewStub(
+            MakeChannel(addresses_[static_cast<size_t>(i) % addresses_.size()], i, credentials_)));
       }
       streams_.push_back(MakeProxyStream(StreamConfigFor(i, &stats_)));
       streams_.back()->Start(stubs_[i % channels].get());
@@ -375,6 +530,8 @@ class LoadRun {
         problems_.push_back(StrCat("--duration ended the run before change ", k));
         return;
       }
+      // The wall clock too: the servers' own reports of the change are on it.
+      mark_unix_ms_[k] = absl::ToDoubleMilliseconds(absl::Now() - absl::UnixEpoch());
       mark_ns_[k] = NowNanos();
       if (absl::Status status = driver_->MakeChange(k); !status.ok()) {
         problems_.push_back(StrCat("change ", k, ": ", status.message()));
@@ -475,19 +632,27 @@ class LoadRun {
     }
     if (r.complete == options_.streams && r.complete > 0) r.connect_all_ms = Ms(last_complete - first_start);
 
+    // --drive etcd: each replica's account of each change, against its commit stamp.
+    std::vector<std::vector<ReplicaPush>> replica_pushes;
+    if (options_.drive == Drive::kEtcd) {
+      replica_pushes = MatchReplicaPushes(
+          server_reports_, std::vector<double>(mark_unix_ms_.begin() + 1, mark_unix_ms_.begin() + 1 + changes_made_),
+          static_cast<int>(addresses_.size()));
+    }
     for (int k = 1; k <= changes_made_; ++k) {
       ChangeReport change;
       change.change = k;
       change.marker =
           options_.drive == Drive::kFanout ? StrCat("version push-", k) : StrCat("endpoint port ", ChangePort(k));
       change.made_at_ms = Ms(mark_ns_[k] - run_start_ns_);
-      change.made_at_unix_ms = static_cast<double>(run_start_unix_ms_) + Ms(mark_ns_[k] - run_start_ns_);
+      change.made_at_unix_ms = mark_unix_ms_[k];
       std::vector<double> latencies;
       for (const StreamResult& result : results) {
         if (result.change_ns[k] != 0) latencies.push_back(Ms(result.change_ns[k] - mark_ns_[k]));
       }
       change.converged = static_cast<int>(latencies.size());
       change.latency_ms = Summarize(std::move(latencies));
+      if (!replica_pushes.empty()) change.replicas = replica_pushes[k - 1];
       r.changes.push_back(std::move(change));
     }
 
@@ -508,7 +673,10 @@ class LoadRun {
     r.server = server_;
     r.server_reports = server_reports_;
     r.reconnect = reconnect_;
+    r.failover = failover_;
     r.serializations = serializations_;
+    r.replica_addresses = addresses_;
+    r.replica_sources = replica_sources_;
     r.wall_s = Ms(NowNanos() - run_start_ns_) / 1000;
 
     r.problems = problems_;
@@ -543,8 +711,15 @@ class LoadRun {
   std::unique_ptr<RunStats> reconnect_stats_;
   std::vector<std::unique_ptr<ProxyStream>> resumed_;
   std::optional<ReconnectReport> reconnect_;
+  // --failover: the channels of the moved streams, and what happened.
+  std::vector<std::unique_ptr<AggregatedDiscoveryService::Stub>> failover_stubs_;
+  std::optional<FailoverReport> failover_;
   std::optional<SerializationReport> serializations_;
-  std::vector<int64_t> mark_ns_;  // [k]: when change k was made
+  // The xDS addresses the streams are spread over (the driver's replicas, or --xds-address).
+  std::vector<std::string> addresses_;
+  std::vector<std::string> replica_sources_;
+  std::vector<int64_t> mark_ns_;      // [k]: when change k was made
+  std::vector<double> mark_unix_ms_;  // [k]: the same on the wall clock
   int changes_made_ = 0;
   int64_t run_start_ns_ = 0;
   int64_t run_start_unix_ms_ = 0;
@@ -601,19 +776,32 @@ int main(int argc, char** argv) {
   app.add_option("--expect", expect, "xds (follow references, ACK) or raw (count receipts: cxds-fanout)")
       ->check(CLI::IsMember({"xds", "raw"}))
       ->capture_default_str();
-  app.add_option("--drive", drive, "none, teaching (cxds demo), fanout (cxds-fanout), files (cxds serve)")
-      ->check(CLI::IsMember({"none", "teaching", "fanout", "files"}))
+  app.add_option("--drive", drive,
+                 "none, teaching (cxds demo), fanout (cxds-fanout), files (cxds serve), etcd (cxds serve replicas)")
+      ->check(CLI::IsMember({"none", "teaching", "fanout", "files", "etcd"}))
       ->capture_default_str();
   app.add_option("--teaching-binary", options.teaching_binary, "the cxds binary, for --drive teaching");
   app.add_option("--fanout-binary", options.fanout_binary, "the cxds-fanout binary, for --drive fanout");
   app.add_option("--config-dir", options.config_dir, "cxds serve config directory, for --drive files");
   app.add_option("--cxds-binary", options.cxds_binary, "the cxds binary, for --drive files (and teaching)");
-  app.add_option("--admin-address", options.admin_address, "cxds serve's admin address, for --drive files")
+  app.add_option("--admin-address", options.admin_address,
+                 "cxds serve's admin address, for --drive files (etcd: of replica 0; replica i: port + i)")
       ->capture_default_str();
+  app.add_option("--etcd", options.etcd_address, "etcd's gRPC address HOST:PORT, for --drive etcd (not started by it)");
+  app.add_option("--etcd-prefix", options.etcd_prefix, "key prefix the documents go under, for --drive etcd")
+      ->capture_default_str();
+  app.add_option("--replicas", options.replicas,
+                 "--drive etcd: cxds serve replicas; replica i on the ports of --xds-address and --admin-address + i")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_flag("--failover", options.failover,
+               "--drive etcd, delta, --replicas >= 2: after the changes SIGKILL replica 0, move its proxies to the "
+               "others and count what they are sent");
   app.add_flag("--restart", options.restart,
                "--drive files, delta: after the changes restart cxds and count what it sends the reconnecting proxies");
   std::string restart_settle = "3s";
-  app.add_option("--restart-settle", restart_settle, "with --restart: how long to count after all reconnected")
+  app.add_option("--restart-settle", restart_settle,
+                 "with --restart or --failover: how long to count after all reconnected")
       ->capture_default_str();
   app.add_option("--message-bytes", options.message_bytes, "cxds-fanout push size, for --drive fanout")
       ->check(CLI::Range(64, 4 << 20))
@@ -699,16 +887,32 @@ int main(int argc, char** argv) {
   options.drive = drive == "teaching" ? Drive::kTeaching
                   : drive == "fanout" ? Drive::kFanout
                   : drive == "files"  ? Drive::kFiles
+                  : drive == "etcd"   ? Drive::kEtcd
                                       : Drive::kNone;
   if (options.drive == Drive::kFanout) options.expect = Expect::kRaw;  // the baseline has no xDS
   if (!listeners.empty()) {
     options.listeners = listeners;
-  } else if (options.drive == Drive::kFiles) {
+  } else if (options.drive == Drive::kFiles || options.drive == Drive::kEtcd) {
     options.listeners = {kFilesTargetListener};  // the service the drive changes
   }
   if (options.teaching_binary.empty()) options.teaching_binary = options.cxds_binary;
   if (options.restart && (options.drive != Drive::kFiles || options.protocol != Protocol::kDelta)) {
     std::cerr << "cxds-load: --restart needs --drive files and --protocol delta" << std::endl;
+    return 2;
+  }
+  if (options.replicas > 1 && options.drive != Drive::kEtcd) {
+    std::cerr << "cxds-load: --replicas needs --drive etcd" << std::endl;
+    return 2;
+  }
+  if (options.failover &&
+      (options.drive != Drive::kEtcd || options.replicas < 2 || options.protocol != Protocol::kDelta)) {
+    std::cerr << "cxds-load: --failover needs --drive etcd, --replicas 2 or more and --protocol delta" << std::endl;
+    return 2;
+  }
+  // A channel goes to one replica, so the streams sharing it must belong to the same one.
+  if (options.replicas > 1 && options.connections > 0 && options.connections < options.streams &&
+      options.connections % options.replicas != 0) {
+    std::cerr << "cxds-load: --connections must be a multiple of --replicas" << std::endl;
     return 2;
   }
   options.progress = !quiet;

@@ -3,8 +3,10 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "fmt/format.h"
 
 namespace cxds::load {
@@ -47,7 +49,91 @@ std::optional<double> Difference(const std::optional<double>& from, const std::o
   return *to - *from;
 }
 
+// A number field of a flat JSON object such as `"received_unix_ms":1764662400123.456`;
+// nullopt if absent or null.
+std::optional<double> JsonNumberField(const std::string& object, const std::string& key) {
+  const std::string needle = StrCat("\"", key, "\":");
+  const size_t at = object.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t begin = at + needle.size();
+  size_t end = begin;
+  while (end < object.size() && (std::isdigit(static_cast<unsigned char>(object[end])) ||
+                                 std::string_view("+-.eE").find(object[end]) != std::string_view::npos)) {
+    ++end;
+  }
+  double value = 0;
+  if (end == begin || !absl::SimpleAtod(object.substr(begin, end - begin), &value)) return std::nullopt;
+  return value;
+}
+
+std::string JsonOptionalArray(const std::vector<std::optional<int64_t>>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ", ") + JsonOptional(values[i]);
+  return out + "]";
+}
+
+std::string JsonStringArray(const std::vector<std::string>& values, bool quote) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ", ") + (quote ? JsonString(values[i]) : values[i]);
+  return out + "]";
+}
+
+std::string ReplicaPids(const ServerUsage& server) {
+  std::string out;
+  for (int pid : server.replica_pids) out += (out.empty() ? "" : ", ") + std::to_string(pid);
+  return out;
+}
+
+std::string Ms(const std::optional<double>& value) { return value ? fmt::format("{:.2f} ms", *value) : "-"; }
+
+std::string ReplicaPushJson(const ReplicaPush& p) {
+  return fmt::format(
+      R"({{"replica": {}, "found": {}, "received_ms": {}, "first_write_ms": {}, "last_write_ms": {}, "proxies": {}, )"
+      R"("proxies_written": {}, "proxies_acked": {}}})",
+      p.replica, p.found, JsonOptional(p.received_ms), JsonOptional(p.first_write_ms), JsonOptional(p.last_write_ms),
+      p.proxies, p.proxies_written, p.proxies_acked);
+}
+
 }  // namespace
+
+std::vector<std::vector<ReplicaPush>> MatchReplicaPushes(const std::vector<std::string>& summaries,
+                                                         const std::vector<double>& commit_unix_ms, int replicas) {
+  std::vector<std::vector<ReplicaPush>> pushes(commit_unix_ms.size(), std::vector<ReplicaPush>(replicas));
+  for (std::vector<ReplicaPush>& change : pushes) {
+    for (int r = 0; r < replicas; ++r) change[r].replica = r;
+  }
+  for (const std::string& summary : summaries) {
+    const std::optional<double> replica = JsonNumberField(summary, "replica");
+    const std::optional<double> received = JsonNumberField(summary, "received_unix_ms");
+    if (!replica || !received || *replica < 0 || *replica >= replicas) continue;
+    // The last commit at or before the replica received it (commits are in time order).
+    const auto after = std::upper_bound(commit_unix_ms.begin(), commit_unix_ms.end(), *received);
+    if (after == commit_unix_ms.begin()) continue;  // before the first change: the initial load
+    const size_t k = static_cast<size_t>(after - commit_unix_ms.begin()) - 1;
+    const double commit = commit_unix_ms[k];
+    const auto since_commit = [&](const char* key) -> std::optional<double> {
+      const std::optional<double> at = JsonNumberField(summary, key);
+      return at ? std::optional<double>(*at - commit) : std::nullopt;
+    };
+    ReplicaPush candidate{
+        .replica = static_cast<int>(*replica),
+        .found = true,
+        .received_ms = *received - commit,
+        .first_write_ms = since_commit("first_sent_unix_ms"),
+        .last_write_ms = since_commit("last_written_unix_ms"),
+        .proxies = static_cast<int64_t>(JsonNumberField(summary, "proxies").value_or(0)),
+        .proxies_written = static_cast<int64_t>(JsonNumberField(summary, "proxies_written").value_or(0)),
+        .proxies_acked = static_cast<int64_t>(JsonNumberField(summary, "proxies_acked").value_or(0))};
+    ReplicaPush& held = pushes[k][candidate.replica];
+    const bool wrote = candidate.proxies_written > 0;
+    const bool held_wrote = held.proxies_written > 0;
+    if (!held.found || (wrote && !held_wrote) ||
+        (wrote == held_wrote && *candidate.received_ms < held.received_ms.value_or(0))) {
+      held = candidate;
+    }
+  }
+  return pushes;
+}
 
 Distribution Summarize(std::vector<double> values) {
   Distribution d;
@@ -80,6 +166,17 @@ std::string RenderTable(const RunReport& r) {
   for (const ChangeReport& change : r.changes) {
     out += Row(fmt::format("change {} ({}) converged {}/{}", change.change, change.marker, change.converged, r.streams),
                change.latency_ms);
+    for (const ReplicaPush& p : change.replicas) {
+      if (!p.found) {
+        out += fmt::format("    replica {}: no change summary after the commit\n", p.replica);
+        continue;
+      }
+      out += fmt::format(
+          "    replica {}: etcd commit -> received {}, first write {}, last write {} (proxies {}, written {}, acked "
+          "{})\n",
+          p.replica, Ms(p.received_ms), Ms(p.first_write_ms), Ms(p.last_write_ms), p.proxies, p.proxies_written,
+          p.proxies_acked);
+    }
   }
   if (r.last_receipt_ms) {
     out += fmt::format("  {:<34} {:.2f} (unix ms {})\n", "last receipt (ms since start)", *r.last_receipt_ms,
@@ -109,10 +206,24 @@ std::string RenderTable(const RunReport& r) {
     out += fmt::format("  server cpu connect={} changes={}\n", connect_cpu ? fmt::format("{:.2f}s", *connect_cpu) : "-",
                        change_cpu ? fmt::format("{:.2f}s", *change_cpu) : "-");
   }
+  if (r.replica_addresses.size() > 1 || r.server.replica_pids.size() > 1) {
+    for (size_t i = 0; i < r.server.replica_pids.size(); ++i) {
+      out += fmt::format(
+          "  replica {} {} pid={} rss connected={} end={}\n", i,
+          i < r.replica_addresses.size() ? r.replica_addresses[i] : std::string("-"), r.server.replica_pids[i],
+          i < r.server.replica_rss_kb_connected.size() ? Optional(r.server.replica_rss_kb_connected[i], "KiB") : "-",
+          i < r.server.replica_rss_kb_end.size() ? Optional(r.server.replica_rss_kb_end[i], "KiB") : "-");
+    }
+  }
+  for (const std::string& source : r.replica_sources) out += fmt::format("  config source: {}\n", source);
   for (const std::string& line : r.server_reports) out += fmt::format("  server: {}\n", line);
   if (r.serializations.has_value()) {
-    out += fmt::format("  serializations during the changes: {} by the server for {} resource versions received\n",
-                       r.serializations->server_serializations, r.serializations->resource_versions);
+    out += fmt::format("  serializations during the changes: {} by the server{} for {} resource versions received\n",
+                       r.serializations->server_serializations,
+                       r.replica_addresses.size() > 1
+                           ? fmt::format(" (summed over {} replicas: one each per version)", r.replica_addresses.size())
+                           : "",
+                       r.serializations->resource_versions);
   }
   if (r.reconnect.has_value()) {
     const ReconnectReport& c = *r.reconnect;
@@ -122,6 +233,18 @@ std::string RenderTable(const RunReport& r) {
         c.restart_ms, c.reconnected.value_or(0), c.streams,
         c.reconnect_ms ? fmt::format(" in {:.0f} ms", *c.reconnect_ms) : std::string(), c.settle_ms, c.responses,
         c.bytes, c.resources, c.resource_bytes);
+  }
+  if (r.failover.has_value()) {
+    const FailoverReport& f = *r.failover;
+    out += fmt::format(
+        "  failover: replica {} killed; its {} streams ended in {} and re-attached to {} survivors in {} "
+        "({} counted)\n",
+        f.replica, f.streams, Ms(f.detach_ms), f.survivors, Ms(f.reattach_ms),
+        f.reattached ? std::to_string(*f.reattached) : std::string("-"));
+    out += fmt::format(
+        "  failover: in the {:.0f} ms after, the moved streams got {} responses ({} bytes), {} resources ({} bytes); "
+        "the others got {} responses\n",
+        f.settle_ms, f.responses, f.bytes, f.resources, f.resource_bytes, f.other_responses);
   }
   out += r.ok ? "  RESULT ok\n" : "  RESULT incomplete\n";
   for (const std::string& problem : r.problems) out += fmt::format("    {}\n", problem);
@@ -154,11 +277,22 @@ std::string RenderJson(const RunReport& r) {
   out += fmt::format("  \"changes_requested\": {},\n  \"changes\": [", r.changes_requested);
   for (size_t i = 0; i < r.changes.size(); ++i) {
     const ChangeReport& c = r.changes[i];
+    std::string replicas;
+    if (!c.replicas.empty()) {
+      // etcd_to_push_ms: commit -> each replica's first write of the change (null: unknown).
+      std::string first_writes;
+      std::string details;
+      for (const ReplicaPush& p : c.replicas) {
+        first_writes += (first_writes.empty() ? "" : ", ") + JsonOptional(p.first_write_ms);
+        details += (details.empty() ? "" : ", ") + ReplicaPushJson(p);
+      }
+      replicas = fmt::format(", \"etcd_to_push_ms\": [{}], \"replica_pushes\": [{}]", first_writes, details);
+    }
     out += fmt::format(
         "{}\n    {{\"change\": {}, \"marker\": {}, \"made_at_ms\": {}, \"made_at_unix_ms\": {}, \"converged\": {}, "
-        "\"latency_ms\": {}}}",
+        "\"latency_ms\": {}{}}}",
         i == 0 ? "" : ",", c.change, JsonString(c.marker), JsonNumber(c.made_at_ms), JsonNumber(c.made_at_unix_ms),
-        c.converged, JsonDistribution(c.latency_ms));
+        c.converged, JsonDistribution(c.latency_ms), replicas);
   }
   out += r.changes.empty() ? "],\n" : "\n  ],\n";
   out += fmt::format("  \"last_receipt_ms\": {},\n  \"last_receipt_unix_ms\": {},\n", JsonOptional(r.last_receipt_ms),
@@ -184,6 +318,13 @@ std::string RenderJson(const RunReport& r) {
       JsonOptional(r.server.rss_kb_end), JsonOptional(RssPerStreamKb(r)),
       JsonOptional(Difference(r.server.cpu_s_before, r.server.cpu_s_connected)),
       JsonOptional(Difference(r.server.cpu_s_connected, r.server.cpu_s_end)), RssByChangeJson(r.server));
+  // Every server process (--drive etcd: every replica; "server" above is the first).
+  out += fmt::format(
+      "  \"replicas\": {},\n  \"replica_xds_addresses\": {},\n  \"replica_pids\": [{}],\n  \"replica_rss_kib\": {},\n"
+      "  \"replica_rss_kib_connected\": {},\n  \"replica_config_sources\": {},\n",
+      std::max(r.replica_addresses.size(), r.server.replica_pids.size()), JsonStringArray(r.replica_addresses, true),
+      ReplicaPids(r.server), JsonOptionalArray(r.server.replica_rss_kb_end),
+      JsonOptionalArray(r.server.replica_rss_kb_connected), JsonStringArray(r.replica_sources, false));
   out += "  \"server_reports\": [";
   for (size_t i = 0; i < r.server_reports.size(); ++i) out += (i == 0 ? "" : ", ") + r.server_reports[i];
   out += "],\n";
@@ -200,6 +341,16 @@ std::string RenderJson(const RunReport& r) {
         "\"errors\": {}}},\n",
         c.streams, JsonOptional(c.reconnected), JsonNumber(c.restart_ms), JsonOptional(c.reconnect_ms),
         JsonNumber(c.settle_ms), c.responses, c.bytes, c.resources, c.resource_bytes, c.failed, c.errors);
+  }
+  if (r.failover.has_value()) {
+    const FailoverReport& f = *r.failover;
+    out += fmt::format(
+        "  \"failover\": {{\"replica\": {}, \"survivors\": {}, \"streams\": {}, \"detach_ms\": {}, "
+        "\"reattach_ms\": {}, \"reattached\": {}, \"settle_ms\": {}, \"responses\": {}, \"response_bytes\": {}, "
+        "\"resources\": {}, \"resource_bytes\": {}, \"failed\": {}, \"errors\": {}, \"other_responses\": {}}},\n",
+        f.replica, f.survivors, f.streams, JsonOptional(f.detach_ms), JsonOptional(f.reattach_ms),
+        JsonOptional(f.reattached), JsonNumber(f.settle_ms), f.responses, f.bytes, f.resources, f.resource_bytes,
+        f.failed, f.errors, f.other_responses);
   }
   out += fmt::format("  \"wall_s\": {},\n  \"ok\": {},\n  \"problems\": [", JsonNumber(r.wall_s), r.ok);
   for (size_t i = 0; i < r.problems.size(); ++i) out += (i == 0 ? "" : ", ") + JsonString(r.problems[i]);

@@ -32,13 +32,35 @@ struct TypeTotals {
   uint64_t nacks = 0;
 };
 
+// --drive etcd: one replica's own account of a change (a summary of /debug/change_summaries),
+// set against the change's commit stamp, taken just before the etcd commit (one machine: one
+// wall clock).
+struct ReplicaPush {
+  int replica = 0;
+  bool found = false;                    // the replica has a summary of this change
+  std::optional<double> received_ms;     // commit -> the replica took the change in
+  std::optional<double> first_write_ms;  // commit -> its first response carrying it written
+  std::optional<double> last_write_ms;   // commit -> the last of them written
+  int64_t proxies = 0;                   // the replica's proxies the change concerned
+  int64_t proxies_written = 0;
+  int64_t proxies_acked = 0;
+};
+
+// Change k of a replica is its summary first received at or after commit k and before commit
+// k+1 (changes are made one at a time, each after the previous converged), preferring one that
+// wrote to some proxy. `summaries`: objects with a "replica" field (ChangeDriver::ServerReports);
+// `commit_unix_ms[k-1]`: the stamp of change k. Returns [k-1][replica].
+std::vector<std::vector<ReplicaPush>> MatchReplicaPushes(const std::vector<std::string>& summaries,
+                                                         const std::vector<double>& commit_unix_ms, int replicas);
+
 struct ChangeReport {
   int change = 0;
-  std::string marker;          // how the change is recognised
-  double made_at_ms = 0;       // since the run started
-  double made_at_unix_ms = 0;  // the same on the wall clock, to set against server reports
-  int converged = 0;           // streams that acknowledged (raw: received) it
-  Distribution latency_ms;     // change made -> ACK (raw: receipt), over the streams that converged
+  std::string marker;                 // how the change is recognised
+  double made_at_ms = 0;              // since the run started
+  double made_at_unix_ms = 0;         // the same on the wall clock, to set against server reports
+  int converged = 0;                  // streams that acknowledged (raw: received) it
+  Distribution latency_ms;            // change made -> ACK (raw: receipt), over the streams that converged
+  std::vector<ReplicaPush> replicas;  // --drive etcd: per replica
 };
 
 struct ServerUsage {
@@ -51,6 +73,10 @@ struct ServerUsage {
   std::optional<double> cpu_s_end;
   // --rss-every-changes N: the server's RSS once change k (every N-th) converged, as (k, KiB).
   std::vector<std::pair<int, int64_t>> rss_kb_by_change;
+  // --drive etcd: every replica (the fields above are of the first), in replica order.
+  std::vector<int> replica_pids;
+  std::vector<std::optional<int64_t>> replica_rss_kb_connected;
+  std::vector<std::optional<int64_t>> replica_rss_kb_end;
 };
 
 // --restart: what the restarted server sent the same proxies reconnecting.
@@ -66,6 +92,26 @@ struct ReconnectReport {
   uint64_t resource_bytes = 0;  // of which resources (an empty response has none)
   int failed = 0;
   uint64_t errors = 0;
+};
+
+// --failover: a replica was SIGKILLed after the changes and its proxies reconnected to the
+// survivors (round robin) with the resource versions they hold.
+struct FailoverReport {
+  int replica = 0;  // the one killed
+  int survivors = 0;
+  int streams = 0;                    // its streams, moved
+  std::optional<double> detach_ms;    // SIGKILL -> every one of them saw its call end
+  std::optional<double> reattach_ms;  // SIGKILL -> the survivors count every stream connected
+  std::optional<int> reattached;      // of the moved streams, counted by the survivors
+  double settle_ms = 0;               // counted for this long after re-attaching
+  // What the moved streams received after reconnecting (goal: nothing).
+  uint64_t responses = 0;
+  uint64_t resources = 0;
+  uint64_t bytes = 0;
+  uint64_t resource_bytes = 0;
+  int failed = 0;
+  uint64_t errors = 0;
+  uint64_t other_responses = 0;  // received meanwhile by the streams that stayed (goal: none)
 };
 
 // During the changes: resources the server serialized, against the distinct resource versions
@@ -109,7 +155,12 @@ struct RunReport {
   ServerUsage server;
   std::vector<std::string> server_reports;  // JSON objects printed by the server
   std::optional<ReconnectReport> reconnect;
+  std::optional<FailoverReport> failover;
   std::optional<SerializationReport> serializations;
+  // --drive etcd: the replicas' xDS addresses, and each one's /debug/config_source at the end
+  // of the changes (JSON objects).
+  std::vector<std::string> replica_addresses;
+  std::vector<std::string> replica_sources;
   double wall_s = 0;
   bool ok = false;
   std::vector<std::string> problems;  // why ok is false
