@@ -93,6 +93,7 @@ struct EtcdWatch::Impl {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>> stream;
   std::string address;
+  size_t max_batch_bytes = 0;  // fragments of one response, together
 };
 
 EtcdClient::EtcdClient(std::string address, Options options)
@@ -183,12 +184,16 @@ absl::Status EtcdClient::Compact(int64_t revision) const {
 absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(std::string_view prefix, int64_t start_revision) const {
   auto impl = std::make_unique<EtcdWatch::Impl>();
   impl->address = address_;
+  impl->max_batch_bytes = static_cast<size_t>(options_.max_message_bytes);
   impl->stream = stubs_->watch->Watch(&impl->context);
   etcdserverpb::WatchRequest request;
   const std::string key_prefix = StrCat(prefix, "/");
   request.mutable_create_request()->set_key(key_prefix);
   request.mutable_create_request()->set_range_end(RangeEnd(key_prefix));
   request.mutable_create_request()->set_start_revision(start_revision);
+  // A large response (a watch catching up over many revisions) comes in fragments, each
+  // bounded by etcd's request size limit, rather than as one message over our receive cap.
+  request.mutable_create_request()->set_fragment(true);
   if (!impl->stream->Write(request)) {
     grpc::Status status = impl->stream->Finish();
     return FromGrpc(status, StrCat("watching ", key_prefix), address_);
@@ -215,8 +220,9 @@ absl::StatusOr<EtcdWatchBatch> EtcdWatch::Next() {
     return absl::UnavailableError(StrCat("etcd at ", impl_->address, ": the watch stream ended"));
   }
   etcdserverpb::WatchResponse response;
+  EtcdWatchBatch batch;  // one response, or the fragments of one
+  size_t batch_bytes = 0;
   while (impl_->stream->Read(&response)) {
-    EtcdWatchBatch batch;
     batch.revision = response.header().revision();
     if (response.compact_revision() > 0) {
       batch.compact_revision = response.compact_revision();
@@ -230,8 +236,14 @@ absl::StatusOr<EtcdWatchBatch> EtcdWatch::Next() {
     for (const mvccpb::Event& event : response.events()) {
       EtcdWatchEvent out{event.kv().key(), std::nullopt, event.kv().mod_revision()};
       if (event.type() == mvccpb::Event::Put) out.value = event.kv().value();
+      batch_bytes += out.key.size() + (out.value.has_value() ? out.value->size() : 0);
       batch.events.push_back(std::move(out));
     }
+    if (batch_bytes > impl_->max_batch_bytes) {
+      return absl::ResourceExhaustedError(StrCat("etcd at ", impl_->address, ": a watch response of over ",
+                                                 impl_->max_batch_bytes, " bytes (the limit)"));
+    }
+    if (response.fragment()) continue;  // the rest of this response follows
     return batch;
   }
   grpc::Status status = impl_->stream->Finish();

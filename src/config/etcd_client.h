@@ -80,8 +80,11 @@ struct EtcdWatchBatch {
 class EtcdWatch {
  public:
   ~EtcdWatch();
-  // The next response: the creation, events, or the compaction notice. Unavailable when the stream
-  // ends: etcd gone, the watch cancelled, or Cancel().
+  // The next response (its fragments joined): the creation, events, or the compaction
+  // notice. Unavailable when the stream ends: etcd gone, the watch cancelled, or Cancel().
+  // ResourceExhausted if one response is over the client's max_message_bytes (the stream is
+  // then of no further use: read everything instead).
+
   absl::StatusOr<EtcdWatchBatch> Next();
   void Cancel();
 

@@ -161,6 +161,14 @@ bool EtcdSource::WatchOnce() {
   };
   for (;;) {
     absl::StatusOr<EtcdWatchBatch> batch = (*watch)->Next();
+    if (!batch.ok() && batch.status().code() == absl::StatusCode::kResourceExhausted) {
+      // One response too large to take (a watch far behind): the paged read is bounded.
+      forget_watch();
+      Log().warn("ETCD_WATCH_TOO_LARGE prefix={} delivered_revision={} error={}: reading everything again",
+                 location_.prefix, mirror_.revision(), UntrustedQuoted(std::string(batch.status().message()), 1024));
+      Reload();
+      return true;
+    }
     if (!batch.ok()) {
       forget_watch();
       bool stopping = false;
@@ -178,20 +186,23 @@ bool EtcdSource::WatchOnce() {
       forget_watch();
       Log().warn("ETCD_COMPACTED prefix={} delivered_revision={} compact_revision={}: reading everything again",
                  location_.prefix, mirror_.revision(), batch->compact_revision);
-      absl::StatusOr<EtcdRangeResult> range = client_.RangePrefix(location_.prefix);
-      if (!range.ok()) {
-        SetConnected(false, std::string(range.status().message()));
-        return true;
-      }
-      std::vector<FileRead> changes = mirror_.Reconcile(*range);
-      Log().info("ETCD_RELOADED prefix={} revision={} changed_keys={}", location_.prefix, range->revision,
-                 changes.size());
-      Deliver(std::move(changes), mirror_.revision());
+      Reload();
       return true;  // watch again from the new revision
     }
     std::vector<FileRead> changes = mirror_.Apply(*batch);
     Deliver(std::move(changes), mirror_.revision());
   }
+}
+
+void EtcdSource::Reload() {
+  absl::StatusOr<EtcdRangeResult> range = client_.RangePrefix(location_.prefix);
+  if (!range.ok()) {
+    SetConnected(false, std::string(range.status().message()));
+    return;
+  }
+  std::vector<FileRead> changes = mirror_.Reconcile(*range);
+  Log().info("ETCD_RELOADED prefix={} revision={} changed_keys={}", location_.prefix, range->revision, changes.size());
+  Deliver(std::move(changes), mirror_.revision());
 }
 
 }  // namespace cxds

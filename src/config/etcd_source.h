@@ -7,8 +7,10 @@
 //    events together, so `cxds apply` of many documents is one batch).
 //  - The stream breaks (etcd stopped, network): the source reports itself disconnected, keeps
 //    what it delivered, and resumes from the last revision it delivered, with a backoff.
-//  - That revision was compacted: it reads everything again at a fresh revision and delivers
-//    only the difference to what it had (EtcdMirror): nothing lost, nothing delivered twice.
+//  - That revision was compacted, or one watch response is too large to take (a watch far
+//    behind; responses come in fragments, joined up to EtcdClient's max_message_bytes): it
+//    reads everything again at a fresh revision, in bounded pages, and delivers only the
+//    difference to what it had (EtcdMirror): nothing lost, nothing delivered twice.
 //
 // Threading: Load, Start and Stop on the owner's thread; batches on the source's own thread,
 // one at a time; status() from any thread.
@@ -75,6 +77,9 @@ class EtcdSource final : public ConfigSource {
   void Run();
   // Watches until the stream breaks or Stop; false if stopping.
   bool WatchOnce();
+  // Reads everything again (after a compaction, or a watch response too large to take) and
+  // delivers the difference to what was delivered.
+  void Reload();
   void Deliver(std::vector<FileRead> batch, int64_t revision);
   void SetConnected(bool connected, const std::string& detail);
   // Waits `d` or until Stop; false if stopping.

@@ -259,6 +259,27 @@ TEST_F(EtcdTest, AfterACompactionReadsEverythingAndDeliversTheDifference) {
   source.Stop();
 }
 
+TEST_F(EtcdTest, AWatchResponseTooLargeToTakeIsReadAgainInPages) {
+  EtcdSource::Options options = FastRetry();
+  options.client.max_message_bytes = 64 << 10;  // a 120 KiB transaction cannot arrive whole
+  EtcdSource source({etcd_.address(), "/mesh"}, options);
+  ASSERT_OK(source.Load().status());
+  Batches batches;
+  ASSERT_OK(source.Start(batches.Sink()));
+  EtcdClient client(etcd_.address());
+  std::vector<EtcdWrite> big;
+  for (int i = 0; i < 4; ++i) {
+    // A valid document padded with a 30 KiB comment: the store must still accept it.
+    big.push_back({Key(absl::StrCat("big", i)), absl::StrCat("# ", std::string(30 << 10, 'x'), "\n", Doc("big", i))});
+  }
+  ASSERT_OK_AND_ASSIGN(int64_t revision, client.Commit(big));
+  EXPECT_THAT(batches.AwaitCount(1),
+              ElementsAre(ElementsAre("put /mesh/WorkloadEntry/default/big0", "put /mesh/WorkloadEntry/default/big1",
+                                      "put /mesh/WorkloadEntry/default/big2", "put /mesh/WorkloadEntry/default/big3")));
+  EXPECT_EQ(AwaitStatus(source, true, revision).revision, revision);
+  source.Stop();
+}
+
 TEST(EtcdSourceTest, LoadFailsWhenEtcdCannotBeReached) {
   EtcdSource source({absl::StrCat("127.0.0.1:", testing::PickLoopbackPort()), "/mesh"},
                     EtcdSource::Options{.client = {.deadline = absl::Seconds(1)}});
