@@ -486,6 +486,41 @@ TEST_F(AdminServerTest, SynczShowsEachStreamsIdentityAndMetricsRunTheScrapeHook)
   EXPECT_THAT(Body(Get(port_, "/metrics")), HasSubstr("cxds_test_scraped 2"));
 }
 
+// Issue 14: where the config comes from, whether it is reachable and which revision is applied.
+class StatusOnlySource final : public ConfigSource {
+ public:
+  std::string Describe() const override { return "etcd 127.0.0.1:2379 prefix /mesh"; }
+  absl::StatusOr<std::vector<FileRead>> Load() override { return std::vector<FileRead>{}; }
+  absl::Status Start(OnBatch) override { return absl::OkStatus(); }
+  void Stop() override {}
+  SourceStatus status() const override { return status_; }
+  SourceStatus status_;
+};
+
+TEST_F(AdminServerTest, TheConfigSourcesConnectionAndRevisionAreOnItsPageHeadersAndMetrics) {
+  StatusOnlySource source;
+  source.status_ = {false, 42, "etcd at 127.0.0.1:2379: connection refused"};
+  AdminSources sources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }};
+  sources.source = &source;
+  admin_ = std::make_unique<AdminServer>(sources);
+  ASSERT_OK(admin_->Start("127.0.0.1", 0));
+  port_ = admin_->port();
+  EXPECT_EQ(Body(Get(port_, "/debug/config_source")),
+            R"({"source":"etcd 127.0.0.1:2379 prefix /mesh","connected":false,"revision":42,)"
+            R"("detail":"etcd at 127.0.0.1:2379: connection refused"})"
+            "\n");
+  const Reply syncz = Get(port_, "/debug/syncz");
+  EXPECT_THAT(syncz.text, HasSubstr("X-Cxds-Config-Revision: 42\r\n"));
+  EXPECT_THAT(syncz.text, HasSubstr("X-Cxds-Config-Source-Connected: false\r\n"));
+  EXPECT_EQ(Body(syncz), "[]\n");  // the body keeps its shape
+  const std::string metrics = Body(Get(port_, "/metrics"));
+  EXPECT_THAT(metrics, HasSubstr("\ncxds_config_revision 42\n"));
+  EXPECT_THAT(metrics, HasSubstr("\ncxds_config_source_connected 0\n"));
+  source.status_ = {true, 43, ""};
+  EXPECT_THAT(Body(Get(port_, "/metrics")), HasSubstr("\ncxds_config_source_connected 1\n"));
+  EXPECT_THAT(Get(port_, "/debug/config_status").text, HasSubstr("X-Cxds-Config-Revision: 43\r\n"));
+}
+
 TEST(ReadBearerTokenTest, TrimsTheFileAndRefusesEmptyMissingOrHugeOnes) {
   const std::string path = ::testing::TempDir() + "/admin-token";
   std::ofstream(path) << "  tok-123\n";
