@@ -347,7 +347,7 @@ void AdminServer::Routes() {
   });
   router_->Get("/debug/config_status", [this, json, source_headers](const httplib::Request&, httplib::Response& res) {
     source_headers(res);
-    json(res, ConfigStatusJson(*sources_.store));
+    json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
   });
   router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");

@@ -49,7 +49,7 @@ struct AdminSources {
   MetricsRegistry* metrics = nullptr;
   const AckLedger* ledger = nullptr;
   PushPipeline* pipeline = nullptr;
-  const ConfigStore* store = nullptr;
+  const ConfigStore* store = nullptr;  // null: /debug/config_status lists nothing
   const ConvergenceTracker* tracker = nullptr;
   std::function<bool()> ready;  // empty: always ready
   // Non-empty: every request except /healthz and /ready must carry "Authorization: Bearer
