@@ -134,8 +134,18 @@ async function main() {
   check(refused.code === 1 && /routing\.yaml:\d+: VirtualService default\/bad: spec\.http\[0\]\.route\[0\]\.weight: /.test(refused.err),
     'cxds apply refuses a batch with an invalid document, naming file:line:field', refused.err.split('\n')[0]);
   check(/0 objects at revision/.test(cxds('get').out), 'nothing was written by the refused apply');
+  const dry = cxds('apply', '-f', config, '--dry-run');
+  check(dry.code === 0 && /dry run: 8 of 8 documents would be written/.test(dry.out) && /0 objects at revision/.test(cxds('get').out),
+    'cxds apply --dry-run writes nothing', dry.out.trim().split('\n').pop());
   const applied = cxds('apply', '-f', config);
   check(applied.code === 0 && /applied 8 documents in one transaction/.test(applied.out), 'cxds apply writes the mesh', applied.out.trim().split('\n').pop());
+  const removed = cxds('delete', 'Sidecar', 'shop/default');
+  const listed = cxds('get').out;
+  check(removed.code === 0 && !/Sidecar/.test(listed) && /7 objects/.test(listed), 'cxds delete removes one object', removed.out.trim());
+  check(cxds('delete', 'Sidecar', 'shop/default').code === 1, 'cxds delete of an absent object exits 1');
+  const again = cxds('apply', '-f', config);
+  check(again.code === 0 && /create \/mesh\/Sidecar\/shop\/default/.test(again.out) && /applied 1 documents/.test(again.out),
+    'a second apply writes only what is missing', again.out.trim().split('\n').pop());
 
   await startReplica('a');
   await startReplica('b');
