@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/scheduler.h"
+#include "common/status_matchers.h"
 #include "config/etcd_source.h"
 #include "config/yaml_loader.h"
 #include "controller/mesh_controller.h"
@@ -38,9 +39,11 @@ using envoy::service::discovery::v3::DiscoveryResponse;
 using testing::DeltaAdsClient;
 using testing::DeltaRequest;
 using testing::DrainUntilProbe;
+using ::testing::ElementsAre;
 using testing::EtcdProcess;
 using testing::FakeXdsClient;
 using testing::HeldVersions;
+using ::testing::MatchesRegex;
 
 const std::string kCds(kClusterType);
 const std::string kEds(kEndpointType);
@@ -221,6 +224,33 @@ TEST_F(ReplicasTest, SameConfigSameBytesAndVersionsAndChangesReachBoth) {
   EXPECT_NE(moved_a->version_info(), eds_a->version_info());
   on_a.Ack(*moved_a);
   on_b.Ack(*moved_b);
+}
+
+// A document written to etcd past `cxds apply` (which would refuse it) is refused by each
+// replica under its key, as a file would be, and the object's last good version serves on.
+TEST_F(ReplicasTest, AnInvalidDocumentInEtcdIsRefusedUnderItsKeyAndTheLastGoodVersionServes) {
+  const std::string key = EtcdKeyFor(kPrefix, {"WorkloadEntry", "default", "inventory-v2"});
+  const std::string broken =
+      "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: inventory-v2, namespace: default}\n"
+      "spec:\n  address: 127.0.0.1\n  ports: {grpc: 99999}\n";
+  ASSERT_OK_AND_ASSIGN(int64_t revision, EtcdClient(etcd_.address()).Commit({{key, broken}}));
+  for (Replica* replica : {a_.get(), b_.get()}) {
+    for (const absl::Time deadline = absl::Now() + kWait;
+         replica->controller().source().status().revision < revision && absl::Now() < deadline;) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    std::vector<std::string> errors;
+    for (const ConfigStore::FileStatus& file : replica->controller().store().Status()) {
+      for (const ConfigError& error : file.errors) errors.push_back(error.ToString());
+    }
+    EXPECT_THAT(errors, ElementsAre(MatchesRegex(
+                            "/mesh/WorkloadEntry/default/inventory-v2:[0-9]+: WorkloadEntry default/inventory-v2: "
+                            "spec\\.ports\\.grpc: .*")));
+    // The last good version (port 18082) is still the one served.
+    const auto served = replica->controller().store().Snapshot()->find({"WorkloadEntry", "default", "inventory-v2"});
+    ASSERT_NE(served, replica->controller().store().Snapshot()->end());
+    EXPECT_EQ(std::get<WorkloadEntry>(served->second->object).spec.ports.at("grpc"), 18082u);
+  }
 }
 
 TEST_F(ReplicasTest, ADeltaProxyThatMovesToAnotherReplicaIsSentNothing) {
