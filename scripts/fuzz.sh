@@ -22,7 +22,8 @@ seconds=$2
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(yaml_loader_fuzzer config_validator_fuzzer node_identity_fuzzer sotw_stream_fuzzer delta_stream_fuzzer)
+  targets=(yaml_loader_fuzzer config_validator_fuzzer node_identity_fuzzer sotw_stream_fuzzer delta_stream_fuzzer
+           etcd_mirror_fuzzer)
 fi
 
 work=${FUZZ_WORK:-$(mktemp -d /tmp/cxds-fuzz.XXXXXX)}
