@@ -71,6 +71,17 @@ int RunApply(const StoreOptions& options, const std::vector<std::string>& paths,
              std::ostream& err);
 int RunDelete(const StoreOptions& options, const std::string& kind, const std::string& namespaced_name,
               std::ostream& out, std::ostream& err);
+struct ProxyStatusOptions {
+  std::vector<std::string> admins = {"127.0.0.1:15014"};  // one admin address per replica
+  std::string proxy;                                      // only this node id
+  std::string output = "table";                           // table or json
+  std::string colour = "auto";                            // auto (a terminal), always, never
+  std::string token_file;                                 // bearer token for the admin pages
+};
+// `cxds proxy-status`: exit 0, 1 if PROXY is not connected, 2 bad arguments, 3 a replica
+// could not be read (the others are still shown).
+int RunProxyStatus(const ProxyStatusOptions& options, std::ostream& out, std::ostream& err);
+
 // Lists what etcd holds under the prefix (of `kind`, if not empty); `values`: the documents too.
 int RunGet(const StoreOptions& options, const std::string& kind, bool values, std::ostream& out, std::ostream& err);
 

@@ -3,6 +3,7 @@
 //   serve     watches a mesh config directory and serves it as xDS (the daemon).
 //   validate  checks a mesh config directory offline.
 //   apply, delete, get   the mesh config held in etcd (for `serve --config-source etcd://`).
+//   proxy-status  what each proxy has accepted, from the replicas' admin pages.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -141,6 +142,22 @@ int Main(int argc, char** argv) {
   get_cmd->add_flag("--values", get_values, "print the documents too");
   store_flags(get_cmd);
 
+  cxds::ProxyStatusOptions proxy_status;
+  CLI::App* proxy_status_cmd = app.add_subcommand(
+      "proxy-status", "Each proxy's CDS/LDS/EDS/RDS: SYNCED, NOT SENT, STALE or NACK, from the replicas' admin");
+  proxy_status_cmd->add_option("proxy", proxy_status.proxy, "only this node id");
+  // One address per --admin (repeat it per replica), so that a PROXY after it stays positional.
+  proxy_status_cmd->add_option("--admin", proxy_status.admins, "admin address of a replica (repeat per replica)")
+      ->allow_extra_args(false)
+      ->capture_default_str();
+  proxy_status_cmd->add_option("-o,--output", proxy_status.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  proxy_status_cmd->add_option("--colour", proxy_status.colour, "auto (only on a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  proxy_status_cmd->add_option("--admin-token-file", proxy_status.token_file, "bearer token for the admin pages");
+
   CLI11_PARSE(app, argc, argv);
   // Debian's abseil runs absl::Mutex deadlock detection by default; gRPC's locks pay for it on
   // every acquisition (about 11% of the server's CPU under 5,000 streams, docs/load.md).
@@ -177,6 +194,7 @@ int Main(int argc, char** argv) {
     serve.source.max_settle = std::max(absl::Seconds(1), serve.source.settle * 10);
     return cxds::RunServe(serve);
   }
+  if (proxy_status_cmd->parsed()) return cxds::RunProxyStatus(proxy_status, std::cout, std::cerr);
   if (apply_cmd->parsed()) return cxds::RunApply(store, apply_paths, apply_dry_run, std::cout, std::cerr);
   if (delete_cmd->parsed()) return cxds::RunDelete(store, delete_kind, delete_name, std::cout, std::cerr);
   if (get_cmd->parsed()) return cxds::RunGet(store, get_kind, get_values, std::cout, std::cerr);

@@ -1,5 +1,7 @@
 #include "admin/admin_server.h"
 
+#include "admin/proxy_status.h"
+
 #include <arpa/inet.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/strings.h"
@@ -332,6 +335,14 @@ void AdminServer::Routes() {
   router_->Get("/debug/syncz", [this, json, source_headers](const httplib::Request&, httplib::Response& res) {
     source_headers(res);
     json(res, SynczJson(*sources_.ledger));
+  });
+  router_->Get("/debug/proxy_status", [this, json](const httplib::Request&, httplib::Response& res) {
+    std::string push_version;
+    if (sources_.pipeline != nullptr) {
+      const std::vector<PushPipeline::PushRecord> pushes = sources_.pipeline->RecentPushes();
+      if (!pushes.empty()) push_version = pushes.back().version;
+    }
+    json(res, ProxyStatusJson(ProxyStatusRows(sources_.ledger->AllStreams(), RealClock().Now()), push_version));
   });
   router_->Get("/debug/config_source", [this, json](const httplib::Request&, httplib::Response& res) {
     if (sources_.source == nullptr) {

@@ -6,6 +6,8 @@
 //                              and cxds_resource_serializations (read when scraped)
 //   /debug/syncz               per stream and type: version and nonce sent (with time), version
 //                              ACKed (with time), last NACK and its error
+//   /debug/proxy_status        per proxy stream: CDS, LDS, EDS, RDS each SYNCED, NOT SENT, STALE
+//                              (with age) or NACK (with the error), as `cxds proxy-status` shows
 //   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
 //   /debug/push_status         the last pushes: version, full or not, reasons, configs,
 //                              proxies pushed, durations

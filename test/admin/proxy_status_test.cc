@@ -1,0 +1,181 @@
+// Proxy status (issue 15): the classification of each type from the ledger, and `cxds
+// proxy-status` (the real binary) against a real admin server while a real gRPC client holds
+// CDS ACKed, LDS unanswered and EDS NACKed.
+#include "admin/proxy_status.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "admin/admin_server.h"
+#include "common/scheduler.h"
+#include "config/config_source.h"
+#include "controller/mesh_controller.h"
+#include "fakes/fake_xds_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/convergence_tracker.h"
+#include "protocol/type_url.h"
+#include "server/xds_server.h"
+
+#ifndef CXDS_BINARY_PATH
+#error "CXDS_BINARY_PATH must name the cxds binary (test/CMakeLists.txt)"
+#endif
+#ifndef CXDS_SOURCE_DIR
+#error "CXDS_SOURCE_DIR must name the source tree (test/CMakeLists.txt)"
+#endif
+
+namespace cxds {
+namespace {
+
+using envoy::service::discovery::v3::DiscoveryResponse;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+const std::string kCds(kClusterType);
+const std::string kLds(kListenerType);
+const std::string kEds(kEndpointType);
+const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
+
+TEST(ClassifyTypeTest, FollowsTheNewestResponse) {
+  AckLedger ledger;
+  ledger.OpenStream(1, kT0);
+  ledger.SetNode(1, "proxy-a");
+  const auto cell = [&](const std::string& type, absl::Time now) {
+    const std::optional<StreamSyncStatus> stream = ledger.GetStream(1);
+    for (const TypeSyncStatus& t : stream->types) {
+      if (t.type_url == type) return ClassifyType(t, now);
+    }
+    return TypeStatusCell{};
+  };
+  EXPECT_EQ(cell(kCds, kT0).state, TypeState::kNotSent);
+
+  ledger.RecordSent(1, kCds, "n1", "v1", 3, kT0);
+  TypeStatusCell stale = cell(kCds, kT0 + absl::Seconds(7));
+  EXPECT_EQ(stale.state, TypeState::kStale);
+  EXPECT_EQ(stale.age, absl::Seconds(7));
+  EXPECT_EQ(stale.sent_version, "v1");
+
+  ledger.RecordFeedback(1, kCds, "n1", "v1", nullptr, 0, kT0 + absl::Seconds(1));
+  EXPECT_EQ(cell(kCds, kT0 + absl::Seconds(8)).state, TypeState::kSynced);
+
+  // A newer response not answered yet: STALE again, whatever was ACKed before.
+  ledger.RecordSent(1, kCds, "n2", "v2", 3, kT0 + absl::Seconds(10));
+  EXPECT_EQ(cell(kCds, kT0 + absl::Seconds(11)).state, TypeState::kStale);
+
+  const std::string error = "cluster 'x': bad\nsecond line";
+  ledger.RecordFeedback(1, kCds, "n2", "v1", &error, 3, kT0 + absl::Seconds(12));
+  TypeStatusCell nack = cell(kCds, kT0 + absl::Seconds(13));
+  EXPECT_EQ(nack.state, TypeState::kNacked);
+  EXPECT_EQ(nack.error, "cluster 'x': bad");  // the first line
+  EXPECT_EQ(nack.accepted, "v1");
+
+  // An ACK of an older response does not make the newest one accepted.
+  ledger.RecordSent(1, kCds, "n3", "v3", 3, kT0 + absl::Seconds(20));
+  ledger.RecordFeedback(1, kCds, "n2", "v2", nullptr, 0, kT0 + absl::Seconds(21));
+  EXPECT_EQ(cell(kCds, kT0 + absl::Seconds(22)).state, TypeState::kStale);
+
+  const std::vector<ProxyStatusRow> rows = ProxyStatusRows(ledger.AllStreams(), kT0 + absl::Seconds(22));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].node, "proxy-a");
+  EXPECT_EQ(rows[0].types[0].state, TypeState::kStale);    // CDS
+  EXPECT_EQ(rows[0].types[1].state, TypeState::kNotSent);  // LDS
+  EXPECT_THAT(ProxyStatusJson(rows, "pv1"),
+              HasSubstr(R"("proxies":[{"node":"proxy-a","stream":1,"identity":"none","CDS":{"state":"STALE",)"
+                        R"("sent_version":"v3","age_ms":2000,"error":"","accepted":""},"LDS":{"state":"NOT SENT")"));
+}
+
+// The example mesh, read once.
+class ExampleMeshSource final : public ConfigSource {
+ public:
+  std::string Describe() const override { return "examples/mesh"; }
+  absl::StatusOr<std::vector<FileRead>> Load() override {
+    std::vector<FileRead> files;
+    for (const char* name : {"inventory.yaml", "routing.yaml", "workloads.yaml", "shop.yaml"}) {
+      const std::string path = StrCat(CXDS_SOURCE_DIR, "/examples/mesh/", name);
+      std::FILE* f = std::fopen(path.c_str(), "r");
+      if (f == nullptr) return absl::NotFoundError(path);
+      std::string text;
+      char buffer[4096];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) text.append(buffer, n);
+      std::fclose(f);
+      files.push_back(FileRead::Present(path, std::move(text)));
+    }
+    return files;
+  }
+  absl::Status Start(OnBatch) override { return absl::OkStatus(); }
+  void Stop() override {}
+};
+
+// Runs `cxds ARGS`; its standard output and exit code.
+std::pair<std::string, int> RunCxds(const std::string& args) {
+  std::FILE* pipe = popen(StrCat(CXDS_BINARY_PATH, " ", args, " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
+  RealScheduler scheduler;
+  MeshController controller({}, std::make_unique<ExampleMeshSource>(), scheduler);
+  ASSERT_TRUE(controller.Start().ok());
+  XdsServer xds(controller.pipeline(), XdsServer::Options{});
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  MetricsRegistry metrics;
+  ConvergenceTracker tracker;
+  AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker, nullptr});
+  ASSERT_TRUE(admin.Start("127.0.0.1", 0).ok());
+
+  const std::string node = "sidecar~127.0.0.1~app-1.default~default.svc.cluster.local";
+  testing::FakeXdsClient client(StrCat("127.0.0.1:", port), node);
+  client.Subscribe(kCds, {});
+  std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, absl::Seconds(10));
+  ASSERT_TRUE(cds.has_value());
+  client.Ack(*cds);
+  client.Subscribe(kLds, {});  // answered by the server, never by the client: STALE
+  ASSERT_TRUE(client.WaitForResponse(kLds, absl::Seconds(10)).has_value());
+  client.Subscribe(kEds, {"outbound|8080||inventory.mesh.local"});
+  std::optional<DiscoveryResponse> eds = client.WaitForResponse(kEds, absl::Seconds(10));
+  ASSERT_TRUE(eds.has_value());
+  client.Nack(*eds, "endpoint port 18081 refused\nmore detail");
+  // Wait until the server has recorded the NACK (the CLI reads what the ledger says).
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;) {
+    const auto [json, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " -o json"));
+    if (json.find("\"EDS\":{\"state\":\"NACK\"") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+
+  const auto [table, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port()));
+  EXPECT_EQ(code, 0) << table;
+  // Not a terminal: no colour codes.
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_THAT(table,
+              MatchesRegex("NAME +REPLICA +CDS +LDS +EDS +RDS +IDENTITY +VERSION *\n"
+                           "sidecar~127\\.0\\.0\\.1~app-1\\.default~default\\.svc\\.cluster\\.local +"
+                           "127\\.0\\.0\\.1:[0-9]+ +SYNCED +STALE \\([0-9]+s\\) +"
+                           "NACK: endpoint port 18081 refused +NOT SENT +none +[0-9a-f]+ \\(cxds [0-9.]+\\) *\n"));
+
+  const auto [json, json_code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " -o json ", node));
+  EXPECT_EQ(json_code, 0);
+  EXPECT_THAT(json, HasSubstr(R"("CDS":{"state":"SYNCED")"));
+  EXPECT_THAT(json, HasSubstr(R"("EDS":{"state":"NACK","age_ms":0,"error":"endpoint port 18081 refused"})"));
+
+  const auto [missing, missing_code] =
+      RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " no-such-proxy"));
+  EXPECT_EQ(missing_code, 1);
+  EXPECT_THAT(missing, HasSubstr("no proxy \"no-such-proxy\" is connected"));
+
+  // A replica that cannot be reached is named; exit 3.
+  const auto [down, down_code] = RunCxds("proxy-status --admin 127.0.0.1:1");
+  EXPECT_EQ(down_code, 3);
+  EXPECT_THAT(down, HasSubstr("127.0.0.1:1"));
+  admin.Stop();
+}
+
+}  // namespace
+}  // namespace cxds
