@@ -32,6 +32,13 @@ struct DemoOptions {
 // then `END pushes`) and `quit` from `in`, writing results to `out`. Returns the exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
+// The --etcd-ca/--etcd-cert/--etcd-key flags (PEM files; see EtcdTls).
+struct EtcdTlsFiles {
+  std::string ca;
+  std::string cert;
+  std::string key;
+};
+
 // Every default is in the options structs of the library (MeshController, DirectorySource,
 // XdsServer); the flags show them.
 struct ServeOptions {
@@ -39,6 +46,7 @@ struct ServeOptions {
   // dir://PATH or etcd://HOST:PORT/PREFIX; empty: dir://`config_dir`.
   std::string config_source;
   EtcdSource::Options etcd;
+  EtcdTlsFiles etcd_tls;  // etcd:// over TLS when etcd_tls.ca is set
   std::string xds_address = "127.0.0.1:15010";
   std::string admin_address = "127.0.0.1:15014";
   MeshController::Options controller;
@@ -59,6 +67,7 @@ int RunValidate(const std::string& dir, const std::string& domain_suffix, std::o
 // Where `cxds apply/delete/get` find the config in etcd.
 struct StoreOptions {
   std::string etcd_address = "127.0.0.1:2379";
+  EtcdTlsFiles tls;
   std::string prefix = "/cxds";
   std::string domain_suffix = "cluster.local";
   size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;

@@ -79,6 +79,9 @@ int Main(int argc, char** argv) {
   flag("config-source", serve.config_source,
        "dir://PATH or etcd://HOST:PORT/PREFIX (one document per key PREFIX/KIND/NAMESPACE/NAME); "
        "empty: dir://<config-dir>");
+  flag("etcd-ca", serve.etcd_tls.ca, "etcd:// over TLS: the CA of etcd's certificate (PEM)");
+  flag("etcd-cert", serve.etcd_tls.cert, "client certificate for etcd's --client-cert-auth (PEM)");
+  flag("etcd-key", serve.etcd_tls.key, "its private key (PEM)");
   flag("xds-address", serve.xds_address, "xDS gRPC address");
   flag("admin-address", serve.admin_address, "admin HTTP address");
   duration_flag("debounce-after", serve.controller.debounce.debounce_after, "quiet period before a push");
@@ -118,6 +121,9 @@ int Main(int argc, char** argv) {
   cxds::StoreOptions store;
   const auto store_flags = [&store](CLI::App* cmd) {
     cmd->add_option("--etcd", store.etcd_address, "etcd gRPC address")->capture_default_str();
+    cmd->add_option("--etcd-ca", store.tls.ca, "CA of etcd's certificate (PEM): TLS to etcd");
+    cmd->add_option("--etcd-cert", store.tls.cert, "client certificate for etcd (PEM)");
+    cmd->add_option("--etcd-key", store.tls.key, "its private key (PEM)");
     cmd->add_option("--prefix", store.prefix, "key prefix of the mesh config")->capture_default_str();
   };
   std::vector<std::string> apply_paths;

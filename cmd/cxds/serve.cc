@@ -19,7 +19,12 @@ absl::StatusOr<std::unique_ptr<ConfigSource>> MakeSource(const ServeOptions& opt
   if (url.starts_with("etcd://")) {
     absl::StatusOr<EtcdLocation> location = ParseEtcdUrl(url);
     if (!location.ok()) return location.status();
-    return std::make_unique<EtcdSource>(*std::move(location), options.etcd);
+    absl::StatusOr<std::optional<EtcdTls>> tls =
+        ReadEtcdTls(options.etcd_tls.ca, options.etcd_tls.cert, options.etcd_tls.key);
+    if (!tls.ok()) return tls.status();
+    EtcdSource::Options etcd = options.etcd;
+    etcd.client.tls = *std::move(tls);
+    return std::make_unique<EtcdSource>(*std::move(location), std::move(etcd));
   }
   std::string dir = options.config_dir;
   if (url.starts_with("dir://")) {

@@ -46,6 +46,12 @@ int Fail(const absl::Status& status, int exit_code, std::ostream& err) {
   return exit_code;
 }
 
+absl::StatusOr<std::unique_ptr<EtcdClient>> MakeClient(const StoreOptions& options) {
+  absl::StatusOr<std::optional<EtcdTls>> tls = ReadEtcdTls(options.tls.ca, options.tls.cert, options.tls.key);
+  if (!tls.ok()) return tls.status();
+  return std::make_unique<EtcdClient>(options.etcd_address, EtcdClient::Options{.tls = *std::move(tls)});
+}
+
 }  // namespace
 
 int RunApply(const StoreOptions& options, const std::vector<std::string>& paths, bool dry_run, std::ostream& out,
@@ -77,7 +83,9 @@ int RunApply(const StoreOptions& options, const std::vector<std::string>& paths,
       documents[EtcdKeyFor(*prefix, KeyOf(doc.object))] = std::move(doc.canonical);
     }
   }
-  EtcdClient client(options.etcd_address);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> made = MakeClient(options);
+  if (!made.ok()) return Fail(made.status(), 2, err);
+  EtcdClient& client = **made;
   absl::StatusOr<EtcdRangeResult> current = client.RangePrefix(*prefix);
   if (!current.ok()) return Fail(current.status(), 3, err);
   std::map<std::string, std::string> stored;
@@ -124,7 +132,9 @@ int RunDelete(const StoreOptions& options, const std::string& kind, const std::s
     err << "error: \"" << kind << " " << namespaced_name << "\" is not KIND NAMESPACE/NAME\n";
     return 2;
   }
-  EtcdClient client(options.etcd_address);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> made = MakeClient(options);
+  if (!made.ok()) return Fail(made.status(), 2, err);
+  EtcdClient& client = **made;
   absl::StatusOr<EtcdRangeResult> current = client.RangePrefix(*prefix);
   if (!current.ok()) return Fail(current.status(), 3, err);
   bool found = false;
@@ -142,7 +152,9 @@ int RunDelete(const StoreOptions& options, const std::string& kind, const std::s
 int RunGet(const StoreOptions& options, const std::string& kind, bool values, std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::string> prefix = NormalizeEtcdPrefix(options.prefix);
   if (!prefix.ok()) return Fail(prefix.status(), 2, err);
-  EtcdClient client(options.etcd_address);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> made = MakeClient(options);
+  if (!made.ok()) return Fail(made.status(), 2, err);
+  EtcdClient& client = **made;
   absl::StatusOr<EtcdRangeResult> current = client.RangePrefix(*prefix);
   if (!current.ok()) return Fail(current.status(), 3, err);
   size_t shown = 0;

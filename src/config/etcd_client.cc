@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -84,6 +85,31 @@ absl::StatusOr<ConfigKey> ConfigKeyFromEtcdKey(std::string_view prefix, std::str
   return ConfigKey{std::string(parts[0]), std::string(parts[1]), std::string(parts[2])};
 }
 
+absl::StatusOr<std::optional<EtcdTls>> ReadEtcdTls(const std::string& ca_file, const std::string& cert_file,
+                                                   const std::string& key_file) {
+  if (ca_file.empty() && cert_file.empty() && key_file.empty()) return std::optional<EtcdTls>();
+  if (ca_file.empty()) {
+    return absl::InvalidArgumentError("--etcd-cert/--etcd-key need --etcd-ca (the CA that signed etcd's certificate)");
+  }
+  if (cert_file.empty() != key_file.empty()) {
+    return absl::InvalidArgumentError("--etcd-cert and --etcd-key go together");
+  }
+  constexpr size_t kMaxPemBytes = 1 << 20;
+  EtcdTls tls;
+  const std::pair<const std::string*, std::string*> files[] = {
+      {&ca_file, &tls.ca_pem}, {&cert_file, &tls.cert_pem}, {&key_file, &tls.key_pem}};
+  for (const auto& [path, pem] : files) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> read = ReadSmallFile(*path, kMaxPemBytes, "etcd TLS file");
+    if (!read.ok()) return read.status();
+    if (read->find("-----BEGIN ") == std::string::npos) {
+      return absl::InvalidArgumentError(StrCat(*path, ": not PEM (no -----BEGIN line)"));
+    }
+    *pem = *std::move(read);
+  }
+  return std::optional<EtcdTls>(std::move(tls));
+}
+
 struct EtcdClient::Stubs {
   std::unique_ptr<etcdserverpb::KV::Stub> kv;
   std::unique_ptr<etcdserverpb::Watch::Stub> watch;
@@ -107,7 +133,15 @@ EtcdClient::EtcdClient(std::string address, Options options)
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Reconnect promptly when etcd is back: the source retries on its own schedule.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);
-  channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options_.tls.has_value()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls->ca_pem;
+    ssl.pem_cert_chain = options_.tls->cert_pem;
+    ssl.pem_private_key = options_.tls->key_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  channel_ = grpc::CreateCustomChannel(address_, credentials, args);
   stubs_->kv = etcdserverpb::KV::NewStub(channel_);
   stubs_->watch = etcdserverpb::Watch::NewStub(channel_);
 }

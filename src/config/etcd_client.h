@@ -95,6 +95,18 @@ class EtcdWatch {
   std::unique_ptr<Impl> impl_;
 };
 
+// TLS to etcd: the CA that signed etcd's certificate and, for etcd's --client-cert-auth, a
+// client certificate and key, all PEM. Read once, when the client is made.
+struct EtcdTls {
+  std::string ca_pem;
+  std::string cert_pem;  // empty: no client certificate
+  std::string key_pem;
+};
+// Reads the three files (bounded); an error names the file. `cert_file` and `key_file` go
+// together; an empty `ca_file` with no others means plaintext (nullopt).
+absl::StatusOr<std::optional<EtcdTls>> ReadEtcdTls(const std::string& ca_file, const std::string& cert_file,
+                                                   const std::string& key_file);
+
 class EtcdClient {
  public:
   struct Options {
@@ -104,6 +116,7 @@ class EtcdClient {
     // Largest gRPC message read: a Range page over it is read again in smaller pages. Values
     // themselves are bounded by etcd (1.5 MiB by default) and by the parser's limits.
     int max_message_bytes = 64 << 20;
+    std::optional<EtcdTls> tls;  // none: plaintext (loopback or a trusted network only)
   };
   explicit EtcdClient(std::string address) : EtcdClient(std::move(address), Options{}) {}
   EtcdClient(std::string address, Options options);

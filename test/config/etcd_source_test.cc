@@ -10,6 +10,7 @@
 #include "common/status_matchers.h"
 #include "config/etcd_source.h"
 #include "fakes/etcd_process.h"
+#include "fakes/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -278,6 +279,56 @@ TEST_F(EtcdTest, AWatchResponseTooLargeToTakeIsReadAgainInPages) {
                                       "put /mesh/WorkloadEntry/default/big2", "put /mesh/WorkloadEntry/default/big3")));
   EXPECT_EQ(AwaitStatus(source, true, revision).revision, revision);
   source.Stop();
+}
+
+TEST(EtcdTlsTest, FilesAreCheckedAndNamed) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("client", "ca", "URI:spiffe://cluster.local/ns/cxds/sa/cxds"));
+  EXPECT_FALSE(ReadEtcdTls("", "", "")->has_value());  // plaintext
+  EXPECT_THAT(std::string(ReadEtcdTls("", pki.Path("client.crt"), pki.Path("client.key")).status().message()),
+              HasSubstr("need --etcd-ca"));
+  EXPECT_THAT(std::string(ReadEtcdTls(pki.Path("ca.crt"), pki.Path("client.crt"), "").status().message()),
+              HasSubstr("go together"));
+  EXPECT_THAT(std::string(ReadEtcdTls(pki.Path("missing.pem"), "", "").status().message()), HasSubstr("missing.pem"));
+  ASSERT_OK_AND_ASSIGN(std::optional<EtcdTls> tls,
+                       ReadEtcdTls(pki.Path("ca.crt"), pki.Path("client.crt"), pki.Path("client.key")));
+  ASSERT_TRUE(tls.has_value());
+  EXPECT_THAT(tls->cert_pem, HasSubstr("-----BEGIN CERTIFICATE-----"));
+}
+
+// etcd with TLS and --client-cert-auth: the source reads and watches with the CA and a client
+// certificate, and is refused without the certificate or without TLS.
+TEST(EtcdTlsTest, TheSourceSpeaksTlsWithAClientCertificate) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("etcd", "ca", "IP:127.0.0.1"));
+  ASSERT_TRUE(pki.MakeLeaf("client", "ca", "URI:spiffe://cluster.local/ns/cxds/sa/cxds"));
+  ASSERT_OK_AND_ASSIGN(std::optional<EtcdTls> tls,
+                       ReadEtcdTls(pki.Path("ca.crt"), pki.Path("client.crt"), pki.Path("client.key")));
+  EtcdClient::Options with_tls;
+  with_tls.tls = tls;
+  EtcdProcess etcd(16, EtcdProcess::Tls{pki.Path("etcd.crt"), pki.Path("etcd.key"), pki.Path("ca.crt"), with_tls});
+  ASSERT_TRUE(etcd.Start()) << etcd.Log();
+
+  EtcdClient writer(etcd.address(), with_tls);
+  ASSERT_OK(writer.Commit({{Key("a"), Doc("a", 1)}}).status());
+  EtcdSource::Options source_options = FastRetry();
+  source_options.client = with_tls;
+  EtcdSource source({etcd.address(), "/mesh"}, source_options);
+  ASSERT_OK_AND_ASSIGN(std::vector<FileRead> initial, source.Load());
+  EXPECT_THAT(Describe(initial), ElementsAre("put /mesh/WorkloadEntry/default/a"));
+  Batches batches;
+  ASSERT_OK(source.Start(batches.Sink()));
+  ASSERT_OK(writer.Commit({{Key("b"), Doc("b", 1)}}).status());
+  EXPECT_THAT(batches.AwaitCount(1), ElementsAre(ElementsAre("put /mesh/WorkloadEntry/default/b")));
+  source.Stop();
+
+  EtcdClient::Options no_certificate;
+  no_certificate.deadline = absl::Seconds(2);
+  no_certificate.tls = EtcdTls{tls->ca_pem, "", ""};
+  EXPECT_FALSE(EtcdClient(etcd.address(), no_certificate).RangePrefix("/mesh").ok());
+  EXPECT_FALSE(EtcdClient(etcd.address(), EtcdClient::Options{.deadline = absl::Seconds(2)}).RangePrefix("/mesh").ok());
 }
 
 TEST(EtcdSourceTest, LoadFailsWhenEtcdCannotBeReached) {

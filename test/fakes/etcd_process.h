@@ -35,8 +35,17 @@ namespace cxds::testing {
 
 class EtcdProcess {
  public:
+  // etcd over TLS: its certificate and key, and (client_ca non-empty) --client-cert-auth
+  // with that CA. `probe` is what Start's readiness check connects with.
+  struct Tls {
+    std::string cert_file;
+    std::string key_file;
+    std::string client_ca_file;
+    EtcdClient::Options probe;
+  };
   // `max_txn_ops`: etcd's --max-txn-ops (its default is 128).
-  explicit EtcdProcess(int max_txn_ops = 10'000) : max_txn_ops_(max_txn_ops) {
+  explicit EtcdProcess(int max_txn_ops = 10'000, std::optional<Tls> tls = std::nullopt)
+      : max_txn_ops_(max_txn_ops), tls_(std::move(tls)) {
     std::string pattern = (std::filesystem::temp_directory_path() / "cxds-etcd-XXXXXX").string();
     dir_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
     EXPECT_FALSE(dir_.empty()) << "cannot make a temporary directory";
@@ -56,7 +65,7 @@ class EtcdProcess {
   // Starts etcd and waits (up to 20 s) until it answers a read.
   bool Start() {
     if (pid_ > 0) return true;
-    const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+    const std::string client_url = absl::StrCat(tls_.has_value() ? "https" : "http", "://127.0.0.1:", client_port_);
     const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
     std::vector<std::string> args = {"etcd",
                                      "--name=test",
@@ -68,6 +77,14 @@ class EtcdProcess {
                                      absl::StrCat("--initial-cluster=test=", peer_url),
                                      absl::StrCat("--max-txn-ops=", max_txn_ops_),
                                      "--log-level=info"};
+    if (tls_.has_value()) {
+      args.push_back(absl::StrCat("--cert-file=", tls_->cert_file));
+      args.push_back(absl::StrCat("--key-file=", tls_->key_file));
+      if (!tls_->client_ca_file.empty()) {
+        args.push_back(absl::StrCat("--trusted-ca-file=", tls_->client_ca_file));
+        args.push_back("--client-cert-auth");
+      }
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -87,7 +104,9 @@ class EtcdProcess {
     std::optional<EtcdClient> client;
     for (const absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;) {
       if (!client.has_value() && Log().find("ready to serve client requests", log_start) != std::string::npos) {
-        client.emplace(address(), EtcdClient::Options{.deadline = absl::Seconds(2)});
+        EtcdClient::Options probe = tls_.has_value() ? tls_->probe : EtcdClient::Options{};
+        probe.deadline = absl::Seconds(2);
+        client.emplace(address(), probe);
       }
       if (client.has_value() && client->RangePrefix("/ready-probe").ok()) return true;
       int status = 0;
@@ -120,6 +139,7 @@ class EtcdProcess {
   std::string LogPath() const { return dir_ + "/etcd.log"; }
 
   const int max_txn_ops_;
+  const std::optional<Tls> tls_;
   std::string dir_;
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;
