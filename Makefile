@@ -54,19 +54,19 @@ test-asan: build
 	  ctest --output-on-failure -j $(JOBS) -E 'teaching_checkpoints_(python|cpp)' -LE soak
 
 # ThreadSanitizer checks cxds's own synchronisation (cxds::Mutex is pthread-based) in the unit
-# and concurrency tests. The tests over real gRPC (XdsServerTest, DeltaRestartTest,
-# PipelineServerTest, BadClientsTest, LimitsOverGrpcTest, MtlsTest, TlsCredentialsTest, whose
-# credentials start gRPC's certificate-watcher thread, and EtcdTest, EtcdSourceTest and ReplicasTest, whose etcd
-# watch is a gRPC client stream read on the source's thread) are left out: Debian's gRPC is not
-# instrumented, so TSan cannot see how its completion queues order our reactions and reports
-# gRPC's own inline code (callback_common.h); SotwStreamConcurrencyTest drives the same stream
-# code from threads.
+# and concurrency tests. The tests over real gRPC are left out: XdsServerTest, DeltaRestartTest,
+# PipelineServerTest, BadClientsTest, LimitsOverGrpcTest, MtlsTest, ProxyStatusCliTest,
+# TlsCredentialsTest (its credentials start gRPC's certificate-watcher thread), and EtcdTest,
+# EtcdSourceTest, EtcdTlsTest and ReplicasTest (an etcd watch is a gRPC client stream read on
+# the source's thread). Debian's gRPC is not instrumented, so TSan cannot see how its
+# completion queues order our reactions and reports gRPC's own inline code
+# (callback_common.h); SotwStreamConcurrencyTest drives the same stream code from threads.
 test-tsan: build
 	@test -f $(BUILD)-tsan/build.ninja || cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DCXDS_SANITIZE=thread -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target cxds_tests
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/test/tsan.supp" \
-	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest|PipelineServerTest|BadClientsTest|LimitsOverGrpcTest|MtlsTest|TlsCredentialsTest|EtcdTest|EtcdSourceTest|ReplicasTest)\.'
+	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest|PipelineServerTest|BadClientsTest|LimitsOverGrpcTest|MtlsTest|TlsCredentialsTest|EtcdTest|EtcdSourceTest|EtcdTlsTest|ReplicasTest|ProxyStatusCliTest)\.'
 
 # libFuzzer targets (test/fuzz, docs/fuzzing.md): clang with ASan+UBSan, only the sources the
 # fuzzers reach, the main tree's generated Envoy API library (g++-built; both use libstdc++).
