@@ -14,6 +14,7 @@ packages=(
   python3-grpcio
   etcd-server
   gnuplot-nox
+  systemd curl
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
