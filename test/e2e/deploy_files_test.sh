@@ -5,7 +5,8 @@
 #  - deploy/systemd/cxds.yaml is accepted by `cxds serve --config` (every key known, every value
 #    valid; paths and ports overridden by flags) and the server becomes ready;
 #  - every metric the Grafana dashboard (deploy/grafana/cxds.json) queries is a family that
-#    server exports once a real proxyless gRPC client is connected.
+#    server exports once a real proxyless gRPC client is connected, and every family it exports
+#    is documented in docs/operations.md.
 #   deploy_files_test.sh CXDS SOURCE_DIR WORK BASE_PORT    (ports BASE..BASE+1 on 127.0.0.1)
 set -euo pipefail
 CXDS=$1 SRC=$2 WORK=$3 BASE=$4
@@ -56,4 +57,16 @@ if missing:
     print("FAIL the dashboard queries metrics the server does not export:", missing)
     sys.exit(1)
 print(f"PASS all {len(used)} metrics of the dashboard's {len(dashboard['panels'])} panels are exported")
+PY
+
+# Every metric family the server exports is documented, one line each.
+python3 - "$SRC/docs/operations.md" "$WORK/metrics.txt" <<'PY'
+import re, sys
+documented = set(re.findall(r"^\| `([a-z_]+)` \|", open(sys.argv[1]).read(), re.M))
+families = set(re.findall(r"^# TYPE (\S+) ", open(sys.argv[2]).read(), re.M))
+missing = sorted(families - documented)
+if missing:
+    print("FAIL exported but not in docs/operations.md:", missing)
+    sys.exit(1)
+print(f"PASS all {len(families)} exported metric families are in docs/operations.md")
 PY
