@@ -1,5 +1,7 @@
 #include "server/ack_ledger.h"
 
+#include <algorithm>
+
 namespace cxds {
 
 std::string_view FeedbackKindName(FeedbackKind kind) {
@@ -26,9 +28,41 @@ void AckLedger::SetNode(int64_t stream_id, const std::string& node_id, const std
 }
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
-                           const std::string& version, size_t resources, absl::Time now) {
+                           const std::string& version, size_t resources, absl::Time now, const SentResources& held) {
+  // A SotW response's resources are copied (shared pointers, no bodies) before the lock, and
+  // the type's previous ones are released after it: the lock is shared by every stream.
+  std::vector<ResourcePtr> replaced;
+  if (held.resources != nullptr && !held.incremental) {
+    replaced.assign(held.resources->begin(), held.resources->begin() + static_cast<ptrdiff_t>(std::min(
+                                                                           held.resources->size(), kMaxHeldResources)));
+  }
   MutexLock lock(&mu_);
   TypeEntry& entry = streams_[stream_id].types[type_url];
+  if (held.resources != nullptr && !held.incremental) {
+    entry.held_sotw.swap(replaced);
+    entry.held_delta.clear();  // a stream is one variant; kept apart for clarity
+    entry.held_incremental = false;
+    entry.held_truncated = held.resources->size() > kMaxHeldResources;
+  } else if (held.resources != nullptr) {
+    if (!entry.held_incremental) {
+      entry.held_sotw.clear();
+      entry.held_truncated = false;
+    }
+    entry.held_incremental = true;
+    if (held.removed != nullptr) {
+      for (const std::string& name : *held.removed) entry.held_delta.erase(name);
+    }
+    for (const ResourcePtr& resource : *held.resources) {
+      auto it = entry.held_delta.find(resource->name());
+      if (it != entry.held_delta.end()) {
+        it->second = resource;
+      } else if (entry.held_delta.size() < kMaxHeldResources) {
+        entry.held_delta.emplace(resource->name(), resource);
+      } else {
+        entry.held_truncated = true;
+      }
+    }
+  }
   entry.status.type_url = type_url;
   entry.status.responses_sent++;
   entry.status.sent_version = version;
@@ -99,6 +133,19 @@ void AckLedger::ForgetType(int64_t stream_id, const std::string& type_url) {
 void AckLedger::CloseStream(int64_t stream_id) {
   MutexLock lock(&mu_);
   streams_.erase(stream_id);
+}
+
+std::vector<HeldResources> AckLedger::Held(int64_t stream_id) const {
+  std::vector<HeldResources> out;
+  MutexLock lock(&mu_);
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return out;
+  for (const auto& [type_url, entry] : it->second.types) {
+    HeldResources held{type_url, entry.held_sotw, entry.held_incremental, entry.held_truncated};
+    for (const auto& [name, resource] : entry.held_delta) held.resources.push_back(resource);
+    out.push_back(std::move(held));
+  }
+  return out;
 }
 
 std::vector<StreamSyncStatus> AckLedger::AllStreams() const {

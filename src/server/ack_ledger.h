@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
+#include "protocol/resource.h"
 
 namespace cxds {
 
@@ -68,6 +69,24 @@ struct TypeSyncStatus {
   bool synced() const { return responses_sent > 0 && acked_nonce == sent_nonce; }
 };
 
+// What one response changed in what its client holds (for the client status, CSDS): a SotW
+// response replaces the type's resources with its own; a Delta (incremental) one adds or
+// replaces its resources and drops the names it removed.
+struct SentResources {
+  const std::vector<ResourcePtr>* resources = nullptr;  // null: the response changes nothing held
+  const std::vector<std::string>* removed = nullptr;
+  bool incremental = false;
+};
+
+// What a stream's client holds of one type, as far as the server knows (sent, whatever the
+// client said about it): shared resources, never copies.
+struct HeldResources {
+  std::string type_url;
+  std::vector<ResourcePtr> resources;  // SotW: in the response's order; Delta: by name
+  bool incremental = false;            // from Delta responses (versions are per resource)
+  bool truncated = false;              // more than AckLedger::kMaxHeldResources were held
+};
+
 struct StreamSyncStatus {
   int64_t stream_id = 0;
   std::string node_id;
@@ -84,8 +103,12 @@ class AckLedger {
   void OpenStream(int64_t stream_id, absl::Time now);
   // `identity`: the client's authenticated identity as logs show it (PeerIdentity::Describe).
   void SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity = "none");
+  // How many resources per (stream, type) are kept for the client status; beyond, the rest
+  // are dropped and the type says so (a bound on what a stream can make the ledger hold).
+  static constexpr size_t kMaxHeldResources = 10'000;
+
   void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce, const std::string& version,
-                  size_t resources, absl::Time now);
+                  size_t resources, absl::Time now, const SentResources& held = {});
   // Matches feedback (a request with a non-empty response_nonce) against what was sent.
   // `error_message` is set for a NACK (a request with error_detail).
   FeedbackEvent RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
@@ -96,6 +119,8 @@ class AckLedger {
   void CloseStream(int64_t stream_id);
 
   std::vector<StreamSyncStatus> AllStreams() const;
+  // What the stream's client holds, per type (type URL order); empty for an unknown stream.
+  std::vector<HeldResources> Held(int64_t stream_id) const;
   std::optional<StreamSyncStatus> GetStream(int64_t stream_id) const;
 
  private:
@@ -108,6 +133,12 @@ class AckLedger {
     TypeSyncStatus status;
     std::deque<SentRecord> recent;  // newest last
     uint64_t acked_seq = 0;
+    // What the client holds (SentResources): the newest SotW response's resources, or what
+    // Delta responses sent and did not remove since, by name.
+    std::vector<ResourcePtr> held_sotw;
+    std::map<std::string, ResourcePtr> held_delta;
+    bool held_incremental = false;
+    bool held_truncated = false;
   };
   struct StreamEntry {
     std::string node_id;

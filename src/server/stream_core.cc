@@ -204,8 +204,8 @@ void StreamCore::RecordSent(const OutgoingDeltaResponse& response) {
 }
 
 void StreamCore::RecordSentSummary(const SentSummary& sent) {
-  env_.ledger->RecordSent(stream_id_, sent.type_url, sent.nonce, sent.version, sent.resources.size(),
-                          env_.clock->Now());
+  env_.ledger->RecordSent(stream_id_, sent.type_url, sent.nonce, sent.version, sent.resources.size(), env_.clock->Now(),
+                          SentResources{&sent.resources, sent.removed, sent.delta});
   size_t bytes = 0;
   for (const ResourcePtr& resource : sent.resources) bytes += resource->serialized().size();
   metrics_->Sent(sent.type_url, bytes);

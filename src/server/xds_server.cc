@@ -1,5 +1,7 @@
 #include "server/xds_server.h"
 
+#include "server/csds_service.h"
+
 #include "server/tls_credentials.h"
 
 #include <algorithm>
@@ -255,6 +257,8 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
   impl_->services_.push_back(std::make_unique<RouteService>(impl_.get()));
   impl_->services_.push_back(std::make_unique<EndpointService>(impl_.get()));
   impl_->services_.push_back(std::make_unique<SecretService>(impl_.get()));
+  // CSDS beside xDS, as istiod serves it: what each proxy was sent and what it said of it.
+  impl_->services_.push_back(MakeCsdsService(impl_->ledger_, impl_->options_.authenticator));
   for (auto& service : impl_->services_) builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));

@@ -1,6 +1,8 @@
 // The ACK/NACK ledger (docs/protocol.md): feedback matched by (stream, type, nonce).
 #include "server/ack_ledger.h"
 
+#include "common/strings.h"
+#include "fakes/test_resources.h"
 #include "gtest/gtest.h"
 
 namespace cxds {
@@ -101,6 +103,61 @@ TEST_F(AckLedgerTest, EntriesAreDroppedWithTheStream) {
   EXPECT_FALSE(ledger_.GetStream(3).has_value());
   EXPECT_TRUE(ledger_.AllStreams().empty());
   EXPECT_EQ(Ack(3, "n1", "1").kind, FeedbackKind::kUnmatched);
+}
+
+// Issue 15 (CSDS): what the client holds. A SotW response replaces the type's set; Delta
+// responses add and replace by name and drop what they remove; the set is bounded.
+std::vector<std::string> HeldNames(const AckLedger& ledger, int64_t stream, bool* incremental = nullptr) {
+  std::vector<std::string> names;
+  for (const HeldResources& held : ledger.Held(stream)) {
+    for (const ResourcePtr& resource : held.resources)
+      names.push_back(resource->name() + "@" + resource->content_version().substr(0, 4));
+    if (incremental != nullptr) *incremental = held.incremental;
+  }
+  return names;
+}
+
+TEST_F(AckLedgerTest, SotwResponsesReplaceWhatTheClientHolds) {
+  const std::vector<ResourcePtr> first = {testing::Endpoints("a", {1}), testing::Endpoints("b", {1})};
+  ledger_.RecordSent(3, kEds, "n1", "v1", first.size(), kT0, SentResources{&first});
+  const std::vector<ResourcePtr> second = {testing::Endpoints("b", {2})};
+  ledger_.RecordSent(3, kEds, "n2", "v2", second.size(), kT0, SentResources{&second});
+  bool incremental = true;
+  const std::vector<std::string> held = HeldNames(ledger_, 3, &incremental);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0], "b@" + second[0]->content_version().substr(0, 4));
+  EXPECT_FALSE(incremental);
+  // A heartbeat (no resources given) changes nothing held.
+  ledger_.RecordSent(3, kEds, "n3", "v2", 1, kT0);
+  EXPECT_EQ(HeldNames(ledger_, 3).size(), 1u);
+  EXPECT_TRUE(ledger_.Held(99).empty());
+}
+
+TEST_F(AckLedgerTest, DeltaResponsesAccumulateAndRemoveByName) {
+  const std::vector<ResourcePtr> first = {testing::Endpoints("a", {1}), testing::Endpoints("b", {1})};
+  ledger_.RecordSent(3, kEds, "n1", "", first.size(), kT0, SentResources{&first, nullptr, true});
+  const std::vector<ResourcePtr> second = {testing::Endpoints("c", {1}), testing::Endpoints("b", {2})};
+  const std::vector<std::string> removed = {"a"};
+  ledger_.RecordSent(3, kEds, "n2", "", second.size(), kT0, SentResources{&second, &removed, true});
+  bool incremental = false;
+  EXPECT_EQ(HeldNames(ledger_, 3, &incremental),
+            (std::vector<std::string>{"b@" + second[1]->content_version().substr(0, 4),
+                                      "c@" + second[0]->content_version().substr(0, 4)}));
+  EXPECT_TRUE(incremental);
+}
+
+TEST_F(AckLedgerTest, WhatIsHeldIsBounded) {
+  std::vector<ResourcePtr> many;
+  for (size_t i = 0; i <= AckLedger::kMaxHeldResources; ++i) many.push_back(testing::Endpoints(StrCat("c", i), {1}));
+  ledger_.RecordSent(3, kEds, "n1", "v1", many.size(), kT0, SentResources{&many});
+  std::vector<HeldResources> held = ledger_.Held(3);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].resources.size(), AckLedger::kMaxHeldResources);
+  EXPECT_TRUE(held[0].truncated);
+  ledger_.RecordSent(3, kEds, "n2", "", many.size(), kT0, SentResources{&many, nullptr, true});
+  held = ledger_.Held(3);
+  EXPECT_EQ(held[0].resources.size(), AckLedger::kMaxHeldResources);
+  EXPECT_TRUE(held[0].truncated);
 }
 
 }  // namespace
