@@ -17,6 +17,7 @@
 #include "common/scheduler.h"
 #include "controller/mesh_controller.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/service/status/v3/csds.grpc.pb.h"
 #include "fakes/fake_xds_client.h"
 #include "fakes/test_pki.h"
 #include "fakes/test_resources.h"
@@ -327,6 +328,40 @@ TEST_F(MtlsTest, TheDaemonServesOverMtlsWithTheFlags) {
                    ->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(2))));
   EXPECT_THAT(pki_.Read("serve.log"), HasSubstr("identity=spiffe://cluster.local/ns/team-a/sa/app"));
   ::kill(pid, SIGTERM);
+}
+
+// CSDS on an mTLS port: a caller sees only the proxies of its own namespace, and a caller the
+// authenticator refuses gets nothing.
+TEST_F(MtlsTest, CsdsShowsACallerOnlyTheProxiesOfItsNamespace) {
+  ASSERT_TRUE(pki_.MakeLeaf("team-b", "ca", "URI:spiffe://cluster.local/ns/team-b/sa/app"));
+  const std::string node_b = "sidecar~127.0.0.1~app-1.team-b~team-b.svc.cluster.local";
+  ASSERT_TRUE(cache_.SetSnapshot(node_b, MustSnapshot("1", {StaticCluster("c1")})).ok());
+  std::vector<std::unique_ptr<FakeXdsClient>> proxies;
+  for (const auto& [client, node] : {std::pair<std::string, std::string>{"team-a", kNodeA}, {"team-b", node_b}}) {
+    proxies.push_back(std::make_unique<FakeXdsClient>(Target(), node, FakeXdsClient::Service::kAggregated, kWait,
+                                                      Credentials(client)));
+    proxies.back()->Subscribe(kCds, {});
+    std::optional<DiscoveryResponse> cds = proxies.back()->WaitForResponse(kCds, kWait);
+    ASSERT_TRUE(cds.has_value()) << client;
+    proxies.back()->Ack(*cds);
+  }
+  const auto fetch = [&](const std::string& client, grpc::Status* status) {
+    auto stub = envoy::service::status::v3::ClientStatusDiscoveryService::NewStub(
+        grpc::CreateChannel(Target(), Credentials(client)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    envoy::service::status::v3::ClientStatusResponse response;
+    *status = stub->FetchClientStatus(&context, {}, &response);
+    std::vector<std::string> nodes;
+    for (const auto& config : response.config()) nodes.push_back(config.node().id());
+    return nodes;
+  };
+  grpc::Status status;
+  EXPECT_EQ(fetch("team-a", &status), std::vector<std::string>{kNodeA});
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(fetch("team-b", &status), std::vector<std::string>{node_b});
+  EXPECT_TRUE(fetch("foreign-domain", &status).empty());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
 }  // namespace
