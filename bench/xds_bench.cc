@@ -42,6 +42,7 @@
 #include "pipeline/push_pipeline.h"
 #include "protocol/resource.h"
 #include "protocol/type_url.h"
+#include "server/ack_ledger.h"
 #include "server/response_encoding.h"
 
 namespace cxds {
@@ -475,6 +476,32 @@ void BM_SetSnapshotAllKeys(benchmark::State& state) {
   ReportNotified(state, set, round * static_cast<uint64_t>(nodes));
 }
 
+// What one send costs the ACK/NACK ledger, for the client status (CSDS): a SotW response of
+// `resources` clusters recorded on one of 1,000 streams, with what the client holds (held = 1:
+// the response's resources shared, the previous ones released) or without (held = 0, the
+// baseline: the version and nonce only, as before CSDS).
+void BM_LedgerRecordSent(benchmark::State& state) {
+  const size_t count = static_cast<size_t>(state.range(0));
+  const bool held = state.range(1) != 0;
+  std::vector<ResourcePtr> resources;
+  for (const auto& [name, resource] : MeshView().types().at(std::string(kClusterType))->items) {
+    if (resources.size() == count) break;
+    resources.push_back(resource);
+  }
+  AckLedger ledger;
+  for (int64_t stream = 0; stream < 1000; ++stream) ledger.OpenStream(stream, absl::UnixEpoch());
+  const std::string type(kClusterType);
+  int64_t stream = 0;
+  uint64_t sends = 0;
+  for (auto _ : state) {
+    const std::string nonce = StrCat("n", ++sends);
+    ledger.RecordSent(stream, type, nonce, "v", resources.size(), absl::UnixEpoch(),
+                      held ? SentResources{&resources} : SentResources{});
+    stream = (stream + 1) % 1000;
+  }
+  state.counters["resources"] = benchmark::Counter(static_cast<double>(resources.size()));
+}
+
 // Registered from main (not with BENCHMARK) so that the serialization rows, named after their
 // message, come first and the mesh is generated once, before anything is timed.
 void RegisterBenchmarks() {
@@ -497,6 +524,14 @@ void RegisterBenchmarks() {
         ->Arg(1000)
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("BM_LedgerRecordSent", BM_LedgerRecordSent)
+      ->ArgNames({"resources", "held"})
+      ->Args({10, 0})
+      ->Args({10, 1})
+      ->Args({100, 0})
+      ->Args({100, 1})
+      ->Args({1000, 0})
+      ->Args({1000, 1});
   benchmark::RegisterBenchmark("BM_SnapshotCreate", BM_SnapshotCreate)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_SetSnapshotOneKey", BM_SetSnapshotOneKey)
       ->ArgNames({"watches", "check"})
