@@ -91,6 +91,17 @@ struct ProxyStatusOptions {
 // could not be read (the others are still shown).
 int RunProxyStatus(const ProxyStatusOptions& options, std::ostream& out, std::ostream& err);
 
+struct ProxyConfigOptions {
+  std::string kind = "all";  // clusters, listeners, routes, endpoints or all
+  std::string proxy;
+  std::string admin = "127.0.0.1:15014";
+  std::string output = "short";  // short (tables), json (the admin page) or yaml
+  std::string token_file;
+};
+// `cxds proxy-config`: exit 0, 1 if the proxy is not connected, 2 bad arguments, 3 the admin
+// could not be read.
+int RunProxyConfig(const ProxyConfigOptions& options, std::ostream& out, std::ostream& err);
+
 // Lists what etcd holds under the prefix (of `kind`, if not empty); `values`: the documents too.
 int RunGet(const StoreOptions& options, const std::string& kind, bool values, std::ostream& out, std::ostream& err);
 

@@ -344,6 +344,21 @@ void AdminServer::Routes() {
     }
     json(res, ProxyStatusJson(ProxyStatusRows(sources_.ledger->AllStreams(), RealClock().Now()), push_version));
   });
+  router_->Get("/debug/proxy_config", [this, json](const httplib::Request& req, httplib::Response& res) {
+    const std::string proxy = req.get_param_value("proxy");
+    std::optional<std::string> config =
+        proxy.empty() ? std::nullopt
+                      : ProxyConfigJson(*sources_.ledger, proxy, RealClock().Now(), req.get_param_value("type"));
+    if (!config.has_value()) {
+      res.status = proxy.empty() ? 400 : 404;
+      json(res, StrCat("{\"error\":",
+                       Quote(proxy.empty() ? "give ?proxy=NODE_ID"
+                                           : StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))),
+                       "}"));
+      return;
+    }
+    json(res, *config);
+  });
   router_->Get("/debug/config_source", [this, json](const httplib::Request&, httplib::Response& res) {
     if (sources_.source == nullptr) {
       json(res, "{\"source\":null}");

@@ -9,6 +9,8 @@
 //   /debug/proxy_status        per proxy stream: CDS, LDS, EDS, RDS each SYNCED, NOT SENT, STALE
 //                              (with age) or NACK (with the error), as `cxds proxy-status` shows
 //   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
+//   /debug/proxy_config?proxy=ID  what cxds last sent that proxy (the ledger), per type with
+//                              its state, as `cxds proxy-config` shows
 //   /debug/push_status         the last pushes: version, full or not, reasons, configs,
 //                              proxies pushed, durations
 //   /debug/config_status       input files (etcd: keys): objects accepted, errors

@@ -4,6 +4,7 @@
 
 #include "admin/admin_server.h"
 #include "common/strings.h"
+#include "google/protobuf/util/json_util.h"
 #include "protocol/type_url.h"
 
 #ifndef CXDS_VERSION
@@ -53,6 +54,41 @@ std::string ProxyStatusJson(const std::vector<ProxyStatusRow>& rows, std::string
     out += "}";
   }
   return out + "]}";
+}
+
+std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::string& node_id, absl::Time now,
+                                           const std::string& type_url) {
+  std::optional<StreamSyncStatus> newest;
+  for (StreamSyncStatus& stream : ledger.AllStreams()) {
+    if (stream.node_id == node_id && (!newest.has_value() || stream.stream_id > newest->stream_id)) {
+      newest = std::move(stream);
+    }
+  }
+  if (!newest.has_value()) return std::nullopt;
+  std::string out = StrCat("{\"node\":", AdminJsonQuote(node_id), ",\"stream\":", newest->stream_id, ",\"types\":{");
+  bool first_type = true;
+  google::protobuf::util::JsonPrintOptions options;
+  for (const HeldResources& held : ledger.Held(newest->stream_id)) {
+    const auto status = std::find_if(newest->types.begin(), newest->types.end(),
+                                     [&](const TypeSyncStatus& t) { return t.type_url == held.type_url; });
+    if (status == newest->types.end() || (!type_url.empty() && held.type_url != type_url)) continue;
+    const TypeStatusCell cell = ClassifyType(*status, now);
+    out += StrCat(
+        first_type ? "" : ",", AdminJsonQuote(held.type_url), ":{\"state\":", AdminJsonQuote(TypeStateName(cell.state)),
+        ",\"sent_version\":", AdminJsonQuote(cell.sent_version), ",\"truncated\":", held.truncated, ",\"resources\":[");
+    first_type = false;
+    bool first = true;
+    for (const ResourcePtr& resource : held.resources) {
+      std::string json;
+      if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) json = "null";
+      out += StrCat(first ? "" : ",", "{\"name\":", AdminJsonQuote(resource->name()),
+                    ",\"version\":", AdminJsonQuote(held.incremental ? resource->content_version() : cell.sent_version),
+                    ",\"config\":", json, "}");
+      first = false;
+    }
+    out += "]}";
+  }
+  return out + "}}";
 }
 
 }  // namespace cxds

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +32,13 @@ std::vector<ProxyStatusRow> ProxyStatusRows(const std::vector<StreamSyncStatus>&
 // {"cxds_version":..., "push_version":..., "proxies":[{"node","stream","identity","CDS":{"state",
 // "sent_version","age_ms","error","accepted"},...}]}; strings quoted as valid JSON.
 std::string ProxyStatusJson(const std::vector<ProxyStatusRow>& rows, std::string_view push_version);
+
+// What cxds last sent the proxy `node_id` and the proxy holds, as far as the ledger knows
+// (AckLedger::Held), for `cxds proxy-config`: {"node":..., "stream":N, "types":{TYPE_URL:
+// {"state":..., "sent_version":..., "truncated":bool, "resources":[{"name","version",
+// "config":{the resource as JSON}}]}}}, from the newest stream of that node; nullopt if none.
+// `type_url` non-empty: that type only.
+std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::string& node_id, absl::Time now,
+                                           const std::string& type_url = "");
 
 }  // namespace cxds

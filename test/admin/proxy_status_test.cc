@@ -32,6 +32,7 @@ namespace {
 using envoy::service::discovery::v3::DiscoveryResponse;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using ::testing::Not;
 
 const std::string kCds(kClusterType);
 const std::string kLds(kListenerType);
@@ -169,6 +170,34 @@ TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
       RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " no-such-proxy"));
   EXPECT_EQ(missing_code, 1);
   EXPECT_THAT(missing, HasSubstr("no proxy \"no-such-proxy\" is connected"));
+
+  // proxy-config: what was last sent, per type, with its state.
+  const auto [clusters, clusters_code] =
+      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin.port()));
+  EXPECT_EQ(clusters_code, 0) << clusters;
+  EXPECT_THAT(clusters,
+              MatchesRegex("NAME +TYPE +EDS SERVICE +VERSION +STATE *\n"
+                           "(outbound\\|[0-9]+\\|[a-z0-9]*\\|[a-z0-9.-]+ +EDS +- +[0-9a-f]+ +SYNCED *\n)+"));
+  const auto [endpoints, endpoints_code] =
+      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin.port()));
+  EXPECT_EQ(endpoints_code, 0);
+  EXPECT_THAT(endpoints, MatchesRegex("CLUSTER +ENDPOINTS +VERSION +STATE *\n"
+                                      "outbound\\|8080\\|\\|inventory\\.mesh\\.local +127\\.0\\.0\\.1:18081 "
+                                      "127\\.0\\.0\\.1:18082 +[0-9a-f]+ +NACK *\n"));
+  const auto [listeners, listeners_code] =
+      RunCxds(StrCat("proxy-config listeners ", node, " --admin 127.0.0.1:", admin.port()));
+  EXPECT_THAT(listeners, HasSubstr("STALE"));
+  const auto [routes, routes_code] = RunCxds(StrCat("proxy-config routes ", node, " --admin 127.0.0.1:", admin.port()));
+  EXPECT_THAT(routes, HasSubstr("(nothing sent)"));
+  const auto [raw, raw_code] =
+      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin.port(), " -o json"));
+  EXPECT_EQ(raw_code, 0);
+  EXPECT_THAT(raw, HasSubstr(R"("config":{"clusterName":"outbound|8080||inventory.mesh.local")"));
+  EXPECT_THAT(raw, Not(HasSubstr("Cluster\"")));  // one type only
+  const auto [yaml, yaml_code] =
+      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin.port(), " -o yaml"));
+  EXPECT_THAT(yaml, HasSubstr("\n    state: SYNCED\n"));
+  EXPECT_EQ(RunCxds(StrCat("proxy-config all nobody --admin 127.0.0.1:", admin.port())).second, 1);
 
   // A replica that cannot be reached is named; exit 3.
   const auto [down, down_code] = RunCxds("proxy-status --admin 127.0.0.1:1");
