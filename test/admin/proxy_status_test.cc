@@ -175,9 +175,8 @@ TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
   const auto [clusters, clusters_code] =
       RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin.port()));
   EXPECT_EQ(clusters_code, 0) << clusters;
-  EXPECT_THAT(clusters,
-              MatchesRegex("NAME +TYPE +EDS SERVICE +VERSION +STATE *\n"
-                           "(outbound\\|[0-9]+\\|[a-z0-9]*\\|[a-z0-9.-]+ +EDS +- +[0-9a-f]+ +SYNCED *\n)+"));
+  EXPECT_THAT(clusters, MatchesRegex("NAME +TYPE +EDS SERVICE +VERSION +STATE *\n"
+                                     "(outbound\\|[0-9]+\\|[a-z0-9]*\\|[a-z0-9.-]+ +EDS +- +[0-9a-f]+ +SYNCED *\n)+"));
   const auto [endpoints, endpoints_code] =
       RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin.port()));
   EXPECT_EQ(endpoints_code, 0);
