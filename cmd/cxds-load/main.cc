@@ -165,6 +165,18 @@ Received TotalReceived(const RunStats& stats) {
   return total;
 }
 
+// What reconnected streams received (a restart's or a failover's report), from their stats.
+template <typename Report>
+void TakeReceived(const RunStats& stats, Report& report) {
+  const Received received = TotalReceived(stats);
+  report.responses = received.responses;
+  report.resources = received.resources;
+  report.bytes = received.bytes;
+  report.resource_bytes = received.resource_bytes;
+  report.failed = stats.failed;
+  report.errors = stats.errors;
+}
+
 // True when every change summary accounts for all its proxies: written to, and ACKed or NACKed.
 // Summaries without these fields (the raw baseline's) are settled as they are.
 bool ServerReportsSettled(const std::vector<std::string>& reports) {
@@ -369,13 +381,7 @@ class LoadRun {
     }
     const int64_t settle_until = std::min(deadline_ns_, NowNanos() + absl::ToInt64Nanoseconds(options_.restart_settle));
     while (NowNanos() < settle_until) absl::SleepFor(kPoll);
-    const Received received = TotalReceived(*reconnect_stats_);
-    report.responses = received.responses;
-    report.resources = received.resources;
-    report.bytes = received.bytes;
-    report.resource_bytes = received.resource_bytes;
-    report.failed = reconnect_stats_->failed;
-    report.errors = reconnect_stats_->errors;
+    TakeReceived(*reconnect_stats_, report);
     if (report.failed > 0) problems_.push_back(StrCat("restart: ", report.failed, " reconnected streams failed"));
   }
 
@@ -479,13 +485,7 @@ class LoadRun {
       MaybeProgress("settling");
       absl::SleepFor(kPoll);
     }
-    const Received received = TotalReceived(*reconnect_stats_);
-    report.responses = received.responses;
-    report.resources = received.resources;
-    report.bytes = received.bytes;
-    report.resource_bytes = received.resource_bytes;
-    report.failed = reconnect_stats_->failed;
-    report.errors = reconnect_stats_->errors;
+    TakeReceived(*reconnect_stats_, report);
     report.other_responses = TotalReceived(stats_).responses - others_before;
     if (report.failed > 0) problems_.push_back(StrCat("failover: ", report.failed, " moved streams failed"));
   }
