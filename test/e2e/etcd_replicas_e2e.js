@@ -65,7 +65,9 @@ function cxds(...argv) {
 
 function startEtcd(dataDir) {
   const url = `http://127.0.0.1:${ETCD}`, peer = `http://127.0.0.1:${ETCD_PEER}`;
-  const child = e2e.start('etcd', 'etcd', ['--name=e2e', `--data-dir=${dataDir}`, `--listen-client-urls=${url}`,
+  // setpriv --pdeathsig: etcd dies with this script, even if the script is killed (a ctest
+  // timeout), instead of holding the ports.
+  const child = e2e.start('etcd', 'setpriv', ['--pdeathsig', 'KILL', 'etcd', '--name=e2e', `--data-dir=${dataDir}`, `--listen-client-urls=${url}`,
     `--advertise-client-urls=${url}`, `--listen-peer-urls=${peer}`, `--initial-advertise-peer-urls=${peer}`,
     `--initial-cluster=e2e=${peer}`]);
   // Connections made before etcd serves wait for about ten seconds: wait for it to say so.
@@ -222,7 +224,7 @@ async function main() {
 
 main().catch((err) => {
   console.log(`FAIL ${err.message}`);
-  for (const c of e2e.children) if (c.spawnargs[0].endsWith('cxds') || c.spawnargs[0] === 'etcd') console.log(c.log.split('\n').slice(-40).join('\n'));
+  for (const c of e2e.children) if (c.spawnargs[0].endsWith('cxds') || c.spawnargs.includes('etcd')) console.log(c.log.split('\n').slice(-40).join('\n'));
   e2e.stopAll();
   process.exit(1);
 });

@@ -10,7 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +28,6 @@
 #include "config/etcd_client.h"
 #include "fakes/loopback_port.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
 
 namespace cxds::testing {
 
@@ -88,12 +86,24 @@ class EtcdProcess {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawnp(&pid_, "etcd", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    // fork + exec rather than posix_spawn, to ask for SIGKILL when the test process dies (a
+    // crash or a ctest timeout): an orphaned etcd would hold its ports and data directory.
+    const int log_fd = open(LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {
+      // Only async-signal-safe calls until exec.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // the parent died before prctl
+      if (log_fd >= 0) {
+        dup2(log_fd, 1);
+        dup2(log_fd, 2);
+      }
+      execvp("etcd", argv.data());
+      _exit(127);
+    }
+    if (log_fd >= 0) close(log_fd);
+    const int rc = pid_ > 0 ? 0 : -1;
     if (rc != 0) {
       pid_ = 0;
       return false;

@@ -9,11 +9,12 @@ set -euo pipefail
 LOAD=$1 CXDS=$2 WORK=$3 BASE=$4
 rm -rf "$WORK" && mkdir -p "$WORK"
 etcd_url=http://127.0.0.1:$BASE peer_url=http://127.0.0.1:$((BASE + 1))
-timeout -s KILL 170 etcd --name=load --data-dir="$WORK/etcd" --listen-client-urls="$etcd_url" \
+# setpriv --pdeathsig: etcd dies with this script even if the script is killed (a ctest timeout).
+setpriv --pdeathsig KILL etcd --name=load --data-dir="$WORK/etcd" --listen-client-urls="$etcd_url" \
   --advertise-client-urls="$etcd_url" --listen-peer-urls="$peer_url" \
   --initial-advertise-peer-urls="$peer_url" --initial-cluster=load="$peer_url" >"$WORK/etcd.log" 2>&1 &
 etcd_pid=$!
-trap 'pkill -9 -P $etcd_pid 2>/dev/null; kill -9 $etcd_pid 2>/dev/null || true' EXIT
+trap 'kill -9 $etcd_pid 2>/dev/null || true' EXIT
 # A connection made while etcd starts waits about ten seconds: wait until it says it serves.
 for _ in $(seq 1 200); do
   grep -q "ready to serve client requests" "$WORK/etcd.log" && break
