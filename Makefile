@@ -55,7 +55,7 @@ test-asan: build
 
 # ThreadSanitizer checks cxds's own synchronisation (cxds::Mutex is pthread-based) in the unit
 # and concurrency tests. The tests over real gRPC are left out: XdsServerTest, DeltaRestartTest,
-# PipelineServerTest, BadClientsTest, LimitsOverGrpcTest, MtlsTest, ProxyStatusCliTest, CsdsTest,
+# PipelineServerTest, BadClientsTest, LimitsOverGrpcTest, MtlsTest, ProxyStatusCliTest, ProxyConfigCliTest, CsdsTest,
 # TlsCredentialsTest (its credentials start gRPC's certificate-watcher thread), and EtcdTest,
 # EtcdSourceTest, EtcdTlsTest and ReplicasTest (an etcd watch is a gRPC client stream read on
 # the source's thread). Debian's gRPC is not instrumented, so TSan cannot see how its
@@ -66,7 +66,7 @@ test-tsan: build
 	  -DCXDS_SANITIZE=thread -DCXDS_BUILD_BENCHMARKS=OFF -DCXDS_PREBUILT_API_DIR=$(CURDIR)/$(BUILD)/api
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target cxds_tests
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/test/tsan.supp" \
-	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest|PipelineServerTest|BadClientsTest|LimitsOverGrpcTest|MtlsTest|TlsCredentialsTest|EtcdTest|EtcdSourceTest|EtcdTlsTest|ReplicasTest|ProxyStatusCliTest|CsdsTest)\.'
+	  ctest --output-on-failure -j $(JOBS) -L unit -E '^(XdsServerTest|DeltaRestartTest|PipelineServerTest|BadClientsTest|LimitsOverGrpcTest|MtlsTest|TlsCredentialsTest|EtcdTest|EtcdSourceTest|EtcdTlsTest|ReplicasTest|ProxyStatusCliTest|ProxyConfigCliTest|CsdsTest)\.'
 
 # libFuzzer targets (test/fuzz, docs/fuzzing.md): clang with ASan+UBSan, only the sources the
 # fuzzers reach, the main tree's generated Envoy API library (g++-built; both use libstdc++).

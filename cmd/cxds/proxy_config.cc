@@ -8,9 +8,9 @@
 #include <ostream>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "admin/admin_server.h"
 #include "common/strings.h"
+#include "cxds/admin_client.h"
 #include "cxds/commands.h"
 #include "httplib.h"
 #include "protocol/type_url.h"
@@ -84,8 +84,8 @@ void PrintShort(const std::string& kind, const YAML::Node& type, std::ostream& o
     const std::string name = Scalar(At(resource, {"name"}));
     const std::string version = Scalar(At(resource, {"version"})).substr(0, 16);
     if (kind == "clusters") {
-      rows.push_back(
-          {name, Scalar(config["type"], "EDS"), Scalar(config["edsClusterConfig"]["serviceName"]), version, state});
+      rows.push_back({name, Scalar(At(config, {"type"}), "EDS"),
+                      Scalar(At(config, {"edsClusterConfig", "serviceName"})), version, state});
     } else if (kind == "listeners") {
       const YAML::Node socket = At(config, {"address", "socketAddress"});
       // An API listener (proxyless gRPC) names its route configuration in its HCM.
@@ -105,14 +105,14 @@ void PrintShort(const std::string& kind, const YAML::Node& type, std::ostream& o
       rows.push_back({name, std::to_string(hosts), shown.empty() ? "-" : shown, version, state});
     } else {
       std::string endpoints;
-      for (const YAML::Node& locality : config["endpoints"]) {
-        for (const YAML::Node& lb : locality["lbEndpoints"]) {
-          const YAML::Node socket = lb["endpoint"]["address"]["socketAddress"];
-          endpoints +=
-              StrCat(endpoints.empty() ? "" : " ", Scalar(socket["address"]), ":", Scalar(socket["portValue"]));
+      for (const YAML::Node& locality : At(config, {"endpoints"})) {
+        for (const YAML::Node& lb : At(locality, {"lbEndpoints"})) {
+          const YAML::Node socket = At(lb, {"endpoint", "address", "socketAddress"});
+          endpoints += StrCat(endpoints.empty() ? "" : " ", Scalar(At(socket, {"address"})), ":",
+                              Scalar(At(socket, {"portValue"})));
         }
       }
-      rows.push_back({Scalar(config["clusterName"], name), endpoints.empty() ? "-" : endpoints, version, state});
+      rows.push_back({Scalar(At(config, {"clusterName"}), name), endpoints.empty() ? "-" : endpoints, version, state});
     }
   }
   PrintRows(rows, out);
@@ -126,27 +126,16 @@ int RunProxyConfig(const ProxyConfigOptions& options, std::ostream& out, std::os
     err << "error: " << token.status().message() << "\n";
     return 2;
   }
-  const size_t colon = options.admin.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(options.admin.substr(colon + 1), &port)) {
-    err << "error: --admin \"" << options.admin << "\" is not HOST:PORT\n";
-    return 2;
-  }
-  httplib::Client client(options.admin.substr(0, colon), port);
-  client.set_connection_timeout(3, 0);
-  client.set_read_timeout(10, 0);
-  httplib::Headers headers;
-  if (!token->empty()) headers.emplace("Authorization", StrCat("Bearer ", *token));
   // JSON is the page itself, narrowed to one type by the server when one is asked for.
   const std::string type = options.kind == "all" ? "" : std::string(kTypes.at(options.kind));
-  httplib::Result result =
-      client.Get(StrCat("/debug/proxy_config?proxy=", httplib::detail::encode_query_param(options.proxy),
-                        type.empty() ? "" : StrCat("&type=", httplib::detail::encode_query_param(type))),
-                 headers);
-  if (!result) {
-    err << "error: " << options.admin << ": cannot read /debug/proxy_config (" << httplib::to_string(result.error())
-        << ")\n";
-    return 3;
+  absl::StatusOr<AdminReply> result =
+      AdminGet(options.admin,
+               StrCat("/debug/proxy_config?proxy=", httplib::detail::encode_query_param(options.proxy),
+                      type.empty() ? "" : StrCat("&type=", httplib::detail::encode_query_param(type))),
+               *token);
+  if (!result.ok()) {
+    err << "error: " << result.status().message() << "\n";
+    return result.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 3;
   }
   if (result->status == 404) {
     err << "error: no proxy \"" << options.proxy << "\" is connected to " << options.admin << "\n";

@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <ostream>
 
-#include "absl/strings/numbers.h"
 #include "admin/admin_server.h"
 #include "common/strings.h"
+#include "cxds/admin_client.h"
 #include "cxds/commands.h"
-#include "httplib.h"
 #include "yaml-cpp/yaml.h"
 
 namespace cxds {
@@ -34,25 +33,12 @@ struct Row {
 constexpr const char* kTypes[] = {"CDS", "LDS", "EDS", "RDS"};
 
 absl::StatusOr<std::string> Fetch(const std::string& admin, const std::string& token) {
-  const size_t colon = admin.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(admin.substr(colon + 1), &port) || port <= 0 || port > 65535) {
-    return absl::InvalidArgumentError(StrCat("--admin \"", admin, "\" is not HOST:PORT"));
+  absl::StatusOr<AdminReply> reply = AdminGet(admin, "/debug/proxy_status", token);
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 200) {
+    return absl::UnavailableError(StrCat(admin, ": HTTP ", reply->status, " for /debug/proxy_status"));
   }
-  httplib::Client client(admin.substr(0, colon), port);
-  client.set_connection_timeout(3, 0);
-  client.set_read_timeout(10, 0);
-  httplib::Headers headers;
-  if (!token.empty()) headers.emplace("Authorization", StrCat("Bearer ", token));
-  httplib::Result result = client.Get("/debug/proxy_status", headers);
-  if (!result) {
-    return absl::UnavailableError(
-        StrCat(admin, ": cannot read /debug/proxy_status (", httplib::to_string(result.error()), ")"));
-  }
-  if (result->status != 200) {
-    return absl::UnavailableError(StrCat(admin, ": HTTP ", result->status, " for /debug/proxy_status"));
-  }
-  return result->body;
+  return std::move(reply->body);
 }
 
 // The page is JSON, which YAML reads; anything unexpected is an error naming the replica.

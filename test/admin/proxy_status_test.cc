@@ -9,10 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "admin/admin_server.h"
+#include "cache/snapshot_cache.h"
 #include "common/scheduler.h"
 #include "config/config_source.h"
 #include "controller/mesh_controller.h"
 #include "fakes/fake_xds_client.h"
+#include "fakes/test_resources.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/convergence_tracker.h"
@@ -203,6 +205,36 @@ TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
   EXPECT_EQ(down_code, 3);
   EXPECT_THAT(down, HasSubstr("127.0.0.1:1"));
   admin.Stop();
+}
+
+// proxy-config reads whatever the ledger holds: a STATIC cluster (no EDS service) and a type
+// with fields absent are shown with "-", not refused as a malformed page.
+TEST(ProxyConfigCliTest, ResourcesWithoutOptionalFieldsAreShown) {
+  SnapshotCache cache;
+  ASSERT_TRUE(cache.SetSnapshot("static-proxy", testing::MustSnapshot("v1", {testing::StaticCluster("s1")})).ok());
+  XdsServer xds(cache, XdsServer::Options{});
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  MetricsRegistry metrics;
+  ConvergenceTracker tracker;
+  AdminServer admin({&metrics, &xds.ledger(), nullptr, nullptr, &tracker, nullptr});
+  ASSERT_TRUE(admin.Start("127.0.0.1", 0).ok());
+  testing::FakeXdsClient client(StrCat("127.0.0.1:", port), "static-proxy");
+  client.Subscribe(kCds, {});
+  std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, absl::Seconds(10));
+  ASSERT_TRUE(cds.has_value());
+  client.Ack(*cds);
+  std::pair<std::string, int> shown;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;) {
+    shown = RunCxds(StrCat("proxy-config clusters static-proxy --admin 127.0.0.1:", admin.port()));
+    if (shown.first.find("SYNCED") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(shown.second, 0) << shown.first;
+  EXPECT_THAT(shown.first, MatchesRegex("NAME +TYPE +EDS SERVICE +VERSION +STATE *\ns1 +STATIC +- +v1 +SYNCED *\n"));
+  admin.Stop();
+  server->get()->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 }  // namespace
