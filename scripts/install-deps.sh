@@ -15,6 +15,7 @@ packages=(
   etcd-server
   gnuplot-nox
   systemd curl
+  chromium
 )
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -30,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ ! -d node_modules/@grpc/grpc-js-xds ] || [ ! -d node_modules/etcd3/proto ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ ! -d node_modules/@grpc/grpc-js-xds ] || [ ! -d node_modules/etcd3/proto ] || [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "install-deps: npm ci (pinned in package-lock.json)"
   npm ci --no-audit --no-fund
 fi

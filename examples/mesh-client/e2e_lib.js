@@ -36,9 +36,9 @@ class E2e {
     return ok;
   }
 
-  get(p) {
+  get(p, headers) {
     return new Promise((resolve) => {
-      http.get({ host: '127.0.0.1', port: this.admin, path: p, timeout: 5000 }, (res) => {
+      http.get({ host: '127.0.0.1', port: this.admin, path: p, timeout: 5000, headers }, (res) => {
         let body = '';
         res.on('data', (d) => { body += d; });
         res.on('end', () => resolve({ status: res.statusCode, body }));

@@ -1,6 +1,7 @@
 #include "admin/admin_server.h"
 
 #include "admin/proxy_status.h"
+#include "admin/status_page.h"
 
 #include <arpa/inet.h>
 #include <malloc.h>
@@ -287,6 +288,14 @@ void AdminServer::Routes() {
   const auto json = [](httplib::Response& res, const std::string& body) {
     res.set_content(body + "\n", "application/json");
   };
+  router_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    const std::string_view page = StatusPageHtml();
+    res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+    // The page runs only its own inline script and reads only this server.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+  });
   router_->Get("/healthz",
                [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   router_->Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
@@ -425,7 +434,8 @@ void AdminServer::Routes() {
   // Every request passes here first (httplib has one pre-routing handler): the bearer token,
   // then /debug/changes/ID.
   router_->set_pre_routing_handler([this, json](const httplib::Request& req, httplib::Response& res) {
-    const bool open_path = req.path == "/healthz" || req.path == "/ready";
+    // "/" is the status page: static, no data in it; its script sends the token for the rest.
+    const bool open_path = req.path == "/healthz" || req.path == "/ready" || req.path == "/";
     if (!sources_.bearer_token.empty() && !open_path &&
         !TokenMatches(req.get_header_value("Authorization"), sources_.bearer_token)) {
       res.status = 401;

@@ -1,5 +1,8 @@
 // The admin HTTP server of `cxds serve` (cpp-httplib), on a loopback address:
 //
+//   /                          the web status page (admin/status_page.h): proxies, last changes
+//                              as timelines, convergence histogram, a proxy's config on click;
+//                              served without the bearer token (it holds no data)
 //   /healthz                   200 while the process runs
 //   /ready                     200 once the first full load is translated, else 503
 //   /metrics                   Prometheus text (istiod's metric names where they mean the same),

@@ -252,6 +252,26 @@ TEST_F(AdminServerTest, MetricsReportResidentMemoryAndHeapInUse) {
 #endif
 }
 
+// Issue 15: the status page is served at "/" from the binary, as HTML that runs only its own
+// script against this server, and it reads the pages it names.
+TEST_F(AdminServerTest, StatusPageIsServedAtTheRootWithAStrictContentSecurityPolicy) {
+  StartAdmin(AdminLimits{});
+  const Reply reply = Get(port_, "/");
+  ASSERT_EQ(reply.status, 200) << reply.text;
+  EXPECT_THAT(reply.text, HasSubstr("Content-Type: text/html; charset=utf-8"));
+  EXPECT_THAT(reply.text, HasSubstr("Content-Security-Policy: default-src 'none';"));
+  EXPECT_THAT(reply.text, HasSubstr("connect-src 'self'"));
+  EXPECT_THAT(reply.text, HasSubstr("<title>cxds status</title>"));
+  EXPECT_THAT(reply.text, HasSubstr("</html>"));  // the whole file, not a prefix
+  // Every page the script reads exists on this server (a renamed page would leave it blank).
+  for (const char* page : {"/debug/proxy_status", "/debug/change_summaries", "/debug/config_source", "/metrics"}) {
+    EXPECT_THAT(reply.text, HasSubstr(std::string("'") + page)) << page;
+    EXPECT_EQ(Get(port_, page).status, 200) << page;
+  }
+  // No untrusted value is ever parsed as HTML by the page.
+  EXPECT_THAT(reply.text, Not(HasSubstr("innerHTML")));
+}
+
 TEST_F(AdminServerTest, ConnectionsOverTheLimitAreRefusedWith503AtOnce) {
   AdminLimits limits;
   limits.max_connections = 4;
@@ -429,7 +449,8 @@ TEST_F(AdminServerTest, ASecondServerOnTheSamePortFailsNamingHostAndPort) {
   EXPECT_THAT(std::string(refused.message()), HasSubstr(absl::StrCat("127.0.0.1:", held)));
 }
 
-// Issue 13: with a bearer token, every page but /healthz and /ready needs it.
+// Issue 13: with a bearer token, every page but /healthz, /ready and the status page (static,
+// no data; its script sends the token) needs it.
 TEST_F(AdminServerTest, WithATokenEveryPageButHealthAndReadinessRequiresIt) {
   AdminSources sources{&metrics_, &ledger_, pipeline_.get(), nullptr, &tracker_, [this] { return ready_.load(); }};
   sources.bearer_token = "s3cret-token";
@@ -438,7 +459,9 @@ TEST_F(AdminServerTest, WithATokenEveryPageButHealthAndReadinessRequiresIt) {
   port_ = admin_->port();
   EXPECT_EQ(Get(port_, "/healthz").status, 200);
   EXPECT_EQ(Get(port_, "/ready").status, 200);
-  for (const std::string path : {"/metrics", "/debug/syncz", "/debug/config_dump?proxy=x", "/debug/changes"}) {
+  EXPECT_EQ(Get(port_, "/").status, 200);
+  for (const std::string path : {"/metrics", "/debug/syncz", "/debug/config_dump?proxy=x", "/debug/changes",
+                                 "/debug/proxy_status", "/debug/proxy_config?proxy=x", "/index.html"}) {
     const Reply refused = Get(port_, path);
     EXPECT_EQ(refused.status, 401) << path;
     EXPECT_THAT(refused.text, HasSubstr("WWW-Authenticate: Bearer")) << path;
