@@ -152,7 +152,8 @@ int Main(int argc, char** argv) {
   cxds::ProxyStatusOptions proxy_status;
   CLI::App* proxy_status_cmd = app.add_subcommand(
       "proxy-status", "Each proxy's CDS/LDS/EDS/RDS: SYNCED, NOT SENT, STALE or NACK, from the replicas' admin");
-  proxy_status_cmd->add_option("proxy", proxy_status.proxy, "only this node id");
+  proxy_status_cmd->add_option("proxy", proxy_status.proxy,
+                               "only this node id, with what it was sent against what it would be sent now");
   // One address per --admin (repeat it per replica), so that a PROXY after it stays positional.
   proxy_status_cmd->add_option("--admin", proxy_status.admins, "admin address of a replica (repeat per replica)")
       ->allow_extra_args(false)

@@ -368,6 +368,25 @@ void AdminServer::Routes() {
     }
     json(res, *config);
   });
+  router_->Get("/debug/proxy_diff", [this, json](const httplib::Request& req, httplib::Response& res) {
+    const std::string proxy = req.get_param_value("proxy");
+    std::string error;
+    if (proxy.empty()) {
+      res.status = 400;
+      error = "give ?proxy=NODE_ID";
+    } else if (sources_.pipeline == nullptr) {
+      res.status = 404;
+      error = "this server generates nothing (a snapshot cache serves it): nothing to compare with";
+    } else if (std::optional<std::string> diff =
+                   ProxyDiffJson(*sources_.ledger, *sources_.pipeline, proxy, RealClock().Now())) {
+      json(res, *diff);
+      return;
+    } else {
+      res.status = 404;
+      error = StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes));
+    }
+    json(res, StrCat("{\"error\":", Quote(error), "}"));
+  });
   router_->Get("/debug/config_source", [this, json](const httplib::Request&, httplib::Response& res) {
     if (sources_.source == nullptr) {
       json(res, "{\"source\":null}");

@@ -14,6 +14,8 @@
 //   /debug/config_dump?proxy=ID  what that proxy is served now, as JSON
 //   /debug/proxy_config?proxy=ID  what cxds last sent that proxy (the ledger), per type with
 //                              its state, as `cxds proxy-config` shows
+//   /debug/proxy_diff?proxy=ID  per type, what that proxy was last sent against what it would be
+//                              sent now, with a diff per changed resource (`cxds proxy-status ID`)
 //   /debug/push_status         the last pushes: version, full or not, reasons, configs,
 //                              proxies pushed, durations
 //   /debug/config_status       input files (etcd: keys): objects accepted, errors

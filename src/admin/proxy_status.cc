@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "admin/admin_server.h"
+#include "common/line_diff.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "protocol/type_url.h"
@@ -15,6 +16,31 @@ namespace cxds {
 namespace {
 
 constexpr std::array<std::string_view, 4> kTypeUrls = {kClusterType, kListenerType, kEndpointType, kRouteType};
+
+// The newest stream of `node_id` in the ledger, if any.
+std::optional<StreamSyncStatus> NewestStream(const AckLedger& ledger, const std::string& node_id) {
+  std::optional<StreamSyncStatus> newest;
+  for (StreamSyncStatus& stream : ledger.AllStreams()) {
+    if (stream.node_id == node_id && (!newest.has_value() || stream.stream_id > newest->stream_id)) {
+      newest = std::move(stream);
+    }
+  }
+  return newest;
+}
+
+std::string PrettyJson(const ResourcePtr& resource) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) return "(not printable)";
+  return json;
+}
+
+std::string NameList(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += StrCat(i ? "," : "", AdminJsonQuote(names[i]));
+  return out + "]";
+}
 
 }  // namespace
 
@@ -58,12 +84,7 @@ std::string ProxyStatusJson(const std::vector<ProxyStatusRow>& rows, std::string
 
 std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::string& node_id, absl::Time now,
                                            const std::string& type_url) {
-  std::optional<StreamSyncStatus> newest;
-  for (StreamSyncStatus& stream : ledger.AllStreams()) {
-    if (stream.node_id == node_id && (!newest.has_value() || stream.stream_id > newest->stream_id)) {
-      newest = std::move(stream);
-    }
-  }
+  std::optional<StreamSyncStatus> newest = NewestStream(ledger, node_id);
   if (!newest.has_value()) return std::nullopt;
   std::string out = StrCat("{\"node\":", AdminJsonQuote(node_id), ",\"stream\":", newest->stream_id, ",\"types\":{");
   bool first_type = true;
@@ -87,6 +108,69 @@ std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::s
       first = false;
     }
     out += "]}";
+  }
+  return out + "}}";
+}
+
+std::optional<std::string> ProxyDiffJson(const AckLedger& ledger, PushPipeline& pipeline, const std::string& node_id,
+                                         absl::Time now) {
+  std::optional<StreamSyncStatus> newest = NewestStream(ledger, node_id);
+  if (!newest.has_value()) return std::nullopt;
+  std::optional<std::map<std::string, PushPipeline::RegeneratedType>> regenerated = pipeline.RegenerateView(node_id);
+  if (!regenerated.has_value()) return std::nullopt;
+
+  struct Side {
+    std::map<std::string, ResourcePtr> sent;
+    const PushPipeline::RegeneratedType* now = nullptr;
+    std::optional<TypeStatusCell> cell;
+    bool truncated = false;
+  };
+  std::map<std::string, Side> types;
+  for (const HeldResources& held : ledger.Held(newest->stream_id)) {
+    Side& side = types[held.type_url];
+    for (const ResourcePtr& resource : held.resources) side.sent[resource->name()] = resource;
+    side.truncated = held.truncated;
+  }
+  for (const TypeSyncStatus& status : newest->types) types[status.type_url].cell = ClassifyType(status, now);
+  for (const auto& [type_url, type] : *regenerated) types[type_url].now = &type;
+
+  std::string out = StrCat("{\"node\":", AdminJsonQuote(node_id), ",\"stream\":", newest->stream_id, ",\"types\":{");
+  bool first_type = true;
+  static const PushPipeline::RegeneratedType kNothing;
+  for (const auto& [type_url, side] : types) {
+    const PushPipeline::RegeneratedType& now_type = side.now != nullptr ? *side.now : kNothing;
+    std::vector<std::string> only_sent;
+    std::vector<std::string> only_now;
+    std::vector<std::string> changed;
+    for (const auto& [name, resource] : side.sent) {
+      auto it = now_type.resources.find(name);
+      if (it == now_type.resources.end()) {
+        only_sent.push_back(name);
+      } else if (it->second->serialized() != resource->serialized()) {
+        changed.push_back(name);
+      }
+    }
+    for (const auto& [name, resource] : now_type.resources) {
+      if (!side.sent.contains(name)) only_now.push_back(name);
+    }
+    const bool match = only_sent.empty() && only_now.empty() && changed.empty() && now_type.error.empty();
+    std::string diffs = "[";
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const std::string& name = changed[i];
+      const std::string diff = i < kMaxDiffedResources ? UnifiedLineDiff(PrettyJson(side.sent.at(name)),
+                                                                         PrettyJson(now_type.resources.at(name)),
+                                                                         StrCat("sent ", name), StrCat("now ", name))
+                                                       : "";
+      diffs += StrCat(i ? "," : "", "{\"name\":", AdminJsonQuote(name), ",\"diff\":", AdminJsonQuote(diff), "}");
+    }
+    const TypeStatusCell cell = side.cell.value_or(TypeStatusCell{});
+    out += StrCat(first_type ? "" : ",", AdminJsonQuote(type_url), ":{\"match\":", match,
+                  ",\"state\":", AdminJsonQuote(side.cell.has_value() ? TypeStateName(cell.state) : "NOT SENT"),
+                  ",\"sent_version\":", AdminJsonQuote(cell.sent_version), ",\"sent\":", side.sent.size(),
+                  ",\"now\":", now_type.resources.size(), ",\"only_sent\":", NameList(only_sent),
+                  ",\"only_now\":", NameList(only_now), ",\"changed\":", diffs, "],\"truncated\":", side.truncated,
+                  ",\"error\":", AdminJsonQuote(now_type.error), "}");
+    first_type = false;
   }
   return out + "}}";
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "pipeline/push_pipeline.h"
 #include "server/ack_ledger.h"
 #include "server/sync_state.h"
 
@@ -40,5 +41,16 @@ std::string ProxyStatusJson(const std::vector<ProxyStatusRow>& rows, std::string
 // `type_url` non-empty: that type only.
 std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::string& node_id, absl::Time now,
                                            const std::string& type_url = "");
+
+// For `cxds proxy-status PROXY`: per type, what the proxy's newest stream was last sent (the
+// ledger) against what it would be sent now (PushPipeline::RegenerateView):
+// {"node", "stream", "types":{TYPE_URL:{"match":bool, "state", "sent_version", "sent":N,
+// "now":N, "only_sent":[names], "only_now":[names], "changed":[{"name", "diff"}], "truncated",
+// "error"}}}. Resources are equal when their serialized bytes are; "diff" is a unified diff of
+// the two as JSON (bounded: common/line_diff.h), for at most kMaxDiffedResources per type.
+// nullopt if the proxy is not connected.
+inline constexpr size_t kMaxDiffedResources = 20;
+std::optional<std::string> ProxyDiffJson(const AckLedger& ledger, PushPipeline& pipeline, const std::string& node_id,
+                                         absl::Time now);
 
 }  // namespace cxds

@@ -258,18 +258,61 @@ std::vector<PushPipeline::PushRecord> PushPipeline::RecentPushes() const {
   return {history_.begin(), history_.end()};
 }
 
-SnapshotPtr PushPipeline::ProxyView(const std::string& node_id) {
-  std::shared_ptr<WatchCore> found;
-  {
-    MutexLock lock(&mu_);
-    for (const auto& [id, core] : watches_) {
-      if (core->proxy().id == node_id) {
-        found = core;
-        break;
-      }
-    }
+std::shared_ptr<PushPipeline::WatchCore> PushPipeline::FindWatch(const std::string& node_id) const {
+  MutexLock lock(&mu_);
+  for (const auto& [id, core] : watches_) {
+    if (core->proxy().id == node_id) return core;
   }
+  return nullptr;
+}
+
+SnapshotPtr PushPipeline::ProxyView(const std::string& node_id) {
+  std::shared_ptr<WatchCore> found = FindWatch(node_id);
   return found != nullptr ? found->CurrentSnapshot() : nullptr;
+}
+
+std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline::RegenerateView(
+    const std::string& node_id) {
+  std::shared_ptr<WatchCore> core = FindWatch(node_id);
+  const std::shared_ptr<const PushContext> current = context();
+  if (core == nullptr || current == nullptr) return std::nullopt;
+  std::map<std::string, WatchedResources> interest;
+  std::map<std::string, std::map<std::string, ResourcePtr>> view;  // for incremental results
+  {
+    MutexLock lock(&core->mu_);
+    interest = core->interest_;
+    for (const auto& [type_url, type_view] : core->view_) view[type_url] = type_view.items;
+  }
+  // A forced full request: every generator answers for everything the proxy watches.
+  PushRequest request;
+  request.full = true;
+  request.forced = true;
+  request.context = current;
+  GeneratorEnv env{*current, cache_};
+  std::map<std::string, RegeneratedType> out;
+  for (const auto& [type_url, watched] : interest) {
+    const std::optional<GeneratorEntry> generator = FindGenerator(type_url);
+    if (!generator.has_value()) continue;
+    RegeneratedType& type = out[type_url];
+    absl::StatusOr<std::optional<GeneratedResources>> generated =
+        generator->generator->Generate(core->proxy(), watched, request, env);
+    if (!generated.ok()) {
+      type.error = std::string(generated.status().message());
+      continue;
+    }
+    if (!generated->has_value()) {
+      type.resources = view[type_url];  // nothing to send for it now: what it has stays
+      continue;
+    }
+    if ((*generated)->incremental) {
+      type.resources = view[type_url];
+      for (const std::string& name : (*generated)->removed) type.resources.erase(name);
+    }
+    for (ResourcePtr& resource : (*generated)->resources) type.resources[resource->name()] = std::move(resource);
+    // Generators may produce more than was asked for (the stream sends only what is subscribed).
+    std::erase_if(type.resources, [&](const auto& entry) { return !watched.Wants(entry.first); });
+  }
+  return out;
 }
 
 size_t PushPipeline::watches() const {

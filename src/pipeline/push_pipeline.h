@@ -111,6 +111,15 @@ class PushPipeline final : public ConfigWatcher {
   std::vector<PushRecord> RecentPushes() const;
   // What the proxy with node id `node_id` is served now (its first stream's view), or null.
   SnapshotPtr ProxyView(const std::string& node_id);
+  // What the proxy `node_id` (its first stream) would be sent now: each type it subscribes to,
+  // generated afresh from the current PushContext (through the shared resource cache) for its
+  // current subscriptions, without changing its view or anything its stream does. For
+  // `cxds proxy-status PROXY`: sent vs now. nullopt if no such proxy or no context yet.
+  struct RegeneratedType {
+    std::map<std::string, ResourcePtr> resources;  // by name
+    std::string error;                             // the generator's error; then `resources` is empty
+  };
+  std::optional<std::map<std::string, RegeneratedType>> RegenerateView(const std::string& node_id);
 
   std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
                                      absl::AnyInvocable<void(const ConfigChange&)> on_change) override;
@@ -126,6 +135,8 @@ class PushPipeline final : public ConfigWatcher {
     Histogram* push_time = nullptr;  // null without metrics
   };
   std::optional<GeneratorEntry> FindGenerator(const std::string& type_url) const;
+  // The first watch of the proxy `node_id`, or null.
+  std::shared_ptr<WatchCore> FindWatch(const std::string& node_id) const;
   // Generates `types` for one proxy and applies the results to its view; returns the changes.
   ConfigChange Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
 

@@ -45,8 +45,10 @@ void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const
     entry.held_truncated = held.resources->size() > kMaxHeldResources;
   } else if (held.resources != nullptr) {
     if (!entry.held_incremental) {
+      // A SotW response of only what the client lacked (EDS, RDS) after a full one: what the
+      // full one carried is still held.
+      for (ResourcePtr& resource : entry.held_sotw) entry.held_delta.emplace(resource->name(), std::move(resource));
       entry.held_sotw.clear();
-      entry.held_truncated = false;
     }
     entry.held_incremental = true;
     if (held.removed != nullptr) {

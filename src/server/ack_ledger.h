@@ -70,8 +70,9 @@ struct TypeSyncStatus {
 };
 
 // What one response changed in what its client holds (for the client status, CSDS): a SotW
-// response replaces the type's resources with its own; a Delta (incremental) one adds or
-// replaces its resources and drops the names it removed.
+// response replaces the type's resources with its own; an incremental one (Delta, or a SotW
+// response of a type like EDS that carried only what the client lacked) adds or replaces its
+// resources and drops the names it removed.
 struct SentResources {
   const std::vector<ResourcePtr>* resources = nullptr;  // null: the response changes nothing held
   const std::vector<std::string>* removed = nullptr;

@@ -20,6 +20,9 @@ struct OutgoingResponse {
   bool wrap_ttl = false;
   // A TTL heartbeat: the wrapped resources carry no body (only name, version and TTL).
   bool heartbeat = false;
+  // Only the resources the client lacked, of a type whose responses need not repeat the others
+  // (not Listener or Cluster): the client keeps what it held (for the ledger's held resources).
+  bool partial = false;
 };
 
 // One Delta response, before encoding.

@@ -202,6 +202,7 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
   };
 
   std::vector<ResourcePtr> to_send;
+  bool partial = false;  // to_send is not all of covered
   if (IsFullStateType(type_url)) {
     // Full state: the response always lists everything subscribed; decide only whether one is
     // needed. A resource that disappeared needs one too (it is deleted by omission).
@@ -229,6 +230,7 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
       for (ResourcePtr& resource : covered) {
         if (client_lacks(resource)) to_send.push_back(std::move(resource));
       }
+      partial = to_send.size() < covered.size();
     }
     if (to_send.empty() && state.heartbeat_due) {
       state.heartbeat_due = false;
@@ -262,6 +264,7 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
   response.version = version;
   response.nonce = StrCat(version, "-", stream_id_, "-", ++nonce_seq_);
   response.resources = std::move(to_send);
+  response.partial = partial;
   return response;
 }
 

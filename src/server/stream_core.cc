@@ -31,6 +31,7 @@ struct StreamCore::SentSummary {
   const std::vector<std::string>* removed = nullptr;  // Delta only
   size_t heartbeats = 0;                              // Delta: names whose TTL is renewed
   bool delta = false;
+  bool partial = false;  // SotW: only what the client lacked (OutgoingResponse::partial)
 };
 
 struct StreamCore::Event {
@@ -195,7 +196,8 @@ void StreamCore::RecordSent(const OutgoingResponse& response) {
                response.type_url, response.version, response.nonce, response.resources.size());
     return;
   }
-  RecordSentSummary(SentSummary{response.type_url, response.version, response.nonce, response.resources});
+  RecordSentSummary(SentSummary{response.type_url, response.version, response.nonce, response.resources, nullptr, 0,
+                                /*delta=*/false, response.partial});
 }
 
 void StreamCore::RecordSent(const OutgoingDeltaResponse& response) {
@@ -205,7 +207,7 @@ void StreamCore::RecordSent(const OutgoingDeltaResponse& response) {
 
 void StreamCore::RecordSentSummary(const SentSummary& sent) {
   env_.ledger->RecordSent(stream_id_, sent.type_url, sent.nonce, sent.version, sent.resources.size(), env_.clock->Now(),
-                          SentResources{&sent.resources, sent.removed, sent.delta});
+                          SentResources{&sent.resources, sent.removed, sent.delta || sent.partial});
   size_t bytes = 0;
   for (const ResourcePtr& resource : sent.resources) bytes += resource->serialized().size();
   metrics_->Sent(sent.type_url, bytes);

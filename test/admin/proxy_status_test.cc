@@ -121,21 +121,34 @@ std::pair<std::string, int> RunCxds(const std::string& args) {
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
-TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
-  RealScheduler scheduler;
-  MeshController controller({}, std::make_unique<ExampleMeshSource>(), scheduler);
-  ASSERT_TRUE(controller.Start().ok());
-  XdsServer xds(controller.pipeline(), XdsServer::Options{});
-  int port = 0;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds.Start("127.0.0.1:0", &port);
-  ASSERT_TRUE(server.ok()) << server.status();
-  MetricsRegistry metrics;
-  ConvergenceTracker tracker;
-  AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker, nullptr});
-  ASSERT_TRUE(admin.Start("127.0.0.1", 0).ok());
+// cxds serving the example mesh over real gRPC, with its admin server.
+class ProxyStatusCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(controller_.Start().ok());
+    absl::StatusOr<std::unique_ptr<grpc::Server>> server = xds_.Start("127.0.0.1:0", &port_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_TRUE(admin_.Start("127.0.0.1", 0).ok());
+  }
+  void TearDown() override {
+    admin_.Stop();
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
 
+  RealScheduler scheduler_;
+  MeshController controller_{{}, std::make_unique<ExampleMeshSource>(), scheduler_};
+  XdsServer xds_{controller_.pipeline(), XdsServer::Options{}};
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  MetricsRegistry metrics_;
+  ConvergenceTracker tracker_;
+  AdminServer admin_{{&metrics_, &xds_.ledger(), &controller_.pipeline(), &controller_.store(), &tracker_, nullptr}};
+};
+
+TEST_F(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
   const std::string node = "sidecar~127.0.0.1~app-1.default~default.svc.cluster.local";
-  testing::FakeXdsClient client(StrCat("127.0.0.1:", port), node);
+  testing::FakeXdsClient client(StrCat("127.0.0.1:", port_), node);
   client.Subscribe(kCds, {});
   std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, absl::Seconds(10));
   ASSERT_TRUE(cds.has_value());
@@ -148,12 +161,12 @@ TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
   client.Nack(*eds, "endpoint port 18081 refused\nmore detail");
   // Wait until the server has recorded the NACK (the CLI reads what the ledger says).
   for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;) {
-    const auto [json, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " -o json"));
+    const auto [json, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin_.port(), " -o json"));
     if (json.find("\"EDS\":{\"state\":\"NACK\"") != std::string::npos) break;
     absl::SleepFor(absl::Milliseconds(50));
   }
 
-  const auto [table, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port()));
+  const auto [table, code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin_.port()));
   EXPECT_EQ(code, 0) << table;
   // Not a terminal: no colour codes.
   EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
@@ -163,48 +176,116 @@ TEST(ProxyStatusCliTest, ShowsWhatEachProxyAcceptedNotWhatWasPushed) {
                            "127\\.0\\.0\\.1:[0-9]+ +SYNCED +STALE \\([0-9]+s\\) +"
                            "NACK: endpoint port 18081 refused +NOT SENT +none +[0-9a-f]+ \\(cxds [0-9.]+\\) *\n"));
 
-  const auto [json, json_code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " -o json ", node));
+  const auto [json, json_code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin_.port(), " -o json ", node));
   EXPECT_EQ(json_code, 0);
   EXPECT_THAT(json, HasSubstr(R"("CDS":{"state":"SYNCED")"));
   EXPECT_THAT(json, HasSubstr(R"("EDS":{"state":"NACK","age_ms":0,"error":"endpoint port 18081 refused"})"));
 
   const auto [missing, missing_code] =
-      RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin.port(), " no-such-proxy"));
+      RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin_.port(), " no-such-proxy"));
   EXPECT_EQ(missing_code, 1);
   EXPECT_THAT(missing, HasSubstr("no proxy \"no-such-proxy\" is connected"));
 
   // proxy-config: what was last sent, per type, with its state.
   const auto [clusters, clusters_code] =
-      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin.port()));
+      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin_.port()));
   EXPECT_EQ(clusters_code, 0) << clusters;
   EXPECT_THAT(clusters, MatchesRegex("NAME +TYPE +EDS SERVICE +VERSION +STATE *\n"
                                      "(outbound\\|[0-9]+\\|[a-z0-9]*\\|[a-z0-9.-]+ +EDS +- +[0-9a-f]+ +SYNCED *\n)+"));
   const auto [endpoints, endpoints_code] =
-      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin.port()));
+      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin_.port()));
   EXPECT_EQ(endpoints_code, 0);
   EXPECT_THAT(endpoints, MatchesRegex("CLUSTER +ENDPOINTS +VERSION +STATE *\n"
                                       "outbound\\|8080\\|\\|inventory\\.mesh\\.local +127\\.0\\.0\\.1:18081 "
                                       "127\\.0\\.0\\.1:18082 +[0-9a-f]+ +NACK *\n"));
   const auto [listeners, listeners_code] =
-      RunCxds(StrCat("proxy-config listeners ", node, " --admin 127.0.0.1:", admin.port()));
+      RunCxds(StrCat("proxy-config listeners ", node, " --admin 127.0.0.1:", admin_.port()));
   EXPECT_THAT(listeners, HasSubstr("STALE"));
-  const auto [routes, routes_code] = RunCxds(StrCat("proxy-config routes ", node, " --admin 127.0.0.1:", admin.port()));
+  const auto [routes, routes_code] =
+      RunCxds(StrCat("proxy-config routes ", node, " --admin 127.0.0.1:", admin_.port()));
   EXPECT_THAT(routes, HasSubstr("(nothing sent)"));
   const auto [raw, raw_code] =
-      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin.port(), " -o json"));
+      RunCxds(StrCat("proxy-config endpoints ", node, " --admin 127.0.0.1:", admin_.port(), " -o json"));
   EXPECT_EQ(raw_code, 0);
   EXPECT_THAT(raw, HasSubstr(R"("config":{"clusterName":"outbound|8080||inventory.mesh.local")"));
   EXPECT_THAT(raw, Not(HasSubstr("Cluster\"")));  // one type only
   const auto [yaml, yaml_code] =
-      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin.port(), " -o yaml"));
+      RunCxds(StrCat("proxy-config clusters ", node, " --admin 127.0.0.1:", admin_.port(), " -o yaml"));
   EXPECT_THAT(yaml, HasSubstr("\n    state: SYNCED\n"));
-  EXPECT_EQ(RunCxds(StrCat("proxy-config all nobody --admin 127.0.0.1:", admin.port())).second, 1);
+  EXPECT_EQ(RunCxds(StrCat("proxy-config all nobody --admin 127.0.0.1:", admin_.port())).second, 1);
 
   // A replica that cannot be reached is named; exit 3.
   const auto [down, down_code] = RunCxds("proxy-status --admin 127.0.0.1:1");
   EXPECT_EQ(down_code, 3);
   EXPECT_THAT(down, HasSubstr("127.0.0.1:1"));
-  admin.Stop();
+}
+
+// Issue 15: `cxds proxy-status PROXY` compares what the proxy was sent (the ledger) with what
+// its replica would send it now (generated afresh from the current push context). A proxy
+// that ACKed everything matches; a ledger that says it was sent an older cluster, a cluster
+// that no longer exists and not one that does, is shown as istioctl does, with a diff.
+TEST_F(ProxyStatusCliTest, AProxyIsComparedWithWhatItWouldBeSentNow) {
+  const std::string node = "sidecar~127.0.0.1~app-2.default~default.svc.cluster.local";
+  testing::FakeXdsClient client(StrCat("127.0.0.1:", port_), node);
+  client.Subscribe(kCds, {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"});
+  std::optional<DiscoveryResponse> cds = client.WaitForResponse(kCds, absl::Seconds(10));
+  ASSERT_TRUE(cds.has_value());
+  ASSERT_EQ(cds->resources_size(), 2);
+  client.Ack(*cds);
+  client.Subscribe(kEds, {"outbound|8080||inventory.mesh.local"});
+  std::optional<DiscoveryResponse> eds = client.WaitForResponse(kEds, absl::Seconds(10));
+  ASSERT_TRUE(eds.has_value());
+  client.Ack(*eds);
+  std::pair<std::string, int> shown;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;) {
+    shown = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", admin_.port(), " ", node));
+    if (shown.first.find("Endpoints Match") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(shown.second, 0) << shown.first;
+  EXPECT_THAT(shown.first, HasSubstr(StrCat(node, " on 127.0.0.1:", admin_.port(), " (stream ")));
+  // Named, as gRPC asks: what would be sent is what is subscribed (2 of the 4 clusters), not
+  // everything generated for the proxy.
+  EXPECT_THAT(shown.first, HasSubstr("\nClusters Match (2 resources, SYNCED)\n"));
+  EXPECT_THAT(shown.first, HasSubstr("\nEndpoints Match (1 resources, SYNCED)\n"));
+  EXPECT_THAT(shown.first, Not(HasSubstr("Don't Match")));
+
+  // A ledger that disagrees with what would be sent now: the first cluster as it was with a
+  // longer connect timeout, one that is gone, and none of the others.
+  std::vector<ResourcePtr> clusters;
+  for (const HeldResources& held : xds_.ledger().Held(xds_.ledger().AllStreams().front().stream_id)) {
+    if (held.type_url == kCds) clusters = held.resources;
+  }
+  ASSERT_GE(clusters.size(), 2u);
+  envoy::config::cluster::v3::Cluster older;
+  older.CopyFrom(clusters[0]->message());
+  older.mutable_connect_timeout()->set_seconds(older.connect_timeout().seconds() + 7);
+  const std::vector<ResourcePtr> sent = {testing::MustResource(older),
+                                         testing::StaticCluster("outbound|9999||gone.local")};
+  AckLedger stale;
+  stale.OpenStream(41, absl::Now());
+  stale.SetNode(41, node);
+  stale.RecordSent(41, kCds, "n1", "v-old", sent.size(), absl::Now(), SentResources{&sent});
+  AdminServer stale_admin({&metrics_, &stale, &controller_.pipeline(), &controller_.store(), &tracker_, nullptr});
+  ASSERT_TRUE(stale_admin.Start("127.0.0.1", 0).ok());
+  const auto [diff, diff_code] = RunCxds(StrCat("proxy-status --admin 127.0.0.1:", stale_admin.port(), " ", node));
+  EXPECT_EQ(diff_code, 0) << diff;
+  EXPECT_THAT(diff,
+              HasSubstr(StrCat("Clusters Don't Match (STALE; sent 2 resources, would send ", clusters.size(), ")")));
+  EXPECT_THAT(diff, HasSubstr("  - outbound|9999||gone.local (sent, gone now)\n"));
+  EXPECT_THAT(diff, HasSubstr(StrCat("  + ", clusters[1]->name(), " (new, not sent)\n")));
+  EXPECT_THAT(diff, HasSubstr(StrCat("  ~ ", clusters[0]->name(), " (changed)\n    --- sent ", clusters[0]->name())));
+  EXPECT_THAT(diff, MatchesRegex(StrCat("(.|\n)*\n    - *\"connectTimeout\": \"", older.connect_timeout().seconds(),
+                                        "s\",?\n    \\+ *\"connectTimeout\": \"", older.connect_timeout().seconds() - 7,
+                                        "s\",?\n(.|\n)*")));
+  // Endpoints were subscribed to and never sent in this ledger.
+  EXPECT_THAT(diff, HasSubstr("Endpoints Don't Match (NOT SENT; sent 0 resources, would send 1)"));
+  const auto [json, json_code] =
+      RunCxds(StrCat("proxy-status -o json --admin 127.0.0.1:", stale_admin.port(), " ", node));
+  EXPECT_EQ(json_code, 0);
+  EXPECT_THAT(json, HasSubstr(R"("only_sent":["outbound|9999||gone.local"])"));
+  EXPECT_THAT(json, HasSubstr(R"("match":false)"));
+  stale_admin.Stop();
 }
 
 // proxy-config reads whatever the ledger holds: a STATIC cluster (no EDS service) and a type

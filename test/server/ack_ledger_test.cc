@@ -133,6 +133,21 @@ TEST_F(AckLedgerTest, SotwResponsesReplaceWhatTheClientHolds) {
   EXPECT_TRUE(ledger_.Held(99).empty());
 }
 
+// A SotW EDS response may carry only the ClusterLoadAssignment that changed (the client keeps
+// the others): what the full response before it carried is still held.
+TEST_F(AckLedgerTest, APartialSotwResponseKeepsWhatTheFullOneBeforeItCarried) {
+  const std::vector<ResourcePtr> full = {testing::Endpoints("a", {1}), testing::Endpoints("b", {1})};
+  ledger_.RecordSent(3, kEds, "n1", "v1", full.size(), kT0, SentResources{&full});
+  const std::vector<ResourcePtr> changed = {testing::Endpoints("b", {2})};
+  ledger_.RecordSent(3, kEds, "n2", "v2", changed.size(), kT0, SentResources{&changed, nullptr, true});
+  EXPECT_EQ(HeldNames(ledger_, 3), (std::vector<std::string>{"a@" + full[0]->content_version().substr(0, 4),
+                                                             "b@" + changed[0]->content_version().substr(0, 4)}));
+  // The next full response replaces the set again.
+  const std::vector<ResourcePtr> again = {testing::Endpoints("c", {1})};
+  ledger_.RecordSent(3, kEds, "n3", "v3", again.size(), kT0, SentResources{&again});
+  EXPECT_EQ(HeldNames(ledger_, 3), (std::vector<std::string>{"c@" + again[0]->content_version().substr(0, 4)}));
+}
+
 TEST_F(AckLedgerTest, DeltaResponsesAccumulateAndRemoveByName) {
   const std::vector<ResourcePtr> first = {testing::Endpoints("a", {1}), testing::Endpoints("b", {1})};
   ledger_.RecordSent(3, kEds, "n1", "", first.size(), kT0, SentResources{&first, nullptr, true});
