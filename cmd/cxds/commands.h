@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/heap_release.h"
 #include "config/dir_source.h"
 #include "config/etcd_source.h"
 #include "config/yaml_loader.h"
@@ -52,8 +53,9 @@ struct ServeOptions {
   MeshController::Options controller;
   DirectorySource::Options source;  // limits.max_file_bytes is set from the controller's
   XdsServer::Options server;
-  XdsSecurityOptions security;   // no files: plaintext (logged at start)
-  std::string admin_token_file;  // bearer token for the admin pages (needed off loopback)
+  XdsSecurityOptions security;      // no files: plaintext (logged at start)
+  std::string admin_token_file;     // bearer token for the admin pages (needed off loopback)
+  HeapReleaseOptions heap_release;  // interval 0: never trim
 };
 
 // The daemon: serves the mesh config under `config_dir` until SIGINT/SIGTERM.

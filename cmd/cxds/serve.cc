@@ -10,6 +10,18 @@
 #include "grpcpp/server.h"
 
 namespace cxds {
+namespace {
+
+void ExportHeapRelease(const HeapReleaser::Stats& stats, MetricsRegistry& metrics) {
+  metrics.GetGauge("cxds_heap_trims", "Times freed heap kept by the allocator was given back to the system.")
+      .Set(static_cast<double>(stats.trims));
+  metrics
+      .GetGauge("cxds_heap_released_bytes",
+                "Resident memory given back to the system by those trims (bytes, summed; --heap-release-interval).")
+      .Set(static_cast<double>(stats.released_bytes));
+}
+
+}  // namespace
 
 namespace {
 
@@ -50,6 +62,12 @@ int RunServe(const ServeOptions& options) {
 
   MetricsRegistry metrics;
   ConvergenceTracker tracker;
+  // Its own thread: a trim holds the allocator's locks for a while (common/heap_release.h).
+  RealScheduler heap_scheduler;
+  std::unique_ptr<HeapReleaser> heap_releaser;
+  if (options.heap_release.interval > absl::ZeroDuration()) {
+    heap_releaser = std::make_unique<HeapReleaser>(heap_scheduler, options.heap_release);
+  }
   RealScheduler pipeline_scheduler;
   RealScheduler config_scheduler;  // slow file systems never delay the debounce timers
   absl::StatusOr<std::unique_ptr<ConfigSource>> source = MakeSource(options, config_scheduler);
@@ -91,9 +109,10 @@ int RunServe(const ServeOptions& options) {
   if (!grpc_server.ok()) return fail(1, grpc_server.status());
   AdminServer admin({&metrics, &xds.ledger(), &controller.pipeline(), &controller.store(), &tracker,
                      [&controller] { return controller.ready(); }, *admin_token,
-                     [&options](MetricsRegistry& m) {
+                     [&options, &heap_releaser](MetricsRegistry& m) {
                        if (!options.security.files.cert_file.empty())
                          ExportCertificateExpiry(options.security.files.cert_file, m);
+                       if (heap_releaser != nullptr) ExportHeapRelease(heap_releaser->stats(), m);
                      },
                      &controller.source()});
   if (absl::Status status = admin.Start(options.admin_address); !status.ok()) {

@@ -35,9 +35,10 @@ class PushPipeline::WatchCore {
     notify_mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(notify_mu_) { return notifying_ == 0; });
   }
 
+  // One immutable map per type, shared with the snapshots the stream was given: a change
+  // makes a new one (copy on write), so the view is held once, not once here and once frozen.
   struct TypeView {
-    std::map<std::string, ResourcePtr> items;
-    Snapshot::TypeResourcesPtr frozen;  // what Current() serves; rebuilt after a change
+    Snapshot::TypeResourcesPtr current;  // never null once the type is viewed
   };
 
   // The view as a Snapshot (rebuilt only after a change).
@@ -61,19 +62,10 @@ class PushPipeline::WatchCore {
 };
 
 namespace {
-// A version derived from a type's content (names and content versions), so equal views get
-// equal versions in every process.
-std::string ViewVersion(const std::map<std::string, ResourcePtr>& items) {
-  std::string bytes;
-  for (const auto& [name, resource] : items) {
-    bytes += name;
-    bytes += '\0';
-    bytes += resource->content_version();
-    bytes += '\n';
-  }
-  return ContentHash(bytes).substr(0, 16);
+const std::map<std::string, ResourcePtr>& NoItems() {
+  static const auto* const kEmpty = new std::map<std::string, ResourcePtr>();
+  return *kEmpty;
 }
-
 std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
   std::sort(types.begin(), types.end(), [](const std::string& a, const std::string& b) {
     const int ra = PushOrderRank(a);
@@ -88,18 +80,7 @@ SnapshotPtr PushPipeline::WatchCore::CurrentSnapshot() {
   MutexLock lock(&mu_);
   if (snapshot_stale_) {
     std::map<std::string, Snapshot::TypeResourcesPtr> types;
-    for (auto& [type_url, view] : view_) {
-      if (view.frozen == nullptr) {
-        auto frozen = std::make_shared<Snapshot::TypeResources>();
-        frozen->items = view.items;
-        frozen->version = ViewVersion(view.items);
-        // Versions are per resource here: SotW sends a client only what it lacks
-        // (an endpoint change sends that one ClusterLoadAssignment).
-        frozen->version_covers_all = false;
-        view.frozen = std::move(frozen);
-      }
-      types[type_url] = view.frozen;
-    }
+    for (auto& [type_url, view] : view_) types[type_url] = view.current;
     absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
     snapshot_ = snapshot.ok() ? *snapshot : nullptr;
     snapshot_stale_ = false;
@@ -141,16 +122,13 @@ class PipelineWatch final : public ConfigWatcher::Watch {
       if (!wildcard && !IsFullStateType(type_url)) {
         // Forget what is no longer wanted, so the view stays the size of the interest.
         auto view = core_->view_.find(type_url);
-        if (view != core_->view_.end()) {
-          for (auto item = view->second.items.begin(); item != view->second.items.end();) {
-            if (!names.contains(item->first)) {
-              item = view->second.items.erase(item);
-              view->second.frozen = nullptr;
-              core_->snapshot_stale_ = true;
-            } else {
-              ++item;
-            }
-          }
+        if (view != core_->view_.end() && view->second.current != nullptr &&
+            std::any_of(view->second.current->items.begin(), view->second.current->items.end(),
+                        [&](const auto& item) { return !names.contains(item.first); })) {
+          std::map<std::string, ResourcePtr> kept = view->second.current->items;
+          std::erase_if(kept, [&](const auto& item) { return !names.contains(item.first); });
+          view->second.current = pipeline_->views_.Intern(type_url, std::move(kept));
+          core_->snapshot_stale_ = true;
         }
       }
       if (!first && added.empty()) return;
@@ -281,7 +259,9 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
   {
     MutexLock lock(&core->mu_);
     interest = core->interest_;
-    for (const auto& [type_url, type_view] : core->view_) view[type_url] = type_view.items;
+    for (const auto& [type_url, type_view] : core->view_) {
+      if (type_view.current != nullptr) view[type_url] = type_view.current->items;
+    }
   }
   // A forced full request: every generator answers for everything the proxy watches.
   PushRequest request;
@@ -310,7 +290,8 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
     }
     for (ResourcePtr& resource : (*generated)->resources) type.resources[resource->name()] = std::move(resource);
     // Generators may produce more than was asked for (the stream sends only what is subscribed).
-    std::erase_if(type.resources, [&](const auto& entry) { return !watched.Wants(entry.first); });
+    const WatchedResources& wants = watched;  // clang 14 cannot capture a structured binding
+    std::erase_if(type.resources, [&wants](const auto& entry) { return !wants.Wants(entry.first); });
   }
   return out;
 }
@@ -472,32 +453,38 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
     auto names = std::make_shared<std::vector<std::string>>();
     MutexLock lock(&core.mu_);
     WatchCore::TypeView& view = core.view_[type_url];
-    const bool existed = view.frozen != nullptr || !view.items.empty();
+    const bool existed = view.current != nullptr;
+    const std::map<std::string, ResourcePtr>& old_items = existed ? view.current->items : NoItems();
     if (!result.incremental) {
-      std::map<std::string, ResourcePtr> next;
-      for (ResourcePtr& resource : result.resources) next[resource->name()] = std::move(resource);
-      for (const auto& [name, old] : view.items) {
-        auto it = next.find(name);
-        if (it == next.end() || it->second->content_version() != old->content_version()) names->push_back(name);
+      std::map<std::string, ResourcePtr> all;
+      for (ResourcePtr& resource : result.resources) all[resource->name()] = std::move(resource);
+      for (const auto& [name, old] : old_items) {
+        auto it = all.find(name);
+        if (it == all.end() || it->second->content_version() != old->content_version()) names->push_back(name);
       }
-      for (const auto& [name, resource] : next) {
-        if (!view.items.contains(name)) names->push_back(name);
+      for (const auto& [name, resource] : all) {
+        if (!old_items.contains(name)) names->push_back(name);
       }
-      view.items = std::move(next);
+      if (!names->empty() || !existed) view.current = views_.Intern(type_url, std::move(all));
     } else {
+      // Copy on write through the interner: proxies given the same change share the result.
+      std::map<std::string, ResourcePtr> changed;  // by name; null: removed
       for (ResourcePtr& resource : result.resources) {
-        auto it = view.items.find(resource->name());
-        if (it == view.items.end() || it->second->content_version() != resource->content_version()) {
-          names->push_back(resource->name());
-          view.items[resource->name()] = std::move(resource);
+        auto it = old_items.find(resource->name());
+        if (it == old_items.end() || it->second->content_version() != resource->content_version()) {
+          changed[resource->name()] = std::move(resource);
         }
       }
       for (const std::string& name : result.removed) {
-        if (view.items.erase(name) > 0) names->push_back(name);
+        if (old_items.contains(name) && !changed.contains(name)) changed[name] = nullptr;
+      }
+      for (const auto& [name, resource] : changed) names->push_back(name);
+      if (!changed.empty() || !existed) {
+        view.current =
+            views_.InternPatched(type_url, view.current, ViewInterner::Patch(changed.begin(), changed.end()));
       }
     }
     if (!names->empty() || !existed) {
-      view.frozen = nullptr;
       core.snapshot_stale_ = true;
       std::sort(names->begin(), names->end());
       names->erase(std::unique(names->begin(), names->end()), names->end());

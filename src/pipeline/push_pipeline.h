@@ -37,6 +37,7 @@
 #include "pipeline/generator.h"
 #include "pipeline/push_context.h"
 #include "pipeline/resource_cache.h"
+#include "pipeline/view_interner.h"
 #include "push/push_observer.h"
 
 namespace cxds {
@@ -144,6 +145,7 @@ class PushPipeline final : public ConfigWatcher {
   Options options_;
   Clock& clock_;
   ResourceCache cache_;
+  ViewInterner views_;  // proxies' equal views held once
   Debouncer debouncer_;
 
   mutable Mutex mu_;

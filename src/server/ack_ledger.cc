@@ -29,40 +29,82 @@ void AckLedger::SetNode(int64_t stream_id, const std::string& node_id, const std
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
                            const std::string& version, size_t resources, absl::Time now, const SentResources& held) {
-  // A SotW response's resources are copied (shared pointers, no bodies) before the lock, and
-  // the type's previous ones are released after it: the lock is shared by every stream.
+  // A response's resources are copied (shared pointers, no bodies) and sorted before the lock,
+  // and what they replace is released after it: the lock is shared by every stream.
+  const auto by_name = [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); };
   std::vector<ResourcePtr> replaced;
+  std::vector<ResourcePtr> incoming;
+  std::vector<std::string> removed;
   if (held.resources != nullptr && !held.incremental) {
     replaced.assign(held.resources->begin(), held.resources->begin() + static_cast<ptrdiff_t>(std::min(
                                                                            held.resources->size(), kMaxHeldResources)));
+  } else if (held.resources != nullptr) {
+    incoming = *held.resources;
+    std::stable_sort(incoming.begin(), incoming.end(), by_name);
+    if (held.removed != nullptr) removed = *held.removed;
+    std::sort(removed.begin(), removed.end());
   }
   MutexLock lock(&mu_);
   TypeEntry& entry = streams_[stream_id].types[type_url];
   if (held.resources != nullptr && !held.incremental) {
     entry.held_sotw.swap(replaced);
-    entry.held_delta.clear();  // a stream is one variant; kept apart for clarity
+    entry.held_delta.swap(incoming);  // a stream is one variant; kept apart for clarity
     entry.held_incremental = false;
     entry.held_truncated = held.resources->size() > kMaxHeldResources;
   } else if (held.resources != nullptr) {
     if (!entry.held_incremental) {
       // A SotW response of only what the client lacked (EDS, RDS) after a full one: what the
       // full one carried is still held.
-      for (ResourcePtr& resource : entry.held_sotw) entry.held_delta.emplace(resource->name(), std::move(resource));
+      entry.held_delta.swap(entry.held_sotw);
+      std::sort(entry.held_delta.begin(), entry.held_delta.end(), by_name);
       entry.held_sotw.clear();
     }
     entry.held_incremental = true;
-    if (held.removed != nullptr) {
-      for (const std::string& name : *held.removed) entry.held_delta.erase(name);
-    }
-    for (const ResourcePtr& resource : *held.resources) {
-      auto it = entry.held_delta.find(resource->name());
-      if (it != entry.held_delta.end()) {
-        it->second = resource;
-      } else if (entry.held_delta.size() < kMaxHeldResources) {
-        entry.held_delta.emplace(resource->name(), resource);
-      } else {
-        entry.held_truncated = true;
+    if (incoming.size() + removed.size() <= kInPlaceUpdates) {
+      // A few changes (an endpoint update): in place, moving pointers, not copying them all.
+      for (const std::string& name : removed) {
+        auto it = std::lower_bound(entry.held_delta.begin(), entry.held_delta.end(), name,
+                                   [](const ResourcePtr& r, const std::string& n) { return r->name() < n; });
+        if (it != entry.held_delta.end() && (*it)->name() == name) entry.held_delta.erase(it);
       }
+      for (ResourcePtr& resource : incoming) {
+        auto it = std::lower_bound(entry.held_delta.begin(), entry.held_delta.end(), resource, by_name);
+        if (it != entry.held_delta.end() && (*it)->name() == resource->name()) {
+          it->swap(resource);  // the old one is released after the lock
+        } else if (entry.held_delta.size() < kMaxHeldResources) {
+          entry.held_delta.insert(it, std::move(resource));
+        } else {
+          entry.held_truncated = true;
+        }
+      }
+    } else {
+      // Many: one merge of what was held with the response (its resources win), less what it
+      // removed.
+      const auto gone = [&](const ResourcePtr& r) {
+        return std::binary_search(removed.begin(), removed.end(), r->name());
+      };
+      replaced.reserve(std::min(kMaxHeldResources, entry.held_delta.size() + incoming.size()));
+      auto held_it = entry.held_delta.begin();
+      auto in_it = incoming.begin();
+      while (held_it != entry.held_delta.end() || in_it != incoming.end()) {
+        const bool take_incoming =
+            held_it == entry.held_delta.end() || (in_it != incoming.end() && (*in_it)->name() <= (*held_it)->name());
+        ResourcePtr next;
+        if (take_incoming) {
+          if (held_it != entry.held_delta.end() && (*held_it)->name() == (*in_it)->name()) ++held_it;  // replaced
+          next = *in_it++;
+          while (in_it != incoming.end() && (*in_it)->name() == next->name()) next = *in_it++;  // the last wins
+        } else {
+          next = *held_it++;
+          if (gone(next)) continue;
+        }
+        if (replaced.size() < kMaxHeldResources) {
+          replaced.push_back(std::move(next));
+        } else {
+          entry.held_truncated = true;
+        }
+      }
+      entry.held_delta.swap(replaced);
     }
   }
   entry.status.type_url = type_url;
@@ -144,7 +186,7 @@ std::vector<HeldResources> AckLedger::Held(int64_t stream_id) const {
   if (it == streams_.end()) return out;
   for (const auto& [type_url, entry] : it->second.types) {
     HeldResources held{type_url, entry.held_sotw, entry.held_incremental, entry.held_truncated};
-    for (const auto& [name, resource] : entry.held_delta) held.resources.push_back(resource);
+    held.resources.insert(held.resources.end(), entry.held_delta.begin(), entry.held_delta.end());
     out.push_back(std::move(held));
   }
   return out;

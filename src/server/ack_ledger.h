@@ -107,6 +107,9 @@ class AckLedger {
   // How many resources per (stream, type) are kept for the client status; beyond, the rest
   // are dropped and the type says so (a bound on what a stream can make the ledger hold).
   static constexpr size_t kMaxHeldResources = 10'000;
+  // An incremental response of at most this many changes updates what is held in place; a
+  // larger one is merged in one pass.
+  static constexpr size_t kInPlaceUpdates = 64;
 
   void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce, const std::string& version,
                   size_t resources, absl::Time now, const SentResources& held = {});
@@ -137,7 +140,7 @@ class AckLedger {
     // What the client holds (SentResources): the newest SotW response's resources, or what
     // Delta responses sent and did not remove since, by name.
     std::vector<ResourcePtr> held_sotw;
-    std::map<std::string, ResourcePtr> held_delta;
+    std::vector<ResourcePtr> held_delta;  // sorted by name: 16 bytes a resource, not a map node
     bool held_incremental = false;
     bool held_truncated = false;
   };

@@ -78,13 +78,13 @@ std::vector<ResourcePtr> DeltaStream::HeldTtlResources(const std::string& type_u
   std::vector<ResourcePtr> held;
   const Snapshot::TypeResources* available = snapshot.resources(type_url);
   if (available == nullptr) return held;
-  for (const auto& [name, version] : state.known) {
-    auto found = available->items.find(name);
+  state.known.ForEachName([&](std::string_view name) {
+    auto found = available->items.find(std::string(name));
     if (found != available->items.end() && found->second->ttl().has_value() &&
-        found->second->content_version() == version) {
+        state.known.HoldsSameContent(*found->second)) {
       held.push_back(found->second);
     }
-  }
+  });
   std::sort(held.begin(), held.end(), [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });
   return held;
 }
@@ -111,11 +111,11 @@ void DeltaStream::Handle(DeltaDiscoveryRequest& request) {
     SotwSubscription::Change change = state.subscription.Initial(subscribe, unsubscribe);
     // What the client already holds (reconnect). The keys are not subscriptions: some arrived
     // through the wildcard (docs/protocol-rules.md, R10.4, E49).
-    for (const auto& [name, version] : request.initial_resource_versions()) state.known[name] = version;
+    for (const auto& [name, version] : request.initial_resource_versions()) state.known.Reported(name, version);
     // Named subscriptions must be answered, unless the client reports holding them: those are
     // sent only if their content changed (docs/protocol-rules.md, R10.2, R10.5).
     for (const std::string& name : change.added) {
-      if (!state.known.contains(name)) state.force.insert(name);
+      if (!state.known.Contains(name)) state.force.insert(name);
     }
     state.pending_all = true;
     state.reply_even_if_empty = state.subscription.wildcard() && request.response_nonce().empty();
@@ -143,7 +143,7 @@ void DeltaStream::Handle(DeltaDiscoveryRequest& request) {
         state.force.insert(name);
         state.pending.insert(name);
       } else {
-        state.known.erase(name);  // the client drops it; nothing to send
+        state.known.Erase(name);  // the client drops it; nothing to send
         state.force.erase(name);
       }
     }
@@ -202,7 +202,7 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
       for (const auto& [name, resource] : available->items) all.insert(name);
     }
     for (const std::string& name : sub.names()) all.insert(name);
-    for (const auto& [name, version] : state.known) all.insert(name);
+    state.known.ForEachName([&](std::string_view name) { all.insert(std::string(name)); });
     for (const std::string& name : state.force) all.insert(name);
     names.assign(all.begin(), all.end());
   } else {
@@ -220,12 +220,12 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
       if (found != available->items.end()) resource = found->second;
     }
     const bool covered = sub.Covers(name);
-    auto known = state.known.find(name);
+    const bool known = state.known.Contains(name);
     if (resource != nullptr && covered) {
-      if (state.force.contains(name) || known == state.known.end() || known->second != resource->content_version()) {
+      if (state.force.contains(name) || !state.known.HoldsSameContent(*resource)) {
         response.resources.push_back(resource);
       }
-    } else if (known != state.known.end()) {
+    } else if (known) {
       response.removed.push_back(name);  // the client holds it; it is gone or no longer wanted
     } else if (sub.Named(name) && !state.reported_absent.contains(name)) {
       // Subscribed but does not exist: stop waiting (docs/protocol-rules.md, R7.3).
@@ -262,11 +262,11 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
 
 void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response) {
   for (const ResourcePtr& resource : response.resources) {
-    state.known[resource->name()] = resource->content_version();
+    state.known.Sent(resource);
     state.force.erase(resource->name());
   }
   for (const std::string& name : response.removed) {
-    state.known.erase(name);
+    state.known.Erase(name);
     state.force.erase(name);
     if (state.subscription.Named(name)) state.reported_absent.insert(name);
   }

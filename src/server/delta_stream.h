@@ -29,6 +29,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "protocol/subscription.h"
+#include "server/known_versions.h"
 #include "server/response_encoding.h"
 #include "server/stream_core.h"
 
@@ -55,7 +56,7 @@ class DeltaStream final : public StreamCore {
     DeltaSubscription subscription;
     // name -> content version the client holds (from initial_resource_versions and from what
     // it was sent).
-    absl::flat_hash_map<std::string, std::string> known;
+    KnownVersions known;
     // Names to send even if the client holds them, or to report removed if they do not exist.
     absl::flat_hash_set<std::string> force;
     // Subscribed names that do not exist and were already reported removed.

@@ -1,0 +1,66 @@
+// Shares identical per-proxy views. Every proxy of a mesh that sees the same services is
+// generated the same clusters and endpoints: the same names mapping to the same shared
+// resources. Each proxy's view of a type is one immutable map (PushPipeline), so proxies whose
+// maps are equal can hold one map between them: a view is interned by its content, and a proxy
+// keeps its own map only where it differs. Measured on a 1,000-service mesh, the maps were
+// ~260 KB of each proxy's memory before.
+//
+// Entries are weak: a view lives as long as a proxy (or a snapshot given to a stream) holds it;
+// expired entries are swept as the table grows. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "cache/snapshot.h"
+#include "common/mutex.h"
+
+namespace cxds {
+
+class ViewInterner {
+ public:
+  struct Stats {
+    uint64_t shared = 0;   // views found already held by another proxy
+    uint64_t created = 0;  // views made
+    size_t entries = 0;    // table entries (live or expired, until swept)
+  };
+
+  // The view of `type_url` holding `items` (version from their names and content versions,
+  // version_covers_all false): an existing equal one if any is alive, else a new one.
+  Snapshot::TypeResourcesPtr Intern(const std::string& type_url, std::map<std::string, ResourcePtr> items);
+
+  // Changes to a view: by name, sorted, unique; a null resource removes the name.
+  using Patch = std::vector<std::pair<std::string, ResourcePtr>>;
+  // The view `base` (may be null: empty) with `patch` applied. The result's version and its
+  // equality with an interned view are worked out without building it, so a change that many
+  // proxies see alike (an endpoint update) builds one new map, not one per proxy.
+  Snapshot::TypeResourcesPtr InternPatched(const std::string& type_url, const Snapshot::TypeResourcesPtr& base,
+                                           const Patch& patch);
+  Stats stats() const;
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // type URL, view version
+  // An interned view of `key` that `equal` accepts, or null.
+  template <typename Equal>
+  Snapshot::TypeResourcesPtr Find(const std::pair<std::string, std::string>& key, Equal equal);
+  Snapshot::TypeResourcesPtr Insert(std::pair<std::string, std::string> key, std::map<std::string, ResourcePtr> items);
+  void SweepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable Mutex mu_;
+  absl::flat_hash_map<Key, std::weak_ptr<const Snapshot::TypeResources>> table_ ABSL_GUARDED_BY(mu_);
+  size_t sweep_at_ ABSL_GUARDED_BY(mu_) = 64;  // sweep when the table reaches this size
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// A version derived from a type's content (names and content versions), so that equal views
+// get equal versions in every process.
+std::string ViewVersion(const std::map<std::string, ResourcePtr>& items);
+
+}  // namespace cxds
