@@ -915,6 +915,9 @@ def main(argv):
         "send_vs_raw_fanout_ratio": delta.get("send_vs_raw_fanout_ratio"),
         "convergence_vs_raw_receipt_ratio": delta.get("convergence_vs_raw_receipt_ratio"),
         "delta_reconnect_resource_bytes": reconnect.get("resource_bytes") if reconnect else None,
+        # The mesh scenario (1,000 services, ~2,000 resources a proxy): server RSS per connected
+        # proxy, from the largest mesh run (issue 16's target: at most 256 KiB).
+        "mesh_rss_per_proxy_kb": rounded(max(mesh_runs.items())[1].rss_per_stream_kb) if mesh_runs else None,
         "per_n": per_n,
         "targets": [{key: r[key] for key in ("target", "measured_on", "comparison", "limit", "value", "met")}
                     for r in target_rows],
