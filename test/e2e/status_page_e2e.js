@@ -5,7 +5,8 @@
 // made. The page must ask for the token, then show the proxy's row with CDS/LDS/EDS/RDS SYNCED,
 // the change's timeline through every stage to ACKed, a non-empty convergence histogram, and,
 // on a click on the row, the clusters cxds sent that proxy. A screenshot is saved as the test's
-// artefact. Loopback only, bounded in time.
+// artefact. Before the browser, `cxds proxy-status` and `cxds proxy-config` run against the
+// same daemon. Loopback only, bounded in time.
 //
 //   node test/e2e/status_page_e2e.js --cxds build/cxds [--base-port 18790] [--out DIR]
 'use strict';
@@ -68,6 +69,19 @@ async function main() {
     const summaries = (await json('/debug/change_summaries')) || [];
     return summaries.find((s) => s.change > lastBefore && s.proxies_acked >= 1 && s.last_answered_unix_ms !== null);
   }, 30000);
+
+  // The CLI against this running cxds serve: what the real client accepted, and what it was
+  // sent against what it would be sent now.
+  const cli = (...cliArgs) => require('child_process').spawnSync(CXDS, [...cliArgs, '--admin', `127.0.0.1:${ADMIN}`,
+    '--admin-token-file', path.join(dir, 'token')], { encoding: 'utf8', timeout: 20000 });
+  const status = cli('proxy-status', NODE_ID);
+  e2e.check(status.status === 0 && new RegExp(`\\n${NODE_ID} +127\\.0\\.0\\.1:${ADMIN} +SYNCED +SYNCED +SYNCED +SYNCED `)
+    .test(status.stdout), 'cxds proxy-status shows the client SYNCED on every type', status.stdout + status.stderr);
+  e2e.check(['Clusters', 'Endpoints', 'Listeners', 'Routes'].every((t) => status.stdout.includes(`\n${t} Match (`)),
+    'cxds proxy-status PROXY: what was sent matches what would be sent now', status.stdout);
+  const clusters = cli('proxy-config', 'clusters', NODE_ID);
+  e2e.check(clusters.status === 0 && /outbound\|8080\|v1\|inventory\.mesh\.local +EDS .* SYNCED/.test(clusters.stdout),
+    'cxds proxy-config clusters lists what the client was sent', clusters.stdout + clusters.stderr);
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
