@@ -153,7 +153,10 @@ std::string ConfigStatusJson(const ConfigStore& store) {
     for (size_t i = 0; i < f.accepted.size(); ++i) accepted += (i ? "," : "") + Quote(f.accepted[i].ToString());
     std::string errors = "[";
     for (size_t i = 0; i < f.errors.size(); ++i) errors += (i ? "," : "") + Quote(f.errors[i].ToString());
-    out += StrCat("{\"file\":", Quote(f.path), ",\"accepted\":", accepted, "],\"errors\":", errors, "]}");
+    std::string skipped = "[";
+    for (size_t i = 0; i < f.skipped.size(); ++i) skipped += (i ? "," : "") + Quote(f.skipped[i].ToString());
+    out += StrCat("{\"file\":", Quote(f.path), ",\"accepted\":", accepted, "],\"errors\":", errors,
+                  "],\"skipped\":", skipped, "]}");
   }
   return out + "]";
 }

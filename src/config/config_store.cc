@@ -78,6 +78,7 @@ void ConfigStore::UpdateFile(const FileRead& read) {
   file.content_hash = hash;
   file.definitions = std::move(definitions);
   file.errors = std::move(errors);
+  file.skipped = std::move(parsed.skipped);
 }
 
 ObjectMap ConfigStore::Resolve(std::map<std::string, std::vector<ConfigError>>& duplicates) const {
@@ -182,6 +183,10 @@ ConfigStore::Update ConfigStore::ApplyFiles(const std::vector<FileRead>& files) 
   // Errors to report now: the batch's files, and derived errors that are new elsewhere.
   std::set<std::string> batch;
   for (const FileRead& read : files) batch.insert(read.path);
+  for (const std::string& path : batch) {
+    auto file = files_.find(path);
+    if (file != files_.end() && !file->second.skipped.empty()) update.skipped[path] = file->second.skipped;
+  }
   std::set<std::string> before;
   for (const auto& [path, list] : derived_errors_) {
     for (const ConfigError& e : list) before.insert(e.ToString());
@@ -232,9 +237,17 @@ std::vector<ConfigStore::FileStatus> ConfigStore::Status() const {
   std::vector<FileStatus> out;
   for (auto& [path, status] : by_path) {
     status.errors = ErrorsOf(path);
+    if (auto file = files_.find(path); file != files_.end()) status.skipped = file->second.skipped;
     out.push_back(std::move(status));
   }
   return out;
+}
+
+size_t ConfigStore::skipped_count() const {
+  MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [path, file] : files_) n += file.skipped.size();
+  return n;
 }
 
 size_t ConfigStore::error_count() const {

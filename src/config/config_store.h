@@ -84,12 +84,15 @@ class ConfigStore {
     // The current errors of the files in the batch, and any other error this step raised
     // (a duplicate or a refused reference elsewhere).
     std::vector<ConfigError> errors;
+    // The batch's files that hold kinds with no meaning for xDS, and those documents.
+    std::map<std::string, std::vector<SkippedDocument>> skipped;
     bool empty() const { return changed.empty(); }
   };
   struct FileStatus {
     std::string path;
     std::vector<ConfigKey> accepted;  // served from this file
     std::vector<ConfigError> errors;
+    std::vector<SkippedDocument> skipped;  // kinds with no meaning for xDS, not refused
   };
 
   ConfigStore() : ConfigStore(Options{}) {}
@@ -102,6 +105,7 @@ class ConfigStore {
   std::shared_ptr<const ObjectMap> Snapshot() const;
   std::vector<FileStatus> Status() const;
   size_t error_count() const;
+  size_t skipped_count() const;  // documents skipped as kinds with no meaning for xDS
   // Every path the store has state for (accepted objects or errors).
   std::vector<std::string> Paths() const;
 
@@ -111,7 +115,8 @@ class ConfigStore {
     // The definitions this file offers, in document order, each its newest valid version or,
     // where the newest failed, the last good one.
     std::vector<std::shared_ptr<const StoredObject>> definitions;
-    std::vector<ConfigError> errors;  // parse and read errors
+    std::vector<ConfigError> errors;       // parse and read errors
+    std::vector<SkippedDocument> skipped;  // documents with no meaning for xDS
   };
   void UpdateFile(const FileRead& read) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The served state from every file's definitions, and the duplicate errors by path.

@@ -842,6 +842,11 @@ int StuckParserLine(const std::string& text) {
   return -1;
 }
 
+std::string ScalarAt(const YAML::Node& map, const char* key) {
+  const YAML::Node value = map.IsMap() ? map[key] : YAML::Node();
+  return value.IsDefined() && value.IsScalar() ? value.Scalar().substr(0, 253) : "";
+}
+
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
   for (const YAML::Node& doc : docs) {
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
@@ -858,6 +863,13 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     const KindInfo* info = nullptr;
     for (const KindInfo& k : Kinds()) {
       if (k.kind == kind) info = &k;
+    }
+    if (info == nullptr && IsKindWithoutXdsMeaning(kind)) {
+      const YAML::Node metadata = doc["metadata"];
+      const std::string ns = ScalarAt(metadata, "namespace");
+      out.skipped.push_back(SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")),
+                                            static_cast<int>(doc["kind"].Mark().line + 1)});  // the kind line
+      continue;
     }
     if (info == nullptr) {
       r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
@@ -947,5 +959,36 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
   }
   return out;
 }
+
+bool IsKindWithoutXdsMeaning(std::string_view kind) {
+  static constexpr std::string_view kKinds[] = {"Deployment",
+                                                "StatefulSet",
+                                                "DaemonSet",
+                                                "ReplicaSet",
+                                                "ReplicationController",
+                                                "Job",
+                                                "CronJob",
+                                                "ConfigMap",
+                                                "Secret",
+                                                "ServiceAccount",
+                                                "Namespace",
+                                                "Role",
+                                                "RoleBinding",
+                                                "ClusterRole",
+                                                "ClusterRoleBinding",
+                                                "HorizontalPodAutoscaler",
+                                                "PodDisruptionBudget",
+                                                "PersistentVolumeClaim",
+                                                "PersistentVolume",
+                                                "StorageClass",
+                                                "LimitRange",
+                                                "ResourceQuota",
+                                                "PriorityClass",
+                                                "NetworkPolicy",
+                                                "CustomResourceDefinition"};
+  return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
+}
+
+std::string SkippedDocument::ToString() const { return StrCat(kind, " ", name, " (line ", line, ")"); }
 
 }  // namespace cxds

@@ -37,8 +37,19 @@ struct FailedDocument {
   std::string name;
 };
 
+// A document of a kind that has no meaning for xDS (a Deployment, a ConfigMap, ...): manifests
+// are kept with the Services they deploy, so such documents are skipped and counted, not
+// refused (docs/config.md).
+struct SkippedDocument {
+  std::string kind;
+  std::string name;  // "namespace/name" as far as the document says
+  int line = 0;
+  std::string ToString() const;  // "Deployment default/reviews-v1 (line 12)"
+};
+
 struct ParsedFile {
   std::vector<ConfigDocument> documents;
+  std::vector<SkippedDocument> skipped;
   std::vector<ConfigError> errors;
   std::vector<FailedDocument> failed;  // identities of invalid documents that had one
   bool unidentified_failure = false;   // an invalid document whose identity is unknown
@@ -64,5 +75,11 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
 // Whether `path` is a config file cxds reads (.yaml, .yml, .json; not hidden or editor
 // temporaries such as ".#x.yaml", "x.yaml~", "x.yaml.swp").
 bool IsConfigFileName(std::string_view path);
+
+// Whether documents of `kind` have no meaning for xDS and are skipped (Kubernetes workload,
+// configuration and access-control kinds). Kinds that do mean something for traffic but that
+// cxds does not read (Pod, Ingress, Gateway, AuthorizationPolicy, ...) are not among them:
+// those are refused as not supported.
+bool IsKindWithoutXdsMeaning(std::string_view kind);
 
 }  // namespace cxds

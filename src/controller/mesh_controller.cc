@@ -26,6 +26,8 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
                                   .check_references = MeshReferenceCheck(options_.domain_suffix)}),
       model_(std::make_shared<MeshModel>(store_, options_.domain_suffix)),
       config_errors_(metrics_.GetGauge("cxds_config_errors", "Config documents currently rejected.")),
+      config_skipped_(metrics_.GetGauge("cxds_config_skipped_objects",
+                                        "Config documents skipped: kinds with no meaning for xDS (Deployment, ...).")),
       config_rejected_(metrics_.GetCounter("cxds_config_rejected_total", "Config documents rejected, ever.")) {
   PushPipeline::Options pipeline_options;
   pipeline_options.scheduler = &scheduler;
@@ -42,8 +44,17 @@ MeshController::~MeshController() { Stop(); }
 ConfigStore::Update MeshController::Apply(const std::vector<FileRead>& batch) {
   ConfigStore::Update update = store_.ApplyFiles(batch);
   for (const ConfigError& error : update.errors) Log().error("CONFIG rejected {}", error.ToString());
+  for (const auto& [path, skipped] : update.skipped) {
+    std::map<std::string, int> kinds;
+    for (const SkippedDocument& document : skipped) kinds[document.kind]++;
+    std::string listed;
+    for (const auto& [kind, count] : kinds) listed += StrCat(listed.empty() ? "" : ",", kind, ":", count);
+    Log().info("CONFIG skipped file={} objects={} kinds={} (no meaning for xDS)", Untrusted(path), skipped.size(),
+               Untrusted(listed));
+  }
   config_rejected_.Add(static_cast<double>(update.errors.size()));
   config_errors_.Set(static_cast<double>(store_.error_count()));
+  config_skipped_.Set(static_cast<double>(store_.skipped_count()));
   return update;
 }
 

@@ -74,6 +74,7 @@ class MeshController {
   std::shared_ptr<MeshModel> model_;
   std::unique_ptr<PushPipeline> pipeline_;
   Gauge& config_errors_;
+  Gauge& config_skipped_;
   Counter& config_rejected_;
   std::atomic<bool> ready_{false};
 };

@@ -50,5 +50,17 @@ TEST_F(ValidateTest, AMissingDirectoryExitsTwo) {
   EXPECT_EQ(ValidateDirectory((dir_ / "nope").string(), out, err), 2);
 }
 
+// Issue 17: a manifest with a Deployment beside its Service validates, and says what it skipped.
+TEST_F(ValidateTest, SkippedKindsAreCountedNotErrors) {
+  Write("app.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec: {}\n---\n"
+        "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: a}\nspec: {address: 127.0.0.1}\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "1 files, 1 objects accepted, 0 errors, 1 skipped (no meaning for xDS)\n");
+  EXPECT_NE(err.str().find("app.yaml: skipped Deployment app (line 2): no meaning for xDS"), std::string::npos)
+      << err.str();
+}
+
 }  // namespace
 }  // namespace cxds

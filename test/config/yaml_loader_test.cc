@@ -141,6 +141,47 @@ spec: {}
   EXPECT_TRUE(parsed.unidentified_failure);
 }
 
+// Issue 17: manifests are kept with the Services they deploy. Kinds with no meaning for xDS are
+// skipped and counted, never errors; kinds that mean something for traffic but that cxds does
+// not read stay "not supported by cxds".
+TEST(YamlLoaderTest, KindsWithNoMeaningForXdsAreSkippedNotRefused) {
+  const ParsedFile parsed = ParseConfigFile("bookinfo.yaml", R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: bookinfo-reviews, labels: {account: reviews}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: reviews-v1, namespace: shop}
+spec: {replicas: 1, template: {spec: {containers: [{name: reviews, image: x}]}}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: reviews-1}
+spec: {address: 127.0.0.1}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {anything: goes}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec: {}
+)");
+  ASSERT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+  ASSERT_EQ(parsed.skipped.size(), 3u);
+  EXPECT_EQ(parsed.skipped[0].ToString(), "ServiceAccount bookinfo-reviews (line 2)");
+  EXPECT_EQ(parsed.skipped[1].ToString(), "Deployment shop/reviews-v1 (line 6)");
+  EXPECT_EQ(parsed.skipped[2].ToString(), "ConfigMap settings (line 16)");
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].line, 21);
+  EXPECT_NE(parsed.errors[0].message.find("kind \"Ingress\" is not supported by cxds"), std::string::npos);
+  EXPECT_TRUE(IsKindWithoutXdsMeaning("Deployment"));
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // labels and addresses: it would mean endpoints
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("Gateway"));
+}
+
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
