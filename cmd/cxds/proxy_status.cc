@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <ostream>
 
@@ -14,6 +13,7 @@
 #include "common/strings.h"
 #include "cxds/admin_client.h"
 #include "cxds/commands.h"
+#include "httplib.h"
 #include "protocol/type_url.h"
 #include "yaml-cpp/yaml.h"
 
@@ -63,19 +63,6 @@ absl::StatusOr<std::string> Fetch(const std::string& admin, const std::string& p
   if (!reply.ok()) return reply.status();
   if (reply->status != 200) return absl::UnavailableError(StrCat(admin, ": HTTP ", reply->status, " for ", path));
   return std::move(reply->body);
-}
-
-std::string UrlEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += StrCat("%", std::string(1, kHex[c >> 4]), std::string(1, kHex[c & 15]));
-    }
-  }
-  return out;
 }
 
 std::vector<std::string> Names(const YAML::Node& list) {
@@ -269,7 +256,7 @@ int RunProxyStatus(const ProxyStatusOptions& options, std::ostream& out, std::os
   for (Row& row : rows) {
     if (options.proxy.empty()) break;
     absl::StatusOr<std::string> body =
-        Fetch(row.replica, StrCat("/debug/proxy_diff?proxy=", UrlEncode(row.node)), *token);
+        Fetch(row.replica, StrCat("/debug/proxy_diff?proxy=", httplib::detail::encode_query_param(row.node)), *token);
     absl::StatusOr<ProxyDiff> diff = body.ok() ? ParseDiff(row.replica, *std::move(body)) : body.status();
     if (!diff.ok()) {
       err << "error: " << diff.status().message() << "\n";

@@ -62,10 +62,6 @@ class PushPipeline::WatchCore {
 };
 
 namespace {
-const std::map<std::string, ResourcePtr>& NoItems() {
-  static const auto* const kEmpty = new std::map<std::string, ResourcePtr>();
-  return *kEmpty;
-}
 std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
   std::sort(types.begin(), types.end(), [](const std::string& a, const std::string& b) {
     const int ra = PushOrderRank(a);
@@ -454,7 +450,7 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
     MutexLock lock(&core.mu_);
     WatchCore::TypeView& view = core.view_[type_url];
     const bool existed = view.current != nullptr;
-    const std::map<std::string, ResourcePtr>& old_items = existed ? view.current->items : NoItems();
+    const std::map<std::string, ResourcePtr>& old_items = existed ? view.current->items : NoViewItems();
     if (!result.incremental) {
       std::map<std::string, ResourcePtr> all;
       for (ResourcePtr& resource : result.resources) all[resource->name()] = std::move(resource);

@@ -32,12 +32,12 @@ void ForEachPatched(const std::map<std::string, ResourcePtr>& base, const ViewIn
   }
 }
 
-const std::map<std::string, ResourcePtr>& NoItems() {
+}  // namespace
+
+const std::map<std::string, ResourcePtr>& NoViewItems() {
   static const auto* const kEmpty = new std::map<std::string, ResourcePtr>();
   return *kEmpty;
 }
-
-}  // namespace
 
 std::string ViewVersion(const std::map<std::string, ResourcePtr>& items) {
   std::string bytes;
@@ -90,7 +90,7 @@ Snapshot::TypeResourcesPtr ViewInterner::Intern(const std::string& type_url, std
 
 Snapshot::TypeResourcesPtr ViewInterner::InternPatched(const std::string& type_url,
                                                        const Snapshot::TypeResourcesPtr& base, const Patch& patch) {
-  const std::map<std::string, ResourcePtr>& base_items = base != nullptr ? base->items : NoItems();
+  const std::map<std::string, ResourcePtr>& base_items = base != nullptr ? base->items : NoViewItems();
   std::string bytes;
   size_t count = 0;
   ForEachPatched(base_items, patch, [&](const std::string& name, const ResourcePtr& resource) {

@@ -63,4 +63,7 @@ class ViewInterner {
 // get equal versions in every process.
 std::string ViewVersion(const std::map<std::string, ResourcePtr>& items);
 
+// An empty view's items (a proxy that has no view of a type yet).
+const std::map<std::string, ResourcePtr>& NoViewItems();
+
 }  // namespace cxds
