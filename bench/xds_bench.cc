@@ -138,16 +138,21 @@ SnapshotPtr GenerateMeshView() {
 
   envoy::config::core::v3::Node node;
   node.set_id(kProxyId);
-  auto watch = pipeline.CreateWatch(node, [](const ConfigChange&) {});
-  watch->SetInterest(std::string(kClusterType), true, {});
-  watch->SetInterest(std::string(kListenerType), true, {});
-  watch->SetInterest(std::string(kRouteType), false, {"8080"});
-  SnapshotPtr view = watch->Current();
-  if (view == nullptr || view->resources(std::string(kClusterType)) == nullptr) Die("no clusters generated");
+  auto session = pipeline.Open(node, [](PushRequestPtr) {});
+  std::map<std::string, Snapshot::TypeResourcesPtr> types;
+  auto subscribe = [&](const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) {
+    for (auto& [type, generated] : session->Subscribe(type_url, wildcard, names)) types[type] = generated.view;
+  };
+  subscribe(std::string(kClusterType), true, {});
+  subscribe(std::string(kListenerType), true, {});
+  subscribe(std::string(kRouteType), false, {"8080"});
+  if (!types.contains(std::string(kClusterType))) Die("no clusters generated");
   absl::flat_hash_set<std::string> clusters;
-  for (const auto& [name, resource] : view->resources(std::string(kClusterType))->items) clusters.insert(name);
-  watch->SetInterest(std::string(kEndpointType), false, clusters);
-  return watch->Current();
+  for (const auto& [name, resource] : types[std::string(kClusterType)]->items) clusters.insert(name);
+  subscribe(std::string(kEndpointType), false, clusters);
+  absl::StatusOr<SnapshotPtr> view = Snapshot::FromTypes(std::move(types));
+  if (!view.ok()) Die("the generated view is not a snapshot");
+  return *view;
 }
 
 const Snapshot& MeshView() {

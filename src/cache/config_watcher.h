@@ -1,7 +1,8 @@
-// The seam between the xDS server and whatever produces configuration (the SnapshotCache, or
-// later the push pipeline). The server never learns how configuration is built: a stream asks
-// for a watch on its node, reads the current snapshot whenever it is told something changed,
-// and decides itself, from what it has already sent, what goes on the wire.
+// The seam between the xDS server and a cache of configuration (SnapshotCache, LinearCache,
+// MuxConfigWatcher). The server never learns how configuration is built: a stream asks for a
+// watch on its node, reads the current snapshot whenever it is told something changed, and
+// decides itself, from what it has already sent, what goes on the wire. (A control plane that
+// generates per proxy, the push pipeline, is behind server/proxy_generator.h instead.)
 #pragma once
 
 #include <map>
@@ -18,8 +19,6 @@
 
 namespace cxds {
 
-struct PushRequest;  // push/push_request.h
-
 // The names of one type that changed, shared by every stream told about the change (so telling
 // N streams copies no names); null means the type may have changed in any way.
 using ChangedNames = std::shared_ptr<const std::vector<std::string>>;
@@ -31,10 +30,6 @@ using ChangedNames = std::shared_ptr<const std::vector<std::string>>;
 struct ConfigChange {
   std::map<std::string, ChangedNames> types;
   bool everything = false;  // e.g. the first configuration, or one cleared
-  // Set by watchers that generate per proxy (the push pipeline): the push this change belongs
-  // to. `types` is then empty and the stream asks Watch::Materialize for the resource changes
-  // when the push is delivered (after the PushQueue and throttle).
-  std::shared_ptr<const PushRequest> push;
   // Identifies the change for convergence tracking (0: untracked), and when it was made.
   uint64_t change_id = 0;
   absl::Time change_time = absl::InfiniteFuture();
@@ -64,13 +59,9 @@ class ConfigWatcher {
     // Records that the stream received a request (for per-node status).
     virtual void RecordRequest() = 0;
     // What the stream subscribes to for one type, so a watcher can notify it only about names
-    // it wants (LinearCache). Watchers that notify per node may ignore it.
+    // it wants (LinearCache). Watchers that notify per node (SnapshotCache) ignore it.
     virtual void SetInterest(const std::string& type_url, bool wildcard,
                              const absl::flat_hash_set<std::string>& names) {}
-    // Called when a change is delivered to the stream, on the stream's processing thread,
-    // before Current() is read: generating watchers compute the resources for `push` here
-    // and return what changed. Others return `change` unchanged.
-    virtual ConfigChange Materialize(const ConfigChange& change) { return change; }
   };
 
   virtual ~ConfigWatcher() = default;

@@ -9,23 +9,23 @@
 
 namespace cxds {
 
-// One proxy's generated configuration. `mu_` guards the view; the stream reads and changes it
-// from its processing thread, Push only notifies. Destroying the watch waits for a
-// notification in progress (the ConfigWatcher contract).
+// One proxy's generated configuration. `mu_` guards the view; the stream's session changes it
+// from the stream's processing thread, Push only announces; the admin pages read it. Destroying
+// the session waits for an announcement in progress (the ProxyGenerator contract).
 class PushPipeline::WatchCore {
  public:
-  WatchCore(Proxy proxy, absl::AnyInvocable<void(const ConfigChange&)> on_change)
-      : proxy_(std::move(proxy)), on_change_(std::move(on_change)) {}
+  WatchCore(Proxy proxy, absl::AnyInvocable<void(PushRequestPtr)> on_push)
+      : proxy_(std::move(proxy)), on_push_(std::move(on_push)) {}
 
   const Proxy& proxy() const { return proxy_; }
 
-  void Notify(const ConfigChange& change) {
+  void Notify(const PushRequestPtr& push) {
     {
       MutexLock lock(&notify_mu_);
       if (cancelled_) return;
       notifying_++;
     }
-    on_change_(change);
+    on_push_(push);
     MutexLock lock(&notify_mu_);
     notifying_--;
   }
@@ -35,27 +35,25 @@ class PushPipeline::WatchCore {
     notify_mu_.Await([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(notify_mu_) { return notifying_ == 0; });
   }
 
-  // One immutable map per type, shared with the snapshots the stream was given: a change
-  // makes a new one (copy on write), so the view is held once, not once here and once frozen.
+  // One immutable map per type, shared with the stream it was handed to: a change makes a new
+  // one (copy on write), so the view is held once, not once here and once by the stream.
   struct TypeView {
     Snapshot::TypeResourcesPtr current;  // never null once the type is viewed
   };
 
-  // The view as a Snapshot (rebuilt only after a change).
+  // The view as a Snapshot, for the admin pages (the push path never assembles one).
   SnapshotPtr CurrentSnapshot();
 
   Mutex mu_;
   std::map<std::string, WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TypeView> view_ ABSL_GUARDED_BY(mu_);
-  SnapshotPtr snapshot_ ABSL_GUARDED_BY(mu_);
-  bool snapshot_stale_ ABSL_GUARDED_BY(mu_) = true;
   std::shared_ptr<const PushContext> last_context_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_push_start_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 
  private:
   const Proxy proxy_;
-  absl::AnyInvocable<void(const ConfigChange&)> on_change_;
+  absl::AnyInvocable<void(PushRequestPtr)> on_push_;
   Mutex notify_mu_;
   bool cancelled_ ABSL_GUARDED_BY(notify_mu_) = false;
   int notifying_ ABSL_GUARDED_BY(notify_mu_) = 0;
@@ -73,22 +71,20 @@ std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
 }  // namespace
 
 SnapshotPtr PushPipeline::WatchCore::CurrentSnapshot() {
-  MutexLock lock(&mu_);
-  if (snapshot_stale_) {
-    std::map<std::string, Snapshot::TypeResourcesPtr> types;
+  std::map<std::string, Snapshot::TypeResourcesPtr> types;
+  {
+    MutexLock lock(&mu_);
     for (auto& [type_url, view] : view_) types[type_url] = view.current;
-    absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
-    snapshot_ = snapshot.ok() ? *snapshot : nullptr;
-    snapshot_stale_ = false;
   }
-  return snapshot_;
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::FromTypes(std::move(types));
+  return snapshot.ok() ? *snapshot : nullptr;
 }
 
-class PipelineWatch final : public ConfigWatcher::Watch {
+class PipelineSession final : public ProxyGenerator::Session {
  public:
-  PipelineWatch(PushPipeline* pipeline, uint64_t id, std::shared_ptr<PushPipeline::WatchCore> core)
+  PipelineSession(PushPipeline* pipeline, uint64_t id, std::shared_ptr<PushPipeline::WatchCore> core)
       : pipeline_(pipeline), id_(id), core_(std::move(core)) {}
-  ~PipelineWatch() override {
+  ~PipelineSession() override {
     {
       MutexLock lock(&pipeline_->mu_);
       pipeline_->watches_.erase(id_);
@@ -96,11 +92,9 @@ class PipelineWatch final : public ConfigWatcher::Watch {
     core_->Cancel();
   }
 
-  SnapshotPtr Current() override { return core_->CurrentSnapshot(); }
-
-  void RecordRequest() override {}
-
-  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) override {
+  GeneratedConfig Subscribe(const std::string& type_url, bool wildcard,
+                            const absl::flat_hash_set<std::string>& names) override {
+    GeneratedConfig out;
     PushRequest request;
     bool first = false;
     std::set<std::string> added;
@@ -124,10 +118,11 @@ class PipelineWatch final : public ConfigWatcher::Watch {
           std::map<std::string, ResourcePtr> kept = view->second.current->items;
           std::erase_if(kept, [&](const auto& item) { return !names.contains(item.first); });
           view->second.current = pipeline_->views_.Intern(type_url, std::move(kept));
-          core_->snapshot_stale_ = true;
+          // Handed back so the stream lets go of the larger map too.
+          out[type_url] = GeneratedType{view->second.current, std::make_shared<const std::vector<std::string>>()};
         }
       }
-      if (!first && added.empty()) return;
+      if (!first && added.empty()) return out;
       // The request path generates from the proxy's last push (istiod: LastPushContext and
       // LastPushTime), so its cache writes cannot overwrite a newer push's entries.
       request.context = core_->last_context_;
@@ -139,24 +134,26 @@ class PipelineWatch final : public ConfigWatcher::Watch {
       MutexLock lock(&pipeline_->mu_);
       request.push_sequence = pipeline_->push_sequence_;
     }
-    if (request.context == nullptr) return;  // nothing pushed yet: the first push generates
+    if (request.context == nullptr) return out;  // nothing pushed yet: the first push generates
     request.reasons[reason::kProxyRequest] = 1;
     request.forced = true;
     if (!first && !IsFullStateType(type_url)) {
       request.delta_scope = DeltaScope{};
       request.delta_scope->subscribed = std::move(added);
     }
-    pipeline_->Generate(*core_, request, {type_url});
+    for (auto& [generated_type, generated] : pipeline_->Generate(*core_, request, {type_url})) {
+      out[generated_type] = std::move(generated);  // newer than a pruned view of the same type
+    }
+    return out;
   }
 
-  ConfigChange Materialize(const ConfigChange& change) override {
-    if (change.push == nullptr) return change;
+  GeneratedConfig Generate(const PushRequest& push) override {
     std::vector<std::string> types;
     {
       MutexLock lock(&core_->mu_);
       for (const auto& [type_url, watched] : core_->interest_) types.push_back(type_url);
     }
-    return pipeline_->Generate(*core_, *change.push, SortedByPushOrder(std::move(types)));
+    return pipeline_->Generate(*core_, push, SortedByPushOrder(std::move(types)));
   }
 
  private:
@@ -345,13 +342,11 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   if (options_.observer != nullptr) options_.observer->OnPushStarted(request, clock_.Now());
 
   auto shared = std::make_shared<const PushRequest>(request);
-  ConfigChange change;
-  change.push = shared;
   uint64_t notified = 0;
   for (const std::shared_ptr<WatchCore>& core : watches) {
     if (!request.forced && options_.proxy_filter && !options_.proxy_filter(core->proxy(), request, *context)) continue;
     notified++;
-    core->Notify(change);
+    core->Notify(shared);
   }
   {
     MutexLock lock(&mu_);
@@ -400,9 +395,9 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   return context;
 }
 
-ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
-                                    const std::vector<std::string>& types) {
-  ConfigChange change;
+GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& request,
+                                       const std::vector<std::string>& types) {
+  GeneratedConfig change;
   std::shared_ptr<const PushContext> context = request.context != nullptr ? request.context : this->context();
   if (context == nullptr) return change;
   {
@@ -481,22 +476,21 @@ ConfigChange PushPipeline::Generate(WatchCore& core, const PushRequest& request,
       }
     }
     if (!names->empty() || !existed) {
-      core.snapshot_stale_ = true;
       std::sort(names->begin(), names->end());
       names->erase(std::unique(names->begin(), names->end()), names->end());
-      change.types[type_url] = std::move(names);
+      change[type_url] = GeneratedType{view.current, std::move(names)};
     }
   }
   return change;
 }
 
-std::unique_ptr<ConfigWatcher::Watch> PushPipeline::CreateWatch(
-    const envoy::config::core::v3::Node& node, absl::AnyInvocable<void(const ConfigChange&)> on_change) {
-  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node}, std::move(on_change));
+std::unique_ptr<ProxyGenerator::Session> PushPipeline::Open(const envoy::config::core::v3::Node& node,
+                                                            absl::AnyInvocable<void(PushRequestPtr)> on_push) {
+  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node}, std::move(on_push));
   MutexLock lock(&mu_);
   const uint64_t id = next_watch_id_++;
   watches_[id] = core;
-  return std::make_unique<PipelineWatch>(this, id, std::move(core));
+  return std::make_unique<PipelineSession>(this, id, std::move(core));
 }
 
 void PushPipeline::LogSummary() {

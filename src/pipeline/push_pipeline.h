@@ -1,13 +1,15 @@
-// PushPipeline: the generating side of cxds, as a ConfigWatcher the xDS server serves from.
+// PushPipeline: the generating side of cxds, as the ProxyGenerator the xDS server serves from
+// (server/proxy_generator.h).
 //
 //   ConfigUpdate(request) -> Debouncer -> Push(request)
 //     full:        PushContextBuilder::Build -> new immutable PushContext (content version),
 //                  ResourceCache cleared for the request's configs (all, if forced)
 //     incremental: the current PushContext is reused; only dependent cache entries dropped
-//   -> for each watching proxy that the proxy filter lets through: notify its stream, whose
-//      push goes through the server's PushDispatcher (queue + throttle)
-//   -> when the push is delivered, Watch::Materialize runs the generators for the proxy's
-//      watched types, in push order, and reports what changed; the stream sends it.
+//   -> for each proxy that the proxy filter lets through: announce the push to its stream,
+//      which queues it in the server's PushDispatcher (queue + throttle)
+//   -> when the push is delivered, the stream calls its Session::Generate: the generators run
+//      for the proxy's subscribed types, in push order, through the shared ResourceCache, and
+//      the stream gets each changed type's new view and changed names; it sends them.
 //
 // A proxy that subscribes to new names gets them generated at once, from the context of its
 // last push (istiod's request path), not throttled.
@@ -29,7 +31,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "cache/config_watcher.h"
 #include "common/mutex.h"
 #include "common/scheduler.h"
 #include "metrics/metrics.h"
@@ -39,13 +40,14 @@
 #include "pipeline/resource_cache.h"
 #include "pipeline/view_interner.h"
 #include "push/push_observer.h"
+#include "server/proxy_generator.h"
 
 namespace cxds {
 
 // istiod's ProxyNeedsPush: whether a push concerns a proxy at all. Must be thread-safe.
 using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context)>;
 
-class PushPipeline final : public ConfigWatcher {
+class PushPipeline final : public ProxyGenerator {
  public:
   struct Options {
     Scheduler* scheduler = nullptr;  // required: debounce and summary timers
@@ -122,13 +124,13 @@ class PushPipeline final : public ConfigWatcher {
   };
   std::optional<std::map<std::string, RegeneratedType>> RegenerateView(const std::string& node_id);
 
-  std::unique_ptr<Watch> CreateWatch(const envoy::config::core::v3::Node& node,
-                                     absl::AnyInvocable<void(const ConfigChange&)> on_change) override;
+  std::unique_ptr<Session> Open(const envoy::config::core::v3::Node& node,
+                                absl::AnyInvocable<void(PushRequestPtr)> on_push) override;
 
   class WatchCore;  // a proxy's generated view; internal
 
  private:
-  friend class PipelineWatch;
+  friend class PipelineSession;
   void LogSummary();
   // A registered generator and its push-time histogram (looked up once, not per call).
   struct GeneratorEntry {
@@ -139,7 +141,7 @@ class PushPipeline final : public ConfigWatcher {
   // The first watch of the proxy `node_id`, or null.
   std::shared_ptr<WatchCore> FindWatch(const std::string& node_id) const;
   // Generates `types` for one proxy and applies the results to its view; returns the changes.
-  ConfigChange Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
+  GeneratedConfig Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
 
   const std::shared_ptr<PushContextBuilder> builder_;
   Options options_;

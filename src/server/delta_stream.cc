@@ -74,9 +74,9 @@ void DeltaStream::HandleHeartbeat() {
 }
 
 std::vector<ResourcePtr> DeltaStream::HeldTtlResources(const std::string& type_url, const TypeState& state,
-                                                       const Snapshot& snapshot) const {
+                                                       const ConfigView& view) const {
   std::vector<ResourcePtr> held;
-  const Snapshot::TypeResources* available = snapshot.resources(type_url);
+  const Snapshot::TypeResources* available = view.resources(type_url);
   if (available == nullptr) return held;
   state.known.ForEachName([&](std::string_view name) {
     auto found = available->items.find(std::string(name));
@@ -90,7 +90,7 @@ std::vector<ResourcePtr> DeltaStream::HeldTtlResources(const std::string& type_u
 }
 
 void DeltaStream::UpdateInterest(const std::string& type_url, const TypeState& state) {
-  watch_->SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
+  SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
 }
 
 void DeltaStream::HandleRequest(Request& queued) {
@@ -178,8 +178,8 @@ void DeltaStream::HandleChange(const ConfigChange& change) {
 }
 
 void DeltaStream::SendNext() {
-  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const Snapshot& snapshot) {
-    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, snapshot);
+  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const ConfigView& view) {
+    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, view);
     if (!response.has_value()) return false;
     AfterSend(type_url, state, *response);
     WriteStarting();
@@ -189,8 +189,8 @@ void DeltaStream::SendNext() {
 }
 
 std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& type_url, TypeState& state,
-                                                          const Snapshot& snapshot) {
-  const Snapshot::TypeResources* available = snapshot.resources(type_url);
+                                                          const ConfigView& view) {
+  const Snapshot::TypeResources* available = view.resources(type_url);
   const DeltaSubscription& sub = state.subscription;
 
   // Only the names something asked about; everything only when the subscription or the whole
@@ -244,7 +244,7 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
     if (ClientSupportsTtl()) {
       absl::flat_hash_set<std::string> sending;
       for (const ResourcePtr& resource : response.resources) sending.insert(resource->name());
-      for (ResourcePtr& resource : HeldTtlResources(type_url, state, snapshot)) {
+      for (ResourcePtr& resource : HeldTtlResources(type_url, state, view)) {
         if (!sending.contains(resource->name())) response.heartbeats.push_back(std::move(resource));
       }
     }

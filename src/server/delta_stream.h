@@ -81,12 +81,12 @@ class DeltaStream final : public StreamCore {
 
   void Handle(envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void UpdateInterest(const std::string& type_url, const TypeState& state);
-  std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state, const Snapshot& snapshot);
+  std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state, const ConfigView& view);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response);
   bool ClientSupportsTtl() const { return ClientHasFeature(kClientFeatureResourceTtl); }
   // TTL'd resources of `type_url` the client holds at their current content.
   std::vector<ResourcePtr> HeldTtlResources(const std::string& type_url, const TypeState& state,
-                                            const Snapshot& snapshot) const;
+                                            const ConfigView& view) const;
 
   DeltaTransport* const transport_;
   std::map<std::string, TypeState> types_;  // confined to event processing

@@ -93,7 +93,7 @@ class SotwStream final : public StreamCore {
   // non-wildcard type, which destroys `state`.
   bool ApplyNames(const std::string& type_url, TypeState& state,
                   const envoy::service::discovery::v3::DiscoveryRequest& request);
-  std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state, const Snapshot& snapshot);
+  std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state, const ConfigView& view);
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response);
 
   StreamTransport* const transport_;

@@ -38,7 +38,7 @@ struct StreamCore::Event {
   enum class Kind { kAdmitted, kSendCheck, kRequest, kWriteDone, kTransportError, kReadsDone, kChange, kHeartbeat };
   Kind kind = Kind::kHeartbeat;
   std::optional<Request> request;
-  std::optional<ConfigChange> change;
+  std::optional<QueuedChange> change;
   bool write_ok = true;
   absl::Status error;
 };
@@ -95,12 +95,36 @@ void StreamCore::Start(absl::StatusOr<PeerIdentity> peer) {
 
 void StreamCore::DeliverPush(PushRequestPtr request) {
   ConfigChange change = request->resources;
-  change.push = std::move(request);
+  QueueChange(QueuedChange{std::move(change), std::move(request)});
+}
+
+void StreamCore::QueueChange(QueuedChange change) {
   {
     MutexLock lock(&mu_);
     changes_.push_back(std::move(change));
   }
   Kick();
+}
+
+void StreamCore::SetInterest(const std::string& type_url, bool wildcard,
+                             const absl::flat_hash_set<std::string>& names) {
+  if (session_ != nullptr) {
+    // What is generated here is only kept: the variant marks the names it asked for itself.
+    (void)KeepGenerated(session_->Subscribe(type_url, wildcard, names));
+  } else if (watch_ != nullptr) {
+    watch_->SetInterest(type_url, wildcard, names);
+  }
+}
+
+ConfigChange StreamCore::KeepGenerated(GeneratedConfig generated) {
+  ConfigChange change;
+  for (auto& [type_url, type] : generated) {
+    if (type.view == nullptr) continue;  // a session breaking its contract keeps the old view
+    generated_[type_url] = std::move(type.view);
+    // An empty list still names the type: a first view with nothing in it must be answered.
+    if (type.changed != nullptr) change.types[type_url] = std::move(type.changed);
+  }
+  return change;
 }
 
 std::string StreamCore::PushTargetName() const { return StrCat("stream-", stream_id_); }
@@ -155,6 +179,7 @@ void StreamCore::Close() {
   heartbeat_timer_.reset();
   send_timer_.reset();
   watch_.reset();
+  session_.reset();
   // No push can be queued for the stream now; forget what is queued and free its slot.
   if (env_.dispatcher != nullptr) env_.dispatcher->Remove(this);
   if (node_bound_) metrics_->StreamClosed(ClientVersion());
@@ -340,7 +365,6 @@ void StreamCore::CheckSendTimeout() {
 }
 
 PushRequestPtr StreamCore::ToPushRequest(const ConfigChange& change) const {
-  if (change.push != nullptr) return change.push;  // shared by every stream of the push
   auto request = std::make_shared<PushRequest>();
   request->resources = change;
   request->reasons[reason::kSnapshot] = 1;
@@ -444,12 +468,13 @@ void StreamCore::Process(Event& event) {
     case Kind::kChange:
       if (event.change->push != nullptr) {
         accounting_.Begin(event.change->push);
-        // Generating watchers compute the proxy's resources for the push only now, inside
-        // the throttle slot (held until the first write starts, below).
-        HandleChange(watch_ != nullptr ? watch_->Materialize(*event.change) : *event.change);
+        // A generator computes the proxy's resources for the push only now, inside the
+        // throttle slot (held until the first write starts, below).
+        HandleChange(session_ != nullptr ? KeepGenerated(session_->Generate(*event.change->push))
+                                         : event.change->change);
         generated_push = true;
       } else {
-        HandleChange(*event.change);
+        HandleChange(event.change->change);
       }
       break;
     case Kind::kHeartbeat:
@@ -501,17 +526,24 @@ bool StreamCore::BindNode(const Node& node) {
   metrics_->StreamOpened(ClientVersion());
   Log().info("OPEN stream={} node={} service={} identity={}", stream_id_, node_log_, ServiceName(),
              EscapeUntrusted(identity_.Describe()));
+  // Every push goes through the PushQueue (merged per stream, one push in progress) and the
+  // throttle; without a dispatcher (protocol tests) it is handled at once.
+  if (env_.generator != nullptr) {
+    session_ = env_.generator->Open(node_, [this](PushRequestPtr push) {
+      if (env_.dispatcher != nullptr) {
+        env_.dispatcher->Enqueue(this, accounting_.target(), std::move(push));
+      } else {
+        QueueChange(QueuedChange{ConfigChange{}, std::move(push)});
+      }
+    });
+    return true;
+  }
   watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {
     if (env_.dispatcher != nullptr) {
-      // Through the PushQueue (merged per stream, one push in progress) and the throttle.
       env_.dispatcher->Enqueue(this, accounting_.target(), ToPushRequest(change));
-      return;
+    } else {
+      QueueChange(QueuedChange{change, nullptr});
     }
-    {
-      MutexLock lock(&mu_);
-      changes_.push_back(change);
-    }
-    Kick();
   });
   return true;
 }
@@ -557,7 +589,7 @@ bool StreamCore::CheckRequest(Request& request) {
     EndStream(status);
     return false;
   }
-  watch_->RecordRequest();
+  if (watch_ != nullptr) watch_->RecordRequest();
   if (absl::Status status = RunRequestCallback(request); !status.ok()) {
     EndStream(status);
     return false;

@@ -12,6 +12,11 @@
 // touched only by that processing, so it needs no lock, and the transport is driven only from
 // it: at most one read and one write are outstanding (one writer per stream).
 //
+// Configuration comes from one of two seams: a cache's watch (ConfigWatcher: the stream reads
+// its snapshot) or a generator's session (ProxyGenerator: when the stream takes a push from the
+// dispatcher it calls Generate and keeps the per-type views it gets back). Either way the
+// variants read it through a ConfigView.
+//
 // Event sinks: the ledger is required; callbacks, metrics and observer may be absent in the
 // environment and are replaced by null objects, so every send and answer goes to the same
 // sinks in the same order: ledger, metrics, push accounting (convergence, observer), log,
@@ -43,6 +48,7 @@
 #include "server/authenticator.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
+#include "server/proxy_generator.h"
 #include "server/push_accounting.h"
 #include "server/push_dispatcher.h"
 #include "server/response_encoding.h"
@@ -67,6 +73,8 @@ class TransportBase {
 
 // What every stream of a server shares.
 struct StreamEnvironment {
+  // Where configuration comes from: a cache's watcher, or (when `generator` is set) nothing
+  // here and the generator below.
   ConfigWatcher* watcher = nullptr;
   AckLedger* ledger = nullptr;
   ServerCallbacks* callbacks = nullptr;  // may be null
@@ -95,6 +103,29 @@ struct StreamEnvironment {
   // Decides whether the identity a stream opened with may serve as the node its first request
   // names (server/authenticator.h). Null: streams are not authenticated (plaintext).
   const Authenticator* authenticator = nullptr;
+  // A control plane that generates per proxy; when set, `watcher` is not used.
+  ProxyGenerator* generator = nullptr;
+};
+
+// The configuration a stream serves from at one moment: its watch's snapshot, or the views its
+// generator session returned (no Snapshot is assembled for those). Valid while the stream's
+// event processing does not change them (within one SendNext).
+class ConfigView {
+ public:
+  explicit ConfigView(SnapshotPtr snapshot) : snapshot_(std::move(snapshot)) {}
+  explicit ConfigView(const std::map<std::string, Snapshot::TypeResourcesPtr>* generated) : generated_(generated) {}
+  // No configuration yet (a cache with no snapshot for the node): nothing may be sent.
+  bool missing() const { return generated_ == nullptr && snapshot_ == nullptr; }
+  // The resources of `type_url`, or nullptr if the configuration has no such type.
+  const Snapshot::TypeResources* resources(const std::string& type_url) const {
+    if (generated_ == nullptr) return snapshot_ != nullptr ? snapshot_->resources(type_url) : nullptr;
+    auto it = generated_->find(type_url);
+    return it != generated_->end() ? it->second.get() : nullptr;
+  }
+
+ private:
+  SnapshotPtr snapshot_;
+  const std::map<std::string, Snapshot::TypeResourcesPtr>* generated_ = nullptr;
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -188,8 +219,13 @@ class StreamCore : public PushTarget {
     return absl::InternalError("a request of the other protocol variant reached the stream");
   }
 
+  // What the stream subscribes to for one type, told to its configuration source: a cache's
+  // watch (LinearCache notifies by name) or the generator session, which generates newly
+  // wanted names at once and drops unwanted ones from the view.
+  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names);
+
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
-  // `try_send(type_url, state, snapshot)` start at most one write; it returns whether it did.
+  // `try_send(type_url, state, view)` start at most one write; it returns whether it did.
   // Types it passes over are clean. Without a configuration nothing is sent (never an empty
   // state in place of a missing one); the first configuration marks the types dirty again.
   template <typename State, typename TrySend>
@@ -204,11 +240,11 @@ class StreamCore : public PushTarget {
       const int rb = PushOrderRank(b);
       return ra != rb ? ra < rb : a < b;
     });
-    SnapshotPtr snapshot = watch_->Current();
+    const ConfigView view = session_ != nullptr ? ConfigView(&generated_) : ConfigView(watch_->Current());
     for (const std::string& type_url : dirty) {
       State& state = types.at(type_url);
       state.dirty = false;
-      if (snapshot != nullptr && try_send(type_url, state, *snapshot)) return;
+      if (!view.missing() && try_send(type_url, state, view)) return;
     }
   }
 
@@ -227,8 +263,11 @@ class StreamCore : public PushTarget {
   // Protocol state shared by the variants, confined to event processing.
   bool node_bound_ = false;
   envoy::config::core::v3::Node node_;
-  std::string node_log_;  // node_.id() as log lines carry it (EscapeUntrusted)
-  std::unique_ptr<ConfigWatcher::Watch> watch_;
+  std::string node_log_;                              // node_.id() as log lines carry it (EscapeUntrusted)
+  std::unique_ptr<ConfigWatcher::Watch> watch_;       // a cache's watch, or
+  std::unique_ptr<ProxyGenerator::Session> session_;  // the generator's session
+  // What the session last generated, by type URL (shared, immutable maps).
+  std::map<std::string, Snapshot::TypeResourcesPtr> generated_;
   PeerIdentity identity_;  // set by Start
   bool write_in_flight_ = false;
   bool finished_ = false;
@@ -246,6 +285,14 @@ class StreamCore : public PushTarget {
   void ArmSendTimer(absl::Duration delay);
   void CheckSendTimeout();
   PushRequestPtr ToPushRequest(const ConfigChange& change) const;
+  // Keeps the views `generated` carries; returns the names that changed, as a ConfigChange.
+  ConfigChange KeepGenerated(GeneratedConfig generated);
+  // A change as queued: from a cache (what changed), and the push it belongs to, if any.
+  struct QueuedChange {
+    ConfigChange change;
+    PushRequestPtr push;  // null: a change without the dispatcher (protocol tests)
+  };
+  void QueueChange(QueuedChange change);
   // Processes queued events until none is left, on whichever thread found the stream idle.
   void Kick();
   // One queued event, taken in priority order under `mu_`.
@@ -267,7 +314,7 @@ class StreamCore : public PushTarget {
 
   Mutex mu_;
   std::deque<Request> requests_ ABSL_GUARDED_BY(mu_);
-  std::deque<ConfigChange> changes_ ABSL_GUARDED_BY(mu_);
+  std::deque<QueuedChange> changes_ ABSL_GUARDED_BY(mu_);
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> transport_error_ ABSL_GUARDED_BY(mu_);
   int writes_done_ ABSL_GUARDED_BY(mu_) = 0;

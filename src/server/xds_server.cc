@@ -42,14 +42,16 @@ grpc::ServerUnaryReactor* RejectUnary(grpc::CallbackServerContext* context, std:
 
 class XdsServer::Impl {
  public:
-  Impl(ConfigWatcher& watcher, Options options)
+  // Exactly one of `watcher` and `generator` is set.
+  Impl(ConfigWatcher* watcher, ProxyGenerator* generator, Options options)
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
         metrics_(options_.metrics),
-        env_(MakeEnvironment(watcher)) {}
+        env_(MakeEnvironment(watcher, generator)) {}
 
-  StreamEnvironment MakeEnvironment(ConfigWatcher& watcher) {
-    StreamEnvironment env{&watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id};
+  StreamEnvironment MakeEnvironment(ConfigWatcher* watcher, ProxyGenerator* generator) {
+    StreamEnvironment env{watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id};
+    env.generator = generator;
     env.scheduler = options_.scheduler;
     const bool send_timeout = options_.send_timeout > absl::ZeroDuration();
     if ((options_.max_new_streams_per_second > 0 || send_timeout) && env.scheduler == nullptr) {
@@ -246,7 +248,10 @@ RawBidiReactor* XdsServer::Impl::NewDeltaReactor(grpc::CallbackServerContext* co
 }
 
 XdsServer::XdsServer(ConfigWatcher& watcher, Options options)
-    : impl_(std::make_unique<Impl>(watcher, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(&watcher, nullptr, std::move(options))) {}
+
+XdsServer::XdsServer(ProxyGenerator& generator, Options options)
+    : impl_(std::make_unique<Impl>(nullptr, &generator, std::move(options))) {}
 
 XdsServer::~XdsServer() = default;
 

@@ -40,6 +40,7 @@
 #include "server/authenticator.h"
 #include "server/callbacks.h"
 #include "server/limits.h"
+#include "server/proxy_generator.h"
 #include "server/push_dispatcher.h"
 
 namespace cxds {
@@ -78,7 +79,11 @@ class XdsServer {
     const Authenticator* authenticator = nullptr;
   };
 
+  // Serves what a cache holds (SnapshotCache, LinearCache, MuxConfigWatcher)...
   XdsServer(ConfigWatcher& watcher, Options options);
+  // ... or what a generator makes per proxy (the push pipeline). Not owned; must outlive the
+  // server.
+  XdsServer(ProxyGenerator& generator, Options options);
   ~XdsServer();
   XdsServer(const XdsServer&) = delete;
   XdsServer& operator=(const XdsServer&) = delete;

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "fakes/inline_dispatcher.h"
+#include "fakes/served_from.h"
 #include "server/ack_ledger.h"
 #include "server/delta_stream.h"
 
@@ -60,13 +61,27 @@ using HeldState = std::map<std::string, HeldResource>;
 
 class DeltaHarness {
  public:
-  explicit DeltaHarness(ConfigWatcher& watcher, const std::string& node_id = "node-a", int64_t stream_id = 1,
+  explicit DeltaHarness(ServedFrom source, const std::string& node_id = "node-a", int64_t stream_id = 1,
                         std::vector<std::string> client_features = {}, Scheduler* scheduler = nullptr,
                         absl::Duration heartbeat_interval = absl::ZeroDuration(), PushObserver* observer = nullptr,
                         StreamLimits limits = {})
       : own_dispatcher_(InlineDispatcher()),
-        env_{&watcher, &ledger_, nullptr, &clock_, "cxds", scheduler, heartbeat_interval, own_dispatcher_.get(),
-             observer, nullptr,  nullptr, nullptr, limits},
+        env_{source.watcher,
+             &ledger_,
+             nullptr,
+             &clock_,
+             "cxds",
+             scheduler,
+             heartbeat_interval,
+             own_dispatcher_.get(),
+             observer,
+             nullptr,
+             nullptr,
+             nullptr,
+             limits,
+             absl::ZeroDuration(),
+             nullptr,
+             source.generator},
         node_id_(node_id),
         features_(std::move(client_features)),
         stream_(env_, stream_id, "", &transport_) {

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "fakes/inline_dispatcher.h"
+#include "fakes/served_from.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "server/ack_ledger.h"
@@ -101,11 +102,11 @@ struct StreamHarnessOptions {
 
 class StreamHarness {
  public:
-  explicit StreamHarness(ConfigWatcher& cache, std::string fixed_type_url = "", ServerCallbacks* callbacks = nullptr,
+  explicit StreamHarness(ServedFrom source, std::string fixed_type_url = "", ServerCallbacks* callbacks = nullptr,
                          const std::string& node_id = "node-a", int64_t stream_id = 1,
                          StreamHarnessOptions options = {})
       : own_dispatcher_(options.dispatcher == nullptr ? InlineDispatcher() : nullptr),
-        env_{&cache,
+        env_{source.watcher,
              &ledger_,
              callbacks,
              options.clock != nullptr ? options.clock : &clock_,
@@ -118,7 +119,9 @@ class StreamHarness {
              options.admission,
              options.ready,
              options.limits,
-             options.send_timeout},
+             options.send_timeout,
+             nullptr,
+             source.generator},
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {

@@ -58,14 +58,14 @@ class PushPipelineTest : public ::testing::Test {
   void Settle() { scheduler_.AdvanceBy(absl::Milliseconds(100)); }
 
   std::unique_ptr<StreamHarness> Connect(const std::string& node_id, int64_t stream_id,
-                                         ConfigWatcher* watcher = nullptr) {
+                                         PushPipeline* pipeline = nullptr) {
     StreamHarnessOptions options;
     options.dispatcher = dispatcher_.get();
     options.observer = &tracker_;
     options.clock = &scheduler_.clock();
     options.metrics = &server_metrics_;
-    return std::make_unique<StreamHarness>(watcher != nullptr ? *watcher : *pipeline_, "", nullptr, node_id, stream_id,
-                                           options);
+    return std::make_unique<StreamHarness>(pipeline != nullptr ? *pipeline : *pipeline_, "", nullptr, node_id,
+                                           stream_id, options);
   }
 
   // Subscribes like Envoy: CDS wildcard, then EDS for both services; ACKs everything.
