@@ -3,28 +3,33 @@
 namespace cxds {
 
 void KnownVersions::Sent(const ResourcePtr& resource) {
-  // Erase first: the key views the old entry's bytes, which the new entry does not keep.
-  entries_.erase(std::string_view(resource->name()));
-  entries_.emplace(std::string_view(resource->name()), Entry{resource, nullptr});
+  const std::string_view name = resource->name();
+  if (!reported_.empty()) reported_.erase(Key(name));
+  // A set element cannot be replaced in place: the old content version goes first.
+  sent_.erase(name);
+  sent_.insert(resource);
 }
 
 void KnownVersions::Reported(std::string_view name, std::string_view version) {
-  entries_.erase(name);
-  auto own = std::make_unique<std::pair<std::string, std::string>>(std::string(name), std::string(version));
-  const std::string_view key = own->first;
-  entries_.emplace(key, Entry{nullptr, std::move(own)});
+  sent_.erase(name);
+  reported_.insert_or_assign(std::string(name), std::string(version));
 }
 
-bool KnownVersions::Erase(std::string_view name) { return entries_.erase(name) > 0; }
+bool KnownVersions::Erase(std::string_view name) {
+  if (sent_.erase(name) > 0) return true;
+  return !reported_.empty() && reported_.erase(Key(name)) > 0;
+}
 
 bool KnownVersions::HoldsSameContent(const Resource& resource) const {
-  auto it = entries_.find(std::string_view(resource.name()));
-  return it != entries_.end() && it->second.version() == resource.content_version();
+  const std::string* version = Version(resource.name());
+  return version != nullptr && *version == resource.content_version();
 }
 
 const std::string* KnownVersions::Version(std::string_view name) const {
-  auto it = entries_.find(name);
-  return it != entries_.end() ? &it->second.version() : nullptr;
+  if (auto it = sent_.find(name); it != sent_.end()) return &(*it)->content_version();
+  if (reported_.empty()) return nullptr;
+  auto it = reported_.find(Key(name));
+  return it != reported_.end() ? &it->second : nullptr;
 }
 
 }  // namespace cxds

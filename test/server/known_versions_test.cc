@@ -1,6 +1,5 @@
-// KnownVersions: what a Delta client holds. Entries sent share the resource's bytes, entries a
-// client reported own theirs; replacing one by the other keeps every key valid (the table's
-// keys view the entries' own names), which ASan checks in its tree.
+// KnownVersions: what a Delta client holds. Entries sent are the resources themselves, entries a
+// client reported own their strings; a name moves between the two and is held once.
 #include "server/known_versions.h"
 
 #include <algorithm>
@@ -50,6 +49,21 @@ TEST(KnownVersionsTest, EraseAndIterateByName) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"a", "c", "d"}));
   EXPECT_EQ(known.Version("b"), nullptr);
+}
+
+TEST(KnownVersionsTest, ANameIsHeldOnceWhetherSentOrReported) {
+  KnownVersions known;
+  known.Reported("a", "old");
+  known.Sent(testing::Endpoints("a", {1}));
+  known.Reported("a", "older");
+  EXPECT_EQ(known.size(), 1u);
+  EXPECT_EQ(*known.Version("a"), "older");
+  EXPECT_TRUE(known.Erase("a"));
+  EXPECT_FALSE(known.Contains("a"));
+  EXPECT_EQ(known.size(), 0u);
+  int seen = 0;
+  known.ForEachName([&](std::string_view) { seen++; });
+  EXPECT_EQ(seen, 0);
 }
 
 }  // namespace
