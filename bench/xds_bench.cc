@@ -140,8 +140,9 @@ SnapshotPtr GenerateMeshView() {
   node.set_id(kProxyId);
   auto session = pipeline.Open(node, [](PushRequestPtr) {});
   std::map<std::string, Snapshot::TypeResourcesPtr> types;
-  auto subscribe = [&](const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names) {
-    for (auto& [type, generated] : session->Subscribe(type_url, wildcard, names)) types[type] = generated.view;
+  auto subscribe = [&](const std::string& type_url, bool wildcard, absl::flat_hash_set<std::string> names) {
+    const SubscribedNames shared = std::make_shared<const absl::flat_hash_set<std::string>>(std::move(names));
+    for (auto& [type, generated] : session->Subscribe(type_url, wildcard, shared)) types[type] = generated.view;
   };
   subscribe(std::string(kClusterType), true, {});
   subscribe(std::string(kListenerType), true, {});

@@ -155,7 +155,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     }
     GeneratedResources out;
     out.incremental = endpoint_only || request.delta_scope.has_value();
-    for (const std::string& name : watched.names) {
+    for (const std::string& name : *watched.names) {
       std::optional<ParsedCluster> cluster = ParseClusterName(name);
       if (!cluster.has_value()) continue;
       if (endpoint_only && !changed_hosts.contains(cluster->host)) continue;
@@ -386,7 +386,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
-    for (const std::string& name : watched.names) {
+    for (const std::string& name : *watched.names) {
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.key())}, {kWholeContext},
           request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {

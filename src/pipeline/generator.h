@@ -12,6 +12,7 @@
 #include "pipeline/push_context.h"
 #include "pipeline/resource_cache.h"
 #include "protocol/resource.h"
+#include "protocol/subscription.h"
 #include "push/push_request.h"
 
 namespace cxds {
@@ -26,9 +27,10 @@ struct Proxy {
 struct WatchedResources {
   std::string type_url;
   bool wildcard = false;
-  absl::flat_hash_set<std::string> names;  // explicit names (with or without wildcard)
+  // Explicit names (with or without wildcard): the stream's own set, shared, not a copy.
+  SubscribedNames names = NoSubscribedNames();
 
-  bool Wants(const std::string& name) const { return wildcard || names.contains(name); }
+  bool Wants(const std::string& name) const { return wildcard || names->contains(name); }
 };
 
 struct GeneratedResources {

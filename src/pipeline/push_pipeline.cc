@@ -92,8 +92,8 @@ class PipelineSession final : public ProxyGenerator::Session {
     core_->Cancel();
   }
 
-  GeneratedConfig Subscribe(const std::string& type_url, bool wildcard,
-                            const absl::flat_hash_set<std::string>& names) override {
+  GeneratedConfig Subscribe(const std::string& type_url, bool wildcard, const SubscribedNames& shared) override {
+    const absl::flat_hash_set<std::string>& names = *shared;
     GeneratedConfig out;
     PushRequest request;
     bool first = false;
@@ -103,12 +103,14 @@ class PipelineSession final : public ProxyGenerator::Session {
       auto [it, inserted] = core_->interest_.try_emplace(type_url);
       WatchedResources& watched = it->second;
       first = inserted || (wildcard && !watched.wildcard);
-      for (const std::string& name : names) {
-        if (!watched.names.contains(name)) added.insert(name);
+      if (shared != watched.names) {
+        for (const std::string& name : names) {
+          if (!watched.names->contains(name)) added.insert(name);
+        }
       }
       watched.type_url = type_url;
       watched.wildcard = wildcard;
-      watched.names = names;
+      watched.names = shared;  // the stream's set itself: a proxy's names are held once
       if (!wildcard && !IsFullStateType(type_url)) {
         // Forget what is no longer wanted, so the view stays the size of the interest.
         auto view = core_->view_.find(type_url);
@@ -423,8 +425,8 @@ GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& reque
     if (request.delta_scope.has_value()) {
       // Narrowed to what was just subscribed (docs/protocol-rules.md, "Narrowed generation").
       watched.wildcard = false;
-      watched.names = absl::flat_hash_set<std::string>(request.delta_scope->subscribed.begin(),
-                                                       request.delta_scope->subscribed.end());
+      watched.names = std::make_shared<const absl::flat_hash_set<std::string>>(request.delta_scope->subscribed.begin(),
+                                                                               request.delta_scope->subscribed.end());
     }
     const absl::Time started = clock_.Now();
     absl::StatusOr<std::optional<GeneratedResources>> generated =

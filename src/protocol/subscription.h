@@ -9,6 +9,7 @@
 // Thread-compatible: owned by one stream.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,27 @@
 namespace cxds {
 
 inline constexpr std::string_view kWildcardName = "*";
+
+// The explicit names of a subscription, immutable and shared: a stream hands them to its
+// configuration source (the generator keeps them as the proxy's interest) without copying, so
+// a proxy's thousands of EDS names are held once. Never null. A subscription that changes makes
+// a new set (copy on write); a set once handed out never changes.
+using SubscribedNames = std::shared_ptr<const absl::flat_hash_set<std::string>>;
+
+// The empty name set, shared.
+const SubscribedNames& NoSubscribedNames();
+
+// Proxies of one mesh mostly subscribe to the same names (every sidecar that sees the same
+// services asks EDS for the same clusters), so a subscription's new name set is interned by
+// content: equal subscriptions, on any streams, hold one set. Entries are weak (a set lives as
+// long as a subscription or a generator holds it) and swept as the table grows. Thread-safe.
+SubscribedNames InternSubscribedNames(absl::flat_hash_set<std::string> names);
+
+struct SubscribedNamesStats {
+  uint64_t shared = 0;   // sets found already held elsewhere
+  uint64_t created = 0;  // sets made
+};
+SubscribedNamesStats SubscribedNamesInternerStats();
 
 class SotwSubscription {
  public:
@@ -40,17 +62,18 @@ class SotwSubscription {
   bool wildcard() const { return wildcard_; }
   // True while every request so far had an empty name list (LDS/CDS legacy wildcard).
   bool legacy_wildcard() const { return wildcard_ && legacy_; }
-  const absl::flat_hash_set<std::string>& names() const { return names_; }
+  const absl::flat_hash_set<std::string>& names() const { return *names_; }
+  const SubscribedNames& shared_names() const { return names_; }
   // Whether a resource of this name is wanted, through the wildcard or by name.
-  bool Covers(const std::string& name) const { return wildcard_ || names_.contains(name); }
+  bool Covers(const std::string& name) const { return wildcard_ || names_->contains(name); }
   // Subscribed to nothing at all.
-  bool empty() const { return !wildcard_ && names_.empty(); }
+  bool empty() const { return !wildcard_ && names_->empty(); }
 
  private:
   const bool wildcard_capable_;
   bool legacy_ = true;
   bool wildcard_ = false;
-  absl::flat_hash_set<std::string> names_;
+  SubscribedNames names_ = NoSubscribedNames();
 };
 
 // What one stream subscribes to for one type in Delta xDS (docs/protocol-rules.md, R10.4):
@@ -74,15 +97,16 @@ class DeltaSubscription {
 
   bool wildcard() const { return wildcard_; }
   bool legacy_wildcard() const { return wildcard_ && legacy_; }
-  const absl::flat_hash_set<std::string>& names() const { return names_; }
-  bool Covers(const std::string& name) const { return wildcard_ || names_.contains(name); }
-  bool Named(const std::string& name) const { return names_.contains(name); }
+  const absl::flat_hash_set<std::string>& names() const { return *names_; }
+  const SubscribedNames& shared_names() const { return names_; }
+  bool Covers(const std::string& name) const { return wildcard_ || names_->contains(name); }
+  bool Named(const std::string& name) const { return names_->contains(name); }
 
  private:
   const bool wildcard_capable_;
   bool legacy_ = false;
   bool wildcard_ = false;
-  absl::flat_hash_set<std::string> names_;
+  SubscribedNames names_ = NoSubscribedNames();
 };
 
 }  // namespace cxds

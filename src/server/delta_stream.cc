@@ -90,7 +90,7 @@ std::vector<ResourcePtr> DeltaStream::HeldTtlResources(const std::string& type_u
 }
 
 void DeltaStream::UpdateInterest(const std::string& type_url, const TypeState& state) {
-  SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
+  SetInterest(type_url, state.subscription.wildcard(), state.subscription.shared_names());
 }
 
 void DeltaStream::HandleRequest(Request& queued) {

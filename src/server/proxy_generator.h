@@ -22,6 +22,7 @@
 #include "cache/config_watcher.h"
 #include "cache/snapshot.h"
 #include "envoy/config/core/v3/base.pb.h"
+#include "protocol/subscription.h"
 #include "push/push_request.h"
 
 namespace cxds {
@@ -49,8 +50,8 @@ class ProxyGenerator {
     // The stream's subscription to `type_url` is now (`wildcard`, `names`). Names the proxy
     // did not want before are generated at once, from the proxy's last push (the request
     // path: not queued, not throttled); names it no longer wants leave its view.
-    virtual GeneratedConfig Subscribe(const std::string& type_url, bool wildcard,
-                                      const absl::flat_hash_set<std::string>& names) = 0;
+    // `names` is the subscription's own set (immutable, shared): keep it rather than copy it.
+    virtual GeneratedConfig Subscribe(const std::string& type_url, bool wildcard, const SubscribedNames& names) = 0;
     // Generates `push` for every type the proxy subscribes to, in push order, through the
     // generator's shared resource cache.
     virtual GeneratedConfig Generate(const PushRequest& push) = 0;

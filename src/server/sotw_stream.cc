@@ -87,7 +87,7 @@ void SotwStream::Handle(DiscoveryRequest& request) {
     it = types_.emplace(type_url, TypeState(type_url)).first;
     TypeState& state = it->second;
     state.subscription.Apply(RequestedNames(request));
-    SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
+    SetInterest(type_url, state.subscription.wildcard(), state.subscription.shared_names());
     state.dirty = true;
     // Envoy may ask for EDS before CDS after reconnecting; its next EDS request then looks
     // like an ACK but must still be answered or the new clusters stay warming
@@ -127,14 +127,14 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
   if (!IsWildcardCapableType(type_url) && request.resource_names().empty()) {
     // Unsubscribe from everything of this type: forget it (a later request starts afresh).
     // `state` is destroyed here.
-    SetInterest(type_url, false, {});
+    SetInterest(type_url, false, NoSubscribedNames());
     types_.erase(type_url);
     env_.ledger->ForgetType(stream_id_, type_url);
     return false;
   }
   const bool was_wildcard = state.subscription.wildcard();
   SotwSubscription::Change change = state.subscription.Apply(RequestedNames(request));
-  if (change.any()) SetInterest(type_url, state.subscription.wildcard(), state.subscription.names());
+  if (change.any()) SetInterest(type_url, state.subscription.wildcard(), state.subscription.shared_names());
   for (const std::string& name : change.removed) {
     if (!state.subscription.Covers(name)) state.known.erase(name);
   }

@@ -106,13 +106,12 @@ void StreamCore::QueueChange(QueuedChange change) {
   Kick();
 }
 
-void StreamCore::SetInterest(const std::string& type_url, bool wildcard,
-                             const absl::flat_hash_set<std::string>& names) {
+void StreamCore::SetInterest(const std::string& type_url, bool wildcard, const SubscribedNames& names) {
   if (session_ != nullptr) {
     // What is generated here is only kept: the variant marks the names it asked for itself.
     (void)KeepGenerated(session_->Subscribe(type_url, wildcard, names));
   } else if (watch_ != nullptr) {
-    watch_->SetInterest(type_url, wildcard, names);
+    watch_->SetInterest(type_url, wildcard, *names);
   }
 }
 

@@ -222,7 +222,7 @@ class StreamCore : public PushTarget {
   // What the stream subscribes to for one type, told to its configuration source: a cache's
   // watch (LinearCache notifies by name) or the generator session, which generates newly
   // wanted names at once and drops unwanted ones from the view.
-  void SetInterest(const std::string& type_url, bool wildcard, const absl::flat_hash_set<std::string>& names);
+  void SetInterest(const std::string& type_url, bool wildcard, const SubscribedNames& names);
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
   // `try_send(type_url, state, view)` start at most one write; it returns whether it did.

@@ -113,7 +113,7 @@ class TestEndpointGenerator final : public Generator {
     calls++;
     {
       MutexLock lock(&mu_);
-      last_watched_ = std::set<std::string>(watched.names.begin(), watched.names.end());
+      last_watched_ = std::set<std::string>(watched.names->begin(), watched.names->end());
     }
     const auto& context = static_cast<const TestContext&>(env.context);
     GeneratedResources out;

@@ -70,5 +70,52 @@ TEST(SotwSubscriptionTest, ChangeListsAddedAndRemoved) {
   EXPECT_FALSE(change.any());
 }
 
+// The names a subscription hands out (to the generator, which keeps them as the proxy's interest)
+// never change under the holder: a change makes a new set; no change keeps the same one.
+TEST(SubscriptionNamesTest, SharedNamesAreCopiedOnWriteAndKeptWhenUnchanged) {
+  DeltaSubscription delta(kEndpointType);
+  delta.Initial({"a", "b"}, {});
+  const SubscribedNames before = delta.shared_names();
+  delta.Update({"a"}, {"zzz"});  // nothing new, nothing subscribed removed
+  EXPECT_EQ(delta.shared_names(), before) << "an update that changes nothing keeps the set";
+  delta.Update({"c"}, {"a"});
+  EXPECT_THAT(*before, UnorderedElementsAre("a", "b")) << "the set handed out changed";
+  EXPECT_THAT(delta.names(), UnorderedElementsAre("b", "c"));
+  delta.Update({}, {"b", "c"});
+  EXPECT_TRUE(delta.names().empty());
+
+  SotwSubscription sotw(kEndpointType);
+  sotw.Apply({"a", "b"});
+  const SubscribedNames first = sotw.shared_names();
+  sotw.Apply({"b", "a"});
+  EXPECT_EQ(sotw.shared_names(), first) << "the same names in another order are no change";
+  sotw.Apply({"a"});
+  EXPECT_THAT(*first, UnorderedElementsAre("a", "b"));
+  EXPECT_THAT(sotw.names(), UnorderedElementsAre("a"));
+}
+
+// Equal subscriptions on different streams hold one set (a mesh's sidecars ask EDS for the same
+// clusters); a set no subscription holds any more is not kept alive by the interner.
+TEST(SubscriptionNamesTest, EqualSubscriptionsShareOneSet) {
+  DeltaSubscription first(kEndpointType);
+  first.Initial({"outbound|80||a", "outbound|80||b"}, {});
+  DeltaSubscription second(kEndpointType);
+  second.Initial({"outbound|80||b"}, {});
+  EXPECT_NE(second.shared_names(), first.shared_names());
+  second.Update({"outbound|80||a"}, {});
+  EXPECT_EQ(second.shared_names(), first.shared_names()) << "built in other steps, the same names";
+  SotwSubscription third(kEndpointType);
+  third.Apply({"outbound|80||b", "outbound|80||a"});
+  EXPECT_EQ(third.shared_names(), first.shared_names()) << "SotW and Delta alike";
+
+  std::weak_ptr<const absl::flat_hash_set<std::string>> only_here;
+  {
+    DeltaSubscription alone(kEndpointType);
+    alone.Initial({"outbound|80||only-here"}, {});
+    only_here = alone.shared_names();
+  }
+  EXPECT_TRUE(only_here.expired());
+}
+
 }  // namespace
 }  // namespace cxds

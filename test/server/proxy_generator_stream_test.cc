@@ -44,8 +44,7 @@ class ScriptedGenerator final : public ProxyGenerator {
    public:
     explicit ScriptedSession(ScriptedGenerator* owner) : owner_(owner) {}
     ~ScriptedSession() override { owner_->on_push_ = nullptr; }
-    GeneratedConfig Subscribe(const std::string& type_url, bool wildcard,
-                              const absl::flat_hash_set<std::string>& names) override {
+    GeneratedConfig Subscribe(const std::string& type_url, bool wildcard, const SubscribedNames& names) override {
       owner_->subscribes_++;
       return Next(owner_->subscribe_results_);
     }
