@@ -9,8 +9,7 @@
 
 #include "absl/time/time.h"
 #include "common/heap_release.h"
-#include "config/dir_source.h"
-#include "config/etcd_source.h"
+#include "config/source_url.h"
 #include "config/yaml_loader.h"
 #include "controller/mesh_controller.h"
 #include "server/tls_credentials.h"
@@ -33,25 +32,15 @@ struct DemoOptions {
 // then `END pushes`) and `quit` from `in`, writing results to `out`. Returns the exit code.
 int RunDemo(const DemoOptions& options, std::istream& in, std::ostream& out);
 
-// The --etcd-ca/--etcd-cert/--etcd-key flags (PEM files; see EtcdTls).
-struct EtcdTlsFiles {
-  std::string ca;
-  std::string cert;
-  std::string key;
-};
-
 // Every default is in the options structs of the library (MeshController, DirectorySource,
 // XdsServer); the flags show them.
 struct ServeOptions {
-  std::string config_dir = "examples/mesh";
-  // dir://PATH or etcd://HOST:PORT/PREFIX; empty: dir://`config_dir`.
-  std::string config_source;
-  EtcdSource::Options etcd;
-  EtcdTlsFiles etcd_tls;  // etcd:// over TLS when etcd_tls.ca is set
+  // --config-source, --config-dir, --etcd-*, --config-settle; directory.limits.max_file_bytes
+  // is the controller's max_config_file_bytes.
+  ConfigSourceSettings source;
   std::string xds_address = "127.0.0.1:15010";
   std::string admin_address = "127.0.0.1:15014";
   MeshController::Options controller;
-  DirectorySource::Options source;  // limits.max_file_bytes is set from the controller's
   XdsServer::Options server;
   XdsSecurityOptions security;      // no files: plaintext (logged at start)
   std::string admin_token_file;     // bearer token for the admin pages (needed off loopback)

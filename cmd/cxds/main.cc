@@ -76,13 +76,13 @@ int Main(int argc, char** argv) {
   const auto duration_flag = [&](const std::string& name, absl::Duration& value, const std::string& help) {
     return serve_flags[name] = AddDurationOption(*serve_cmd, "--" + name, value, help);
   };
-  flag("config-dir", serve.config_dir, "mesh config directory");
-  flag("config-source", serve.config_source,
+  flag("config-dir", serve.source.config_dir, "mesh config directory");
+  flag("config-source", serve.source.url,
        "dir://PATH or etcd://HOST:PORT/PREFIX (one document per key PREFIX/KIND/NAMESPACE/NAME); "
        "empty: dir://<config-dir>");
-  flag("etcd-ca", serve.etcd_tls.ca, "etcd:// over TLS: the CA of etcd's certificate (PEM)");
-  flag("etcd-cert", serve.etcd_tls.cert, "client certificate for etcd's --client-cert-auth (PEM)");
-  flag("etcd-key", serve.etcd_tls.key, "its private key (PEM)");
+  flag("etcd-ca", serve.source.etcd_tls.ca, "etcd:// over TLS: the CA of etcd's certificate (PEM)");
+  flag("etcd-cert", serve.source.etcd_tls.cert, "client certificate for etcd's --client-cert-auth (PEM)");
+  flag("etcd-key", serve.source.etcd_tls.key, "its private key (PEM)");
   flag("xds-address", serve.xds_address, "xDS gRPC address");
   flag("admin-address", serve.admin_address, "admin HTTP address");
   duration_flag("debounce-after", serve.controller.debounce.debounce_after, "quiet period before a push");
@@ -99,7 +99,7 @@ int Main(int argc, char** argv) {
   flag("max-config-file-bytes", serve.controller.max_config_file_bytes,
        "larger config files are refused whole (their last good objects keep serving)")
       ->check(CLI::Range(size_t{1024}, size_t{64} << 20));
-  duration_flag("config-settle", serve.source.settle,
+  duration_flag("config-settle", serve.source.directory.settle,
                 "quiet period after a change in the config directory before it is read");
   duration_flag("send-timeout", serve.server.send_timeout,
                 "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
@@ -215,7 +215,8 @@ int Main(int argc, char** argv) {
       }
     }
     // A directory written continuously is still read at least this often.
-    serve.source.max_settle = std::max(absl::Seconds(1), serve.source.settle * 10);
+    serve.source.directory.max_settle = std::max(absl::Seconds(1), serve.source.directory.settle * 10);
+    serve.source.directory.limits.max_file_bytes = serve.controller.max_config_file_bytes;
     return cxds::RunServe(serve);
   }
   if (proxy_config_cmd->parsed()) return cxds::RunProxyConfig(proxy_config, std::cout, std::cerr);

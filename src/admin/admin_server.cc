@@ -231,6 +231,15 @@ void SetProcessMemoryGauges(MetricsRegistry& metrics) {
       .Set(static_cast<double>(info.fordblks));
 }
 
+void SetHeapReleaseGauges(const HeapReleaser::Stats& stats, MetricsRegistry& metrics) {
+  metrics.GetGauge("cxds_heap_trims", "Times freed heap kept by the allocator was given back to the system.")
+      .Set(static_cast<double>(stats.trims));
+  metrics
+      .GetGauge("cxds_heap_released_bytes",
+                "Resident memory given back to the system by those trims (bytes, summed; --heap-release-interval).")
+      .Set(static_cast<double>(stats.released_bytes));
+}
+
 }  // namespace
 
 std::string AdminJsonQuote(std::string_view text) {
@@ -313,6 +322,7 @@ void AdminServer::Routes() {
                    "Resources serialized by this process so far (each once per version, then shared).")
         .Set(static_cast<double>(ResourceSerializationCount()));
     SetProcessMemoryGauges(*sources_.metrics);
+    if (sources_.heap_releaser != nullptr) SetHeapReleaseGauges(sources_.heap_releaser->stats(), *sources_.metrics);
     sources_.metrics
         ->GetGauge("cxds_push_contexts_alive", "PushContexts alive: the current one and older ones still held.")
         .Set(static_cast<double>(PushContext::Alive()));

@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "admin/http_listener.h"
+#include "common/heap_release.h"
 #include "config/config_source.h"
 #include "config/config_store.h"
 #include "metrics/metrics.h"
@@ -69,6 +70,8 @@ struct AdminSources {
   // Where the config comes from (may be null): its connection and revision are shown by
   // /debug/config_source, as headers of /debug/syncz and /debug/config_status, and as metrics.
   const ConfigSource* source = nullptr;
+  // Gives freed heap back to the system (may be null): its trims are exported as metrics.
+  const HeapReleaser* heap_releaser = nullptr;
 };
 
 // `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors
