@@ -1,5 +1,9 @@
 #include "server/response_encoding.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "grpc/slice.h"
 #include "grpcpp/support/slice.h"
 
 namespace cxds {
@@ -12,7 +16,36 @@ grpc::Slice SharedSlice(const ResourcePtr& resource, const std::string& bytes) {
   return grpc::Slice(const_cast<char*>(bytes.data()), bytes.size(), &ReleaseResource, new ResourcePtr(resource));
 }
 
-grpc::Slice SharedSlice(const ResourcePtr& resource) { return SharedSlice(resource, resource->encoded_any_field()); }
+// Appends `resources` to `slices`: each run of consecutive small ones copied once into one slice
+// of gRPC's own (inlined when tiny), each large one by reference to its own bytes.
+template <typename Bytes>
+void AddResources(const std::vector<ResourcePtr>& resources, Bytes bytes, std::vector<grpc::Slice>& slices) {
+  const bool copy_small = resources.size() >= kCopyFromResources;
+  size_t i = 0;
+  while (i < resources.size()) {
+    const std::string& first = bytes(*resources[i]);
+    if (!copy_small || first.size() >= kCopyResourcesBelowBytes) {
+      slices.push_back(SharedSlice(resources[i], first));
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    size_t total = 0;
+    for (; end < resources.size(); ++end) {
+      const size_t size = bytes(*resources[end]).size();
+      if (size >= kCopyResourcesBelowBytes) break;
+      total += size;
+    }
+    grpc_slice run = grpc_slice_malloc(total);
+    uint8_t* out = GRPC_SLICE_START_PTR(run);
+    for (; i < end; ++i) {
+      const std::string& part = bytes(*resources[i]);
+      std::memcpy(out, part.data(), part.size());
+      out += part.size();
+    }
+    slices.emplace_back(run, grpc::Slice::STEAL_REF);
+  }
+}
 }  // namespace
 
 grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id) {
@@ -27,19 +60,28 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
     AppendLengthDelimited(6, control_plane, &trailer);
   }
   std::vector<grpc::Slice> slices;
-  slices.reserve(response.resources.size() + 2);
+  slices.reserve(std::min(response.resources.size(), kCopyFromResources) + 3);
   slices.emplace_back(header);
-  std::string heartbeats;
-  for (const ResourcePtr& resource : response.resources) {
-    if (response.heartbeat && resource->ttl().has_value()) {
-      heartbeats += EncodeSotwHeartbeat(*resource);
-    } else if (response.wrap_ttl && resource->ttl().has_value()) {
-      slices.push_back(SharedSlice(resource, resource->encoded_sotw_ttl_field()));
-    } else {
-      slices.push_back(SharedSlice(resource));
+  if (response.heartbeat) {
+    // TTL renewals (rare, and small): the bodies of resources with a TTL are left out.
+    std::string heartbeats;
+    for (const ResourcePtr& resource : response.resources) {
+      if (resource->ttl().has_value()) {
+        heartbeats += EncodeSotwHeartbeat(*resource);
+      } else {
+        slices.push_back(SharedSlice(resource, resource->encoded_any_field()));
+      }
     }
+    if (!heartbeats.empty()) slices.emplace_back(heartbeats);
+  } else {
+    AddResources(
+        response.resources,
+        [&](const Resource& resource) -> const std::string& {
+          return response.wrap_ttl && resource.ttl().has_value() ? resource.encoded_sotw_ttl_field()
+                                                                 : resource.encoded_any_field();
+        },
+        slices);
   }
-  if (!heartbeats.empty()) slices.emplace_back(heartbeats);
   slices.emplace_back(trailer);
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
@@ -57,11 +99,12 @@ grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, cons
     AppendLengthDelimited(7, control_plane, &trailer);
   }
   std::vector<grpc::Slice> slices;
-  slices.reserve(response.resources.size() + 3);
+  slices.reserve(std::min(response.resources.size(), kCopyFromResources) + 3);
   slices.emplace_back(header);
-  for (const ResourcePtr& resource : response.resources) {
-    slices.push_back(SharedSlice(resource, resource->encoded_delta_field(response.with_ttl)));
-  }
+  AddResources(
+      response.resources,
+      [&](const Resource& resource) -> const std::string& { return resource.encoded_delta_field(response.with_ttl); },
+      slices);
   if (!response.heartbeats.empty()) {
     std::string heartbeats;
     for (const ResourcePtr& resource : response.heartbeats) heartbeats += EncodeDeltaHeartbeat(*resource);

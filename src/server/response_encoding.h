@@ -36,9 +36,20 @@ struct OutgoingDeltaResponse {
   std::vector<ResourcePtr> heartbeats;  // TTL heartbeats: name, version and TTL, no body
 };
 
+// In a response of at least kCopyFromResources resources, those encoded in fewer than
+// kCopyResourcesBelowBytes bytes are copied, in runs, into slices of the response's own rather
+// than given a slice each: every slice takes a 32-byte slot in the stream's send buffer, whose
+// array gRPC keeps allocated for the stream afterwards (a 1,000-cluster mesh proxy kept ~55 KiB
+// of it; bench/results/mesh-memory-2026-12-02-names). Smaller responses (a change's EDS update,
+// the demo's) share every resource: there a copy costs more than a slice
+// (BM_FanoutSharedBytes).
+inline constexpr size_t kCopyResourcesBelowBytes = 1024;
+inline constexpr size_t kCopyFromResources = 16;
+
 // Wire bytes of `response` as a gRPC ByteBuffer: a small header and trailer are encoded per
-// response; each resource contributes a slice that points at the resource's own pre-encoded
-// bytes (kept alive by a reference until gRPC releases the slice).
+// response; a resource of kCopyResourcesBelowBytes or more contributes a slice that points at
+// its own pre-encoded bytes (kept alive by a reference until gRPC releases the slice), smaller
+// ones are copied, in runs, into slices of the response's own.
 grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id);
 
 grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, const std::string& control_plane_id);

@@ -55,5 +55,44 @@ TEST(ResponseEncodingTest, BufferOwnsItsResources) {
   EXPECT_EQ(decoded.resources(0).value(), expected_value);
 }
 
+// In a large response small resources are copied into runs (gRPC keeps a slot per slice per
+// stream); a large resource is still its own bytes, shared; a small response shares them all.
+TEST(ResponseEncodingTest, SmallResourcesAreCopiedInRunsLargeOnesShared) {
+  std::vector<uint32_t> many_ports;
+  for (uint32_t port = 1000; port < 1400; ++port) many_ports.push_back(port);
+  const ResourcePtr large = Endpoints("large", many_ports);
+  ASSERT_GE(large->encoded_delta_field(false).size(), kCopyResourcesBelowBytes);
+  OutgoingDeltaResponse response;
+  response.type_url = std::string(kEndpointType);
+  response.system_version = "v1";
+  response.nonce = "v1-1-1";
+  for (int i = 0; i < 100; ++i) response.resources.push_back(Endpoints("small-" + std::to_string(i), {80}));
+  response.resources.push_back(large);
+  response.resources.push_back(Endpoints("after", {81}));
+  grpc::ByteBuffer buffer = EncodeDeltaResponse(response, "cxds");
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buffer.Dump(&slices).ok());
+  // header, the 100 small ones as one run, the large one, the last one, trailer
+  ASSERT_EQ(slices.size(), 5u);
+  const std::string& shared = large->encoded_delta_field(false);
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[2].begin()), shared.data()) << "the large resource was copied";
+  EXPECT_EQ(slices[2].size(), shared.size());
+  size_t small_bytes = 0;
+  for (int i = 0; i < 100; ++i) small_bytes += response.resources[i]->encoded_delta_field(false).size();
+  EXPECT_EQ(slices[1].size(), small_bytes);
+
+  envoy::service::discovery::v3::DeltaDiscoveryResponse decoded = ToDeltaDiscoveryResponse(response, "cxds");
+  ASSERT_EQ(decoded.resources_size(), 102);
+  EXPECT_EQ(decoded.resources(100).resource().value(), large->serialized());
+  EXPECT_EQ(decoded.resources(101).name(), "after");
+
+  OutgoingDeltaResponse small = response;
+  small.resources.resize(kCopyFromResources - 1);
+  slices.clear();
+  ASSERT_TRUE(EncodeDeltaResponse(small, "cxds").Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), kCopyFromResources + 1);
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), small.resources[0]->encoded_delta_field(false).data());
+}
+
 }  // namespace
 }  // namespace cxds
