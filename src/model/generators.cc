@@ -124,6 +124,37 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
+    const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
+                         const std::string& subset) -> absl::Status {
+      const std::string name = ClusterName(port.number, subset, service.host);
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
+          {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(service.host)},
+          request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset), proxy.grpc); });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+      return absl::OkStatus();
+    };
+    if (!watched.wildcard) {
+      // Subscribed by name (proxyless gRPC): only those, not every cluster of the mesh.
+      out.incremental = request.delta_scope.has_value();
+      for (const std::string& name : *watched.names) {
+        std::optional<ParsedCluster> cluster = ParseClusterName(name);
+        if (!cluster.has_value()) continue;
+        const ServiceInfo* service = mesh.FindService(cluster->host);
+        if (service == nullptr || !scope.Visible(*service)) continue;
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+        if (!cluster->subset.empty() &&
+            (rule == nullptr || !std::any_of(rule->subsets.begin(), rule->subsets.end(),
+                                             [&](const auto& s) { return s.name == cluster->subset; }))) {
+          continue;
+        }
+        for (const ServicePort& port : service->ports) {
+          if (port.number != cluster->port || (port.protocol == "TCP" && proxy.grpc)) continue;
+          if (absl::Status status = add(*service, port, rule, cluster->subset); !status.ok()) return status;
+        }
+      }
+      return out;
+    }
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
       const DestinationRule* rule = mesh.DestinationRuleFor(host);
@@ -134,12 +165,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       for (const ServicePort& port : service.ports) {
         if (port.protocol == "TCP" && proxy.grpc) continue;
         for (const std::string& subset : subsets) {
-          const std::string name = ClusterName(port.number, subset, host);
-          absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-              {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(host)},
-              request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset), proxy.grpc); });
-          if (!resource.ok()) return resource.status();
-          out.resources.push_back(*resource);
+          if (absl::Status status = add(service, port, rule, subset); !status.ok()) return status;
         }
       }
     }
@@ -255,23 +281,44 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
+    const auto add_api_listener = [&](const ServiceInfo& service, const ServicePort& port) -> absl::Status {
+      const std::string name = StrCat(service.host, ":", port.number);
+      auto resource =
+          cache.GetOrBuild({std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
+                           [&]() -> absl::StatusOr<ResourcePtr> {
+                             Listener listener;
+                             listener.set_name(name);
+                             listener.mutable_api_listener()->mutable_api_listener()->PackFrom(RdsManager(name, name));
+                             return Resource::FromMessage(listener);
+                           });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+      return absl::OkStatus();
+    };
+    if (proxy.grpc && !watched.wildcard) {
+      // Subscribed by name ("host:port", the target it dials): only those, not one listener
+      // per service of the mesh.
+      out.incremental = request.delta_scope.has_value();
+      for (const std::string& name : *watched.names) {
+        const size_t colon = name.rfind(':');
+        uint32_t number = 0;
+        if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &number)) continue;
+        const ServiceInfo* service = mesh.FindService(name.substr(0, colon));
+        if (service == nullptr || !scope.Visible(*service)) continue;
+        for (const ServicePort& port : service->ports) {
+          if (port.number != number || !IsHttp(port)) continue;
+          if (absl::Status status = add_api_listener(*service, port); !status.ok()) return status;
+        }
+      }
+      return out;
+    }
     std::set<uint32_t> ports;
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
       for (const ServicePort& port : service.ports) {
         if (!IsHttp(port)) continue;
         if (proxy.grpc) {
-          const std::string name = StrCat(host, ":", port.number);
-          auto resource = cache.GetOrBuild(
-              {std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
-              [&]() -> absl::StatusOr<ResourcePtr> {
-                Listener listener;
-                listener.set_name(name);
-                listener.mutable_api_listener()->mutable_api_listener()->PackFrom(RdsManager(name, name));
-                return Resource::FromMessage(listener);
-              });
-          if (!resource.ok()) return resource.status();
-          out.resources.push_back(*resource);
+          if (absl::Status status = add_api_listener(service, port); !status.ok()) return status;
         } else {
           ports.insert(port.number);
         }

@@ -10,6 +10,7 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/stream_harness.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/proxy.h"
 
@@ -178,6 +179,42 @@ TEST_F(GeneratorsTest, GrpcGetsApiListenersAndSubsetEndpoints) {
   const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
   ASSERT_EQ(cla.endpoints(0).lb_endpoints_size(), 1) << "only the v1 workload";
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 18081u);
+}
+
+// A proxy that subscribes by name (proxyless gRPC) gets only those generated: its view holds
+// what it asked for, not one listener and one cluster per service of the mesh.
+TEST_F(GeneratorsTest, GrpcSubscribedByNameIsGeneratedOnlyWhatItNames) {
+  Apply("more.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: other}
+spec:
+  hosts: [other.mesh.local]
+  ports: [{number: 9090, name: grpc, protocol: GRPC}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {"inventory.mesh.local:8080", "nosuch.mesh.local:1", "no-port"}));
+  auto lds = grpc->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  EXPECT_THAT(NamesOf(lds[0]), ::testing::ElementsAre("inventory.mesh.local:8080"));
+  grpc->Send(Ack(lds[0], {"inventory.mesh.local:8080", "nosuch.mesh.local:1", "no-port"}));
+  grpc->Send(Request(std::string(kClusterType),
+                     {"outbound|8080|v2|inventory.mesh.local", "outbound|8080|v9|inventory.mesh.local"}));
+  auto cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  EXPECT_THAT(NamesOf(cds[0]), ::testing::ElementsAre("outbound|8080|v2|inventory.mesh.local"))
+      << "v9 is no subset of the DestinationRule";
+  SnapshotPtr view = pipeline_->ProxyView("grpc-client-1");
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->resources(std::string(kListenerType))->items.size(), 1u) << "other.mesh.local:9090 was generated too";
+  EXPECT_EQ(view->resources(std::string(kClusterType))->items.size(), 1u);
+
+  // A later subscription adds to what it holds (generated narrowed, from the last push).
+  grpc->Send(Ack(cds[0], {"outbound|8080|v2|inventory.mesh.local", "outbound|9090||other.mesh.local"}));
+  auto more = grpc->Take();
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_THAT(NamesOf(more[0]),
+              ::testing::ElementsAre("outbound|8080|v2|inventory.mesh.local", "outbound|9090||other.mesh.local"));
 }
 
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
