@@ -699,6 +699,78 @@ def run_table(named_runs):
                   "RSS per stream", "server CPU for the changes", "result"], rows)
 
 
+def big_config(run_dir, root):
+    """Per service count of the big-config scenario: the full push context's build times (ms, one
+    per start of cxds serve) and, per endpoint change, the time from the file written to the last
+    ACK of the 1,000 gRPC-style proxies (ms, from the client's change time and the server's
+    summary), with the load run."""
+    out = {}
+    big = os.path.join(root, "big")
+    if not os.path.isdir(big):
+        return out
+    for name in sorted(os.listdir(big)):
+        m = re.fullmatch(r"context-(\d+)-\d+\.json", name)
+        if m:
+            pushes = run_dir.json(os.path.join("big", name))
+            first = pushes[0] if isinstance(pushes, list) and pushes and isinstance(pushes[0], dict) else {}
+            if number(first.get("context_ms")) is not None:
+                out.setdefault(int(m.group(1)), {"context_ms": [], "change_ms": [], "run": None})["context_ms"].append(
+                    first["context_ms"])
+        m = re.fullmatch(r"grpc-(\d+)\.json", name)
+        if m:
+            data = run_dir.json(os.path.join("big", name))
+            if not isinstance(data, dict):
+                continue
+            entry = out.setdefault(int(m.group(1)), {"context_ms": [], "change_ms": [], "run": None})
+            entry["run"] = Run("delta", data)
+            reports = {r.get("change"): r for r in data.get("server_reports") or [] if isinstance(r, dict)}
+            for change in data.get("changes") or []:
+                report = reports.get(change.get("change"))
+                made, acked = number(change.get("made_at_unix_ms")), number((report or {}).get("last_answered_unix_ms"))
+                if made is not None and acked is not None and (report or {}).get("proxies_acked") == report.get("proxies"):
+                    entry["change_ms"].append(acked - made)
+    return out
+
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def big_section(big):
+    out = ["## Big config (`cxds serve`, gRPC-style proxies)", ""]
+    if not big:
+        return out + [f"{NOT_MEASURED.capitalize()} (BENCH_BIG=0, or no `big/` results)."]
+    out += ["Services with 10 endpoints each (`bench/gen_mesh.py`). Full push context: `context_ms` of the first "
+            "push of three starts with no proxy. Change to last ACK: the endpoint file written to the last ACK of "
+            "1,000 proxies (LDS by name, then their route, cluster and endpoints), per change.", "",
+            "| services | full push context (ms) | change to last ACK (ms) | server CPU connecting (s) | RSS per proxy |",
+            "|---|---|---|---|---|"]
+    for services, entry in sorted(big.items()):
+        run = entry["run"]
+        cpu = number(run.server.get("cpu_s_connect")) if run else None
+        out.append(f"| {services:,} | {', '.join(f'{v:,.2f}' for v in entry['context_ms']) or '—'} | "
+                   f"{', '.join(f'{v:,.0f}' for v in entry['change_ms']) or '—'} | "
+                   f"{f'{cpu:,.2f}' if cpu is not None else '—'} | "
+                   f"{f'{run.rss_per_stream_kb:,.1f} KiB' if run and run.rss_per_stream_kb is not None else '—'} |")
+    sizes = sorted(big)
+    if len(sizes) >= 2:
+        small, large = big[sizes[0]], big[sizes[-1]]
+        for label, key in (("full push context", "context_ms"), ("change to last ACK", "change_ms")):
+            a, b = median(small[key]), median(large[key])
+            if a and b:
+                out.append("")
+                out.append(f"Growth of the {label} from {sizes[0]:,} to {sizes[-1]:,} services: {b / a:.1f}x "
+                           f"for {sizes[-1] / sizes[0]:.0f}x the services "
+                           f"({'linear or better' if b / a <= sizes[-1] / sizes[0] else 'worse than linear'}).")
+    out += ["", "Bound by: the context by the server's CPU on one thread; the change by the server's CPU "
+            "(re-reading the whole directory, then the push) and the one-core load client."]
+    return out
+
+
 def mesh_section(scenario, mesh_runs):
     out = ["## Mesh scenario (`cxds serve`, config directory)", ""]
     if not mesh_runs and not isinstance(scenario, dict):
@@ -847,6 +919,7 @@ def main(argv):
     largest = sizes[-1] if sizes else None
 
     mesh_runs = {key: Run(key[0], data) for key, data in run_dir.sized("mesh").items()}
+    big = big_config(run_dir, root)
     scenario = run_dir.json(os.path.join("mesh", "scenario.json"))
     restart_data = run_dir.json(os.path.join("restart", "delta-restart.json"))
     restart = Run("delta", restart_data) if isinstance(restart_data, dict) else None
@@ -879,7 +952,7 @@ def main(argv):
     sections = [machine_section(machine, runs), method_section(runs),
                 load_section(runs, sizes, plots, plotter.failure), send_section(runs, sizes),
                 mesh_section(scenario if isinstance(scenario, dict) else None, mesh_runs),
-                restart_section(restart), micro_section(run_dir),
+                restart_section(restart), big_section(big), micro_section(run_dir),
                 targets_section(target_rows, largest, serial_line)]
     # After the sections: reading the micro-benchmark files can add problems too.
     if run_dir.problems:
@@ -918,6 +991,12 @@ def main(argv):
         # The mesh scenario (1,000 services, ~2,000 resources a proxy): server RSS per connected
         # proxy, from the largest mesh run (issue 16's target: at most 256 KiB).
         "mesh_rss_per_proxy_kb": rounded(max(mesh_runs.items())[1].rss_per_stream_kb) if mesh_runs else None,
+        # Big config (issue 16), medians: the full push context, and an endpoint change to the
+        # last ACK of 1,000 gRPC-style proxies, at 10,000 and 1,000 services.
+        "full_push_context_ms_10k": rounded(median(big.get(10000, {}).get("context_ms", []))),
+        "eds_change_ms_10k": rounded(median(big.get(10000, {}).get("change_ms", []))),
+        "full_push_context_ms_1k": rounded(median(big.get(1000, {}).get("context_ms", []))),
+        "eds_change_ms_1k": rounded(median(big.get(1000, {}).get("change_ms", []))),
         "per_n": per_n,
         "targets": [{key: r[key] for key in ("target", "measured_on", "comparison", "limit", "value", "met")}
                     for r in target_rows],

@@ -13,7 +13,9 @@
 #    BENCH_MESH_STREAMS (1,000) Envoy-like Delta proxies, 5 endpoint changes through the files.
 # 4. Restart: cxds serve on examples/mesh with the largest N (at most 5,000) Delta proxies; after the changes
 #    cxds restarts and every proxy reconnects with the versions it holds.
-# 5. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
+# 5. Big config: 1,000 and 10,000 services (BENCH_BIG=0 leaves it out), the full push context and
+#    an endpoint change to the last ACK for 1,000 gRPC-style proxies.
+# 6. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
 #    bench/results/latest.json.
 #
 # Every run is bounded (--duration) and uses loopback ports 19100-19199 only. For a quick look:
@@ -117,6 +119,30 @@ mkdir -p "$mesh_dir/restart"
 cp examples/mesh/*.yaml "$mesh_dir/restart/"
 load "$run/restart/delta-restart" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/restart" \
   --admin-address "127.0.0.1:$((port + 1))" --protocol delta --streams "$restart_streams" --restart
+
+# Big config (issue 16): the full push context and one endpoint change to the last ACK for 1,000
+# proxyless-gRPC-style proxies, at 1,000 and 10,000 services (10 endpoints each). Envoy-style
+# proxies are left out at this size: each would hold 20,000 resources, more than the one-core
+# load client can take for 1,000 of them (bench/results/big-config-2026-12-02).
+if [[ ${BENCH_BIG:-1} != 0 ]]; then
+  mkdir -p "$run/big"
+  for services in ${BENCH_BIG_SIZES:-1000 10000}; do
+    echo "== big config: $services services, gRPC-style proxies" >&2
+    python3 bench/gen_mesh.py "$mesh_dir/big-$services" "$services" 10 >&2
+    for i in 1 2 3; do  # the context alone: cxds serve with no proxy, three starts
+      "$build/cxds" serve --config-dir "$mesh_dir/big-$services" --xds-address "127.0.0.1:$port" \
+        --admin-address "127.0.0.1:$((port + 1))" >"$run/logs/big-$services-context-$i.log" 2>&1 &
+      pid=$!
+      for _ in $(seq 1 300); do curl -sf "127.0.0.1:$((port + 1))/ready" >/dev/null && break; sleep 0.1; done
+      curl -s "127.0.0.1:$((port + 1))/debug/push_status" >"$run/big/context-$services-$i.json" || true
+      kill "$pid"; wait "$pid" 2>/dev/null || true
+      next_port
+    done
+    load "$run/big/grpc-$services" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/big-$services" \
+      --admin-address "127.0.0.1:$((port + 1))" --protocol delta --node-style grpc \
+      --listener load-target.load.local:8080 --streams 1000
+  done
+fi
 
 echo "== report" >&2
 python3 bench/report.py "$run" "bench/results/$date.md" bench/results/latest.json
