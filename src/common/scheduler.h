@@ -31,6 +31,9 @@ template <typename S>
 class TimerHandle;
 }  // namespace scheduler_internal
 
+// A timer's place in its scheduler: deadline, then a unique id.
+using TimerKey = std::pair<absl::Time, uint64_t>;
+
 // Thread-safe.
 class Scheduler {
  public:
@@ -54,11 +57,11 @@ class RealScheduler final : public Scheduler {
     absl::AnyInvocable<void()> fn;
   };
   void Run();
-  void CancelTimer(uint64_t id);
+  void CancelTimer(const TimerKey& key);
 
   Mutex mu_;
   // Keyed by (deadline, id): ties fire in creation order.
-  std::map<std::pair<absl::Time, uint64_t>, Entry> timers_ ABSL_GUARDED_BY(mu_);
+  std::map<TimerKey, Entry> timers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t running_id_ ABSL_GUARDED_BY(mu_) = 0;  // the timer whose callback runs now
   uint64_t cancelling_id_ ABSL_GUARDED_BY(mu_) = 0;
@@ -85,11 +88,11 @@ class SimulatedScheduler final : public Scheduler {
 
  private:
   friend class scheduler_internal::TimerHandle<SimulatedScheduler>;
-  void CancelTimer(uint64_t id);
+  void CancelTimer(const TimerKey& key);
 
   SimulatedClock clock_;
   mutable Mutex mu_;
-  std::map<std::pair<absl::Time, uint64_t>, absl::AnyInvocable<void()>> timers_ ABSL_GUARDED_BY(mu_);
+  std::map<TimerKey, absl::AnyInvocable<void()>> timers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

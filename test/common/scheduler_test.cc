@@ -57,6 +57,20 @@ TEST(SimulatedSchedulerTest, CancelledTimersDoNotFire) {
   EXPECT_EQ(fired, 0);
 }
 
+// Cancelling finds the timer by its deadline and id: among many at the same deadline, exactly
+// the cancelled ones stay silent.
+TEST(SimulatedSchedulerTest, CancelsExactlyTheTimerAmongManyAtOneDeadline) {
+  SimulatedScheduler scheduler;
+  std::vector<int> fired;
+  std::vector<TimerPtr> timers;
+  for (int i = 0; i < 1000; ++i)
+    timers.push_back(scheduler.Schedule(absl::Seconds(1), [&fired, i] { fired.push_back(i); }));
+  for (int i = 0; i < 1000; i += 2) timers[i].reset();
+  scheduler.AdvanceBy(absl::Seconds(1));
+  ASSERT_EQ(fired.size(), 500u);
+  for (int i : fired) EXPECT_EQ(i % 2, 1);
+}
+
 // The real scheduler runs timers on its thread; a cancelled one never runs.
 TEST(RealSchedulerTest, RunsTimersAndCancels) {
   RealScheduler scheduler;
