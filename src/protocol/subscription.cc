@@ -27,15 +27,10 @@ class NamesInterner {
       if (it != table_.end()) existing = it->second.lock();
     }
     // Equal hashes are checked whole, outside the lock.
-    if (existing != nullptr && *existing == names) {
-      MutexLock lock(&mu_);
-      stats_.shared++;
-      return existing;
-    }
+    if (existing != nullptr && *existing == names) return existing;
     SubscribedNames made = std::make_shared<const absl::flat_hash_set<std::string>>(std::move(names));
     MutexLock lock(&mu_);
     table_[key] = made;  // a different set under the same hash is replaced: only sharing is lost
-    stats_.created++;
     if (table_.size() >= sweep_at_) {
       absl::erase_if(table_, [](const auto& entry) { return entry.second.expired(); });
       sweep_at_ = std::max<size_t>(64, 2 * table_.size());
@@ -43,16 +38,10 @@ class NamesInterner {
     return made;
   }
 
-  SubscribedNamesStats stats() {
-    MutexLock lock(&mu_);
-    return stats_;
-  }
-
  private:
   Mutex mu_;
   absl::flat_hash_map<uint64_t, std::weak_ptr<const absl::flat_hash_set<std::string>>> table_ ABSL_GUARDED_BY(mu_);
   size_t sweep_at_ ABSL_GUARDED_BY(mu_) = 64;
-  SubscribedNamesStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 NamesInterner& Interner() {
@@ -65,8 +54,6 @@ NamesInterner& Interner() {
 SubscribedNames InternSubscribedNames(absl::flat_hash_set<std::string> names) {
   return Interner().Intern(std::move(names));
 }
-
-SubscribedNamesStats SubscribedNamesInternerStats() { return Interner().stats(); }
 
 const SubscribedNames& NoSubscribedNames() {
   static const SubscribedNames* const none = new SubscribedNames(std::make_shared<absl::flat_hash_set<std::string>>());

@@ -36,12 +36,6 @@ const SubscribedNames& NoSubscribedNames();
 // long as a subscription or a generator holds it) and swept as the table grows. Thread-safe.
 SubscribedNames InternSubscribedNames(absl::flat_hash_set<std::string> names);
 
-struct SubscribedNamesStats {
-  uint64_t shared = 0;   // sets found already held elsewhere
-  uint64_t created = 0;  // sets made
-};
-SubscribedNamesStats SubscribedNamesInternerStats();
-
 class SotwSubscription {
  public:
   struct Change {

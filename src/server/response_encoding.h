@@ -39,7 +39,7 @@ struct OutgoingDeltaResponse {
 // In a response of at least kCopyFromResources resources, those encoded in fewer than
 // kCopyResourcesBelowBytes bytes are copied, in runs, into slices of the response's own rather
 // than given a slice each: every slice takes a 32-byte slot in the stream's send buffer, whose
-// array gRPC keeps allocated for the stream afterwards (a 1,000-cluster mesh proxy kept ~55 KiB
+// array gRPC keeps allocated for the stream afterwards (a 1,000-cluster mesh proxy kept ~62 KiB
 // of it; bench/results/mesh-memory-2026-12-02-names). Smaller responses (a change's EDS update,
 // the demo's) share every resource: there a copy costs more than a slice
 // (BM_FanoutSharedBytes).
