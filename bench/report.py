@@ -699,6 +699,80 @@ def run_table(named_runs):
                   "RSS per stream", "server CPU for the changes", "result"], rows)
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 16: SotW against Delta in one run, and the daemon against the raw fan-out
+
+
+def sotw_vs_delta(run_dir):
+    """{(style, N): (p50 ratio, p99 ratio, sotw Run, delta Run)} for the demo runs: Envoy-style
+    ones in load/, gRPC-style ones in grpc-style/, at the sizes grpc-style/ has. Ratios are SotW over Delta of the
+    medians over changes."""
+    out = {}
+    # The sizes bench/run.sh ran both styles at (BENCH_STYLE_SIZES, by default 5,000 and 10,000).
+    sizes = {n for _, n in run_dir.sized("grpc-style")}
+    for style, subdir in (("envoy", "load"), ("grpc", "grpc-style")):
+        sized = run_dir.sized(subdir)
+        for (kind, n), data in sized.items():
+            if kind != "sotw" or n not in sizes or ("delta", n) not in sized:
+                continue
+            sotw, delta = Run("sotw", data), Run("delta", sized[("delta", n)])
+            out[(style, n)] = (ratio(median(sotw.p50), median(delta.p50)), ratio(median(sotw.p99), median(delta.p99)),
+                               sotw, delta)
+    return out
+
+
+def worst(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def daemon_runs(run_dir):
+    """{N: figures} for cxds serve on the generated mesh (daemon/delta-N) against the raw fan-out
+    at the same N and message size (daemon/fanout-N)."""
+    sized = run_dir.sized("daemon")
+    out = {}
+    for (kind, n), data in sized.items():
+        if kind == "delta":
+            base = sized.get(("fanout", n))
+            out[n] = figures(Run("delta", data), Run("fanout", base) if base else None)
+    return out
+
+
+def protocol_section(pairs, daemon):
+    md = ["## SotW against Delta, and the daemon against the raw fan-out (issue 16)", ""]
+    if not pairs:
+        md += [f"SotW against Delta: {NOT_MEASURED}.", ""]
+    else:
+        md += ["The demo (`cxds demo`, `--drive teaching`), SotW and Delta in the same run; ratios of the "
+               "medians over changes. At 5,000 streams and more these are bound by the server core (core 0, "
+               "saturated during the pushes: docs/load.md has the profile, where a quarter of it at 10,000 SotW "
+               "streams is libgrpc's completion-queue tag check).", ""]
+        rows = []
+        for (style, n), (p50, p99, sotw, delta) in sorted(pairs.items()):
+            rows.append([style, fmt_int(n), f"{fmt_ms(median(sotw.p50))} / {fmt_ms(median(sotw.p99))}",
+                         f"{fmt_ms(median(delta.p50))} / {fmt_ms(median(delta.p99))}", fmt_ratio(p50), fmt_ratio(p99),
+                         sotw.status() if sotw.status() != "ok" else delta.status()])
+        md.append(table(["proxies", "streams", "SotW p50 / p99 (ms)", "Delta p50 / p99 (ms)", "p50 ratio", "p99 ratio",
+                     "status"], rows))
+        md += [""]
+    if not daemon:
+        md += [f"The daemon on the generated mesh: {NOT_MEASURED}.", ""]
+    else:
+        md += ["`cxds serve` on the generated mesh (1,000 services, 10,000 endpoints), gRPC-style Delta proxies, "
+               "one endpoint change at a time through the files; the raw fan-out at the same N pushes messages "
+               "of the size of that run's EDS responses. The daemon's times count from the file write, so they "
+               "include the config directory's 100 ms quiet period and the debounce, which the fan-out does not "
+               "have: at small N those dominate; at thousands of streams the server core does.", ""]
+        rows = [[fmt_int(n), fmt_ratio(f["push_vs_raw_fanout_ratio"]), fmt_ratio(f["send_vs_raw_fanout_ratio"]),
+                 fmt_ratio(f["convergence_vs_raw_receipt_ratio"]), fmt_ms(f["last_ack_ms"]), "ok" if f["ok"] else "not ok"]
+                for n, f in sorted(daemon.items())]
+        md.append(table(["streams", "push / fan-out send", "send / fan-out send", "last ACK / last receipt",
+                     "last ACK (ms)", "status"], rows))
+        md += ["", "No plots for these two tables yet: the figures are tables only.", ""]
+    return md
+
+
+
 def big_config(run_dir, root):
     """Per service count of the big-config scenario: the full push context's build times (ms, one
     per start of cxds serve) and, per endpoint change, the time from the file written to the last
@@ -940,6 +1014,8 @@ def main(argv):
     plots = draw_plots(plotter, runs, sizes) if runs else {}
 
     target_rows = targets(largest, runs, serializations, reconnect)
+    pairs = sotw_vs_delta(run_dir)
+    daemon = daemon_runs(run_dir)
 
     # Markdown ---------------------------------------------------------------------------------
     commit = (machine or {}).get("commit")
@@ -952,7 +1028,7 @@ def main(argv):
     sections = [machine_section(machine, runs), method_section(runs),
                 load_section(runs, sizes, plots, plotter.failure), send_section(runs, sizes),
                 mesh_section(scenario if isinstance(scenario, dict) else None, mesh_runs),
-                restart_section(restart), big_section(big), micro_section(run_dir),
+                restart_section(restart), big_section(big), protocol_section(pairs, daemon), micro_section(run_dir),
                 targets_section(target_rows, largest, serial_line)]
     # After the sections: reading the micro-benchmark files can add problems too.
     if run_dir.problems:
@@ -997,6 +1073,16 @@ def main(argv):
         "eds_change_ms_10k": rounded(median(big.get(10000, {}).get("change_ms", []))),
         "full_push_context_ms_1k": rounded(median(big.get(1000, {}).get("context_ms", []))),
         "eds_change_ms_1k": rounded(median(big.get(1000, {}).get("change_ms", []))),
+        # Issue 16: SotW over Delta on the demo, the worst over sizes (>= 5,000) and proxy styles;
+        # the daemon on the generated mesh against the raw fan-out, the worst over sizes.
+        "sotw_vs_delta_p50_ratio": rounded(worst(p50 for p50, _, _, _ in pairs.values()), 4),
+        "sotw_vs_delta_p99_ratio": rounded(worst(p99 for _, p99, _, _ in pairs.values()), 4),
+        "sotw_vs_delta": {f"{style}-{n}": {"p50": rounded(p50, 4), "p99": rounded(p99, 4)}
+                          for (style, n), (p50, p99, _, _) in sorted(pairs.items())},
+        "daemon_push_vs_raw_fanout_ratio": rounded(worst(f["push_vs_raw_fanout_ratio"] for f in daemon.values()), 4),
+        "daemon_convergence_vs_raw_receipt_ratio":
+            rounded(worst(f["convergence_vs_raw_receipt_ratio"] for f in daemon.values()), 4),
+        "daemon_per_n": {str(n): f for n, f in sorted(daemon.items())},
         "per_n": per_n,
         "targets": [{key: r[key] for key in ("target", "measured_on", "comparison", "limit", "value", "met")}
                     for r in target_rows],

@@ -15,11 +15,15 @@
 #    cxds restarts and every proxy reconnects with the versions it holds.
 # 5. Big config: 1,000 and 10,000 services (BENCH_BIG=0 leaves it out), the full push context and
 #    an endpoint change to the last ACK for 1,000 gRPC-style proxies.
+# Also, at BENCH_STYLE_SIZES (5,000 and 10,000): the demo with gRPC-style proxies over Delta and
+# SotW (grpc-style/), and cxds serve on the mesh with gRPC-style proxies against the raw fan-out
+# (daemon/).
 # 6. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
 #    bench/results/latest.json.
 #
 # Every run is bounded (--duration) and uses loopback ports 19100-19199 only. For a quick look:
-# BENCH_SIZES="100 200" BENCH_MESH_STREAMS=20 BENCH_MICRO=0 bench/run.sh build /tmp/run
+# BENCH_SIZES="100 200" BENCH_STYLE_SIZES=100 BENCH_MESH_STREAMS=20 BENCH_MICRO=0 BENCH_BIG=0 bench/run.sh build /tmp/run
+# (BENCH_WAIT_QUIET_S=0 skips the wait for a quiet machine)
 # (the report then still goes to bench/results/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +49,7 @@ busy_percent() {
 # Other work on the machine skews every number: wait (at most 5 minutes) for a quiet moment.
 wait_quiet() {
   local waited=0 busy
-  while busy=$(busy_percent); (( busy > 10 && waited < 300 )); do
+  while busy=$(busy_percent); (( busy > 10 && waited < ${BENCH_WAIT_QUIET_S:-300} )); do
     echo "   machine ${busy}% busy; waiting" >&2
     waited=$((waited + 3))
   done
@@ -95,6 +99,16 @@ for n in "${sizes[@]}"; do
   load "$run/load/fanout-$n" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" --streams "$n"
 done
 
+# Issue 16: SotW against Delta with proxyless-gRPC-style proxies too (LDS by name, following
+# references), at the sizes of its target.
+read -r -a style_sizes <<<"${BENCH_STYLE_SIZES:-5000 10000}"
+mkdir -p "$run/grpc-style"
+for n in "${style_sizes[@]}"; do
+  echo "== cxds demo, gRPC-style proxies, Delta and SotW, $n streams" >&2
+  load "$run/grpc-style/delta-$n" --drive teaching --cxds-binary "$build/cxds" --protocol delta --node-style grpc --streams "$n"
+  load "$run/grpc-style/sotw-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --node-style grpc --streams "$n"
+done
+
 echo "== mesh: 1,000 services, 10,000 endpoints, $mesh_streams Delta proxies" >&2
 mesh_dir=$(mktemp -d /tmp/cxds-bench-mesh.XXXXXX)
 trap 'rm -rf "$mesh_dir"' EXIT
@@ -109,6 +123,20 @@ if s:
     json.dump({"serializations": s["server_serializations"], "resource_versions": s["resource_versions"],
                "measured_on": "mesh run, during its changes"}, open(sys.argv[2], "w"))
 PY
+
+# The daemon at the demo's ratios (issue 16): cxds serve on the same mesh, gRPC-style Delta
+# proxies (an Envoy-style proxy holds ~2,000 resources here, more than the one-core load client
+# can take for thousands of them), one endpoint change at a time through the files; then the raw
+# fan-out at the same N with messages of that run's EDS size.
+mkdir -p "$run/daemon"
+for n in "${style_sizes[@]}"; do
+  echo "== daemon: cxds serve on the mesh, $n gRPC-style Delta proxies, and the fan-out" >&2
+  load "$run/daemon/delta-$n" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/config" \
+    --admin-address "127.0.0.1:$((port + 1))" --protocol delta --node-style grpc \
+    --listener load-target.load.local:8080 --streams "$n"
+  eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/daemon/delta-$n.json" 2>/dev/null || echo 400)
+  load "$run/daemon/fanout-$n" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" --streams "$n"
+done
 
 # At most 5,000: while the restarted server's proxies reconnect, cxds-load holds the new
 # connection of each channel and, for a while, the old one too; 10,000 channels then need more
