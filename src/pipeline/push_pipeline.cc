@@ -344,16 +344,33 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   if (options_.observer != nullptr) options_.observer->OnPushStarted(request, clock_.Now());
 
   auto shared = std::make_shared<const PushRequest>(request);
-  uint64_t notified = 0;
+  std::vector<WatchCore*> to_notify;
   for (const std::shared_ptr<WatchCore>& core : watches) {
     if (!request.forced && options_.proxy_filter && !options_.proxy_filter(core->proxy(), request, *context)) continue;
-    notified++;
-    core->Notify(shared);
+    to_notify.push_back(core.get());
   }
+  const uint64_t notified = to_notify.size();
   {
+    // Counted before any proxy hears of the push: a stream may answer, and its ACK be seen,
+    // before this thread runs again.
     MutexLock lock(&mu_);
     stats_.proxies_notified += notified;
     stats_.proxies_filtered_out += watches.size() - notified;
+    if (full) {
+      stats_.full_pushes++;
+      stats_.contexts_built++;
+    } else {
+      stats_.incremental_pushes++;
+    }
+  }
+  if (full) {
+    if (full_pushes_metric_ != nullptr) full_pushes_metric_->Add();
+  } else if (incremental_pushes_metric_ != nullptr) {
+    incremental_pushes_metric_->Add();
+  }
+  for (WatchCore* core : to_notify) core->Notify(shared);
+  {
+    MutexLock lock(&mu_);
     PushRecord record;
     record.sequence = sequence;
     record.version = context->version();
@@ -376,21 +393,16 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
     history_.push_back(std::move(record));
     if (history_.size() > kMaxPushRecords) history_.pop_front();
     if (full) {
-      stats_.full_pushes++;
-      stats_.contexts_built++;
       summary_full_++;
     } else {
-      stats_.incremental_pushes++;
       summary_incremental_++;
       summary_incremental_proxies_ += notified;
     }
   }
   if (full) {
-    if (full_pushes_metric_ != nullptr) full_pushes_metric_->Add();
     Log().info("XDS: Pushing version={} full=true configs={} reasons=\"{}\" proxies={}/{}", context->version(),
                request.configs.size(), request.ReasonsString(), notified, watches.size());
   } else {
-    if (incremental_pushes_metric_ != nullptr) incremental_pushes_metric_->Add();
     Log().debug("XDS: Incremental push version={} configs={} reasons=\"{}\" proxies={}/{}", context->version(),
                 request.configs.size(), request.ReasonsString(), notified, watches.size());
   }
