@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -31,10 +32,16 @@ struct SourcePosition {
 struct ServicePort {
   std::string name;
   uint32_t number = 0;
-  std::string protocol;      // HTTP, HTTP2, GRPC, TCP (uppercased)
-  uint32_t target_port = 0;  // 0: same as number
+  // Istio's name, uppercased: HTTP, HTTP2, GRPC (routed as HTTP), or TCP, HTTPS, TLS, MONGO,
+  // MYSQL, REDIS (proxied as opaque TCP, as Istio does without protocol filters).
+  std::string protocol;
+  uint32_t target_port = 0;  // 0: same as number (or a named targetPort)
   bool operator==(const ServicePort&) const = default;
 };
+
+// Whether ports of `protocol` get HTTP routing; the others are proxied as opaque TCP (Envoy) or
+// left out (proxyless gRPC, which speaks only HTTP/2).
+bool IsHttpProtocol(std::string_view protocol);
 
 // v1 Service.
 struct K8sService {
@@ -71,7 +78,8 @@ struct ServiceEntry {
   ObjectMeta meta;
   std::vector<std::string> hosts;
   std::vector<ServicePort> ports;
-  // resolution: STATIC only (DNS is refused by the parser until it is implemented).
+  // resolution: STATIC only (Istio's default NONE, DNS and DNS_ROUND_ROBIN are refused by the
+  // parser as not supported).
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
 };

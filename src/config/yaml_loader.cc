@@ -70,6 +70,43 @@ bool IsConfigFileName(std::string_view path) {
 
 namespace {
 
+// Edit distance, bounded: keys are short, and a long one (hostile input) is not compared.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known key `key` is most likely a typo of (at most 2 edits, and fewer than half its
+// length), or nullptr.
+const char* NearestKey(const std::string& key, std::initializer_list<const char*> allowed,
+                       std::initializer_list<const char*> unsupported) {
+  if (key.empty() || key.size() > 64) return nullptr;
+  const char* best = nullptr;
+  size_t best_distance = std::min<size_t>(3, (key.size() + 1) / 2);
+  for (const auto& list : {allowed, unsupported}) {
+    for (const char* candidate : list) {
+      const size_t d = EditDistance(key, candidate);
+      if (d < best_distance) {
+        best = candidate;
+        best_distance = d;
+      }
+    }
+  }
+  return best;
+}
+
 // Validation context of one document.
 class Reader {
  public:
@@ -108,14 +145,27 @@ class Reader {
     return false;
   }
 
-  // Reports every key of `node` that is not in `allowed`.
-  void OnlyKeys(const YAML::Node& node, const std::string& field, std::initializer_list<const char*> allowed) {
+  // Reports every key of `node` that is not in `allowed`. A key in `unsupported`, a field of
+  // the Istio or Kubernetes API that cxds does not serve, is "not supported by cxds": valid
+  // input is never called unknown. Any other key is unknown, with the nearest known key when it
+  // looks like a typo.
+  void OnlyKeys(const YAML::Node& node, const std::string& field, std::initializer_list<const char*> allowed,
+                std::initializer_list<const char*> unsupported = {}) {
     if (!node.IsMap()) return;
+    const auto in = [](std::initializer_list<const char*> list, const std::string& key) {
+      return std::any_of(list.begin(), list.end(), [&](const char* a) { return key == a; });
+    };
     for (const auto& entry : node) {
       const std::string key = entry.first.Scalar();
-      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
-        Error(entry.first, Join(field, key), "unknown or unsupported field");
+      if (in(allowed, key)) continue;
+      if (in(unsupported, key)) {
+        Error(entry.first, Join(field, key), "is not supported by cxds");
+        continue;
       }
+      std::string message = "unknown field";
+      if (const char* near = NearestKey(key, allowed, unsupported))
+        message += StrCat(" (did you mean \"", near, "\"?)");
+      Error(entry.first, Join(field, key), message);
     }
   }
 
@@ -287,6 +337,22 @@ bool IsDnsLabel(const std::string& s) {
          });
 }
 
+// A Kubernetes port name (IANA service name): at most 15 lowercase letters, digits and '-',
+// with a letter, no leading, trailing or double '-'.
+bool IsPortName(const std::string& s) {
+  return !s.empty() && s.size() <= 15 && s.front() != '-' && s.back() != '-' && s.find("--") == std::string::npos &&
+         std::any_of(s.begin(), s.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                  c == '-';
+         });
+}
+
+// Of the fields the Kubernetes API server sets (ReadMeta accepts all of them, so that what
+// `kubectl get -o yaml` prints is read unchanged), those it rewrites on every update: left out
+// of the canonical text (ServerSetFree), so that exporting an object again is not a change.
+constexpr const char* kVolatileMetadata[] = {"uid", "resourceVersion", "generation", "managedFields", "selfLink"};
+
 ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
   ObjectMeta meta;
   const YAML::Node node = doc["metadata"];
@@ -295,7 +361,10 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
     return meta;
   }
   if (!r.IsMap(node, "metadata")) return meta;
-  r.OnlyKeys(node, "metadata", {"name", "namespace", "labels", "annotations"});
+  r.OnlyKeys(node, "metadata",
+             {"name", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation", "creationTimestamp",
+              "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName",
+              "ownerReferences", "finalizers"});
   meta.name = r.String(node, "name", "metadata", true).value_or("");
   if (!meta.name.empty() && !IsDnsName(meta.name)) {
     r.Error(node["name"], "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.')");
@@ -308,22 +377,67 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
   return meta;
 }
 
+std::string Upper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
+// Istio's protocols (pkg/config/protocol): those cxds serves, routed as HTTP or proxied as
+// opaque TCP (IsHttpProtocol), and those it does not.
+const std::set<std::string>& ServedProtocols() {
+  static const std::set<std::string> kServed = {"HTTP", "HTTP2", "GRPC",  "TCP",  "HTTPS",
+                                                "TLS",  "MONGO", "MYSQL", "REDIS"};
+  return kServed;
+}
+bool IsUnservedIstioProtocol(const std::string& upper) {
+  return upper == "GRPC-WEB" || upper == "UDP" || upper == "HTTP_PROXY";
+}
+
+// Reports `upper` (from `node` at `field`) unless cxds serves it.
+void CheckProtocol(Reader& r, const YAML::Node& node, const std::string& field, const std::string& upper,
+                   const char* source) {
+  if (ServedProtocols().contains(upper)) return;
+  if (IsUnservedIstioProtocol(upper)) {
+    r.Error(node, field, StrCat("protocol ", upper, " is not supported by cxds"));
+  } else {
+    r.Error(node, field,
+            StrCat(source, " \"", TruncateUntrusted(upper, 64),
+                   "\" is not a protocol Istio knows (HTTP, HTTP2, GRPC, TCP, HTTPS, "
+                   "TLS, MONGO, MYSQL, REDIS, GRPC-WEB, UDP)"));
+  }
+}
+
 std::string Protocol(Reader& r, const YAML::Node& port, const std::string& field) {
   std::optional<std::string> protocol = r.String(port, "protocol", field, false);
   if (!protocol.has_value()) return "HTTP";
-  std::string upper = *protocol;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  static const std::set<std::string> kSupported = {"HTTP", "HTTP2", "GRPC", "TCP"};
-  // Valid in Istio, not served by cxds: said as such, never called invalid.
-  static const std::set<std::string> kIstioOnly = {"HTTPS", "TLS", "MONGO", "MYSQL", "REDIS", "GRPC-WEB", "UDP"};
-  if (kIstioOnly.contains(upper)) {
-    r.Error(port["protocol"], Reader::Join(field, "protocol"),
-            StrCat("protocol ", upper, " is not supported by cxds (supported: HTTP, HTTP2, GRPC, TCP)"));
-  } else if (!kSupported.contains(upper)) {
-    r.Error(port["protocol"], Reader::Join(field, "protocol"), "must be one of HTTP, HTTP2, GRPC, TCP");
-  }
+  const std::string upper = Upper(*protocol);
+  CheckProtocol(r, port["protocol"], Reader::Join(field, "protocol"), upper, "protocol");
   return upper;
 }
+
+}  // namespace
+
+std::string KubernetesPortProtocol(std::string_view name, std::optional<std::string_view> app_protocol) {
+  std::string token(app_protocol.value_or(name));
+  if (app_protocol.has_value()) {
+    // Kubernetes' standard application protocols (Service.spec.ports[].appProtocol).
+    if (token == "kubernetes.io/h2c") return "HTTP2";
+    if (token == "kubernetes.io/ws") return "HTTP";
+    if (token == "kubernetes.io/wss") return "HTTPS";
+  }
+  std::string upper = Upper(token);
+  if (upper.starts_with("GRPC-WEB")) return "GRPC-WEB";  // before the prefix cut: it has a '-'
+  upper = upper.substr(0, upper.find('-'));
+  if (ServedProtocols().contains(upper) || IsUnservedIstioProtocol(upper)) return upper;
+  return "";
+}
+
+bool IsHttpProtocol(std::string_view protocol) {
+  return protocol == "HTTP" || protocol == "HTTP2" || protocol == "GRPC";
+}
+
+namespace {
 
 std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::string& field, bool k8s) {
   std::vector<ServicePort> ports;
@@ -341,15 +455,33 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
     if (!r.IsMap(p, f)) continue;
     ServicePort port;
     if (k8s) {
-      r.OnlyKeys(p, f, {"name", "port", "targetPort", "protocol", "appProtocol"});
+      // nodePort is set by the API server for NodePort and LoadBalancer Services; ignored.
+      r.OnlyKeys(p, f, {"name", "port", "targetPort", "protocol", "appProtocol", "nodePort"});
       port.number = r.Uint(p, "port", f, true, 1, 65535).value_or(0);
-      port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
-      port.protocol = "HTTP";
-      if (auto app = r.String(p, "appProtocol", f, false)) {
-        port.protocol = *app == "grpc" ? "GRPC" : *app == "http2" ? "HTTP2" : "HTTP";
+      const std::optional<std::string> app = r.String(p, "appProtocol", f, false);
+      port.protocol = KubernetesPortProtocol(r.String(p, "name", f, false).value_or(""), app);
+      if (port.protocol.empty()) {
+        // Istio would sniff the protocol; cxds does not, and serves HTTP. An appProtocol it
+        // cannot place is refused rather than guessed.
+        if (app.has_value())
+          CheckProtocol(r, p["appProtocol"], Reader::Join(f, "appProtocol"), Upper(*app), "appProtocol");
+        port.protocol = "HTTP";
+      } else {
+        CheckProtocol(r, app.has_value() ? p["appProtocol"] : p["name"],
+                      Reader::Join(f, app.has_value() ? "appProtocol" : "name"), port.protocol, "protocol");
+      }
+      // A named targetPort ("http-web") is the Pods' container port name: the EndpointSlice
+      // already carries its number for this port, which is what endpoints are served with.
+      if (const YAML::Node target = p["targetPort"];
+          target.IsDefined() && !(target.IsScalar() && IsPortName(target.Scalar()))) {
+        port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
       }
       if (auto proto = r.String(p, "protocol", f, false); proto.has_value() && *proto != "TCP") {
-        r.Error(p["protocol"], Reader::Join(f, "protocol"), "must be TCP (use appProtocol for HTTP, HTTP2, grpc)");
+        if (*proto == "UDP" || *proto == "SCTP") {
+          r.Error(p["protocol"], Reader::Join(f, "protocol"), StrCat(*proto, " ports are not supported by cxds"));
+        } else {
+          r.Error(p["protocol"], Reader::Join(f, "protocol"), "must be TCP, UDP or SCTP");
+        }
       }
     } else {
       r.OnlyKeys(p, f, {"name", "number", "protocol", "targetPort"});
@@ -394,6 +526,17 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
   return w;
 }
 
+// exportTo: every namespace ("*", Istio's default) is what cxds serves; narrower visibility is
+// refused rather than ignored, since ignoring it would widen what the object applies to.
+void CheckExportTo(Reader& r, const YAML::Node& spec) {
+  for (const std::string& to : r.Strings(spec, "exportTo", "spec", false)) {
+    if (to != "*") {
+      r.Error(spec["exportTo"], "spec.exportTo",
+              StrCat("exportTo \"", to.substr(0, 64), "\" is not supported by cxds (only \"*\": every namespace)"));
+    }
+  }
+}
+
 std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::string& field) {
   const YAML::Node node = spec["workloadSelector"];
   if (!node.IsDefined()) return std::nullopt;
@@ -407,11 +550,27 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sService s{std::move(meta), {}, {}};
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return s;
-  r.OnlyKeys(spec, "spec", {"ports", "selector", "type", "clusterIP"});
+  // Addressing and node-level fields mean nothing to a proxy that routes by host: ignored.
+  r.OnlyKeys(spec, "spec",
+             {"ports", "selector", "type", "clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "sessionAffinity",
+              "sessionAffinityConfig", "internalTrafficPolicy", "publishNotReadyAddresses", "externalTrafficPolicy",
+              "healthCheckNodePort", "allocateLoadBalancerNodePorts", "loadBalancerClass", "loadBalancerIP",
+              "loadBalancerSourceRanges"},
+             {"externalIPs", "externalName", "trafficDistribution"});
   if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
     r.Error(spec["type"], "spec.type",
             StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
   }
+  // Values that would change which endpoints serve, and that cxds does not implement.
+  const auto only_default = [&](const char* key, const char* default_value, const char* meaning) {
+    if (auto value = r.String(spec, key, "spec", false); value.has_value() && *value != default_value) {
+      r.Error(spec[key], Reader::Join("spec", key),
+              StrCat(key, ": ", value->substr(0, 64), " (", meaning, ") is not supported by cxds"));
+    }
+  };
+  only_default("sessionAffinity", "None", "client IP stickiness");
+  only_default("internalTrafficPolicy", "Cluster", "node-local endpoints only");
+  only_default("publishNotReadyAddresses", "false", "serving endpoints that are not ready");
   s.ports = Ports(r, spec, "spec", /*k8s=*/true);
   s.selector = r.Labels(spec, "selector", "spec");
   return s;
@@ -427,7 +586,9 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
     e.service_name = service->second;
   }
   if (auto type = r.String(doc, "addressType", "", true); type.has_value() && *type != "IPv4" && *type != "IPv6") {
-    r.Error(doc["addressType"], "addressType", "must be IPv4 or IPv6");
+    r.Error(
+        doc["addressType"], "addressType",
+        *type == "FQDN" ? "FQDN is not supported by cxds (it does not resolve names)" : "must be IPv4, IPv6 or FQDN");
   }
   const YAML::Node ports = doc["ports"];
   if (ports.IsDefined() && r.IsSeq(ports, "ports")) {
@@ -444,7 +605,10 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
     for (size_t i = 0; i < endpoints.size(); ++i) {
       const std::string f = Reader::Index("endpoints", i);
       if (!r.IsMap(endpoints[i], f)) continue;
-      r.OnlyKeys(endpoints[i], f, {"addresses", "conditions", "nodeName", "targetRef"});
+      // hostname, zone and hints (topology-aware routing) are not used: ignored.
+      r.OnlyKeys(
+          endpoints[i], f,
+          {"addresses", "conditions", "nodeName", "targetRef", "hostname", "zone", "hints", "deprecatedTopology"});
       EndpointSlice::Endpoint endpoint;
       endpoint.addresses = r.Strings(endpoints[i], "addresses", f, true);
       for (size_t a = 0; a < endpoint.addresses.size(); ++a) {
@@ -468,19 +632,34 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return se;
-  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location"});
+  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location"},
+             {"addresses", "subjectAltNames"});
+  CheckExportTo(r, spec);
   se.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < se.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), se.hosts[i], /*allow_wildcard=*/true);
   }
   se.ports = Ports(r, spec, "spec", /*k8s=*/false);
-  const std::string resolution = r.String(spec, "resolution", "spec", false).value_or("STATIC");
-  if (resolution == "DNS") {
+  // Istio's default is NONE (traffic passes through to the address the client dialled), so a
+  // ServiceEntry without a resolution is not taken as STATIC.
+  const std::optional<std::string> given = r.String(spec, "resolution", "spec", false);
+  const std::string resolution = given.value_or("NONE");
+  const char* unset = given.has_value() ? "" : " (NONE is Istio's default when spec.resolution is not set)";
+  if (resolution == "NONE") {
+    if (spec["endpoints"].IsDefined()) {
+      // Invalid in Istio too ("no endpoints should be provided for resolution type none").
+      r.Error(spec["endpoints"], "spec.endpoints",
+              StrCat("cannot be used with resolution NONE", unset, "; set spec.resolution: STATIC"));
+    } else {
+      r.Error(given.has_value() ? spec["resolution"] : spec, "spec.resolution",
+              StrCat("resolution NONE (pass-through to the address dialled) is not supported by cxds", unset,
+                     "; set spec.resolution: STATIC to serve spec.endpoints or the workloads spec.workloadSelector "
+                     "selects"));
+    }
+  } else if (resolution == "DNS" || resolution == "DNS_ROUND_ROBIN") {
     // Refused rather than served wrongly: endpoints would need DNS resolution, not done yet.
-    r.Error(spec["resolution"], "spec.resolution", "DNS is not supported by cxds yet (use STATIC)");
-  } else if (resolution == "NONE" || resolution == "DNS_ROUND_ROBIN") {
     r.Error(spec["resolution"], "spec.resolution",
-            StrCat(resolution, " is not supported by cxds (use STATIC with endpoints)"));
+            StrCat("resolution ", resolution, " is not supported by cxds (it does not resolve names; use STATIC)"));
   } else if (resolution != "STATIC") {
     r.Error(spec["resolution"], "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN");
   }
@@ -531,8 +710,15 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   vs.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return vs;
-  r.OnlyKeys(spec, "spec", {"hosts", "http", "gateways", "exportTo"});
-  if (spec["gateways"].IsDefined()) r.Error(spec["gateways"], "spec.gateways", "gateways are not supported by cxds");
+  r.OnlyKeys(spec, "spec", {"hosts", "http", "gateways", "exportTo"}, {"tcp", "tls"});
+  CheckExportTo(r, spec);
+  // "mesh" is every sidecar, the default: the one gateway cxds serves.
+  for (const std::string& gateway : r.Strings(spec, "gateways", "spec", false)) {
+    if (gateway != "mesh") {
+      r.Error(spec["gateways"], "spec.gateways",
+              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
+    }
+  }
   vs.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
@@ -547,7 +733,9 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     const std::string f = Reader::Index("spec.http", i);
     const YAML::Node h = http[i];
     if (!r.IsMap(h, f)) continue;
-    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries"});
+    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries"},
+               {"redirect", "directResponse", "delegate", "rewrite", "fault", "mirror", "mirrors", "mirrorPercentage",
+                "mirrorPercent", "mirror_percent", "corsPolicy", "headers"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
@@ -555,7 +743,9 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
         const YAML::Node m = h["match"][j];
         if (!r.IsMap(m, mf)) continue;
-        r.OnlyKeys(m, mf, {"name", "uri", "headers"});
+        r.OnlyKeys(m, mf, {"name", "uri", "headers"},
+                   {"scheme", "method", "authority", "port", "sourceLabels", "gateways", "queryParams", "ignoreUriCase",
+                    "withoutHeaders", "sourceNamespace", "statPrefix"});
         HttpRoute::Match match;
         if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
         if (m["headers"].IsDefined() && r.IsMap(m["headers"], Reader::Join(mf, "headers"))) {
@@ -577,7 +767,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         const std::string df = Reader::Index(Reader::Join(f, "route"), j);
         const YAML::Node d = destinations[j];
         if (!r.IsMap(d, df)) continue;
-        r.OnlyKeys(d, df, {"destination", "weight"});
+        r.OnlyKeys(d, df, {"destination", "weight"}, {"headers"});
         HttpRouteDestination dest;
         const YAML::Node target = d["destination"];
         if (!target.IsDefined()) {
@@ -609,7 +799,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     route.timeout = r.Duration(h, "timeout", f);
     if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
       const std::string rf = Reader::Join(f, "retries");
-      r.OnlyKeys(h["retries"], rf, {"attempts", "perTryTimeout", "retryOn"});
+      r.OnlyKeys(h["retries"], rf, {"attempts", "perTryTimeout", "retryOn"},
+                 {"retryRemoteLocalities", "retryIgnorePreviousHosts", "backoff"});
       HttpRoute::Retries retries;
       retries.attempts = r.Uint(h["retries"], "attempts", rf, true, 0, 100).value_or(0);
       retries.per_try_timeout = r.Duration(h["retries"], "perTryTimeout", rf);
@@ -626,21 +817,25 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   if (!node.IsDefined()) return std::nullopt;
   const std::string f = Reader::Join(field, "trafficPolicy");
   if (!r.IsMap(node, f)) return std::nullopt;
-  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection"});
+  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection"},
+             {"tls", "portLevelSettings", "tunnel", "proxyProtocol"});
   TrafficPolicy p;
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
-    r.OnlyKeys(node["loadBalancer"], lf, {"simple"});
-    const std::string simple = r.String(node["loadBalancer"], "simple", lf, true).value_or("");
+    r.OnlyKeys(node["loadBalancer"], lf, {"simple"},
+               {"consistentHash", "localityLbSetting", "warmupDurationSecs", "warmup"});
+    const std::string simple = r.String(node["loadBalancer"], "simple", lf, false).value_or("");
     if (simple == "ROUND_ROBIN") {
       p.load_balancer = TrafficPolicy::LoadBalancer::kRoundRobin;
     } else if (simple == "LEAST_REQUEST" || simple == "LEAST_CONN") {
       p.load_balancer = TrafficPolicy::LoadBalancer::kLeastRequest;
     } else if (simple == "RANDOM") {
       p.load_balancer = TrafficPolicy::LoadBalancer::kRandom;
-    } else if (!simple.empty()) {
+    } else if (simple == "PASSTHROUGH") {
+      r.Error(node["loadBalancer"]["simple"], Reader::Join(lf, "simple"), "PASSTHROUGH is not supported by cxds");
+    } else if (!simple.empty() && simple != "UNSPECIFIED") {
       r.Error(node["loadBalancer"]["simple"], Reader::Join(lf, "simple"),
-              "must be ROUND_ROBIN, LEAST_REQUEST or RANDOM");
+              "must be one of UNSPECIFIED, ROUND_ROBIN, LEAST_REQUEST, LEAST_CONN, RANDOM, PASSTHROUGH");
     }
   }
   if (node["connectionPool"].IsDefined() && r.IsMap(node["connectionPool"], Reader::Join(f, "connectionPool"))) {
@@ -649,12 +844,15 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
     r.OnlyKeys(pool, cf, {"tcp", "http"});
     TrafficPolicy::ConnectionPool cp;
     if (pool["tcp"].IsDefined() && r.IsMap(pool["tcp"], Reader::Join(cf, "tcp"))) {
-      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections"});
+      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections"},
+                 {"connectTimeout", "tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
       cp.max_connections = r.Uint(pool["tcp"], "maxConnections", Reader::Join(cf, "tcp"), false, 1, 1u << 31);
     }
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
-      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests"});
+      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests"},
+                 {"maxRequestsPerConnection", "maxRetries", "idleTimeout", "h2UpgradePolicy", "useClientProtocol",
+                  "maxConcurrentStreams"});
       cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
       cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
     }
@@ -663,7 +861,9 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   if (node["outlierDetection"].IsDefined() && r.IsMap(node["outlierDetection"], Reader::Join(f, "outlierDetection"))) {
     const std::string of = Reader::Join(f, "outlierDetection");
     const YAML::Node od = node["outlierDetection"];
-    r.OnlyKeys(od, of, {"consecutive5xxErrors", "interval", "baseEjectionTime", "maxEjectionPercent"});
+    r.OnlyKeys(od, of, {"consecutive5xxErrors", "interval", "baseEjectionTime", "maxEjectionPercent"},
+               {"consecutiveGatewayErrors", "consecutiveLocalOriginFailures", "splitExternalLocalOriginErrors",
+                "minHealthPercent", "consecutiveErrors"});
     TrafficPolicy::OutlierDetection o;
     o.consecutive_5xx_errors = r.Uint(od, "consecutive5xxErrors", of, false, 0, 1u << 31);
     o.interval = r.Duration(od, "interval", of);
@@ -679,7 +879,8 @@ MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta
   dr.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return dr;
-  r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"});
+  r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"}, {"workloadSelector"});
+  CheckExportTo(r, spec);
   dr.host = r.String(spec, "host", "spec", true).value_or("");
   CheckHost(r, spec["host"], "spec.host", dr.host, /*allow_wildcard=*/true);
   dr.traffic_policy = ReadTrafficPolicy(r, spec, "spec");
@@ -711,7 +912,8 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   sc.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return sc;
-  r.OnlyKeys(spec, "spec", {"workloadSelector", "egress"});
+  r.OnlyKeys(spec, "spec", {"workloadSelector", "egress"},
+             {"ingress", "outboundTrafficPolicy", "inboundConnectionPool"});
   sc.workload_selector = Selector(r, spec, "spec");
   const YAML::Node egress = spec["egress"];
   if (!egress.IsDefined()) {
@@ -722,7 +924,7 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   for (size_t i = 0; i < egress.size(); ++i) {
     const std::string f = Reader::Index("spec.egress", i);
     if (!r.IsMap(egress[i], f)) continue;
-    r.OnlyKeys(egress[i], f, {"hosts"});
+    r.OnlyKeys(egress[i], f, {"hosts"}, {"port", "bind", "captureMode"});
     for (const std::string& host : r.Strings(egress[i], "hosts", f, true)) {
       if (host.find('/') == std::string::npos) {
         r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"),
@@ -760,11 +962,12 @@ const std::vector<KindInfo>& Kinds() {
        {"discovery.k8s.io/v1"},
        ReadEndpointSlice,
        {"apiVersion", "kind", "metadata", "addressType", "ports", "endpoints"}},
-      {"ServiceEntry", kIstio, ReadServiceEntry, {"apiVersion", "kind", "metadata", "spec"}},
-      {"WorkloadEntry", kIstio, ReadWorkloadEntry, {"apiVersion", "kind", "metadata", "spec"}},
-      {"VirtualService", kIstio, ReadVirtualService, {"apiVersion", "kind", "metadata", "spec"}},
-      {"DestinationRule", kIstio, ReadDestinationRule, {"apiVersion", "kind", "metadata", "spec"}},
-      {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec"}},
+      // status is written by the API server and istiod: accepted, not read (ServerSetFree).
+      {"ServiceEntry", kIstio, ReadServiceEntry, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"WorkloadEntry", kIstio, ReadWorkloadEntry, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"VirtualService", kIstio, ReadVirtualService, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"DestinationRule", kIstio, ReadDestinationRule, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec", "status"}},
   };
   return kinds;
 }
@@ -842,6 +1045,17 @@ int StuckParserLine(const std::string& text) {
   return -1;
 }
 
+// `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
+// the same object exported twice has the same canonical text. A copy: `doc` is left whole.
+YAML::Node ServerSetFree(const YAML::Node& doc) {
+  YAML::Node copy = YAML::Clone(doc);
+  copy.remove("status");
+  if (YAML::Node metadata = copy["metadata"]; metadata.IsMap()) {
+    for (const char* key : kVolatileMetadata) metadata.remove(key);
+  }
+  return copy;
+}
+
 std::string ScalarAt(const YAML::Node& map, const char* key) {
   const YAML::Node value = map.IsMap() ? map[key] : YAML::Node();
   return value.IsDefined() && value.IsScalar() ? value.Scalar().substr(0, 253) : "";
@@ -892,7 +1106,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       const std::string key = entry.first.Scalar();
       if (std::find_if(info->top_level.begin(), info->top_level.end(), [&](const char* k) { return key == k; }) ==
           info->top_level.end()) {
-        r.Error(entry.first, key, "unknown or unsupported field");
+        r.Error(entry.first, key, "unknown field");
       }
     }
     MeshObject object = info->read(r, doc, meta);
@@ -905,7 +1119,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       continue;
     }
     YAML::Emitter canonical;
-    canonical << doc;
+    canonical << ServerSetFree(doc);
     std::string text = canonical.c_str();
     std::string hash = ContentHash(text);
     out.documents.push_back(

@@ -2,8 +2,11 @@
 //
 // Each document is checked on its own. Anything not understood is an error that names the
 // file, the line, the object and the field; nothing is silently ignored: an unknown kind, an
-// unknown or unsupported field, a value of the wrong type or out of range. A file's valid
-// documents are returned even when others in it are not.
+// unknown field, a field of the Istio or Kubernetes API that cxds does not serve ("not supported
+// by cxds"), a value of the wrong type or out of range. Only what the API server sets
+// (metadata.uid, status, ...) and fields with no meaning for xDS are accepted and not read
+// (docs/config.md lists them). A file's valid documents are returned even when others in it
+// are not.
 #pragma once
 
 #include <optional>
@@ -75,6 +78,12 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
 // Whether `path` is a config file cxds reads (.yaml, .yml, .json; not hidden or editor
 // temporaries such as ".#x.yaml", "x.yaml~", "x.yaml.swp").
 bool IsConfigFileName(std::string_view path);
+
+// Istio's protocol of a Kubernetes Service port: `app_protocol` if set (including Kubernetes'
+// "kubernetes.io/h2c", "kubernetes.io/ws", "kubernetes.io/wss"), else the port name's prefix
+// before '-' ("http-web" -> HTTP, "tcp" -> TCP, "grpc-web..." -> GRPC-WEB), case-insensitive.
+// "" when neither names a protocol (Istio would sniff it; cxds serves such ports as HTTP).
+std::string KubernetesPortProtocol(std::string_view name, std::optional<std::string_view> app_protocol);
 
 // Whether documents of `kind` have no meaning for xDS and are skipped (Kubernetes workload,
 // configuration and access-control kinds). Kinds that do mean something for traffic but that

@@ -12,6 +12,7 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "model/mesh_kinds.h"
 #include "model/proxy.h"
 #include "protocol/type_url.h"
@@ -23,12 +24,15 @@ using envoy::config::endpoint::v3::ClusterLoadAssignment;
 using envoy::config::listener::v3::Listener;
 using envoy::config::route::v3::RouteConfiguration;
 using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+using envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
 
 std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host) {
   return StrCat("outbound|", port, "|", subset, "|", host);
 }
 
 namespace {
+
+bool IsHttp(const ServicePort& port) { return IsHttpProtocol(port.protocol); }
 
 struct ParsedCluster {
   uint32_t port = 0;
@@ -149,7 +153,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
           continue;
         }
         for (const ServicePort& port : service->ports) {
-          if (port.number != cluster->port || (port.protocol == "TCP" && proxy.grpc)) continue;
+          if (port.number != cluster->port || (!IsHttp(port) && proxy.grpc)) continue;
           if (absl::Status status = add(*service, port, rule, cluster->subset); !status.ok()) return status;
         }
       }
@@ -163,7 +167,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         for (const auto& s : rule->subsets) subsets.push_back(s.name);
       }
       for (const ServicePort& port : service.ports) {
-        if (port.protocol == "TCP" && proxy.grpc) continue;
+        if (!IsHttp(port) && proxy.grpc) continue;
         for (const std::string& subset : subsets) {
           if (absl::Status status = add(service, port, rule, subset); !status.ok()) return status;
         }
@@ -267,8 +271,6 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
   return hcm;
 }
 
-bool IsHttp(const ServicePort& port) { return port.protocol != "TCP"; }
-
 class ListenerGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit ListenerGenerator(TranslationOptions options) : options_(std::move(options)) {}
@@ -312,31 +314,47 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       }
       return out;
     }
-    std::set<uint32_t> ports;
+    // Envoy: one listener per port. A port with an HTTP service gets the HTTP connection
+    // manager (routes by Host); otherwise it proxies TCP to the one service that owns it
+    // (MeshContext::TcpPortOwner, the same for every proxy, since one address cannot tell two
+    // opaque services apart).
+    std::map<uint32_t, const ServiceInfo*> ports;  // nullptr: HTTP
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
       for (const ServicePort& port : service.ports) {
-        if (!IsHttp(port)) continue;
         if (proxy.grpc) {
+          if (!IsHttp(port)) continue;
           if (absl::Status status = add_api_listener(service, port); !status.ok()) return status;
-        } else {
-          ports.insert(port.number);
+        } else if (IsHttp(port)) {
+          ports[port.number] = nullptr;
+        } else if (mesh.TcpPortOwner(port.number) == host) {
+          ports.emplace(port.number, &service);
         }
       }
     }
-    for (uint32_t port : ports) {
+    for (const auto& [port, tcp_service] : ports) {
       const std::string name = StrCat(options_.listener_address, "_", port);
+      const bool http = tcp_service == nullptr;
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, "envoy"}, {kWholeContext}, request.push_sequence,
-          [&]() -> absl::StatusOr<ResourcePtr> {
+          {std::string(kListenerType), name, http ? "envoy" : StrCat("envoy|tcp|", tcp_service->host)}, {kWholeContext},
+          request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
             listener.set_name(name);
             auto* address = listener.mutable_address()->mutable_socket_address();
             address->set_address(options_.listener_address);
             address->set_port_value(port);
             auto* filter = listener.add_filter_chains()->add_filters();
-            filter->set_name("envoy.filters.network.http_connection_manager");
-            filter->mutable_typed_config()->PackFrom(RdsManager(std::to_string(port), StrCat("outbound_", port)));
+            if (http) {
+              filter->set_name("envoy.filters.network.http_connection_manager");
+              filter->mutable_typed_config()->PackFrom(RdsManager(std::to_string(port), StrCat("outbound_", port)));
+            } else {
+              const std::string cluster = ClusterName(port, "", tcp_service->host);
+              TcpProxy tcp;
+              tcp.set_stat_prefix(cluster);
+              tcp.set_cluster(cluster);
+              filter->set_name("envoy.filters.network.tcp_proxy");
+              filter->mutable_typed_config()->PackFrom(tcp);
+            }
             return Resource::FromMessage(listener);
           });
       if (!resource.ok()) return resource.status();

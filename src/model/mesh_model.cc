@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "common/logging.h"
 #include "common/strings.h"
@@ -71,6 +72,30 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
       sidecars_.push_back(sc);
     }
   }
+  std::set<uint32_t> http_ports;
+  for (const auto& [host, service] : services_) {
+    for (const ServicePort& port : service.ports) {
+      if (IsHttpProtocol(port.protocol)) http_ports.insert(port.number);
+    }
+  }
+  for (const auto& [host, service] : services_) {
+    for (const ServicePort& port : service.ports) {
+      if (IsHttpProtocol(port.protocol)) continue;
+      if (http_ports.contains(port.number)) {
+        listener_conflicts_.push_back(StrCat(port.protocol, " port ", port.number, " of ", host,
+                                             ": not served to Envoy proxies, an HTTP service has port ", port.number));
+      } else if (auto [owner, inserted] = tcp_port_owners_.emplace(port.number, host); !inserted) {
+        listener_conflicts_.push_back(StrCat(port.protocol, " port ", port.number, " of ", host,
+                                             ": not served to Envoy proxies, ", owner->second, " has port ",
+                                             port.number));
+      }
+    }
+  }
+}
+
+std::string MeshContext::TcpPortOwner(uint32_t port) const {
+  auto it = tcp_port_owners_.find(port);
+  return it == tcp_port_owners_.end() ? "" : it->second;
 }
 
 const ServiceInfo* MeshContext::FindService(const std::string& host) const {
@@ -282,8 +307,18 @@ absl::StatusOr<std::shared_ptr<const PushContext>> MeshModel::Build(const PushCo
                                                                     const PushRequest& request, uint64_t sequence,
                                                                     absl::Time now) {
   std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
-  return std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence, now,
-                                       objects, domain_suffix_);
+  auto context = std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence,
+                                               now, objects, domain_suffix_);
+  // Said when they change, not at every push (istiod counts these as
+  // pilot_conflict_outbound_listener_*).
+  const auto* before = dynamic_cast<const MeshContext*>(previous);
+  if (before == nullptr || before->listener_conflicts() != context->listener_conflicts()) {
+    const std::vector<std::string>& conflicts = context->listener_conflicts();
+    constexpr size_t kShown = 20;  // the log stays readable whatever the config holds
+    for (size_t i = 0; i < conflicts.size() && i < kShown; ++i) Log().warn("LISTENER_CONFLICT {}", conflicts[i]);
+    if (conflicts.size() > kShown) Log().warn("LISTENER_CONFLICT and {} more", conflicts.size() - kShown);
+  }
+  return context;
 }
 
 }  // namespace cxds

@@ -56,6 +56,14 @@ class MeshContext final : public PushContext {
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   const std::string& domain_suffix() const { return domain_suffix_; }
+  // The service whose opaque TCP port (not HTTP: TCP, TLS, MONGO, ...) Envoy's listener on
+  // `port` proxies to, or "" when no service owns it. A listener address cannot tell two opaque
+  // services apart, so the first by host owns the port, and an HTTP service on the same port
+  // takes it (as istiod's outbound listener conflicts resolve); the losers are in
+  // listener_conflicts().
+  std::string TcpPortOwner(uint32_t port) const;
+  // One line per service port that no Envoy listener serves, for the log.
+  const std::vector<std::string>& listener_conflicts() const { return listener_conflicts_; }
 
  private:
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
@@ -64,6 +72,8 @@ class MeshContext final : public PushContext {
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::map<std::string, const DestinationRule*> destination_rules_;
   std::vector<const Sidecar*> sidecars_;
+  std::map<uint32_t, std::string> tcp_port_owners_;
+  std::vector<std::string> listener_conflicts_;
 };
 
 // Applies store updates: keeps the endpoint index current and says what each update means

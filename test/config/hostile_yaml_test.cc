@@ -128,6 +128,7 @@ kind: ServiceEntry
 metadata: {name: a}
 spec:
   hosts: ["a|b.example.com", "with space.example.com", "UPPER.example.com", "*.ok.example.com", "ok.example.com"]
+  resolution: STATIC
   ports: [{number: 80, name: http}]
   endpoints: [{address: 127.0.0.1}]
 )" + std::string("---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec: {host: ") +
@@ -179,7 +180,8 @@ metadata: {name: a}
 spec:
   hosts: [a.example.com]
   resolution: NONE
-  ports: [{number: 443, name: https, protocol: HTTPS}]
+  ports: [{number: 8080, name: web, protocol: GRPC-WEB}]
+  exportTo: ["."]
 ---
 apiVersion: networking.istio.io/v1
 kind: Gateway
@@ -189,12 +191,75 @@ spec: {}
 apiVersion: v1
 kind: Service
 metadata: {name: s}
-spec: {type: NodePort, ports: [{port: 80}]}
+spec:
+  type: NodePort
+  sessionAffinity: ClientIP
+  externalIPs: [127.0.0.9]
+  ports: [{port: 80}, {name: dns, port: 53, protocol: UDP}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a.example.com]
+  gateways: [mesh, istio-system/ingress]
+  tcp: [{route: [{destination: {host: a.example.com}}]}]
+  http:
+  - match: [{method: {exact: GET}, ignoreUriCase: true}]
+    fault: {abort: {httpStatus: 503, percentage: {value: 10}}}
+    route: [{destination: {host: a.example.com}, headers: {request: {set: {x: "1"}}}}]
+    retries: {attempts: 2, retryRemoteLocalities: true}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d}
+spec:
+  host: a.example.com
+  trafficPolicy:
+    tls: {mode: ISTIO_MUTUAL}
+    loadBalancer: {consistentHash: {httpHeaderName: x-user}}
+    connectionPool: {tcp: {connectTimeout: 1s}, http: {maxRetries: 3}}
+    outlierDetection: {consecutiveGatewayErrors: 5}
+  subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: PASSTHROUGH}}}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default}
+spec:
+  ingress: [{port: {number: 80, protocol: HTTP, name: http}, defaultEndpoint: 127.0.0.1:8080}]
+  egress: [{port: {number: 80, protocol: HTTP, name: http}, hosts: ["./*"]}]
+  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
 )");
-  EXPECT_TRUE(HasError(parsed, "spec.resolution", "NONE is not supported by cxds")) << Errors(parsed);
-  EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol HTTPS is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.resolution",
+                       "resolution NONE (pass-through to the address dialled) is not supported by cxds"))
+      << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol GRPC-WEB is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.exportTo", "exportTo \".\" is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "kind", "kind \"Gateway\" is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.type", "type NodePort is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.sessionAffinity", "ClientIP (client IP stickiness) is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.externalIPs", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.ports[1].protocol", "UDP ports are not supported by cxds"));
+  EXPECT_TRUE(
+      HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.tcp", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].method", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].ignoreUriCase", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].fault", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].route[0].headers", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.connectTimeout", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.maxRetries", "is not supported by cxds"));
+  EXPECT_TRUE(
+      HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveGatewayErrors", "is not supported by cxds"));
+  EXPECT_TRUE(
+      HasError(parsed, "spec.subsets[0].trafficPolicy.loadBalancer.simple", "PASSTHROUGH is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.ingress", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.egress[0].port", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.outboundTrafficPolicy", "is not supported by cxds"));
+  EXPECT_TRUE(parsed.documents.empty());
   for (const ConfigError& e : parsed.errors) EXPECT_EQ(e.message.find("invalid"), std::string::npos) << e.message;
 }
 
@@ -226,8 +291,7 @@ spec: {egress: [{hosts: ["a\x01\x7f\nb"]}]}
     EXPECT_EQ(line.find_first_of("\n\r\x01\x7f"), std::string::npos) << line;
     EXPECT_LT(line.size(), 2600u);
   }
-  EXPECT_EQ(parsed.errors[0].ToString(),
-            "dir/x\\x0a.yaml:3: metadata.forged\\x0aCONFIG accepted\\x0d: unknown or unsupported field");
+  EXPECT_EQ(parsed.errors[0].ToString(), "dir/x\\x0a.yaml:3: metadata.forged\\x0aCONFIG accepted\\x0d: unknown field");
   EXPECT_NE(parsed.errors[1].ToString().find("\u2026("), std::string::npos) << "the 5,000-digit scalar is cut";
   EXPECT_NE(parsed.errors[2].ToString().find("a\\x01\\x7f\\x0ab"), std::string::npos) << parsed.errors[2].ToString();
   // A syntax error's message comes from yaml-cpp and quotes the offending character.

@@ -38,8 +38,8 @@ TEST_F(ValidateTest, ErrorsAreListedAndTheExitIsOne) {
         "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    mirror: {host: b}\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 1);
-  EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].mirror: unknown or unsupported "
-                           "field"),
+  EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].mirror: is not supported "
+                           "by cxds"),
             std::string::npos)
       << err.str();
   EXPECT_EQ(out.str(), "1 files, 0 objects accepted, 1 errors\n");

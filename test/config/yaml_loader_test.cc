@@ -1,5 +1,6 @@
 #include "config/yaml_loader.h"
 
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
 namespace cxds {
@@ -135,7 +136,7 @@ spec: {}
   ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tls");
   EXPECT_EQ(parsed.errors[0].line, 6);
-  EXPECT_EQ(parsed.errors[0].message, "unknown or unsupported field");
+  EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
   EXPECT_NE(parsed.errors[1].message.find("kind \"Gateway\" is not supported by cxds"), std::string::npos);
   EXPECT_TRUE(parsed.unidentified_failure);
@@ -242,6 +243,165 @@ TEST(YamlLoaderTest, ConfigFileNamesSkipEditorTemporaries) {
   EXPECT_FALSE(IsConfigFileName("a/.#b.yaml"));
   EXPECT_FALSE(IsConfigFileName("b.yaml~"));
   EXPECT_FALSE(IsConfigFileName("b.txt"));
+}
+
+// A key that is in no API is unknown, never "not supported"; one or two edits from a known key,
+// the error names that key.
+TEST(YamlLoaderTest, UnknownFieldsAreToldApartFromUnsupportedOnesWithTheNearestKey) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a]
+  http:
+  - route: [{destination: {host: a}}]
+    retires: {attempts: 2}
+    faults: {}
+    zzzzzz: 1
+)");
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].ToString(),
+            "x.yaml:8: VirtualService default/v: spec.http[0].retires: unknown field (did you mean \"retries\"?)");
+  EXPECT_EQ(parsed.errors[1].message, "unknown field (did you mean \"fault\"?)") << "near an unsupported key too";
+  EXPECT_EQ(parsed.errors[2].message, "unknown field");
+}
+
+// What `kubectl get -o yaml` prints reads unchanged: the API server's fields are accepted, and
+// those it rewrites on every update do not change the content hash (no push for a re-export).
+TEST(YamlLoaderTest, ServerSetFieldsAreIgnoredAndDoNotChangeTheHash) {
+  const std::string exported = R"(apiVersion: v1
+kind: Service
+metadata:
+  name: reviews
+  namespace: shop
+  uid: 0b3c9e1e-7f4a-4a53-9d1c-4a1f2c3d4e5f
+  resourceVersion: "RV"
+  generation: 3
+  creationTimestamp: "2026-11-30T10:00:00Z"
+  managedFields: [{manager: kubectl, operation: Update}]
+  annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}"}
+spec:
+  clusterIP: 10.96.0.12
+  clusterIPs: [10.96.0.12]
+  ipFamilies: [IPv4]
+  ipFamilyPolicy: SingleStack
+  sessionAffinity: None
+  internalTrafficPolicy: Cluster
+  type: ClusterIP
+  selector: {app: reviews}
+  ports: [{name: http, port: 9080, protocol: TCP, targetPort: http-web}]
+status: {loadBalancer: {}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: reviews-x1
+  namespace: shop
+  labels: {kubernetes.io/service-name: reviews}
+  ownerReferences: [{apiVersion: v1, kind: Service, name: reviews, uid: u}]
+  generateName: reviews-
+addressType: IPv4
+ports: [{name: http, port: 9080, protocol: TCP}]
+endpoints:
+- addresses: [127.0.0.10]
+  conditions: {ready: true, serving: true, terminating: false}
+  hostname: reviews-0
+  zone: zone-a
+  hints: {forZones: [{name: zone-a}]}
+  nodeName: node-1
+  targetRef: {kind: Pod, name: reviews-v1-abc, namespace: shop}
+)";
+  const ParsedFile first = ParseConfigFile("svc.yaml", absl::StrReplaceAll(exported, {{"RV", "1001"}}));
+  const ParsedFile again = ParseConfigFile("svc.yaml", absl::StrReplaceAll(exported, {{"RV", "1002"}}));
+  ASSERT_EQ(first.documents.size(), 2u) << Errors(first);
+  ASSERT_EQ(again.documents.size(), 2u) << Errors(again);
+  EXPECT_EQ(first.documents[0].content_hash, again.documents[0].content_hash);
+  EXPECT_EQ(first.documents[0].canonical.find("resourceVersion"), std::string::npos);
+  EXPECT_EQ(first.documents[0].canonical.find("status"), std::string::npos);
+  EXPECT_NE(first.documents[0].canonical.find("last-applied-configuration"), std::string::npos)
+      << "annotations are the user's: kept";
+  const auto& service = std::get<K8sService>(first.documents[0].object);
+  ASSERT_EQ(service.ports.size(), 1u);
+  EXPECT_EQ(service.ports[0].target_port, 0u) << "a named targetPort: the slice carries the number";
+}
+
+// Istio's protocol selection for Service ports: appProtocol, else the name's prefix.
+TEST(YamlLoaderTest, ServicePortProtocolFollowsAppProtocolThenThePortName) {
+  EXPECT_EQ(KubernetesPortProtocol("http-web", std::nullopt), "HTTP");
+  EXPECT_EQ(KubernetesPortProtocol("http2", std::nullopt), "HTTP2");
+  EXPECT_EQ(KubernetesPortProtocol("grpc-api", std::nullopt), "GRPC");
+  EXPECT_EQ(KubernetesPortProtocol("tcp", std::nullopt), "TCP");
+  EXPECT_EQ(KubernetesPortProtocol("TCP-db", std::nullopt), "TCP") << "case-insensitive";
+  EXPECT_EQ(KubernetesPortProtocol("mongo", std::nullopt), "MONGO");
+  EXPECT_EQ(KubernetesPortProtocol("grpc-web-x", std::nullopt), "GRPC-WEB");
+  EXPECT_EQ(KubernetesPortProtocol("web", std::nullopt), "") << "Istio would sniff it";
+  EXPECT_EQ(KubernetesPortProtocol("", std::nullopt), "");
+  EXPECT_EQ(KubernetesPortProtocol("http", std::string_view("tcp")), "TCP") << "appProtocol first";
+  EXPECT_EQ(KubernetesPortProtocol("tcp", std::string_view("kubernetes.io/h2c")), "HTTP2");
+  EXPECT_EQ(KubernetesPortProtocol("x", std::string_view("kubernetes.io/wss")), "HTTPS");
+  EXPECT_TRUE(IsHttpProtocol("GRPC"));
+  EXPECT_FALSE(IsHttpProtocol("HTTPS")) << "opaque to the proxy: TCP";
+
+  const std::string service = R"(apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  ports:
+  - {name: tcp-mysql, port: 3306}
+  - {name: web, port: 8080}
+  - {name: api, port: 9090, appProtocol: grpc}
+  - LAST
+)";
+  const ParsedFile parsed =
+      ParseConfigFile("svc.yaml", absl::StrReplaceAll(service, {{"LAST", "{name: x, port: 9091, appProtocol: mqtt}"}}));
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].field, "spec.ports[3].appProtocol");
+  const ParsedFile valid =
+      ParseConfigFile("svc.yaml", absl::StrReplaceAll(service, {{"LAST", "{name: tls, port: 443}"}}));
+  ASSERT_EQ(valid.documents.size(), 1u) << Errors(valid);
+  const auto& ports = std::get<K8sService>(valid.documents[0].object).ports;
+  ASSERT_EQ(ports.size(), 4u);
+  EXPECT_EQ(ports[0].protocol, "TCP");
+  EXPECT_EQ(ports[1].protocol, "HTTP");
+  EXPECT_EQ(ports[2].protocol, "GRPC");
+  EXPECT_EQ(ports[3].protocol, "TLS");
+}
+
+// Istio's default resolution is NONE: a ServiceEntry without one is not taken as STATIC.
+TEST(YamlLoaderTest, ServiceEntryResolutionDefaultsToNoneAsInIstio) {
+  const ParsedFile parsed = ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: with-endpoints}
+spec:
+  hosts: [a.example.com]
+  ports: [{number: 80, name: http}]
+  endpoints: [{address: 127.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: external}
+spec:
+  hosts: [b.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: static}
+spec:
+  hosts: [c.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.1}]
+)");
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].field, "spec.endpoints");
+  EXPECT_EQ(parsed.errors[0].message,
+            "cannot be used with resolution NONE (NONE is Istio's default when spec.resolution is not set); set "
+            "spec.resolution: STATIC");
+  EXPECT_EQ(parsed.errors[1].field, "spec.resolution");
+  EXPECT_NE(parsed.errors[1].message.find("is not supported by cxds (NONE is Istio's default"), std::string::npos);
+  ASSERT_EQ(parsed.documents.size(), 1u);
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: inventory}
 spec:
+  resolution: STATIC
   hosts: [inventory.mesh.local]
   ports: [{number: 8080, name: grpc, protocol: GRPC}]
   workloadSelector: {labels: {app: inventory}}

@@ -88,6 +88,7 @@ apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: pipes}
 spec:
+  resolution: STATIC
   hosts: ["8080|v1|inventory.mesh.local"]
   ports: [{number: 8080, name: grpc, protocol: GRPC}]
   endpoints: [{address: 127.0.0.1}]

@@ -47,6 +47,7 @@ apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: ext, namespace: default}
 spec:
+  resolution: STATIC
   hosts: [api.example.com]
   ports: [{number: 443, protocol: HTTP}]
   endpoints: [{address: 127.0.0.1}]

@@ -8,6 +8,7 @@
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/stream_harness.h"
 #include "gmock/gmock.h"
@@ -21,6 +22,7 @@ constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: inventory}
 spec:
+  resolution: STATIC
   hosts: [inventory.mesh.local]
   ports: [{number: 8080, name: grpc, protocol: GRPC}]
   workloadSelector: {labels: {app: inventory}}
@@ -188,6 +190,7 @@ TEST_F(GeneratorsTest, GrpcSubscribedByNameIsGeneratedOnlyWhatItNames) {
 kind: ServiceEntry
 metadata: {name: other}
 spec:
+  resolution: STATIC
   hosts: [other.mesh.local]
   ports: [{number: 9090, name: grpc, protocol: GRPC}]
 )");
@@ -215,6 +218,63 @@ spec:
   ASSERT_EQ(more.size(), 1u);
   EXPECT_THAT(NamesOf(more[0]),
               ::testing::ElementsAre("outbound|8080|v2|inventory.mesh.local", "outbound|9090||other.mesh.local"));
+}
+
+// Istio selects a port's protocol by appProtocol and name: an opaque port gets Envoy's TCP
+// proxy to its service's cluster, not an HTTP connection manager; two opaque services on one
+// port cannot both be told apart by one listener, so the first by host keeps it (and the other
+// is logged as a conflict), and an HTTP service on that port takes it. gRPC nodes are sent
+// none of them (gRPC speaks HTTP/2 only).
+TEST_F(GeneratorsTest, OpaquePortsGetATcpProxyListenerForEnvoyAndNothingForGrpc) {
+  Apply("tcp.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: mysql, namespace: shop}
+spec:
+  ports: [{name: tcp-mysql, port: 3306}, {name: admin, port: 9080, appProtocol: mongo}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: replica, namespace: shop}
+spec:
+  ports: [{name: mysql, port: 3306, appProtocol: tcp}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
+  ASSERT_NE(context, nullptr);
+  EXPECT_EQ(context->TcpPortOwner(3306), "mysql.shop.svc.cluster.local");
+  EXPECT_EQ(context->TcpPortOwner(9080), "") << "reviews serves HTTP on 9080";
+  EXPECT_THAT(context->listener_conflicts(),
+              ::testing::ElementsAre("MONGO port 9080 of mysql.shop.svc.cluster.local: not served to Envoy proxies, an "
+                                     "HTTP service has port 9080",
+                                     "TCP port 3306 of replica.shop.svc.cluster.local: not served to Envoy proxies, "
+                                     "mysql.shop.svc.cluster.local has port 3306"));
+
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(NamesOf(lds[0]), (std::vector<std::string>{"127.0.0.1_3306", "127.0.0.1_8080", "127.0.0.1_9080"}));
+  const auto tcp_listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  const auto& filter = tcp_listener.filter_chains(0).filters(0);
+  EXPECT_EQ(filter.name(), "envoy.filters.network.tcp_proxy");
+  envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+  ASSERT_TRUE(filter.typed_config().UnpackTo(&tcp));
+  EXPECT_EQ(tcp.cluster(), "outbound|3306||mysql.shop.svc.cluster.local");
+  EXPECT_FALSE(tcp.stat_prefix().empty()) << "Envoy's PGV rule: stat_prefix min_len 1";
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  EXPECT_TRUE(
+      Decode<envoy::config::listener::v3::Listener>(lds[0], 2).filter_chains(0).filters(0).typed_config().UnpackTo(
+          &hcm))
+      << "9080 stays HTTP";
+
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {}));
+  auto grpc_lds = grpc->Take();
+  ASSERT_EQ(grpc_lds.size(), 1u);
+  for (const std::string& name : NamesOf(grpc_lds[0])) {
+    EXPECT_EQ(name.find("mysql"), std::string::npos) << name;
+    EXPECT_EQ(name.find("replica"), std::string::npos) << name;
+  }
 }
 
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
