@@ -142,24 +142,42 @@ void PushDispatcher::ReleaseSlot() {
 void PushDispatcher::Generated(PushTarget* target) { PassSlotOf(target); }
 
 void PushDispatcher::Done(PushTarget* target) {
-  if (!queue_.MarkDone(target)) return;
+  // Whether this push still holds a slot is settled before MarkDone can queue the target
+  // again: from then on a worker may deliver its next push, which takes a slot of its own and
+  // marks the target a holder again; looking afterwards would pass that slot and leak this one.
   bool held = false;
   {
     MutexLock lock(&mu_);
-    held = slot_holders_.contains(target);
+    held = slot_holders_.erase(target) > 0;
+  }
+  if (!queue_.MarkDone(target)) {
+    // Not pushing (removed meanwhile): a slot it held is given back here, once (Remove found
+    // no holder to release).
+    if (held) {
+      ReleaseSlot();
+      if (workers_.empty()) Pump();
+    }
+    return;
   }
   if (held) {
-    PassSlotOf(target);
+    PassSlot();
   } else if (workers_.empty()) {
     Pump();  // MarkDone may have queued it again, and a slot may be free
   }
 }
 
 void PushDispatcher::PassSlotOf(PushTarget* target) {
-  bool stopping = false;
   {
     MutexLock lock(&mu_);
     if (slot_holders_.erase(target) == 0) return;
+  }
+  PassSlot();
+}
+
+void PushDispatcher::PassSlot() {
+  bool stopping = false;
+  {
+    MutexLock lock(&mu_);
     stopping = stopping_;
   }
   // The slot passes straight to the next queued push, delivered on this thread (usually the

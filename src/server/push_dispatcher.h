@@ -86,6 +86,9 @@ class PushDispatcher {
   void ReleaseSlot();
   // The slot `target` holds, if any, goes to the next queued push (or is freed).
   void PassSlotOf(PushTarget* target);
+  // A slot whose holder the caller just took out of slot_holders_ goes to the next queued push
+  // (or is freed).
+  void PassSlot();
 
   const int max_in_flight_;
   Clock* const clock_;
