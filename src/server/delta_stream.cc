@@ -221,6 +221,7 @@ std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& typ
     }
     const bool covered = sub.Covers(name);
     const bool known = state.known.Contains(name);
+    if (resource == nullptr && available != nullptr && sub.Named(name)) NoteMissing(type_url, name);
     if (resource != nullptr && covered) {
       if (state.force.contains(name) || !state.known.HoldsSameContent(*resource)) {
         response.resources.push_back(resource);

@@ -7,6 +7,8 @@
 //   pilot_proxy_convergence_time       from a push's first change to the proxy's ACK of the
 //                                      last response of that push (istiod stops at the send)
 //   cxds_xds_acks{type}                ACKs
+//   cxds_xds_missing_names{type}       names a stream subscribed to that its configuration does
+//                                      not have (each counted once per stream)
 // Per-type children are looked up once per type and kept (every response would otherwise
 // pay a registry lookup). Thread-safe; a null registry means no metrics.
 //
@@ -59,6 +61,10 @@ class ServerMetrics {
   void ExpiredNonce(std::string_view type_url) {
     if (PerType* t = Of(type_url)) t->expired_nonces->Add();
   }
+  // Only for a type the stream's configuration has (so `type` stays bounded).
+  void MissingName(std::string_view type_url) {
+    if (PerType* t = Of(type_url)) t->missing_names->Add();
+  }
   void Converged(double seconds) const {
     if (convergence_ != nullptr) convergence_->Observe(seconds);
   }
@@ -70,6 +76,7 @@ class ServerMetrics {
     Counter* acks;
     Counter* rejects;
     Counter* expired_nonces;
+    Counter* missing_names;
   };
 
   PerType* Of(std::string_view type_url) {
@@ -81,12 +88,15 @@ class ServerMetrics {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const Labels labels{{"type", name}};
     static const std::vector<double> kSizeBuckets{1, 1e4, 1e5, 1e6, 1e7, 4e7};
-    PerType t{&registry_->GetCounter("pilot_xds_pushes", "xDS responses sent, by type.", labels),
-              &registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.", kSizeBuckets,
-                                       labels),
-              &registry_->GetCounter("cxds_xds_acks", "ACKs received, by type.", labels),
-              &registry_->GetCounter("pilot_total_xds_rejects", "NACKs received, by type.", labels),
-              &registry_->GetCounter("pilot_xds_expired_nonce", "Requests carrying a stale nonce, by type.", labels)};
+    PerType t{
+        &registry_->GetCounter("pilot_xds_pushes", "xDS responses sent, by type.", labels),
+        &registry_->GetHistogram("pilot_xds_config_size_bytes", "Resource bytes per xDS response.", kSizeBuckets,
+                                 labels),
+        &registry_->GetCounter("cxds_xds_acks", "ACKs received, by type.", labels),
+        &registry_->GetCounter("pilot_total_xds_rejects", "NACKs received, by type.", labels),
+        &registry_->GetCounter("pilot_xds_expired_nonce", "Requests carrying a stale nonce, by type.", labels),
+        &registry_->GetCounter("cxds_xds_missing_names",
+                               "Names a stream subscribed to that its configuration does not have, by type.", labels)};
     return &types_.emplace(std::string(type_url), t).first->second;
   }
 

@@ -189,7 +189,11 @@ std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url,
     // Look names up rather than scan: a client usually wants few of many (EDS).
     for (const std::string& name : sub.names()) {
       auto found = available->items.find(name);
-      if (found != available->items.end()) covered.push_back(found->second);
+      if (found != available->items.end()) {
+        covered.push_back(found->second);
+      } else {
+        NoteMissing(type_url, name);
+      }
     }
     std::sort(covered.begin(), covered.end(),
               [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });

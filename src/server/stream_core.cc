@@ -263,6 +263,27 @@ void StreamCore::RecordSentSummary(const SentSummary& sent) {
   callbacks_->OnStreamResponse(stream_id_, info);
 }
 
+void StreamCore::NoteMissing(const std::string& type_url, const std::string& name) {
+  if (missing_noted_.size() > kMaxMissingNamesNoted) return;
+  if (missing_noted_.size() == kMaxMissingNamesNoted) {
+    missing_noted_.insert("");  // the marker: the next ones are not said
+    Log().info("MISSING stream={} node={} more names than {} are missing; no more are logged", stream_id_, node_log_,
+               kMaxMissingNamesNoted);
+    return;
+  }
+  if (!missing_noted_.insert(StrCat(type_url, " ", name)).second) return;
+  metrics_->MissingName(type_url);
+  const bool named_by_client = type_url == kListenerType || type_url == kClusterType;
+  // "reviews:9080" rather than "reviews.shop.svc.cluster.local:9080": the commonest miss.
+  const std::string_view host = std::string_view(name).substr(0, name.rfind(':'));
+  const char* hint = type_url == kListenerType && host.find('.') == std::string_view::npos
+                         ? " (a host without a domain: a short name?)"
+                         : "";
+  Log().log(named_by_client ? spdlog::level::info : spdlog::level::debug,
+            "MISSING stream={} node={} type={} name={}: subscribed, but not in the configuration served{}", stream_id_,
+            node_log_, type_url, Untrusted(name), hint);
+}
+
 void StreamCore::RecordAnswer(const std::string& type_url, const std::string& nonce, const std::string& client_version,
                               const google::rpc::Status* error, bool delta) {
   // The message is kept (ledger, callbacks, convergence records) only up to the limit.

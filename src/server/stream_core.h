@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -162,6 +163,9 @@ class StreamCore : public PushTarget {
 
   int64_t id() const { return stream_id_; }
 
+  // How many missing names a stream logs (NoteMissing).
+  static constexpr size_t kMaxMissingNamesNoted = 32;
+
  protected:
   // Queues a request of the variant's own type; any thread.
   void EnqueueRequest(Request request);
@@ -211,6 +215,13 @@ class StreamCore : public PushTarget {
   void RecordAnswer(const std::string& type_url, const std::string& nonce, const std::string& client_version,
                     const google::rpc::Status* error, bool delta);
   void RecordExpiredNonce(const std::string& type_url) { metrics_->ExpiredNonce(type_url); }
+  // `name`, subscribed to by name, is not in the configuration of `type_url` the stream serves
+  // (which has that type). A client waits for such a name in silence (a typo in its target, a
+  // route to a host nobody defines), so it is logged (info for listeners and clusters, what a
+  // client names itself or is routed to; debug for the rest, which a proxy derives from those
+  // and may ask for a moment after they went) and counted once per stream and name, for at most
+  // kMaxMissingNamesNoted names a stream.
+  void NoteMissing(const std::string& type_url, const std::string& name);
   // The embedder's callbacks (a null object if it gave none).
   ServerCallbacks& callbacks() const { return *callbacks_; }
   // A variant's hooks were handed the other variant's request (cannot happen: each variant
@@ -325,9 +336,10 @@ class StreamCore : public PushTarget {
   bool processing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool send_check_due_ ABSL_GUARDED_BY(mu_) = false;
-  TimerPtr heartbeat_timer_;  // confined to event processing (and Close)
-  TimerPtr send_timer_;       // confined to event processing (and Close)
-  absl::Time write_started_;  // of the outstanding write; confined to event processing
+  std::set<std::string> missing_noted_;  // "TYPE NAME" pairs NoteMissing said; confined to event processing
+  TimerPtr heartbeat_timer_;             // confined to event processing (and Close)
+  TimerPtr send_timer_;                  // confined to event processing (and Close)
+  absl::Time write_started_;             // of the outstanding write; confined to event processing
 };
 
 }  // namespace cxds

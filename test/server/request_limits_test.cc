@@ -1,19 +1,16 @@
 // Unbounded input (issue 11): every limit of server/limits.h ends the stream with a status
 // naming it, before anything is kept; a NACK's error_detail is kept cut to its limit; a client
 // string cannot forge a log line.
-#include <sstream>
-
 #include "cache/snapshot_cache.h"
 #include "common/logging.h"
 #include "common/status_matchers.h"
+#include "fakes/captured_log.h"
 #include "fakes/delta_harness.h"
 #include "fakes/stream_harness.h"
 #include "fakes/test_resources.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "protocol/type_url.h"
-#include "spdlog/sinks/ostream_sink.h"
-#include "spdlog/sinks/stdout_sinks.h"
 
 namespace cxds {
 namespace {
@@ -155,22 +152,6 @@ TEST_F(RequestLimitsTest, NackErrorDetailIsKeptTruncatedWithItsSize) {
   ASSERT_TRUE(status->types[0].last_nack.has_value());
   EXPECT_EQ(status->types[0].last_nack->error, "rejected: eeeeee\u2026(1000010 bytes)");
 }
-
-// A log sink for one test; the default (stderr) is put back afterwards.
-class CapturedLog {
- public:
-  CapturedLog() { SetLogSink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)); }
-  ~CapturedLog() { SetLogSink(std::make_shared<spdlog::sinks::stderr_sink_mt>()); }
-  std::vector<std::string> Lines() const {
-    std::vector<std::string> lines;
-    std::istringstream in(out_.str());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  }
-
- private:
-  std::ostringstream out_;
-};
 
 // A node id, nonce or error_detail with a newline cannot start a log line of its own, and a
 // huge one does not make a huge line.
