@@ -2,12 +2,15 @@
 
 #include "config/config_dir.h"
 #include "cxds/commands.h"
+#include "model/mesh_analysis.h"
 #include "model/mesh_model.h"
 
 namespace cxds {
 
 int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err) {
-  return ValidateDirectory(dir, out, err, ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix)});
+  return ValidateDirectory(dir, out, err,
+                           ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix),
+                                                .analyze = MeshAnalyzer(domain_suffix)});
 }
 
 }  // namespace cxds

@@ -155,8 +155,10 @@ std::string ConfigStatusJson(const ConfigStore& store) {
     for (size_t i = 0; i < f.errors.size(); ++i) errors += (i ? "," : "") + Quote(f.errors[i].ToString());
     std::string skipped = "[";
     for (size_t i = 0; i < f.skipped.size(); ++i) skipped += (i ? "," : "") + Quote(f.skipped[i].ToString());
+    std::string warnings = "[";
+    for (size_t i = 0; i < f.warnings.size(); ++i) warnings += (i ? "," : "") + Quote(f.warnings[i].ToString());
     out += StrCat("{\"file\":", Quote(f.path), ",\"accepted\":", accepted, "],\"errors\":", errors,
-                  "],\"skipped\":", skipped, "]}");
+                  "],\"skipped\":", skipped, "],\"warnings\":", warnings, "]}");
   }
   return out + "]";
 }

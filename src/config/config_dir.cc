@@ -227,17 +227,21 @@ int ValidateDirectory(const std::string& dir, std::ostream& out, std::ostream& e
   store.ApplyFiles(read->changes);
   size_t errors = 0;
   size_t skipped = 0;
+  size_t warnings = 0;
   for (const ConfigStore::FileStatus& status : store.Status()) {
     for (const ConfigError& e : status.errors) {
       err << e.ToString() << "\n";
       errors++;
     }
+    for (const ConfigError& w : status.warnings) err << "warning: " << w.ToString() << "\n";
+    warnings += status.warnings.size();
     for (const SkippedDocument& s : status.skipped)
       err << status.path << ": skipped " << s.ToString() << ": no meaning for xDS\n";
     skipped += status.skipped.size();
   }
   out << files << " files, " << store.Snapshot()->size() << " objects accepted, " << errors << " errors";
   if (skipped > 0) out << ", " << skipped << " skipped (no meaning for xDS)";
+  if (warnings > 0) out << ", " << warnings << " warnings";
   out << "\n";
   return errors == 0 ? 0 : 1;
 }

@@ -204,7 +204,36 @@ ConfigStore::Update ConfigStore::ApplyFiles(const std::vector<FileRead>& files) 
   // Replaced even when no content changed: an object's serving definition may have moved to
   // another file (its first owner removed), and the status must say where it comes from.
   objects_ = std::make_shared<const ObjectMap>(std::move(candidate));
+  Analyze(*objects_, update.warnings);
   return update;
+}
+
+void ConfigStore::Analyze(const ObjectMap& served, std::vector<ConfigError>& fresh) {
+  if (!options_.analyze) return;
+  std::set<std::string> before;
+  for (const auto& [path, list] : warnings_) {
+    for (const ConfigError& w : list) before.insert(w.ToString());
+  }
+  warnings_.clear();
+  warning_counts_.clear();
+  size_t kept = 0;
+  for (const ConfigWarning& w : options_.analyze(served)) {
+    warning_counts_[w.code]++;
+    if (kept == options_.max_warnings) continue;
+    kept++;
+    auto object = served.find(w.key);
+    ConfigError e{object != served.end() ? object->second->position.file : "", 0,
+                  StrCat(w.key.kind, " ", w.key.namespace_name, "/", w.key.name), w.field,
+                  StrCat(w.message, " [", w.code, "]")};
+    if (object != served.end()) e.line = object->second->position.line;
+    if (!before.contains(e.ToString())) fresh.push_back(e);
+    warnings_[e.file].push_back(std::move(e));
+  }
+}
+
+std::map<std::string, size_t> ConfigStore::WarningCounts() const {
+  MutexLock lock(&mu_);
+  return warning_counts_;
 }
 
 ConfigStore::Update ConfigStore::ApplyFile(const std::string& path, const std::optional<std::string>& content) {
@@ -229,6 +258,7 @@ std::vector<ConfigStore::FileStatus> ConfigStore::Status() const {
   std::map<std::string, FileStatus> by_path;
   for (const auto& [path, file] : files_) by_path[path].path = path;
   for (const auto& [path, list] : derived_errors_) by_path[path].path = path;
+  for (const auto& [path, list] : warnings_) by_path[path].path = path;
   for (const auto& [key, object] : *objects_) {
     FileStatus& status = by_path[object->position.file];
     status.path = object->position.file;
@@ -238,6 +268,7 @@ std::vector<ConfigStore::FileStatus> ConfigStore::Status() const {
   for (auto& [path, status] : by_path) {
     status.errors = ErrorsOf(path);
     if (auto file = files_.find(path); file != files_.end()) status.skipped = file->second.skipped;
+    if (auto w = warnings_.find(path); w != warnings_.end()) status.warnings = w->second;
     out.push_back(std::move(status));
   }
   return out;

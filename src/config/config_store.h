@@ -15,7 +15,11 @@
 //    when the serving definition goes, the next one takes over;
 //  - cross-object rules (ReferenceCheck, e.g. a route to a subset no DestinationRule defines):
 //    the change that would break one is refused, and the object it touched keeps its last
-//    good version (or stays absent), with an error naming both objects.
+//    good version (or stays absent), with an error naming both objects;
+//  - analysis (Analyzer, like `istioctl analyze`): warnings about the served state that is
+//    valid but probably not what was meant (a duplicate host, a service without endpoints).
+//    They refuse nothing; they are kept by file beside the errors, and every step says which
+//    are new.
 // Thread-safe. Objects are shared immutably (Snapshot()).
 #pragma once
 
@@ -72,11 +76,25 @@ struct ReferenceError {
 // Checks a candidate state; `current` is what is served now (to name a removed target).
 using ReferenceCheck = std::function<std::vector<ReferenceError>(const ObjectMap& candidate, const ObjectMap& current)>;
 
+// A finding about the served state, on object `key` at `field`. `code` names its kind: istiod's
+// metric name where it has one (pilot_vservice_dup_domain, pilot_eds_no_instances, ...).
+struct ConfigWarning {
+  ConfigKey key;
+  std::string field;
+  std::string code;
+  std::string message;
+};
+using Analyzer = std::function<std::vector<ConfigWarning>(const ObjectMap& served)>;
+
 class ConfigStore {
  public:
   struct Options {
     ParseLimits limits;
     ReferenceCheck check_references;  // none: no cross-object rules
+    Analyzer analyze;                 // none: no warnings
+    // Warnings kept at most (a config of 10,000 services without endpoints must not make
+    // 10,000 status lines); the counts by code stay exact.
+    size_t max_warnings = 1000;
   };
   struct Update {
     // Changed objects only: before (null: added) and after (null: removed).
@@ -86,6 +104,8 @@ class ConfigStore {
     std::vector<ConfigError> errors;
     // The batch's files that hold kinds with no meaning for xDS, and those documents.
     std::map<std::string, std::vector<SkippedDocument>> skipped;
+    // Warnings this step raised that the previous one did not (message "... [code]").
+    std::vector<ConfigError> warnings;
     bool empty() const { return changed.empty(); }
   };
   struct FileStatus {
@@ -93,6 +113,7 @@ class ConfigStore {
     std::vector<ConfigKey> accepted;  // served from this file
     std::vector<ConfigError> errors;
     std::vector<SkippedDocument> skipped;  // kinds with no meaning for xDS, not refused
+    std::vector<ConfigError> warnings;     // analysis of the served state (Analyzer)
   };
 
   ConfigStore() : ConfigStore(Options{}) {}
@@ -106,6 +127,8 @@ class ConfigStore {
   std::vector<FileStatus> Status() const;
   size_t error_count() const;
   size_t skipped_count() const;  // documents skipped as kinds with no meaning for xDS
+  // The current warnings by code (all of them, also beyond max_warnings).
+  std::map<std::string, size_t> WarningCounts() const;
   // Every path the store has state for (accepted objects or errors).
   std::vector<std::string> Paths() const;
 
@@ -133,6 +156,11 @@ class ConfigStore {
   std::map<std::string, FileState> files_ ABSL_GUARDED_BY(mu_);  // path order is precedence order
   // Errors derived from the whole state, recomputed by every step.
   std::map<std::string, std::vector<ConfigError>> derived_errors_ ABSL_GUARDED_BY(mu_);
+  // The Analyzer's warnings of the served state, by path; and their counts by code.
+  std::map<std::string, std::vector<ConfigError>> warnings_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, size_t> warning_counts_ ABSL_GUARDED_BY(mu_);
+  // Applies the analyzer to `served`: warnings_ and warning_counts_; the new ones into `fresh`.
+  void Analyze(const ObjectMap& served, std::vector<ConfigError>& fresh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 ConfigKey KeyOf(const MeshObject& object);

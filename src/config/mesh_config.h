@@ -21,6 +21,9 @@ struct ObjectMeta {
   std::string name;
   std::string namespace_name = "default";
   LabelMap labels;
+  // metadata.creationTimestamp when given (objects exported from a cluster): which of two
+  // VirtualServices for one host is older. Unset counts as newest.
+  std::optional<absl::Time> creation_timestamp;
 };
 
 // Where a document came from, for error messages and /debug/config_status.

@@ -374,6 +374,17 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
     r.Error(node["namespace"], "metadata.namespace", "must be a DNS label (a-z, 0-9, '-'; at most 63 characters)");
   }
   meta.labels = r.Labels(node, "labels", "metadata");
+  if (auto created = r.String(node, "creationTimestamp", "metadata", false)) {
+    absl::Time t;
+    std::string why;
+    if (absl::ParseTime(absl::RFC3339_full, *created, &t, &why)) {
+      meta.creation_timestamp = t;
+    } else {
+      r.Error(
+          node["creationTimestamp"], "metadata.creationTimestamp",
+          StrCat("must be an RFC 3339 time such as \"2026-11-30T10:00:00Z\", got \"", created->substr(0, 64), "\""));
+    }
+  }
   return meta;
 }
 

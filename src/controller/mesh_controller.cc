@@ -5,6 +5,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "model/generators.h"
+#include "model/mesh_analysis.h"
 
 namespace cxds {
 
@@ -23,7 +24,8 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
       metrics_(*OwnedIfNull(options_.metrics, own_metrics_)),
       source_(std::move(source)),
       store_(ConfigStore::Options{.limits = {.max_file_bytes = options_.max_config_file_bytes},
-                                  .check_references = MeshReferenceCheck(options_.domain_suffix)}),
+                                  .check_references = MeshReferenceCheck(options_.domain_suffix),
+                                  .analyze = MeshAnalyzer(options_.domain_suffix)}),
       model_(std::make_shared<MeshModel>(store_, options_.domain_suffix)),
       config_errors_(metrics_.GetGauge("cxds_config_errors", "Config documents currently rejected.")),
       config_skipped_(metrics_.GetGauge("cxds_config_skipped_objects",
@@ -51,6 +53,23 @@ ConfigStore::Update MeshController::Apply(const std::vector<FileRead>& batch) {
     for (const auto& [kind, count] : kinds) listed += StrCat(listed.empty() ? "" : ",", kind, ":", count);
     Log().info("CONFIG skipped file={} objects={} kinds={} (no meaning for xDS)", Untrusted(path), skipped.size(),
                Untrusted(listed));
+  }
+  // New findings only: a warning is said once, when it appears, not at every change.
+  constexpr size_t kWarningsLogged = 20;
+  for (size_t i = 0; i < update.warnings.size() && i < kWarningsLogged; ++i) {
+    Log().warn("CONFIG warning {}", update.warnings[i].ToString());
+  }
+  if (update.warnings.size() > kWarningsLogged) {
+    Log().warn("CONFIG warning and {} more new warnings (/debug/config_status lists them)",
+               update.warnings.size() - kWarningsLogged);
+  }
+  const std::map<std::string, size_t> counts = store_.WarningCounts();
+  for (const std::string& code : MeshAnalysisCodes()) {
+    auto it = counts.find(code);
+    const double n = it == counts.end() ? 0 : static_cast<double>(it->second);
+    metrics_.GetGauge("cxds_config_warnings", "Analysis findings about the served config, by code.", {{"code", code}})
+        .Set(n);
+    if (code.starts_with("pilot_")) metrics_.GetGauge(code, "Analysis findings (istiod's name), now.").Set(n);
   }
   config_rejected_.Add(static_cast<double>(update.errors.size()));
   config_errors_.Set(static_cast<double>(store_.error_count()));

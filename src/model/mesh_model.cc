@@ -53,23 +53,54 @@ std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds
 MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time created,
                          std::shared_ptr<const ObjectMap> objects, const std::string& domain_suffix)
     : PushContext(std::move(version), sequence, created), objects_(std::move(objects)), domain_suffix_(domain_suffix) {
+  // A host defined twice is served from the last definition in key order (kind, namespace,
+  // name): a ServiceEntry over a Service of the same host.
+  const auto define = [&](const std::string& host, const ConfigKey& key, const std::string& ns,
+                          const std::vector<ServicePort>& ports) {
+    auto [it, inserted] = services_.try_emplace(host, ServiceInfo{host, ns, ports, key});
+    if (inserted) return;
+    findings_.push_back({it->second.key, "", "pilot_duplicate_envoy_clusters",
+                         StrCat("host ", host, " is also defined by ", key.kind, " ", key.namespace_name, "/", key.name,
+                                ", which is served for it")});
+    it->second = ServiceInfo{host, ns, ports, key};
+  };
+  struct Claim {
+    const VirtualService* vs;
+    ConfigKey key;
+    size_t host_index;
+  };
+  std::map<std::string, std::vector<Claim>> claims;  // resolved host -> VirtualServices naming it
   for (const auto& [key, stored] : *objects_) {
     const MeshObject& object = stored->object;
     if (const auto* svc = std::get_if<K8sService>(&object)) {
-      const std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_);
-      services_[host] = ServiceInfo{host, svc->meta.namespace_name, svc->ports};
+      define(StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_), key,
+             svc->meta.namespace_name, svc->ports);
     } else if (const auto* se = std::get_if<ServiceEntry>(&object)) {
-      for (const std::string& host : se->hosts) {
-        services_[host] = ServiceInfo{host, se->meta.namespace_name, se->ports};
-      }
+      for (const std::string& host : se->hosts) define(host, key, se->meta.namespace_name, se->ports);
     } else if (const auto* vs = std::get_if<VirtualService>(&object)) {
-      for (const std::string& host : vs->hosts) {
-        virtual_services_[ResolveHost(host, vs->meta.namespace_name, domain_suffix_)].push_back(vs);
+      for (size_t i = 0; i < vs->hosts.size(); ++i) {
+        claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
     } else if (const auto* dr = std::get_if<DestinationRule>(&object)) {
       destination_rules_.emplace(ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix_), dr);
     } else if (const auto* sc = std::get_if<Sidecar>(&object)) {
       sidecars_.push_back(sc);
+    }
+  }
+  for (auto& [host, list] : claims) {
+    const auto created = [](const Claim& c) { return c.vs->meta.creation_timestamp.value_or(absl::InfiniteFuture()); };
+    std::stable_sort(list.begin(), list.end(), [&](const Claim& a, const Claim& b) {
+      if (created(a) != created(b)) return created(a) < created(b);
+      if (a.key.name != b.key.name) return a.key.name < b.key.name;
+      return a.key.namespace_name < b.key.namespace_name;
+    });
+    virtual_services_[host] = {list.front().vs};
+    for (size_t i = 1; i < list.size(); ++i) {
+      if (list[i].vs == list.front().vs) continue;  // one VirtualService naming a host twice
+      findings_.push_back({list[i].key, StrCat("spec.hosts[", list[i].host_index, "]"), "pilot_vservice_dup_domain",
+                           StrCat("host ", host, " is also a host of VirtualService ", list.front().key.namespace_name,
+                                  "/", list.front().key.name,
+                                  ", which is older (or first by name) and is served for it; these routes are not")});
     }
   }
   std::set<uint32_t> http_ports;
@@ -82,12 +113,13 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     for (const ServicePort& port : service.ports) {
       if (IsHttpProtocol(port.protocol)) continue;
       if (http_ports.contains(port.number)) {
-        listener_conflicts_.push_back(StrCat(port.protocol, " port ", port.number, " of ", host,
-                                             ": not served to Envoy proxies, an HTTP service has port ", port.number));
+        findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_http",
+                             StrCat(port.protocol, " port ", port.number, " of ", host,
+                                    " is not served to Envoy proxies: an HTTP service has port ", port.number)});
       } else if (auto [owner, inserted] = tcp_port_owners_.emplace(port.number, host); !inserted) {
-        listener_conflicts_.push_back(StrCat(port.protocol, " port ", port.number, " of ", host,
-                                             ": not served to Envoy proxies, ", owner->second, " has port ",
-                                             port.number));
+        findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                             StrCat(port.protocol, " port ", port.number, " of ", host,
+                                    " is not served to Envoy proxies: ", owner->second, " has port ", port.number)});
       }
     }
   }
@@ -307,18 +339,9 @@ absl::StatusOr<std::shared_ptr<const PushContext>> MeshModel::Build(const PushCo
                                                                     const PushRequest& request, uint64_t sequence,
                                                                     absl::Time now) {
   std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
-  auto context = std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence,
-                                               now, objects, domain_suffix_);
-  // Said when they change, not at every push (istiod counts these as
-  // pilot_conflict_outbound_listener_*).
-  const auto* before = dynamic_cast<const MeshContext*>(previous);
-  if (before == nullptr || before->listener_conflicts() != context->listener_conflicts()) {
-    const std::vector<std::string>& conflicts = context->listener_conflicts();
-    constexpr size_t kShown = 20;  // the log stays readable whatever the config holds
-    for (size_t i = 0; i < conflicts.size() && i < kShown; ++i) Log().warn("LISTENER_CONFLICT {}", conflicts[i]);
-    if (conflicts.size() > kShown) Log().warn("LISTENER_CONFLICT and {} more", conflicts.size() - kShown);
-  }
-  return context;
+  // Its findings reach the log and the metrics through the store's analysis (MeshAnalyzer).
+  return std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence, now,
+                                       objects, domain_suffix_);
 }
 
 }  // namespace cxds

@@ -31,6 +31,7 @@ struct ServiceInfo {
   std::string host;
   std::string namespace_name;
   std::vector<ServicePort> ports;
+  ConfigKey key;  // the object that defines it
 };
 
 struct EndpointInfo {
@@ -51,7 +52,9 @@ class MeshContext final : public PushContext {
 
   const std::map<std::string, ServiceInfo>& services() const { return services_; }
   const ServiceInfo* FindService(const std::string& host) const;
-  // VirtualServices naming `host`, in (namespace, name) order.
+  // The VirtualService whose routes `host` gets (none or one): of several naming it, the
+  // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
+  // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
@@ -62,8 +65,11 @@ class MeshContext final : public PushContext {
   // takes it (as istiod's outbound listener conflicts resolve); the losers are in
   // listener_conflicts().
   std::string TcpPortOwner(uint32_t port) const;
-  // One line per service port that no Envoy listener serves, for the log.
-  const std::vector<std::string>& listener_conflicts() const { return listener_conflicts_; }
+  // What this context had to choose between, as analysis warnings (config/config_store.h):
+  // opaque ports no Envoy listener serves (pilot_conflict_outbound_listener_tcp_over_current_tcp,
+  // ..._tcp_over_current_http), VirtualServices not served for a host (pilot_vservice_dup_domain),
+  // hosts defined by more than one object (pilot_duplicate_envoy_clusters).
+  const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
@@ -73,7 +79,7 @@ class MeshContext final : public PushContext {
   std::map<std::string, const DestinationRule*> destination_rules_;
   std::vector<const Sidecar*> sidecars_;
   std::map<uint32_t, std::string> tcp_port_owners_;
-  std::vector<std::string> listener_conflicts_;
+  std::vector<ConfigWarning> findings_;
 };
 
 // Applies store updates: keeps the endpoint index current and says what each update means

@@ -243,11 +243,16 @@ spec:
   ASSERT_NE(context, nullptr);
   EXPECT_EQ(context->TcpPortOwner(3306), "mysql.shop.svc.cluster.local");
   EXPECT_EQ(context->TcpPortOwner(9080), "") << "reviews serves HTTP on 9080";
-  EXPECT_THAT(context->listener_conflicts(),
-              ::testing::ElementsAre("MONGO port 9080 of mysql.shop.svc.cluster.local: not served to Envoy proxies, an "
-                                     "HTTP service has port 9080",
-                                     "TCP port 3306 of replica.shop.svc.cluster.local: not served to Envoy proxies, "
-                                     "mysql.shop.svc.cluster.local has port 3306"));
+  std::vector<std::string> conflicts;
+  for (const ConfigWarning& w : context->findings())
+    conflicts.push_back(w.key.name + ": " + w.message + " [" + w.code + "]");
+  EXPECT_THAT(conflicts,
+              ::testing::ElementsAre("mysql: MONGO port 9080 of mysql.shop.svc.cluster.local is not served to Envoy "
+                                     "proxies: an HTTP service has port 9080 "
+                                     "[pilot_conflict_outbound_listener_tcp_over_current_http]",
+                                     "replica: TCP port 3306 of replica.shop.svc.cluster.local is not served to Envoy "
+                                     "proxies: mysql.shop.svc.cluster.local has port 3306 "
+                                     "[pilot_conflict_outbound_listener_tcp_over_current_tcp]"));
 
   auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
   envoy->Send(First(std::string(kListenerType), {}));

@@ -1,0 +1,32 @@
+// Cross-reference analysis of the served mesh config, as `istioctl analyze` does for Istio:
+// config that is valid, and served, but probably not what was meant. The findings are
+// warnings (config/config_store.h, ConfigWarning): they refuse nothing. `cxds validate` prints
+// them, `cxds serve` logs each new one (CONFIG warning), lists them in /debug/config_status and
+// counts them by code in gauges named as istiod's metrics.
+//
+// Codes:
+//   pilot_vservice_dup_domain     a VirtualService host that an older VirtualService also has:
+//                                 only the older one's routes are served for it
+//   pilot_duplicate_envoy_clusters a host defined by two objects (a Service and a ServiceEntry,
+//                                 two ServiceEntries): one of them is served
+//   pilot_eds_no_instances        a service port without endpoints
+//   pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http
+//                                 an opaque port no Envoy listener serves (MeshContext)
+//   IST0101                       a route to a host no object defines, or to a port it lacks
+//                                 (istioctl's ReferencedResourceNotFound)
+#pragma once
+
+#include <string>
+
+#include "config/config_store.h"
+
+namespace cxds {
+
+// The analysis, for ConfigStore::Options::analyze. Runs on every accepted change, in time
+// linear in the objects (WorkloadEntries are matched per namespace).
+Analyzer MeshAnalyzer(std::string domain_suffix);
+
+// Every code MeshAnalyzer may report, so that gauges of codes with no finding read 0.
+const std::vector<std::string>& MeshAnalysisCodes();
+
+}  // namespace cxds

@@ -1,0 +1,173 @@
+// MeshAnalyzer through a real ConfigStore (issue 17, like `istioctl analyze`): each finding on
+// the object and field it concerns, with istiod's code; new findings reported once; nothing
+// refused; the kept list bounded while the counts stay exact.
+#include "model/mesh_analysis.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/mesh_model.h"
+
+namespace cxds {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+ConfigStore AnalyzedStore(size_t max_warnings = 1000) {
+  return ConfigStore(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local"),
+                                          .analyze = MeshAnalyzer("cluster.local"),
+                                          .max_warnings = max_warnings});
+}
+
+std::vector<std::string> Strings(const std::vector<ConfigError>& errors) {
+  std::vector<std::string> out;
+  for (const ConfigError& e : errors) out.push_back(e.ToString());
+  return out;
+}
+
+constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  resolution: STATIC
+  workloadSelector: {labels: {app: inventory}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: inventory-1}
+spec: {address: 127.0.0.1, labels: {app: inventory}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}, {name: grpc, port: 9090}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: reviews-1, namespace: shop, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 19080}]
+endpoints: [{addresses: [127.0.0.2]}]
+)";
+
+TEST(MeshAnalysisTest, ACleanMeshHasNoFindingsAndAPortWithoutEndpointsIsOne) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("mesh.yaml", kMesh);
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("mesh.yaml:15: Service shop/reviews: spec.ports[1]: host reviews.shop.svc.cluster.local port "
+                          "9090 has no endpoints (no ready endpoint in an EndpointSlice labelled "
+                          "kubernetes.io/service-name: reviews with a port named \"grpc\") [pilot_eds_no_instances]"));
+  EXPECT_EQ(store.Snapshot()->size(), 4u) << "warnings refuse nothing";
+  EXPECT_EQ(store.WarningCounts().at("pilot_eds_no_instances"), 1u);
+  // The same state again: the warning stays in the status, and is not new.
+  const ConfigStore::Update again = store.ApplyFile("other.yaml", "# nothing\n");
+  EXPECT_THAT(again.warnings, IsEmpty());
+  bool listed = false;
+  for (const auto& status : store.Status())
+    listed = listed || (status.path == "mesh.yaml" && status.warnings.size() == 1);
+  EXPECT_TRUE(listed);
+}
+
+TEST(MeshAnalysisTest, TheOldestVirtualServiceOfAHostIsServedAndTheOtherIsReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  // "a-new" sorts first by name, but "z-old" is older: Istio keeps the oldest.
+  const ConfigStore::Update update = store.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: a-new, creationTimestamp: "2026-12-01T00:00:00Z"}
+spec:
+  hosts: [inventory.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local}}], timeout: 1s}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: z-old, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [inventory.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local}}], timeout: 2s}]
+)");
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("vs.yaml:1: VirtualService default/a-new: spec.hosts[0]: host inventory.mesh.local is also a "
+                          "host of VirtualService default/z-old, which is older (or first by name) and is served for "
+                          "it; these routes are not [pilot_vservice_dup_domain]"));
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const std::vector<const VirtualService*> served = context.VirtualServicesFor("inventory.mesh.local");
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_EQ(served[0]->meta.name, "z-old");
+}
+
+TEST(MeshAnalysisTest, WithoutTimestampsTheFirstByNameIsServed) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const std::string vs = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: NAME}
+spec:
+  hosts: [inventory.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local}}]}]
+)";
+  store.ApplyFile("b.yaml", std::string(vs).replace(vs.find("NAME"), 4, "b"));
+  store.ApplyFile("a.yaml", std::string(vs).replace(vs.find("NAME"), 4, "a"));
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  ASSERT_EQ(context.VirtualServicesFor("inventory.mesh.local").size(), 1u);
+  EXPECT_EQ(context.VirtualServicesFor("inventory.mesh.local")[0]->meta.name, "a");
+  EXPECT_EQ(store.WarningCounts().at("pilot_vservice_dup_domain"), 1u);
+}
+
+TEST(MeshAnalysisTest, RoutesToUnknownHostsOrPortsAndDuplicateHostsAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("more.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web, namespace: shop}
+spec:
+  hosts: [reviews]
+  http:
+  - route:
+    - {destination: {host: ratings}, weight: 50}
+    - {destination: {host: reviews, port: {number: 7000}}, weight: 50}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: inventory-copy}
+spec:
+  hosts: [inventory.mesh.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.3}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  std::map<std::string, size_t> counts = store.WarningCounts();
+  EXPECT_EQ(counts["IST0101"], 2u);
+  EXPECT_EQ(counts["pilot_duplicate_envoy_clusters"], 1u);
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains(
+                            "more.yaml:1: VirtualService shop/web: spec.http[0].route[0].destination.host: host "
+                            "ratings.shop.svc.cluster.local is not defined by any Service or ServiceEntry: requests "
+                            "routed here fail [IST0101]"));
+  EXPECT_THAT(warnings, ::testing::Contains("more.yaml:1: VirtualService shop/web: "
+                                            "spec.http[0].route[1].destination.port.number: port 7000 is not a port "
+                                            "of reviews.shop.svc.cluster.local: requests routed here fail [IST0101]"));
+  EXPECT_THAT(warnings, ::testing::Contains("mesh.yaml:1: ServiceEntry default/inventory: host inventory.mesh.local is "
+                                            "also defined by ServiceEntry default/inventory-copy, which is served for "
+                                            "it [pilot_duplicate_envoy_clusters]"));
+}
+
+TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
+  ConfigStore store = AnalyzedStore(/*max_warnings=*/3);
+  std::string many;
+  for (int i = 0; i < 10; ++i) {
+    many += "apiVersion: v1\nkind: Service\nmetadata: {name: s" + std::to_string(i) +
+            "}\nspec: {ports: [{name: http, port: 80}]}\n---\n";
+  }
+  const ConfigStore::Update update = store.ApplyFile("many.yaml", many);
+  EXPECT_EQ(update.warnings.size(), 3u);
+  EXPECT_EQ(store.WarningCounts().at("pilot_eds_no_instances"), 10u);
+}
+
+}  // namespace
+}  // namespace cxds
