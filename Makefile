@@ -23,7 +23,7 @@ export CCACHE_MAXSIZE ?= 5G
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps build run demo test test-main test-asan test-tsan build-fuzz fuzz test-fuzz bench bench-micro soak lint \
+.PHONY: deps build run run-bookinfo demo test test-main test-asan test-tsan build-fuzz fuzz test-fuzz bench bench-micro soak lint \
         format clean
 
 deps:
@@ -35,6 +35,10 @@ build: deps
 
 run: build
 	$(BUILD)/cxds serve --config-dir examples/mesh
+
+# The Bookinfo-like mesh of examples/bookinfo (its README is the walkthrough).
+run-bookinfo: build
+	$(BUILD)/cxds serve --config-dir examples/bookinfo
 
 demo: build
 	$(BUILD)/cxds demo

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Teaching inventory backend: one unary gRPC method, /cxds.teaching.Inventory/GetQuote,
-// whose messages are UTF-8 JSON (no .proto). It only ever listens on 127.0.0.1.
+// whose messages are UTF-8 JSON (no .proto). It only ever listens on a loopback address
+// (127.0.0.1 unless --host names another of 127.0.0.0/8, as pods of one port would use).
 //
 //   node examples/teaching/inventory_server.js --name v1 --port 18080
 //
@@ -21,7 +22,7 @@ const grpc = require('@grpc/grpc-js');
 const METHOD_PATH = '/cxds.teaching.Inventory/GetQuote';
 
 function parseArgs(argv) {
-  const opts = { name: 'v1', port: 18080, exitOnEof: false, maxSeconds: 900 };
+  const opts = { name: 'v1', host: '127.0.0.1', port: 18080, exitOnEof: false, maxSeconds: 900 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -30,15 +31,19 @@ function parseArgs(argv) {
     };
     if (a === '--name') opts.name = next();
     else if (a === '--port') opts.port = Number(next());
+    else if (a === '--host') opts.host = next();
     else if (a === '--exit-on-eof') opts.exitOnEof = true;
     else if (a === '--max-seconds') opts.maxSeconds = Number(next());
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: inventory_server.js --name v1 --port 18080 [--exit-on-eof] [--max-seconds N]\n');
+      process.stdout.write('usage: inventory_server.js --name v1 --port 18080 [--host 127.0.0.N] [--exit-on-eof] [--max-seconds N]\n');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
   if (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > 65535) {
     throw new Error(`bad --port ${opts.port}`);
+  }
+  if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(opts.host) || opts.host.split('.').some((b) => Number(b) > 255)) {
+    throw new Error(`bad --host ${opts.host}: only 127.0.0.0/8`);
   }
   if (!Number.isFinite(opts.maxSeconds) || opts.maxSeconds < 0) {
     throw new Error(`bad --max-seconds ${opts.maxSeconds}`);
@@ -108,12 +113,12 @@ function main() {
     server.tryShutdown(() => process.exit(code));
   }
 
-  server.bindAsync(`127.0.0.1:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, boundPort) => {
+  server.bindAsync(`${opts.host}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, boundPort) => {
     if (err) {
-      process.stderr.write(`inventory_server: bind 127.0.0.1:${opts.port} failed: ${err.message}\n`);
+      process.stderr.write(`inventory_server: bind ${opts.host}:${opts.port} failed: ${err.message}\n`);
       process.exit(1);
     }
-    emit({ event: 'listening', inventory: opts.name, address: `127.0.0.1:${boundPort}`, pid: process.pid });
+    emit({ event: 'listening', inventory: opts.name, address: `${opts.host}:${boundPort}`, pid: process.pid });
   });
 
   process.on('SIGTERM', () => stop('SIGTERM', 0));

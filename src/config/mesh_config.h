@@ -50,6 +50,8 @@ bool IsHttpProtocol(std::string_view protocol);
 struct K8sService {
   ObjectMeta meta;
   std::vector<ServicePort> ports;
+  // Selects Pods (through their EndpointSlices) and WorkloadEntries of its namespace (Istio's
+  // VM pattern). Empty: no selector, endpoints only from EndpointSlices.
   LabelMap selector;
 };
 
@@ -65,8 +67,19 @@ struct EndpointSlice {
   struct Endpoint {
     std::vector<std::string> addresses;
     bool ready = true;
+    // targetRef of kind Pod: the Pod whose labels the endpoint carries (subsets select by
+    // them). Empty: the Pod with the endpoint's address, if exactly one in the namespace has it.
+    std::string pod_namespace;
+    std::string pod_name;
   };
   std::vector<Endpoint> endpoints;
+};
+
+// v1 Pod: only what endpoints need, its labels and IPs (status.podIP, status.podIPs). Its spec
+// (containers, volumes, ...) means nothing to a proxy and is not read.
+struct K8sPod {
+  ObjectMeta meta;
+  std::vector<std::string> ips;
 };
 
 struct WorkloadEndpoint {  // an inline ServiceEntry endpoint, or a WorkloadEntry's spec
@@ -166,8 +179,8 @@ struct Sidecar {
   std::vector<std::string> egress_hosts;  // "namespace/host" patterns
 };
 
-using MeshObject =
-    std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar>;
+using MeshObject = std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
+                                Sidecar, K8sPod>;
 
 // "Service", "EndpointSlice", ...
 std::string KindOf(const MeshObject& object);

@@ -50,7 +50,8 @@ std::string ConfigError::ToString() const {
 
 std::string KindOf(const MeshObject& object) {
   static const char* kNames[] = {"Service",        "EndpointSlice",   "ServiceEntry", "WorkloadEntry",
-                                 "VirtualService", "DestinationRule", "Sidecar"};
+                                 "VirtualService", "DestinationRule", "Sidecar",      "Pod"};
+  static_assert(std::size(kNames) == std::variant_size_v<MeshObject>);
   return kNames[object.index()];
 }
 
@@ -627,6 +628,17 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
           r.Error(endpoints[i]["addresses"][a], Reader::Index(Reader::Join(f, "addresses"), a), problem);
         }
       }
+      if (const YAML::Node ref = endpoints[i]["targetRef"];
+          ref.IsDefined() && r.IsMap(ref, Reader::Join(f, "targetRef"))) {
+        const std::string rf = Reader::Join(f, "targetRef");
+        r.OnlyKeys(ref, rf, {"kind", "name", "namespace", "uid", "apiVersion", "resourceVersion", "fieldPath"});
+        // Only a Pod gives the endpoint labels; other targets (a WorkloadEntry's, say) are kept
+        // as references and read for nothing.
+        if (r.String(ref, "kind", rf, false).value_or("") == "Pod") {
+          endpoint.pod_name = r.String(ref, "name", rf, true).value_or("");
+          endpoint.pod_namespace = r.String(ref, "namespace", rf, false).value_or(e.meta.namespace_name);
+        }
+      }
       const YAML::Node conditions = endpoints[i]["conditions"];
       if (conditions.IsDefined() && r.IsMap(conditions, Reader::Join(f, "conditions"))) {
         r.OnlyKeys(conditions, Reader::Join(f, "conditions"), {"ready", "serving", "terminating"});
@@ -636,6 +648,29 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
     }
   }
   return e;
+}
+
+// A Pod as `kubectl get pod -o yaml` prints it: its spec is not read; of its status, the IPs.
+MeshObject ReadPod(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  K8sPod pod{std::move(meta), {}};
+  const YAML::Node status = doc["status"];
+  if (!status.IsDefined() || !r.IsMap(status, "status")) return pod;
+  if (auto ip = r.String(status, "podIP", "status", false)) pod.ips.push_back(*ip);
+  if (const YAML::Node ips = status["podIPs"]; ips.IsDefined() && r.IsSeq(ips, "status.podIPs")) {
+    for (size_t i = 0; i < ips.size(); ++i) {
+      const std::string f = Reader::Index("status.podIPs", i);
+      if (!r.IsMap(ips[i], f)) continue;
+      r.OnlyKeys(ips[i], f, {"ip"});
+      if (auto ip = r.String(ips[i], "ip", f, true);
+          ip.has_value() && std::find(pod.ips.begin(), pod.ips.end(), *ip) == pod.ips.end()) {
+        pod.ips.push_back(*ip);
+      }
+    }
+  }
+  for (const std::string& ip : pod.ips) {
+    if (std::string problem = AddressProblem(ip); !problem.empty()) r.Error(status, "status.podIP", problem);
+  }
+  return pod;
 }
 
 MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
@@ -979,6 +1014,7 @@ const std::vector<KindInfo>& Kinds() {
       {"VirtualService", kIstio, ReadVirtualService, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"DestinationRule", kIstio, ReadDestinationRule, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"Pod", {"v1"}, ReadPod, {"apiVersion", "kind", "metadata", "spec", "status"}},
   };
   return kinds;
 }
@@ -1056,20 +1092,30 @@ int StuckParserLine(const std::string& text) {
   return -1;
 }
 
+std::string ScalarAt(const YAML::Node& map, const char* key) {
+  const YAML::Node value = map.IsMap() ? map[key] : YAML::Node();
+  return value.IsDefined() && value.IsScalar() ? value.Scalar().substr(0, 253) : "";
+}
+
 // `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
 // the same object exported twice has the same canonical text. A copy: `doc` is left whole.
 YAML::Node ServerSetFree(const YAML::Node& doc) {
   YAML::Node copy = YAML::Clone(doc);
-  copy.remove("status");
+  // A Pod's IPs are in its status and are what its endpoints are matched by: kept.
+  if (YAML::Node status = copy["status"]; status.IsMap() && ScalarAt(copy, "kind") == "Pod") {
+    YAML::Node ips;
+    for (const char* key : {"podIP", "podIPs"}) {
+      if (status[key].IsDefined()) ips[key] = status[key];
+    }
+    copy["status"] = ips;
+    if (ips.size() == 0) copy.remove("status");
+  } else {
+    copy.remove("status");
+  }
   if (YAML::Node metadata = copy["metadata"]; metadata.IsMap()) {
     for (const char* key : kVolatileMetadata) metadata.remove(key);
   }
   return copy;
-}
-
-std::string ScalarAt(const YAML::Node& map, const char* key) {
-  const YAML::Node value = map.IsMap() ? map[key] : YAML::Node();
-  return value.IsDefined() && value.IsScalar() ? value.Scalar().substr(0, 253) : "";
 }
 
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
@@ -1101,7 +1147,8 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
               kind.empty() ? "is required"
                            : StrCat("kind \"", kind.substr(0, 64),
                                     "\" is not supported by cxds (supported: Service, EndpointSlice, "
-                                    "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar)"));
+                                    "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
+                                    "Sidecar)"));
       out.unidentified_failure = true;
       continue;
     }

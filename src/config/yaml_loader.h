@@ -87,7 +87,7 @@ std::string KubernetesPortProtocol(std::string_view name, std::optional<std::str
 
 // Whether documents of `kind` have no meaning for xDS and are skipped (Kubernetes workload,
 // configuration and access-control kinds). Kinds that do mean something for traffic but that
-// cxds does not read (Pod, Ingress, Gateway, AuthorizationPolicy, ...) are not among them:
+// cxds does not read (Ingress, Gateway, AuthorizationPolicy, ...) are not among them:
 // those are refused as not supported.
 bool IsKindWithoutXdsMeaning(std::string_view kind);
 

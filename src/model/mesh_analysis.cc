@@ -39,57 +39,65 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
   }
 }
 
-// Service ports without endpoints, by the same rules as MeshModel's endpoint index: a slice
-// port backs the Service port of its name (or the only one), ready endpoints only; a
-// ServiceEntry has its inline endpoints or the WorkloadEntries it selects in its namespace.
-void NoInstances(const ObjectMap& served, const std::string& suffix, std::vector<ConfigWarning>& out) {
-  std::map<std::string, std::set<std::string>> slice_ports;       // host -> port names with endpoints
-  std::map<std::string, std::vector<const LabelMap*>> workloads;  // namespace -> labels
-  for (const auto& [key, stored] : served) {
-    if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
-      const bool any = std::any_of(slice->endpoints.begin(), slice->endpoints.end(),
-                                   [](const auto& e) { return e.ready && !e.addresses.empty(); });
-      if (!any) continue;
-      auto& names = slice_ports[StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", suffix)];
-      for (const EndpointSlice::Port& port : slice->ports) names.insert(port.name);
-    } else if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
-      workloads[we->meta.namespace_name].push_back(&we->spec.labels);
-    }
-  }
-  const auto report = [&](const ConfigKey& key, size_t i, const std::string& host, uint32_t port, const char* why) {
+// Service ports without endpoints, from the endpoints MeshModel serves (BuildEndpointIndex),
+// and DestinationRule subsets that select none of a port's endpoints: both are clusters a
+// proxy gets empty, so requests routed there fail with UNAVAILABLE while the proxy ACKs.
+void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
+                 std::vector<ConfigWarning>& out) {
+  const EndpointIndex index = BuildEndpointIndex(served, suffix);
+  const auto endpoints_of = [&](const std::string& host, uint32_t port) -> const std::vector<EndpointInfo>* {
+    auto it = index.find(host);
+    if (it == index.end()) return nullptr;
+    auto on_port = it->second->find(port);
+    return on_port == it->second->end() || on_port->second.empty() ? nullptr : &on_port->second;
+  };
+  const auto report = [&](const ConfigKey& key, size_t i, const std::string& host, uint32_t port,
+                          const std::string& why) {
     out.push_back({key, StrCat("spec.ports[", i, "]"), "pilot_eds_no_instances",
                    StrCat("host ", host, " port ", port, " has no endpoints (", why, ")")});
   };
   for (const auto& [key, stored] : served) {
     if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
       const std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", suffix);
-      auto names = slice_ports.find(host);
       for (size_t i = 0; i < svc->ports.size(); ++i) {
-        const bool backed =
-            names != slice_ports.end() &&
-            (svc->ports.size() == 1 ? !names->second.empty() : names->second.contains(svc->ports[i].name));
-        if (!backed) {
-          report(key, i, host, svc->ports[i].number,
-                 StrCat("no ready endpoint in an EndpointSlice labelled kubernetes.io/service-name: ", svc->meta.name,
-                        " with a port named \"", svc->ports[i].name, "\"")
-                     .c_str());
-        }
+        if (endpoints_of(host, svc->ports[i].number) != nullptr) continue;
+        report(key, i, host, svc->ports[i].number,
+               StrCat("no ready endpoint in an EndpointSlice labelled kubernetes.io/service-name: ", svc->meta.name,
+                      " with a port named \"", svc->ports[i].name, "\"",
+                      svc->selector.empty() ? "" : ", and its selector selects no WorkloadEntry in its namespace"));
       }
     } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-      bool any = !se->endpoints.empty();
-      if (!any && se->workload_selector.has_value()) {
-        auto in_namespace = workloads.find(se->meta.namespace_name);
-        any = in_namespace != workloads.end() &&
-              std::any_of(in_namespace->second.begin(), in_namespace->second.end(),
-                          [&](const LabelMap* labels) { return LabelsMatch(*se->workload_selector, *labels); });
-      }
-      if (any) continue;
       for (const std::string& host : se->hosts) {
         for (size_t i = 0; i < se->ports.size(); ++i) {
+          if (endpoints_of(host, se->ports[i].number) != nullptr) continue;
           report(key, i, host, se->ports[i].number,
                  se->workload_selector.has_value() ? "its workloadSelector selects no WorkloadEntry in its namespace"
                                                    : "no spec.endpoints");
         }
+      }
+    }
+  }
+  for (const auto& [key, stored] : served) {
+    const auto* dr = std::get_if<DestinationRule>(&stored->object);
+    if (dr == nullptr) continue;
+    const std::string host = ResolveHost(dr->host, dr->meta.namespace_name, suffix);
+    const ServiceInfo* service = mesh.FindService(host);
+    if (service == nullptr || mesh.DestinationRuleFor(host) != dr) continue;
+    for (size_t s = 0; s < dr->subsets.size(); ++s) {
+      const DestinationRule::Subset& subset = dr->subsets[s];
+      for (const ServicePort& port : service->ports) {
+        const std::vector<EndpointInfo>* endpoints = endpoints_of(host, port.number);
+        if (endpoints == nullptr) continue;  // the service's own warning says it
+        if (std::any_of(endpoints->begin(), endpoints->end(),
+                        [&](const EndpointInfo& e) { return LabelsMatch(subset.labels, e.labels); })) {
+          continue;
+        }
+        out.push_back({key, StrCat("spec.subsets[", s, "].labels"), "pilot_eds_no_instances",
+                       StrCat("subset \"", subset.name, "\" of ", host, " port ", port.number, " selects none of its ",
+                              endpoints->size(), endpoints->size() == 1 ? " endpoint" : " endpoints",
+                              " (EndpointSlice endpoints carry the labels of the Pod their targetRef names; "
+                              "WorkloadEntries and ServiceEntry endpoints their own)")});
+        break;  // one warning per subset
       }
     }
   }
@@ -104,7 +112,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix) {
                            suffix);
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
-    NoInstances(served, suffix, out);
+    NoInstances(served, mesh, suffix, out);
     return out;
   };
 }

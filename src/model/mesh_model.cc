@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "common/logging.h"
 #include "common/strings.h"
@@ -37,7 +38,9 @@ bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
          a.meta.labels == b.meta.labels;
 }
 
-bool IsEndpointKind(const std::string& kind) { return kind == "EndpointSlice" || kind == "WorkloadEntry"; }
+bool IsEndpointKind(const std::string& kind) {
+  return kind == "EndpointSlice" || kind == "WorkloadEntry" || kind == "Pod";
+}
 
 }  // namespace
 
@@ -220,17 +223,29 @@ std::vector<std::string> MeshModel::HostsOf(const MeshObject& object) const {
 PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
   PushRequest request;
   const std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
+  // The services selecting a WorkloadEntry: ServiceEntries by workloadSelector, Services by
+  // selector, in its namespace.
   auto endpoint_keys_for_workload = [&](const WorkloadEntry& we) {
     for (const auto& [key, stored] : *objects) {
-      const auto* se = std::get_if<ServiceEntry>(&stored->object);
-      if (se == nullptr || !se->workload_selector.has_value() || se->meta.namespace_name != we.meta.namespace_name ||
-          !LabelsMatch(*se->workload_selector, we.spec.labels)) {
-        continue;
-      }
-      for (const std::string& host : se->hosts) {
-        request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
+      if (key.namespace_name != we.meta.namespace_name) continue;
+      if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+        if (!se->workload_selector.has_value() || !LabelsMatch(*se->workload_selector, we.spec.labels)) continue;
+        for (const std::string& host : se->hosts) {
+          request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
+        }
+      } else if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+        if (svc->selector.empty() || !LabelsMatch(svc->selector, we.spec.labels)) continue;
+        request.configs.insert({kind::kEndpoints, svc->meta.namespace_name, HostsOf(stored->object).front()});
       }
     }
+  };
+  // Changed Pods (old and new sides), gathered first: the slices standing for any of them (by
+  // targetRef, or by address in the slice's namespace) are found in one pass after the loop.
+  std::set<std::pair<std::string, std::string>> changed_pods;     // namespace, name
+  std::set<std::pair<std::string, std::string>> changed_pod_ips;  // namespace, IP
+  auto note_pod = [&](const K8sPod& pod) {
+    changed_pods.insert({pod.meta.namespace_name, pod.meta.name});
+    for (const std::string& ip : pod.ips) changed_pod_ips.insert({pod.meta.namespace_name, ip});
   };
   for (const auto& [key, change] : update.changed) {
     const auto& [before, after] = change;
@@ -244,6 +259,10 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     } else if (std::holds_alternative<WorkloadEntry>(any)) {
       for (const auto* side : {before.get(), after.get()}) {
         if (side != nullptr) endpoint_keys_for_workload(std::get<WorkloadEntry>(side->object));
+      }
+    } else if (std::holds_alternative<K8sPod>(any)) {
+      for (const auto* side : {before.get(), after.get()}) {
+        if (side != nullptr) note_pod(std::get<K8sPod>(side->object));
       }
     } else if (std::holds_alternative<ServiceEntry>(any) || std::holds_alternative<K8sService>(any)) {
       const bool endpoints_only =
@@ -266,26 +285,104 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
       request.configs.insert(key);  // VirtualService, Sidecar
     }
   }
+  if (!changed_pods.empty()) {
+    for (const auto& [key, stored] : *objects) {
+      const auto* slice = std::get_if<EndpointSlice>(&stored->object);
+      if (slice == nullptr) continue;
+      const bool stands_for = std::any_of(slice->endpoints.begin(), slice->endpoints.end(), [&](const auto& e) {
+        if (!e.pod_name.empty()) return changed_pods.contains({e.pod_namespace, e.pod_name});
+        return std::any_of(e.addresses.begin(), e.addresses.end(), [&](const std::string& a) {
+          return changed_pod_ips.contains({key.namespace_name, a});
+        });
+      });
+      if (stands_for) request.configs.insert({kind::kEndpoints, key.namespace_name, HostsOf(stored->object).front()});
+    }
+  }
   RebuildEndpoints(*objects);
   request.full = !request.EndpointOnly() && !request.configs.empty();
   request.reasons[request.full ? reason::kConfig : reason::kEndpoint] = static_cast<int64_t>(update.changed.size());
   return request;
 }
 
-void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
-  std::map<std::string, HostEndpoints> index;
-  std::map<std::string, const K8sService*> services;  // host -> Service
-  std::vector<const WorkloadEntry*> workloads;
-  for (const auto& [key, stored] : objects) {
-    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
-      services[StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_)] = svc;
-    } else if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
-      workloads.push_back(we);
+namespace {
+
+// Pods by namespace/name, and by namespace and IP where one Pod alone has that IP.
+struct PodIndex {
+  std::map<std::pair<std::string, std::string>, const K8sPod*> by_name;
+  std::map<std::pair<std::string, std::string>, const K8sPod*> by_ip;  // null: more than one
+
+  explicit PodIndex(const ObjectMap& objects) {
+    for (const auto& [key, stored] : objects) {
+      const auto* pod = std::get_if<K8sPod>(&stored->object);
+      if (pod == nullptr) continue;
+      by_name[{pod->meta.namespace_name, pod->meta.name}] = pod;
+      for (const std::string& ip : pod->ips) {
+        auto [it, inserted] = by_ip.try_emplace({pod->meta.namespace_name, ip}, pod);
+        if (!inserted) it->second = nullptr;
+      }
     }
   }
+
+  // The Pod an EndpointSlice endpoint stands for: its targetRef, else its address's only Pod.
+  const K8sPod* For(const EndpointSlice& slice, const EndpointSlice::Endpoint& endpoint,
+                    const std::string& address) const {
+    if (!endpoint.pod_name.empty()) {
+      auto it = by_name.find({endpoint.pod_namespace, endpoint.pod_name});
+      return it == by_name.end() ? nullptr : it->second;
+    }
+    auto it = by_ip.find({slice.meta.namespace_name, address});
+    return it == by_ip.end() ? nullptr : it->second;
+  }
+};
+
+}  // namespace
+
+EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix) {
+  std::map<std::string, HostEndpoints> index;
+  std::map<std::string, const K8sService*> services;  // host -> Service
+  // WorkloadEntries by namespace, and by namespace and label: a selector's first label narrows
+  // the candidates, so thousands of selectors over thousands of entries are not a product.
+  std::map<std::string, std::vector<const WorkloadEntry*>> workloads;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const WorkloadEntry*>> workloads_by_label;
+  for (const auto& [key, stored] : objects) {
+    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+      services[StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix)] = svc;
+    } else if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
+      workloads[we->meta.namespace_name].push_back(we);
+      for (const auto& [k, v] : we->spec.labels) workloads_by_label[{we->meta.namespace_name, k, v}].push_back(we);
+    }
+  }
+  static const std::vector<const WorkloadEntry*> kNone;
+  const auto candidates = [&](const std::string& ns,
+                              const LabelMap& selector) -> const std::vector<const WorkloadEntry*>& {
+    if (selector.empty()) {
+      auto it = workloads.find(ns);
+      return it == workloads.end() ? kNone : it->second;
+    }
+    const auto& [k, v] = *selector.begin();
+    auto it = workloads_by_label.find({ns, k, v});
+    return it == workloads_by_label.end() ? kNone : it->second;
+  };
+  const PodIndex pods(objects);
+  // `members`, and the WorkloadEntries of `ns` that `selector` (if any) selects, on `ports`.
+  const auto add_workloads = [&](const std::string& host, const std::string& ns, const LabelMap* selector,
+                                 const std::vector<ServicePort>& ports, std::vector<const WorkloadEndpoint*> members) {
+    if (selector != nullptr) {
+      for (const WorkloadEntry* we : candidates(ns, *selector)) {
+        if (LabelsMatch(*selector, we->spec.labels)) members.push_back(&we->spec);
+      }
+    }
+    for (const ServicePort& port : ports) {
+      if (members.empty()) break;
+      auto& list = index[host][port.number];
+      for (const WorkloadEndpoint* w : members) {
+        list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight});
+      }
+    }
+  };
   for (const auto& [key, stored] : objects) {
     if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
-      const std::string host = HostsOf(stored->object).front();
+      const std::string host = StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix);
       auto svc = services.find(host);
       if (svc == services.end()) continue;  // a slice without its Service serves nothing
       for (const EndpointSlice::Port& port : slice->ports) {
@@ -298,34 +395,33 @@ void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
         for (const EndpointSlice::Endpoint& endpoint : slice->endpoints) {
           if (!endpoint.ready) continue;
           for (const std::string& address : endpoint.addresses) {
-            index[host][service_port->number].push_back(EndpointInfo{address, port.port, {}, 1});
+            const K8sPod* pod = pods.For(*slice, endpoint, address);
+            index[host][service_port->number].push_back(
+                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1});
           }
         }
       }
     } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-      std::vector<const WorkloadEndpoint*> members;
-      std::vector<LabelMap> member_labels;
-      for (const WorkloadEndpoint& w : se->endpoints) members.push_back(&w);
-      if (se->workload_selector.has_value()) {
-        for (const WorkloadEntry* we : workloads) {
-          if (we->meta.namespace_name == se->meta.namespace_name &&
-              LabelsMatch(*se->workload_selector, we->spec.labels)) {
-            members.push_back(&we->spec);
-          }
-        }
-      }
+      std::vector<const WorkloadEndpoint*> inline_endpoints;
+      for (const WorkloadEndpoint& w : se->endpoints) inline_endpoints.push_back(&w);
       for (const std::string& host : se->hosts) {
-        for (const ServicePort& port : se->ports) {
-          auto& list = index[host][port.number];
-          for (const WorkloadEndpoint* w : members) {
-            list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight});
-          }
-        }
+        add_workloads(host, se->meta.namespace_name,
+                      se->workload_selector.has_value() ? &*se->workload_selector : nullptr, se->ports,
+                      inline_endpoints);
       }
     }
   }
-  auto built = std::make_shared<EndpointIndex>();
-  for (auto& [host, endpoints] : index) (*built)[host] = std::make_shared<const HostEndpoints>(std::move(endpoints));
+  // A Service's selector also selects the WorkloadEntries of its namespace (Istio's VM pattern).
+  for (const auto& [host, svc] : services) {
+    if (!svc->selector.empty()) add_workloads(host, svc->meta.namespace_name, &svc->selector, svc->ports, {});
+  }
+  EndpointIndex built;
+  for (auto& [host, endpoints] : index) built[host] = std::make_shared<const HostEndpoints>(std::move(endpoints));
+  return built;
+}
+
+void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
+  auto built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_));
   MutexLock lock(&mu_);
   endpoints_ = std::move(built);
 }

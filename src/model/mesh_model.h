@@ -3,9 +3,10 @@
 //  - Services: a v1 Service is host NAME.NAMESPACE.svc.SUFFIX; every host of a ServiceEntry is
 //    a service. Each has ports (number, name, protocol).
 //  - Endpoints (outside the PushContext, as in istiod, so endpoint-only changes need no new
-//    context): from EndpointSlices (by the kubernetes.io/service-name label), inline
-//    ServiceEntry endpoints, and WorkloadEntries selected by a ServiceEntry's
-//    workloadSelector in the same namespace.
+//    context): from EndpointSlices (by the kubernetes.io/service-name label), labelled by the
+//    Pods they stand for (targetRef, else the one Pod with the address); inline ServiceEntry
+//    endpoints; and WorkloadEntries selected by a ServiceEntry's workloadSelector or a
+//    Service's selector in the same namespace.
 //  - MeshContext (a PushContext): services, VirtualServices and DestinationRules by host, and
 //    Sidecars, from one immutable snapshot of the store.
 //
@@ -88,7 +89,7 @@ class MeshModel final : public PushContextBuilder {
  public:
   MeshModel(ConfigStore& store, std::string domain_suffix);
 
-  // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice,
+  // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice, Pod,
   // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
   // full. Updates the endpoint index before returning.
   PushRequest OnUpdate(const ConfigStore::Update& update);
@@ -109,6 +110,10 @@ class MeshModel final : public PushContextBuilder {
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
 };
+
+// The endpoints `objects` give each host, by the rules above (BuildEndpointIndex is what
+// MeshModel serves and what analysis checks).
+EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix);
 
 // Every label of `selector` is in `labels` with the same value (an empty selector selects all).
 bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);

@@ -1,6 +1,7 @@
 #include "config/yaml_loader.h"
 
 #include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace cxds {
@@ -179,7 +180,7 @@ spec: {}
   EXPECT_EQ(parsed.errors[0].line, 21);
   EXPECT_NE(parsed.errors[0].message.find("kind \"Ingress\" is not supported by cxds"), std::string::npos);
   EXPECT_TRUE(IsKindWithoutXdsMeaning("Deployment"));
-  EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // labels and addresses: it would mean endpoints
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // read: its labels are its endpoints' labels
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Gateway"));
 }
 
@@ -323,6 +324,79 @@ endpoints:
   const auto& service = std::get<K8sService>(first.documents[0].object);
   ASSERT_EQ(service.ports.size(), 1u);
   EXPECT_EQ(service.ports[0].target_port, 0u) << "a named targetPort: the slice carries the number";
+}
+
+// A Pod as kubectl prints it: the spec is not read, the status only for its IPs, which stay in
+// the canonical text (a new IP is a change) while the rest of the status does not.
+TEST(YamlLoaderTest, APodIsReadForItsLabelsAndIpsAndItsSliceEndpointsNameIt) {
+  const std::string pod = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: reviews-v1-7f9
+  namespace: shop
+  generateName: reviews-v1-
+  labels: {app: reviews, version: v1, pod-template-hash: 7f9}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: reviews-v1, uid: u, controller: true}]
+  uid: 1b2c
+  resourceVersion: "RV"
+spec:
+  serviceAccountName: bookinfo-reviews
+  containers: [{name: reviews, image: "reviews:v1", ports: [{containerPort: 9080}], anythingAtAll: 1}]
+status:
+  phase: Running
+  conditions: [{type: Ready, status: "True", lastProbeTime: null, lastTransitionTime: "TIME"}]
+  podIP: 127.0.0.11
+  podIPs: [{ip: 127.0.0.11}, {ip: "::1"}]
+  startTime: "TIME"
+)";
+  const ParsedFile first =
+      ParseConfigFile("pod.yaml", absl::StrReplaceAll(pod, {{"RV", "1"}, {"TIME", "2026-12-01T10:00:00Z"}}));
+  const ParsedFile again =
+      ParseConfigFile("pod.yaml", absl::StrReplaceAll(pod, {{"RV", "2"}, {"TIME", "2026-12-02T10:00:00Z"}}));
+  ASSERT_EQ(first.documents.size(), 1u) << Errors(first);
+  const auto& read = std::get<K8sPod>(first.documents[0].object);
+  EXPECT_EQ(read.meta.labels.at("version"), "v1");
+  EXPECT_THAT(read.ips, ::testing::ElementsAre("127.0.0.11", "::1"));
+  EXPECT_EQ(KindOf(first.documents[0].object), "Pod");
+  EXPECT_EQ(first.documents[0].content_hash, again.documents[0].content_hash) << "probe times are not a change";
+  const ParsedFile moved =
+      ParseConfigFile("pod.yaml", absl::StrReplaceAll(pod, {{"RV", "3"}, {"TIME", "x"}, {"127.0.0.11", "127.0.0.12"}}));
+  ASSERT_EQ(moved.documents.size(), 1u) << Errors(moved);
+  EXPECT_NE(first.documents[0].content_hash, moved.documents[0].content_hash) << "a new IP is";
+
+  const ParsedFile bad = ParseConfigFile("pod.yaml",
+                                         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+                                         "status: {podIP: reviews.example.com}\n");
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0].field, "status.podIP");
+
+  const std::string slice = R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s, namespace: shop, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 9080}]
+endpoints:
+- addresses: [127.0.0.11]
+  targetRef: {kind: Pod, name: reviews-v1-7f9, uid: 1b2c}
+- addresses: [127.0.0.12]
+  targetRef: {kind: Pod, name: other, namespace: elsewhere}
+- addresses: [127.0.0.13]
+  targetRef: {kind: WorkloadEntry, name: vm}
+)";
+  const ParsedFile good = ParseConfigFile("slice.yaml", slice);
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& endpoints = std::get<EndpointSlice>(good.documents[0].object).endpoints;
+  ASSERT_EQ(endpoints.size(), 3u);
+  EXPECT_EQ(endpoints[0].pod_namespace + "/" + endpoints[0].pod_name, "shop/reviews-v1-7f9")
+      << "the slice's namespace by default";
+  EXPECT_EQ(endpoints[1].pod_namespace + "/" + endpoints[1].pod_name, "elsewhere/other");
+  EXPECT_EQ(endpoints[2].pod_name, "") << "only a Pod gives labels";
+  const ParsedFile typo = ParseConfigFile("slice.yaml", slice +
+                                                            "- addresses: [127.0.0.14]\n"
+                                                            "  targetRef: {kind: Pod, nam: typo}\n");
+  ASSERT_EQ(typo.errors.size(), 2u) << Errors(typo);
+  EXPECT_EQ(typo.errors[0].field, "endpoints[3].targetRef.nam");
+  EXPECT_EQ(typo.errors[1].field, "endpoints[3].targetRef.name");
 }
 
 // Istio's protocol selection for Service ports: appProtocol, else the name's prefix.

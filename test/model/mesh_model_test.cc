@@ -1,5 +1,6 @@
 #include "model/mesh_model.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/mesh_kinds.h"
 
@@ -101,6 +102,103 @@ TEST_F(MeshModelTest, AnUnrelatedWorkloadEntryPushesNothing) {
   changed.replace(changed.find("127.0.0.9"), 9, "127.0.0.8");
   PushRequest request = Apply("mesh.yaml", changed);
   EXPECT_TRUE(request.configs.empty()) << "no ServiceEntry selects it";
+}
+
+// Bookinfo on Kubernetes: the reviews pods are v1/v2; subsets select their EndpointSlice
+// endpoints by the labels of the Pods the endpoints stand for.
+constexpr char kBookinfo[] = R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  selector: {app: reviews}
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: reviews-abc, namespace: bookinfo, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 9080}]
+endpoints:
+- addresses: [127.0.0.11]
+  targetRef: {kind: Pod, name: reviews-v1-7f9, namespace: bookinfo}
+- addresses: [127.0.0.12]
+- addresses: [127.0.0.13]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v1-7f9, namespace: bookinfo, labels: {app: reviews, version: v1}}
+spec: {containers: [{name: reviews, image: reviews:v1, ports: [{containerPort: 9080}]}]}
+status: {phase: Running, podIP: 127.0.0.99}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v2-c4d, namespace: bookinfo, labels: {app: reviews, version: v2}}
+status: {podIP: 127.0.0.12, podIPs: [{ip: 127.0.0.12}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v3-a, namespace: bookinfo, labels: {app: reviews, version: v3}}
+status: {podIP: 127.0.0.13}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v3-b, namespace: bookinfo, labels: {app: reviews, version: v3}}
+status: {podIP: 127.0.0.13}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: reviews-vm, namespace: bookinfo}
+spec: {address: 127.0.0.20, ports: {http: 19080}, labels: {app: reviews, version: vm}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: reviews-vm-elsewhere, namespace: other}
+spec: {address: 127.0.0.21, labels: {app: reviews, version: vm}}
+)";
+
+std::map<std::string, std::string> VersionsByAddress(const std::vector<EndpointInfo>& endpoints) {
+  std::map<std::string, std::string> out;
+  for (const EndpointInfo& e : endpoints) {
+    auto v = e.labels.find("version");
+    out[e.address + ":" + std::to_string(e.port)] = v == e.labels.end() ? "" : v->second;
+  }
+  return out;
+}
+
+TEST_F(MeshModelTest, SliceEndpointsCarryTheirPodsLabelsAndTheSelectorAddsWorkloadEntries) {
+  Apply("bookinfo.yaml", kBookinfo);
+  EXPECT_EQ(VersionsByAddress(Endpoints("reviews.bookinfo.svc.cluster.local", 9080)),
+            (std::map<std::string, std::string>{
+                {"127.0.0.11:9080", "v1"},   // by targetRef, whatever the Pod's IP says
+                {"127.0.0.12:9080", "v2"},   // no targetRef: the one Pod with that IP
+                {"127.0.0.13:9080", ""},     // two Pods have that IP: neither is guessed
+                {"127.0.0.20:19080", "vm"},  // the Service's selector selects the WorkloadEntry (its port by name)
+            }))
+      << "the WorkloadEntry in another namespace is not selected";
+}
+
+TEST_F(MeshModelTest, APodLabelChangeIsAnEndpointOnlyPushForTheServicesOfItsSlices) {
+  Apply("bookinfo.yaml", kBookinfo);
+  std::string relabelled = kBookinfo;
+  relabelled.replace(relabelled.find("version: v2}"), 11, "version: v9");
+  PushRequest request = Apply("bookinfo.yaml", relabelled);
+  EXPECT_TRUE(request.EndpointOnly());
+  EXPECT_THAT(request.configs,
+              ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", "reviews.bookinfo.svc.cluster.local"}));
+  EXPECT_EQ(VersionsByAddress(Endpoints("reviews.bookinfo.svc.cluster.local", 9080))["127.0.0.12:9080"], "v9");
+
+  // The VM moves: the Service that selects it gets an endpoint push.
+  std::string moved = relabelled;
+  moved.replace(moved.find("127.0.0.20"), 10, "127.0.0.30");
+  request = Apply("bookinfo.yaml", moved);
+  EXPECT_THAT(request.configs,
+              ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", "reviews.bookinfo.svc.cluster.local"}));
+  EXPECT_FALSE(request.full);
+  // A Pod no slice stands for pushes nothing.
+  request = Apply("lonely.yaml",
+                  "apiVersion: v1\nkind: Pod\nmetadata: {name: lonely, namespace: bookinfo}\n"
+                  "status: {podIP: 127.0.0.50}\n");
+  EXPECT_TRUE(request.configs.empty());
 }
 
 TEST_F(MeshModelTest, ContextHasServicesByHostAndAContentVersion) {

@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+// End-to-end test of examples/bookinfo with a real proxyless gRPC xDS client (Node
+// @grpc/grpc-js-xds), real backends on 127.0.0.11-14, bounded in time (issue 17):
+//
+//   1. the manifest mixing Namespace, ServiceAccount and Deployments with the Service is read:
+//      5 documents skipped, nothing refused, no analysis warning;
+//   2. reviews on Kubernetes Services is split by subset: the EndpointSlice endpoints carry the
+//      labels of the Pods their targetRefs name, so 80/20 over v1/v3 holds (v1 in 140..180 of
+//      200) and the header end-user: jason reaches v2 only;
+//   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it;
+//   4. without the Pods the subsets select nothing: each is a warning (file:line, field) in
+//      /debug/config_status and in the metrics, and the client gets UNAVAILABLE; putting the
+//      Pods back is an incremental (EDS) push and jason reaches v2 again.
+//
+//   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
+// Exit 0 only if every check passed.
+'use strict';
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const MESH_CLIENT = path.join(__dirname, '..', '..', 'examples', 'mesh-client');
+const { E2e, client, writeAtomically, bootstrap: makeBootstrap } = require(path.join(MESH_CLIENT, 'e2e_lib'));
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
+const CXDS = path.resolve(opt('--cxds', 'build/cxds'));
+const BASE = Number(opt('--base-port', '18830'));
+const XDS = BASE, ADMIN = BASE + 10, PORT = BASE + 1;  // every backend on PORT, each on its own address
+const BOOKINFO = path.join(__dirname, '..', '..', 'examples', 'bookinfo');
+const e2e = new E2e(ADMIN, 150000);
+const check = e2e.check.bind(e2e);
+const get = e2e.get.bind(e2e), until = e2e.until.bind(e2e);
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cxds-bookinfo-'));
+  const config = path.join(dir, 'config');
+  fs.mkdirSync(config);
+  for (const f of fs.readdirSync(BOOKINFO).filter((f) => f.endsWith('.yaml'))) {
+    fs.writeFileSync(path.join(config, f), fs.readFileSync(path.join(BOOKINFO, f), 'utf8').replaceAll('19080', String(PORT)));
+  }
+  const app = makeBootstrap(path.join(dir, 'productpage.json'), XDS, 'productpage-1', 'bookinfo');
+  for (const [name, host] of [['reviews-v1', '127.0.0.11'], ['reviews-v2', '127.0.0.12'], ['reviews-v3', '127.0.0.13'],
+    ['ratings-vm', '127.0.0.14']]) {
+    e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'),
+      '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '170']);
+  }
+  const cxds = e2e.start('cxds', CXDS, ['serve', '--config-dir', config, '--xds-address', `127.0.0.1:${XDS}`,
+    '--admin-address', `127.0.0.1:${ADMIN}`, '--debounce-after', '50ms']);
+  await until('/ready', async () => (await get('/ready')).status === 200);
+  const status = async () => JSON.parse((await get('/debug/config_status')).body);
+
+  // 1
+  const files = await status();
+  const count = (key) => files.reduce((n, f) => n + f[key].length, 0);
+  check(count('skipped') === 5 && count('errors') === 0 && count('warnings') === 0,
+    'the manifest is read: Namespace, ServiceAccount, 3 Deployments skipped; no error, no warning',
+    { skipped: count('skipped'), errors: count('errors'), warnings: count('warnings') });
+
+  // 2
+  const reviews = ['--target', 'xds:///reviews.bookinfo.svc.cluster.local:9080'];
+  const split = client(app, [...reviews, '--calls', '200']);
+  const v1 = split.by_inventory['reviews-v1'] || 0;
+  check(split.ok === 200 && v1 >= 140 && v1 <= 180 && v1 + (split.by_inventory['reviews-v3'] || 0) === 200,
+    'subsets select the Pods of the slice endpoints: 80/20 over v1/v3 (v1 in 140..180 of 200)', split.by_inventory);
+  const jason = client(app, [...reviews, '--calls', '20', '--header', 'end-user=jason']);
+  check(jason.ok === 20 && jason.by_inventory['reviews-v2'] === 20, 'end-user: jason reaches v2 only', jason.by_inventory);
+
+  // 3
+  const ratings = client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);
+  check(ratings.ok === 20 && ratings.by_inventory['ratings-vm'] === 20,
+    'the ratings Service selects its WorkloadEntry (a VM) and is served from it', ratings.by_inventory);
+
+  // 4
+  const pods = path.join(config, 'pods.yaml');
+  const podsText = fs.readFileSync(pods, 'utf8');
+  fs.rmSync(pods);
+  const warned = await until('the subset warnings', async () => {
+    const w = (await status()).flatMap((f) => f.warnings);
+    return w.length >= 3 ? w : null;
+  });
+  check(warned.length === 3 && warned.every((w) => /routing\.yaml:\d+: DestinationRule bookinfo\/reviews: spec\.subsets\[\d\]\.labels: subset "v\d" of reviews\.bookinfo\.svc\.cluster\.local port 9080 selects none of its 3 endpoints .*\[pilot_eds_no_instances\]$/.test(w)),
+    'without the Pods, each subset that selects nothing is a warning with file, line and field', warned);
+  const metrics = (await get('/metrics')).body;
+  check(/cxds_config_warnings\{code="pilot_eds_no_instances"\} 3\b/.test(metrics) && /\npilot_eds_no_instances 3\b/.test(metrics),
+    'the metrics count them (cxds_config_warnings, pilot_eds_no_instances)', (metrics.match(/.*eds_no_instances.*/g) || []));
+  const empty = await until('the client to see the empty subset', async () => {
+    const r = client(app, [...reviews, '--calls', '1', '--deadline-ms', '1000', '--header', 'end-user=jason']);
+    return r.errors === 1 ? r : null;
+  });
+  check(/^14: /.test(empty.first_error), 'a call routed to an empty subset fails UNAVAILABLE', empty.first_error);
+  const pushesBefore = JSON.parse((await get('/debug/push_status')).body).length;
+  writeAtomically(pods, podsText);
+  const back = await until('jason back on v2', async () => {
+    const r = client(app, [...reviews, '--calls', '10', '--header', 'end-user=jason']);
+    return r.ok === 10 ? r : null;
+  });
+  check(back.by_inventory['reviews-v2'] === 10, 'with the Pods back, jason reaches v2 again', back.by_inventory);
+  const pushes = JSON.parse((await get('/debug/push_status')).body).slice(pushesBefore);
+  check(pushes.length >= 1 && pushes.every((p) => p.full === false), 'putting the Pods back was an incremental push',
+    pushes.map((p) => ({ full: p.full, reasons: p.reasons })));
+  check((await status()).flatMap((f) => f.warnings).length === 0, 'and the warnings are gone');
+
+  console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
+  if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));
+  e2e.stopAll();
+  fs.rmSync(dir, { recursive: true, force: true });
+  process.exit(e2e.failures === 0 ? 0 : 1);
+}
+
+main().catch((err) => {
+  console.log(`FAIL ${err.message}`);
+  for (const c of e2e.children) if (c.spawnargs[0].endsWith('cxds')) console.log(c.log.split('\n').slice(-40).join('\n'));
+  e2e.stopAll();
+  process.exit(1);
+});
