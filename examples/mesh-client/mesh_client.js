@@ -7,7 +7,8 @@
 //       --target xds:///inventory.mesh.local:8080 --calls 200 [--header x-canary=yes]
 //
 // Output: {"calls":N,"ok":N,"errors":N,"by_inventory":{"v1":160,"v2":40},"by_port":{...},
-//          "first_error":"..."}
+//          "by_code":{"0":190,"14":10},"min_ms":1.2,"max_ms":9.8,"first_error":"..."}
+// (by_code: gRPC status codes; min_ms/max_ms: the fastest and slowest call, as the client saw it)
 // Bounded: at most --calls calls, each with a deadline (--deadline-ms, default 3000), with
 // --interval-ms between them (at most 1000); with --hold-ms the channel stays open that long
 // afterwards (at most 60 s).
@@ -41,21 +42,31 @@ async function main() {
   const client = new grpc.Client(opts.target, grpc.credentials.createInsecure());
   const encode = (v) => Buffer.from(JSON.stringify(v), 'utf8');
   const decode = (b) => JSON.parse(Buffer.from(b).toString('utf8'));
-  const result = { calls: 0, ok: 0, errors: 0, by_inventory: {}, by_port: {}, first_error: null };
+  const result = { calls: 0, ok: 0, errors: 0, by_inventory: {}, by_port: {}, by_code: {}, min_ms: null, max_ms: null,
+    first_error: null };
+  const count = (code, ms) => {
+    result.by_code[code] = (result.by_code[code] || 0) + 1;
+    result.min_ms = result.min_ms === null ? ms : Math.min(result.min_ms, ms);
+    result.max_ms = result.max_ms === null ? ms : Math.max(result.max_ms, ms);
+  };
   for (let n = 0; n < opts.calls; n++) {
     const metadata = new grpc.Metadata();
     for (const [k, v] of opts.headers) metadata.set(k, v);
     result.calls++;
+    const started = process.hrtime.bigint();
+    const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
     try {
       const reply = await new Promise((resolve, reject) => {
         client.makeUnaryRequest(METHOD_PATH, encode, decode, { sku: 'sku-1', request_id: `r${n}` }, metadata,
           { deadline: Date.now() + opts.deadlineMs }, (err, value) => (err ? reject(err) : resolve(value)));
       });
       result.ok++;
+      count(0, elapsedMs());
       result.by_inventory[reply.inventory] = (result.by_inventory[reply.inventory] || 0) + 1;
       result.by_port[reply.port] = (result.by_port[reply.port] || 0) + 1;
     } catch (err) {
       result.errors++;
+      count(err.code, elapsedMs());
       if (result.first_error === null) result.first_error = `${err.code}: ${err.details || err.message}`;
     }
     if (opts.intervalMs > 0) await new Promise((r) => setTimeout(r, opts.intervalMs));

@@ -118,6 +118,22 @@ struct HttpRouteDestination {
   uint32_t weight = 0;
 };
 
+// HTTPFaultInjection: faults a proxy injects itself, before the request leaves it. Percentages
+// are of requests, 0 to 100; unset is 0, as in Istio ("no request is delayed").
+struct FaultInjection {
+  struct Delay {
+    absl::Duration fixed_delay;
+    double percent = 0;
+  };
+  struct Abort {
+    uint32_t http_status = 0;             // one of http_status and grpc_status
+    std::optional<uint32_t> grpc_status;  // the code of a gRPC status name (UNAVAILABLE: 14)
+    double percent = 0;
+  };
+  std::optional<Delay> delay;
+  std::optional<Abort> abort;
+};
+
 struct HttpRoute {
   std::string name;
   struct Match {
@@ -133,6 +149,7 @@ struct HttpRoute {
     std::string retry_on;
   };
   std::optional<Retries> retries;
+  std::optional<FaultInjection> fault;
 };
 
 // networking.istio.io VirtualService (HTTP routes).

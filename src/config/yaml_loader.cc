@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
 #include "yaml-cpp/eventhandler.h"
@@ -224,6 +225,24 @@ class Reader {
     }
     Error(node, Join(field, key),
           StrCat("must be a duration such as \"1s\" or \"250ms\", got \"", node.IsScalar() ? node.Scalar() : "", "\""));
+    return std::nullopt;
+  }
+
+  // An Istio Percent, {value: 12.5}: 0 to 100.
+  std::optional<double> Percent(const YAML::Node& parent, const char* key, const std::string& field) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+    const std::string f = Join(field, key);
+    if (!IsMap(node, f)) return std::nullopt;
+    OnlyKeys(node, f, {"value"});
+    const YAML::Node value = node["value"];
+    double percent = 0;
+    if (value.IsDefined() && value.IsScalar() && absl::SimpleAtod(value.Scalar(), &percent) && percent >= 0 &&
+        percent <= 100) {
+      return percent;
+    }
+    Error(value.IsDefined() ? value : node, Join(f, "value"),
+          StrCat("must be a number from 0 to 100, got \"", value.IsScalar() ? value.Scalar().substr(0, 64) : "", "\""));
     return std::nullopt;
   }
 
@@ -751,6 +770,74 @@ std::optional<StringMatch> ReadStringMatch(Reader& r, const YAML::Node& node, co
   return m;
 }
 
+// gRPC's status names (doc/statuscodes.md), which Istio's abort.grpcStatus takes.
+std::optional<uint32_t> GrpcStatusCode(const std::string& name) {
+  static constexpr std::string_view kNames[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    if (kNames[i] == name) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+// http[].fault, with Istio's rules: a delay or an abort or both; a delay is fixedDelay (at least
+// 1ms); an abort is httpStatus (200-599) or grpcStatus; percentage.value, or the deprecated
+// integer percent.
+std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const std::string& f) {
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(node, f, {"delay", "abort"});
+  FaultInjection fault;
+  const auto percent = [&](const YAML::Node& parent, const std::string& pf) {
+    std::optional<double> value = r.Percent(parent, "percentage", pf);
+    if (!value.has_value() && parent["percent"].IsDefined()) {
+      value = r.Uint(parent, "percent", pf, false, 0, 100);
+    }
+    return value.value_or(0);
+  };
+  if (const YAML::Node delay = node["delay"]; delay.IsDefined() && r.IsMap(delay, Reader::Join(f, "delay"))) {
+    const std::string df = Reader::Join(f, "delay");
+    r.OnlyKeys(delay, df, {"fixedDelay", "percentage", "percent"}, {"exponentialDelay"});
+    FaultInjection::Delay d;
+    if (std::optional<absl::Duration> fixed = r.Duration(delay, "fixedDelay", df)) {
+      if (*fixed < absl::Milliseconds(1))
+        r.Error(delay["fixedDelay"], Reader::Join(df, "fixedDelay"), "must be at least 1ms");
+      d.fixed_delay = *fixed;
+    } else if (!delay["fixedDelay"].IsDefined() && !delay["exponentialDelay"].IsDefined()) {
+      r.Error(delay, Reader::Join(df, "fixedDelay"), "is required");
+    }
+    d.percent = percent(delay, df);
+    fault.delay = d;
+  }
+  if (const YAML::Node abort = node["abort"]; abort.IsDefined() && r.IsMap(abort, Reader::Join(f, "abort"))) {
+    const std::string af = Reader::Join(f, "abort");
+    r.OnlyKeys(abort, af, {"httpStatus", "grpcStatus", "percentage", "percent"}, {"http2Error"});
+    FaultInjection::Abort a;
+    const bool http = abort["httpStatus"].IsDefined(), grpc = abort["grpcStatus"].IsDefined();
+    if (http && grpc) {
+      r.Error(abort, af, "has both httpStatus and grpcStatus: give one");
+    } else if (http) {
+      a.http_status = r.Uint(abort, "httpStatus", af, true, 200, 599).value_or(0);
+    } else if (grpc) {
+      const std::string name = r.String(abort, "grpcStatus", af, true).value_or("");
+      a.grpc_status = GrpcStatusCode(name);
+      if (!a.grpc_status.has_value()) {
+        r.Error(
+            abort["grpcStatus"], Reader::Join(af, "grpcStatus"),
+            StrCat("must be a gRPC status name such as UNAVAILABLE or NOT_FOUND, got \"", name.substr(0, 64), "\""));
+      }
+    } else if (!abort["http2Error"].IsDefined()) {
+      r.Error(abort, af, "needs httpStatus or grpcStatus");
+    }
+    a.percent = percent(abort, af);
+    fault.abort = a;
+  }
+  if (!fault.delay.has_value() && !fault.abort.has_value()) r.Error(node, f, "needs a delay or an abort");
+  return fault;
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
@@ -779,8 +866,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     const std::string f = Reader::Index("spec.http", i);
     const YAML::Node h = http[i];
     if (!r.IsMap(h, f)) continue;
-    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries"},
-               {"redirect", "directResponse", "delegate", "rewrite", "fault", "mirror", "mirrors", "mirrorPercentage",
+    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries", "fault"},
+               {"redirect", "directResponse", "delegate", "rewrite", "mirror", "mirrors", "mirrorPercentage",
                 "mirrorPercent", "mirror_percent", "corsPolicy", "headers"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
@@ -853,6 +940,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       retries.retry_on = r.String(h["retries"], "retryOn", rf, false).value_or("");
       route.retries = retries;
     }
+    if (h["fault"].IsDefined()) route.fault = ReadFault(r, h["fault"], Reader::Join(f, "fault"));
     vs.http.push_back(std::move(route));
   }
   return vs;

@@ -10,6 +10,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
@@ -259,12 +260,19 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   const MeshModel& model_;
 };
 
+constexpr char kFaultFilter[] = "envoy.filters.http.fault";
+
 HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix) {
   HttpConnectionManager hcm;
   hcm.set_stat_prefix(stat_prefix);
   hcm.mutable_rds()->set_route_config_name(route_name);
   hcm.mutable_rds()->mutable_config_source()->mutable_ads();
   hcm.mutable_rds()->mutable_config_source()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
+  // The fault filter, empty: routes with a VirtualService fault configure it per route
+  // (typed_per_filter_config), as istiod does; gRPC honours it only when it is listed here.
+  auto* fault = hcm.add_http_filters();
+  fault->set_name(kFaultFilter);
+  fault->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::fault::v3::HTTPFault());
   auto* router = hcm.add_http_filters();
   router->set_name("envoy.filters.http.router");
   router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
@@ -381,6 +389,35 @@ void SetStringMatch(const StringMatch& match, envoy::type::matcher::v3::StringMa
   }
 }
 
+// Istio's translation: percentages as parts per million (12.5% is 125000).
+envoy::type::v3::FractionalPercent Fraction(double percent) {
+  envoy::type::v3::FractionalPercent fraction;
+  fraction.set_numerator(static_cast<uint32_t>(percent * 10000));
+  fraction.set_denominator(envoy::type::v3::FractionalPercent::MILLION);
+  return fraction;
+}
+
+envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultInjection& fault) {
+  envoy::extensions::filters::http::fault::v3::HTTPFault out;
+  if (fault.delay.has_value()) {
+    auto* delay = out.mutable_delay();
+    const absl::Duration d = fault.delay->fixed_delay;
+    delay->mutable_fixed_delay()->set_seconds(absl::ToInt64Seconds(d));
+    delay->mutable_fixed_delay()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
+    *delay->mutable_percentage() = Fraction(fault.delay->percent);
+  }
+  if (fault.abort.has_value()) {
+    auto* abort = out.mutable_abort();
+    if (fault.abort->grpc_status.has_value()) {
+      abort->set_grpc_status(*fault.abort->grpc_status);
+    } else {
+      abort->set_http_status(fault.abort->http_status);
+    }
+    *abort->mutable_percentage() = Fraction(fault.abort->percent);
+  }
+  return out;
+}
+
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
 // else (a VirtualService decides) or, without one, a catch-all to the service.
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port,
@@ -430,6 +467,9 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           action->mutable_timeout()->set_seconds(absl::ToInt64Seconds(*http.timeout));
           action->mutable_timeout()->set_nanos(
               static_cast<int32_t>(absl::ToInt64Nanoseconds(*http.timeout % absl::Seconds(1))));
+        }
+        if (http.fault.has_value()) {
+          (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
         }
         if (http.retries.has_value()) {
           auto* retry = action->mutable_retry_policy();

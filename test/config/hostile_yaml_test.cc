@@ -206,7 +206,7 @@ spec:
   tcp: [{route: [{destination: {host: a.example.com}}]}]
   http:
   - match: [{method: {exact: GET}, ignoreUriCase: true}]
-    fault: {abort: {httpStatus: 503, percentage: {value: 10}}}
+    fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
     route: [{destination: {host: a.example.com}, headers: {request: {set: {x: "1"}}}}]
     retries: {attempts: 2, retryRemoteLocalities: true}
 ---
@@ -245,7 +245,8 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.tcp", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].method", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].ignoreUriCase", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].fault", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].route[0].headers", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls", "is not supported by cxds"));

@@ -246,6 +246,47 @@ TEST(YamlLoaderTest, ConfigFileNamesSkipEditorTemporaries) {
   EXPECT_FALSE(IsConfigFileName("b.txt"));
 }
 
+// VirtualService faults with Istio's validation: each wrong value named by its field.
+TEST(YamlLoaderTest, FaultsAreReadAndTheirValuesChecked) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a]
+  http:
+  - route: [{destination: {host: a}}]
+    fault: )";
+  const ParsedFile good =
+      ParseConfigFile("x.yaml", head +
+                                    "{delay: {fixedDelay: 250ms, percentage: {value: 0.5}}, abort: {grpcStatus: "
+                                    "NOT_FOUND, percent: 20}}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& fault = std::get<VirtualService>(good.documents[0].object).http[0].fault;
+  ASSERT_TRUE(fault.has_value());
+  EXPECT_EQ(fault->delay->fixed_delay, absl::Milliseconds(250));
+  EXPECT_DOUBLE_EQ(fault->delay->percent, 0.5);
+  EXPECT_EQ(fault->abort->grpc_status, 5u);
+  EXPECT_DOUBLE_EQ(fault->abort->percent, 20);
+  const auto error_of = [&](const std::string& value) {
+    const ParsedFile parsed = ParseConfigFile("x.yaml", head + value + "\n");
+    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
+  };
+  EXPECT_EQ(error_of("{}"), "spec.http[0].fault: needs a delay or an abort");
+  EXPECT_EQ(error_of("{delay: {percentage: {value: 10}}}"), "spec.http[0].fault.delay.fixedDelay: is required");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 0s}}"), "spec.http[0].fault.delay.fixedDelay: must be at least 1ms");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percentage: {value: 101}}}"),
+            "spec.http[0].fault.delay.percentage.value: must be a number from 0 to 100, got \"101\"");
+  EXPECT_EQ(error_of("{abort: {httpStatus: 700}}"),
+            "spec.http[0].fault.abort.httpStatus: must be an integer from 200 to 599, got \"700\"");
+  EXPECT_EQ(error_of("{abort: {grpcStatus: \"14\"}}"),
+            "spec.http[0].fault.abort.grpcStatus: must be a gRPC status name such as UNAVAILABLE or NOT_FOUND, got "
+            "\"14\"");
+  EXPECT_EQ(error_of("{abort: {percentage: {value: 1}}}"), "spec.http[0].fault.abort: needs httpStatus or grpcStatus");
+  EXPECT_EQ(error_of("{abort: {httpStatus: 503, grpcStatus: UNAVAILABLE}}"),
+            "spec.http[0].fault.abort: has both httpStatus and grpcStatus: give one");
+  EXPECT_EQ(error_of("{abort: {http2Error: CANCEL}}"), "spec.http[0].fault.abort.http2Error: is not supported by cxds");
+}
+
 // A key that is in no API is unknown, never "not supported"; one or two edits from a known key,
 // the error names that key.
 TEST(YamlLoaderTest, UnknownFieldsAreToldApartFromUnsupportedOnesWithTheNearestKey) {

@@ -7,7 +7,10 @@
 //   2. reviews on Kubernetes Services is split by subset: the EndpointSlice endpoints carry the
 //      labels of the Pods their targetRefs name, so 80/20 over v1/v3 holds (v1 in 140..180 of
 //      200) and the header end-user: jason reaches v2 only;
-//   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it;
+//   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it; its
+//      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
+//      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
+//      half fails with 503 (UNAVAILABLE to gRPC) on 50% of calls (70..130 of 200);
 //   4. without the Pods the subsets select nothing: each is a warning (file:line, field) in
 //      /debug/config_status and in the metrics, and the client gets UNAVAILABLE; putting the
 //      Pods back is an incremental (EDS) push and jason reaches v2 again.
@@ -70,6 +73,21 @@ async function main() {
   const ratings = client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);
   check(ratings.ok === 20 && ratings.by_inventory['ratings-vm'] === 20,
     'the ratings Service selects its WorkloadEntry (a VM) and is served from it', ratings.by_inventory);
+
+  const ratingsAs = (user, calls) => client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080',
+    '--calls', String(calls), '--header', `end-user=${user}`]);
+  const delayed = ratingsAs('jason', 5);
+  check(delayed.ok === 5 && delayed.min_ms >= 295, 'fault delay: every call of jason took at least 300 ms',
+    { ok: delayed.ok, min_ms: delayed.min_ms, max_ms: delayed.max_ms, ratings_fast: ratings.max_ms });
+  const served = (name) => (e2e.children.find((c) => c.spawnargs.includes(name)).log.match(/"event":"request"/g) || []).length;
+  const servedBefore = served('ratings-vm');
+  const aborted = ratingsAs('tester', 20);
+  check(aborted.errors === 20 && aborted.by_code['14'] === 20 && served('ratings-vm') === servedBefore,
+    'fault abort: every call of tester failed UNAVAILABLE and none reached the VM',
+    { by_code: aborted.by_code, first_error: aborted.first_error, vm_requests: served('ratings-vm') - servedBefore });
+  const half = ratingsAs('half', 200);
+  check(half.ok + half.errors === 200 && half.errors >= 70 && half.errors <= 130 && (half.by_code['14'] || 0) === half.errors,
+    'fault abort at 50%: 70..130 of 200 calls failed, with the 503 as UNAVAILABLE', half.by_code);
 
   // 4
   const pods = path.join(config, 'pods.yaml');

@@ -7,6 +7,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "fakes/inline_dispatcher.h"
@@ -279,6 +280,84 @@ spec:
   for (const std::string& name : NamesOf(grpc_lds[0])) {
     EXPECT_EQ(name.find("mysql"), std::string::npos) << name;
     EXPECT_EQ(name.find("replica"), std::string::npos) << name;
+  }
+}
+
+// VirtualService fault injection as istiod translates it: the fault filter (empty) before the
+// router in every HTTP connection manager, and each faulty route's own HTTPFault in
+// typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
+// (gRPC implements the filter, gRFC A33).
+TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
+  Apply("routes.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - match: [{headers: {x-fault: {exact: delay}}}]
+    fault: {delay: {fixedDelay: 1.5s, percentage: {value: 12.5}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-fault: {exact: abort}}}]
+    fault: {abort: {grpcStatus: UNAVAILABLE, percentage: {value: 100}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-fault: {exact: http}}}]
+    fault: {abort: {httpStatus: 503, percent: 50}, delay: {fixedDelay: 5ms}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::extensions::filters::http::fault::v3::HTTPFault;
+  for (const bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    auto proxy = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    const std::string listener_name = grpc ? "inventory.mesh.local:8080" : "127.0.0.1_8080";
+    proxy->Send(First(std::string(kListenerType), {listener_name}));
+    auto lds = proxy->Take();
+    ASSERT_EQ(lds.size(), 1u);
+    envoy::config::listener::v3::Listener listener;
+    for (int i = 0; i < lds[0].resources_size(); ++i) {
+      auto l = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+      if (l.name() == listener_name) listener = l;
+    }
+    envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+    ASSERT_TRUE(grpc ? listener.api_listener().api_listener().UnpackTo(&hcm)
+                     : listener.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
+    ASSERT_EQ(hcm.http_filters_size(), 2);
+    EXPECT_EQ(hcm.http_filters(0).name(), "envoy.filters.http.fault");
+    EXPECT_TRUE(hcm.http_filters(0).typed_config().Is<HTTPFault>());
+    EXPECT_EQ(hcm.http_filters(1).name(), "envoy.filters.http.router") << "the router is last";
+
+    proxy->Send(Request(std::string(kRouteType), {grpc ? "inventory.mesh.local:8080" : "8080"}));
+    auto rds = proxy->Take();
+    ASSERT_EQ(rds.size(), 1u);
+    const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+    const auto& vhost = routes.virtual_hosts(0);
+    ASSERT_EQ(vhost.routes_size(), 4);
+    const auto fault_of = [&](int i) {
+      HTTPFault fault;
+      auto it = vhost.routes(i).typed_per_filter_config().find("envoy.filters.http.fault");
+      EXPECT_NE(it, vhost.routes(i).typed_per_filter_config().end()) << "route " << i;
+      if (it != vhost.routes(i).typed_per_filter_config().end()) {
+        EXPECT_TRUE(it->second.UnpackTo(&fault));
+      }
+      return fault;
+    };
+    const HTTPFault delay = fault_of(0);
+    EXPECT_EQ(delay.delay().fixed_delay().seconds(), 1);
+    EXPECT_EQ(delay.delay().fixed_delay().nanos(), 500000000);
+    EXPECT_EQ(delay.delay().percentage().numerator(), 125000u);
+    EXPECT_EQ(delay.delay().percentage().denominator(), envoy::type::v3::FractionalPercent::MILLION);
+    EXPECT_FALSE(delay.has_abort());
+    const HTTPFault abort = fault_of(1);
+    EXPECT_EQ(abort.abort().grpc_status(), 14u);
+    EXPECT_EQ(abort.abort().percentage().numerator(), 1000000u);
+    const HTTPFault both = fault_of(2);
+    EXPECT_EQ(both.abort().http_status(), 503u);
+    EXPECT_EQ(both.abort().percentage().numerator(), 500000u) << "the deprecated integer percent";
+    EXPECT_EQ(both.delay().fixed_delay().nanos(), 5000000);
+    EXPECT_EQ(both.delay().percentage().numerator(), 0u) << "no percentage: no request delayed, as in Istio";
+    EXPECT_TRUE(both.delay().has_percentage()) << "gRPC refuses a fault without one";
+    EXPECT_TRUE(vhost.routes(3).typed_per_filter_config().empty());
   }
 }
 
