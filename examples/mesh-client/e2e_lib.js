@@ -2,7 +2,7 @@
 // child processes that are stopped on exit, PASS/FAIL lines, the admin API, bounded waits.
 'use strict';
 
-const { spawn, execFileSync } = require('child_process');
+const { spawn, execFile, execFileSync } = require('child_process');
 const fs = require('fs');
 const http = require('http');
 const path = require('path');
@@ -66,6 +66,17 @@ function client(bootstrap, extra) {
   return JSON.parse(out.toString());
 }
 
+// The same, without blocking the event loop: the output of the processes this test started
+// (cxds, backends) keeps being read meanwhile, so their pipes never fill and stall them.
+function clientAsync(bootstrap, extra) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [path.join(HERE, 'mesh_client.js'), ...extra],
+      { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap }, timeout: 60000 }, (err, stdout) => {
+        if (err) reject(err); else resolve(JSON.parse(stdout.toString()));
+      });
+  });
+}
+
 function writeAtomically(file, text) {  // how editors and config tools save
   fs.writeFileSync(file + '.tmp~', text);
   fs.renameSync(file + '.tmp~', file);
@@ -89,4 +100,4 @@ function copyExampleMesh(config, v1, v2) {
   }
 }
 
-module.exports = { E2e, sleep, client, writeAtomically, bootstrap, copyExampleMesh, HERE };
+module.exports = { E2e, sleep, client, clientAsync, writeAtomically, bootstrap, copyExampleMesh, HERE };

@@ -161,6 +161,15 @@ struct VirtualService {
 
 struct TrafficPolicy {
   enum class LoadBalancer { kUnset, kRoundRobin, kLeastRequest, kRandom } load_balancer = LoadBalancer::kUnset;
+  // loadBalancer.consistentHash: a ring hash over what a request is hashed by.
+  struct ConsistentHash {
+    enum class Key { kHeader, kCookie, kSourceIp, kQueryParameter } key = Key::kHeader;
+    std::string name;  // the header, cookie or query parameter
+    std::string cookie_path;
+    std::optional<absl::Duration> cookie_ttl;
+    uint64_t minimum_ring_size = 1024;  // Istio's default
+  };
+  std::optional<ConsistentHash> consistent_hash;
   struct ConnectionPool {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;

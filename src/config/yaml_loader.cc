@@ -946,6 +946,53 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   return vs;
 }
 
+// loadBalancer.consistentHash: exactly one hash key; ring hash (maglev is not supported).
+std::optional<TrafficPolicy::ConsistentHash> ReadConsistentHash(Reader& r, const YAML::Node& node,
+                                                                const std::string& f) {
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(node, f,
+             {"httpHeaderName", "httpCookie", "useSourceIp", "httpQueryParameterName", "ringHash", "minimumRingSize"},
+             {"maglev"});
+  TrafficPolicy::ConsistentHash hash;
+  int keys = 0;
+  using Key = TrafficPolicy::ConsistentHash::Key;
+  if (auto header = r.String(node, "httpHeaderName", f, false)) {
+    ++keys;
+    hash = {Key::kHeader, *header};
+  }
+  if (const YAML::Node cookie = node["httpCookie"];
+      cookie.IsDefined() && r.IsMap(cookie, Reader::Join(f, "httpCookie"))) {
+    ++keys;
+    const std::string cf = Reader::Join(f, "httpCookie");
+    r.OnlyKeys(cookie, cf, {"name", "path", "ttl"}, {"attributes"});
+    hash = {Key::kCookie, r.String(cookie, "name", cf, true).value_or("")};
+    hash.cookie_path = r.String(cookie, "path", cf, false).value_or("");
+    hash.cookie_ttl = r.Duration(cookie, "ttl", cf);
+  }
+  if (r.Bool(node, "useSourceIp", f).value_or(false)) {
+    ++keys;
+    hash = {Key::kSourceIp, ""};
+  }
+  if (auto param = r.String(node, "httpQueryParameterName", f, false)) {
+    ++keys;
+    hash = {Key::kQueryParameter, *param};
+  }
+  if (keys != 1 && !node["maglev"].IsDefined()) {
+    r.Error(node, f,
+            keys == 0 ? "needs one of httpHeaderName, httpCookie, useSourceIp, httpQueryParameterName"
+                      : "give one of httpHeaderName, httpCookie, useSourceIp, httpQueryParameterName");
+  }
+  const auto ring_size = [&](const YAML::Node& parent, const char* key, const std::string& pf) {
+    if (auto size = r.Uint(parent, key, pf, false, 1, 8388608)) hash.minimum_ring_size = *size;
+  };
+  ring_size(node, "minimumRingSize", f);
+  if (const YAML::Node ring = node["ringHash"]; ring.IsDefined() && r.IsMap(ring, Reader::Join(f, "ringHash"))) {
+    r.OnlyKeys(ring, Reader::Join(f, "ringHash"), {"minimumRingSize"});
+    ring_size(ring, "minimumRingSize", Reader::Join(f, "ringHash"));
+  }
+  return hash;
+}
+
 std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& parent, const std::string& field) {
   const YAML::Node node = parent["trafficPolicy"];
   if (!node.IsDefined()) return std::nullopt;
@@ -956,8 +1003,14 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   TrafficPolicy p;
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
-    r.OnlyKeys(node["loadBalancer"], lf, {"simple"},
-               {"consistentHash", "localityLbSetting", "warmupDurationSecs", "warmup"});
+    r.OnlyKeys(node["loadBalancer"], lf, {"simple", "consistentHash"},
+               {"localityLbSetting", "warmupDurationSecs", "warmup"});
+    if (const YAML::Node hash = node["loadBalancer"]["consistentHash"]; hash.IsDefined()) {
+      if (node["loadBalancer"]["simple"].IsDefined()) {
+        r.Error(hash, Reader::Join(lf, "consistentHash"), "give simple or consistentHash, not both");
+      }
+      p.consistent_hash = ReadConsistentHash(r, hash, Reader::Join(lf, "consistentHash"));
+    }
     const std::string simple = r.String(node["loadBalancer"], "simple", lf, false).value_or("");
     if (simple == "ROUND_ROBIN") {
       p.load_balancer = TrafficPolicy::LoadBalancer::kRoundRobin;

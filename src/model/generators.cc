@@ -84,6 +84,11 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficP
       envoy::config::core::v3::ApiVersion::V3);
   cluster.mutable_connect_timeout()->set_seconds(10);
   if (policy != nullptr) {
+    if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
+      cluster.set_lb_policy(Cluster::RING_HASH);
+      cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(
+          policy->consistent_hash->minimum_ring_size);
+    }
     switch (policy->load_balancer) {
       case TrafficPolicy::LoadBalancer::kLeastRequest:
         if (!grpc) cluster.set_lb_policy(Cluster::LEAST_REQUEST);  // gRPC 1.51 clients: round robin only
@@ -420,7 +425,46 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
 
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
 // else (a VirtualService decides) or, without one, a catch-all to the service.
-void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port,
+// What a request to a ring-hash cluster is hashed by, from the DestinationRule of the
+// destination (and subset). gRPC hashes on headers only (gRFC A42): other keys are left out for
+// gRPC nodes, whose ring hash then picks at random (analysis says so, cxds_grpc_ignores).
+void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::string& subset, bool grpc,
+                   envoy::config::route::v3::RouteAction* action) {
+  const TrafficPolicy* policy = PolicyFor(mesh.DestinationRuleFor(host), subset);
+  if (policy == nullptr || !policy->consistent_hash.has_value()) return;
+  const TrafficPolicy::ConsistentHash& hash = *policy->consistent_hash;
+  using Key = TrafficPolicy::ConsistentHash::Key;
+  if (grpc && hash.key != Key::kHeader) return;
+  envoy::config::route::v3::RouteAction::HashPolicy out;
+  switch (hash.key) {
+    case Key::kHeader:
+      out.mutable_header()->set_header_name(hash.name);
+      break;
+    case Key::kCookie: {
+      auto* cookie = out.mutable_cookie();
+      cookie->set_name(hash.name);
+      if (!hash.cookie_path.empty()) cookie->set_path(hash.cookie_path);
+      if (hash.cookie_ttl.has_value()) {
+        cookie->mutable_ttl()->set_seconds(absl::ToInt64Seconds(*hash.cookie_ttl));
+        cookie->mutable_ttl()->set_nanos(
+            static_cast<int32_t>(absl::ToInt64Nanoseconds(*hash.cookie_ttl % absl::Seconds(1))));
+      }
+      break;
+    }
+    case Key::kSourceIp:
+      out.mutable_connection_properties()->set_source_ip(true);
+      break;
+    case Key::kQueryParameter:
+      out.mutable_query_parameter()->set_name(hash.name);
+      break;
+  }
+  for (const auto& existing : action->hash_policy()) {
+    if (existing.SerializeAsString() == out.SerializeAsString()) return;  // weighted destinations alike
+  }
+  *action->add_hash_policy() = std::move(out);
+}
+
+void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
   const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
   for (const VirtualService* vs : virtual_services) {
@@ -453,6 +497,12 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
           return ClusterName(d.port != 0 ? d.port : port, d.subset, host);
         };
+        for (const HttpRouteDestination& d : http.route) {
+          if (http.route.size() == 1 || d.weight != 0) {
+            AddHashPolicy(mesh, ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()), d.subset, grpc,
+                          action);
+          }
+        }
         if (http.route.size() == 1) {
           action->set_cluster(destination_cluster(http.route[0]));
         } else {
@@ -488,6 +538,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
+    AddHashPolicy(mesh, service.host, "", grpc, route->mutable_route());
   }
 }
 
@@ -521,7 +572,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
               vhost->set_name(name);
               vhost->add_domains(name);
               vhost->add_domains(service->host);
-              AddRoutes(mesh, *service, port, vhost);
+              AddRoutes(mesh, *service, port, proxy.grpc, vhost);
             } else {
               uint32_t port = 0;
               if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
@@ -535,7 +586,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 vhost->set_name(StrCat(host, ":", port));
                 vhost->add_domains(host);
                 vhost->add_domains(StrCat(host, ":", port));
-                AddRoutes(mesh, service, port, vhost);
+                AddRoutes(mesh, service, port, proxy.grpc, vhost);
               }
             }
             return Resource::FromMessage(config);

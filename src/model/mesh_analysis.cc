@@ -103,6 +103,32 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
   }
 }
 
+// Consistent hashing by what proxyless gRPC cannot hash on (it hashes on headers only, gRFC
+// A42): Envoy nodes get it, gRPC nodes a ring hash without a hash key, which picks at random.
+void GrpcIgnoredHashKeys(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
+    if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
+    using Key = TrafficPolicy::ConsistentHash::Key;
+    const Key k = policy->consistent_hash->key;
+    if (k == Key::kHeader) return;
+    const char* what = k == Key::kCookie     ? "httpCookie"
+                       : k == Key::kSourceIp ? "useSourceIp"
+                                             : "httpQueryParameterName";
+    out.push_back({key, field + ".loadBalancer.consistentHash." + what, "cxds_grpc_ignores",
+                   StrCat(what,
+                          " is not implemented by proxyless gRPC clients, which hash on headers only: Envoy nodes "
+                          "hash by it, gRPC nodes get the ring hash without a key and pick at random")});
+  };
+  for (const auto& [key, stored] : served) {
+    const auto* dr = std::get_if<DestinationRule>(&stored->object);
+    if (dr == nullptr) continue;
+    check(key, dr->traffic_policy, "spec.trafficPolicy");
+    for (size_t i = 0; i < dr->subsets.size(); ++i) {
+      check(key, dr->subsets[i].traffic_policy, StrCat("spec.subsets[", i, "].trafficPolicy"));
+    }
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix) {
@@ -113,6 +139,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix) {
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
     NoInstances(served, mesh, suffix, out);
+    GrpcIgnoredHashKeys(served, out);
     return out;
   };
 }
@@ -123,7 +150,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "pilot_eds_no_instances",
                                                   "pilot_conflict_outbound_listener_tcp_over_current_tcp",
                                                   "pilot_conflict_outbound_listener_tcp_over_current_http",
-                                                  "IST0101"};
+                                                  "IST0101",
+                                                  "cxds_grpc_ignores"};
   return kCodes;
 }
 

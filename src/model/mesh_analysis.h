@@ -9,11 +9,15 @@
 //                                 only the older one's routes are served for it
 //   pilot_duplicate_envoy_clusters a host defined by two objects (a Service and a ServiceEntry,
 //                                 two ServiceEntries): one of them is served
-//   pilot_eds_no_instances        a service port without endpoints
+//   pilot_eds_no_instances        a service port without endpoints, or a DestinationRule subset
+//                                 that selects none of its host's endpoints
 //   pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http
 //                                 an opaque port no Envoy listener serves (MeshContext)
 //   IST0101                       a route to a host no object defines, or to a port it lacks
 //                                 (istioctl's ReferencedResourceNotFound)
+//   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
+//                                 hash by cookie, source IP or query parameter): Envoy nodes
+//                                 get it, gRPC nodes do without
 #pragma once
 
 #include <string>
@@ -23,7 +27,7 @@
 namespace cxds {
 
 // The analysis, for ConfigStore::Options::analyze. Runs on every accepted change, in time
-// linear in the objects (WorkloadEntries are matched per namespace).
+// linear in the objects (WorkloadEntries are matched by namespace and a selector label).
 Analyzer MeshAnalyzer(std::string domain_suffix);
 
 // Every code MeshAnalyzer may report, so that gauges of codes with no finding read 0.

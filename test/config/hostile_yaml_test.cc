@@ -217,7 +217,7 @@ spec:
   host: a.example.com
   trafficPolicy:
     tls: {mode: ISTIO_MUTUAL}
-    loadBalancer: {consistentHash: {httpHeaderName: x-user}}
+    loadBalancer: {consistentHash: {maglev: {tableSize: 65537}}}
     connectionPool: {tcp: {connectTimeout: 1s}, http: {maxRetries: 3}}
     outlierDetection: {consecutiveGatewayErrors: 5}
   subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: PASSTHROUGH}}}]
@@ -250,7 +250,7 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.http[0].route[0].headers", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.connectTimeout", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.maxRetries", "is not supported by cxds"));
   EXPECT_TRUE(

@@ -287,6 +287,45 @@ spec:
   EXPECT_EQ(error_of("{abort: {http2Error: CANCEL}}"), "spec.http[0].fault.abort.http2Error: is not supported by cxds");
 }
 
+TEST(YamlLoaderTest, ConsistentHashIsOneKeyOnARing) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d}
+spec:
+  host: a
+  trafficPolicy:
+    loadBalancer: )";
+  const ParsedFile good = ParseConfigFile(
+      "x.yaml", head +
+                    "{consistentHash: {httpCookie: {name: user, path: /, ttl: 10s}, ringHash: {minimumRingSize: "
+                    "64}}}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& hash = std::get<DestinationRule>(good.documents[0].object).traffic_policy->consistent_hash;
+  ASSERT_TRUE(hash.has_value());
+  EXPECT_EQ(hash->key, TrafficPolicy::ConsistentHash::Key::kCookie);
+  EXPECT_EQ(hash->name, "user");
+  EXPECT_EQ(hash->cookie_path, "/");
+  EXPECT_EQ(hash->cookie_ttl, absl::Seconds(10));
+  EXPECT_EQ(hash->minimum_ring_size, 64u);
+  const auto error_of = [&](const std::string& value) {
+    const ParsedFile parsed = ParseConfigFile("x.yaml", head + value + "\n");
+    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
+  };
+  EXPECT_EQ(error_of("{consistentHash: {}}"),
+            "spec.trafficPolicy.loadBalancer.consistentHash: needs one of httpHeaderName, httpCookie, useSourceIp, "
+            "httpQueryParameterName");
+  EXPECT_EQ(error_of("{consistentHash: {httpHeaderName: x, useSourceIp: true}}"),
+            "spec.trafficPolicy.loadBalancer.consistentHash: give one of httpHeaderName, httpCookie, useSourceIp, "
+            "httpQueryParameterName");
+  EXPECT_EQ(error_of("{simple: RANDOM, consistentHash: {useSourceIp: true}}"),
+            "spec.trafficPolicy.loadBalancer.consistentHash: give simple or consistentHash, not both");
+  EXPECT_EQ(error_of("{consistentHash: {httpHeaderName: x, minimumRingSize: 0}}"),
+            "spec.trafficPolicy.loadBalancer.consistentHash.minimumRingSize: must be an integer from 1 to 8388608, "
+            "got \"0\"");
+  EXPECT_EQ(error_of("{consistentHash: {maglev: {tableSize: 65537}}}"),
+            "spec.trafficPolicy.loadBalancer.consistentHash.maglev: is not supported by cxds");
+}
+
 // A key that is in no API is unknown, never "not supported"; one or two edits from a known key,
 // the error names that key.
 TEST(YamlLoaderTest, UnknownFieldsAreToldApartFromUnsupportedOnesWithTheNearestKey) {

@@ -11,6 +11,8 @@
 //      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
 //      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
 //      half fails with 503 (UNAVAILABLE to gRPC) on 50% of calls (70..130 of 200);
+//   3b. details has a ring hash on x-session: each of 12 sessions sticks to one of the three
+//      replicas over 8 calls, and the sessions do not all land on one replica;
 //   4. without the Pods the subsets select nothing: each is a warning (file:line, field) in
 //      /debug/config_status and in the metrics, and the client gets UNAVAILABLE; putting the
 //      Pods back is an incremental (EDS) push and jason reaches v2 again.
@@ -23,7 +25,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const MESH_CLIENT = path.join(__dirname, '..', '..', 'examples', 'mesh-client');
-const { E2e, client, writeAtomically, bootstrap: makeBootstrap } = require(path.join(MESH_CLIENT, 'e2e_lib'));
+const { E2e, clientAsync: client, writeAtomically, bootstrap: makeBootstrap } = require(path.join(MESH_CLIENT, 'e2e_lib'));
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
@@ -44,14 +46,14 @@ async function main() {
   }
   const app = makeBootstrap(path.join(dir, 'productpage.json'), XDS, 'productpage-1', 'bookinfo');
   for (const [name, host] of [['reviews-v1', '127.0.0.11'], ['reviews-v2', '127.0.0.12'], ['reviews-v3', '127.0.0.13'],
-    ['ratings-vm', '127.0.0.14']]) {
+    ['ratings-vm', '127.0.0.14'], ['details-a', '127.0.0.21'], ['details-b', '127.0.0.22'], ['details-c', '127.0.0.23']]) {
     e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'),
       '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '170']);
   }
   const cxds = e2e.start('cxds', CXDS, ['serve', '--config-dir', config, '--xds-address', `127.0.0.1:${XDS}`,
     '--admin-address', `127.0.0.1:${ADMIN}`, '--debounce-after', '50ms']);
   await until('/ready', async () => (await get('/ready')).status === 200);
-  const status = async () => JSON.parse((await get('/debug/config_status')).body);
+  const status = async () => { const r = await get("/debug/config_status"); if (!r.body) throw new Error(`config_status: HTTP ${r.status}`); return JSON.parse(r.body); };
 
   // 1
   const files = await status();
@@ -62,32 +64,46 @@ async function main() {
 
   // 2
   const reviews = ['--target', 'xds:///reviews.bookinfo.svc.cluster.local:9080'];
-  const split = client(app, [...reviews, '--calls', '200']);
+  const split = await client(app, [...reviews, '--calls', '200']);
   const v1 = split.by_inventory['reviews-v1'] || 0;
   check(split.ok === 200 && v1 >= 140 && v1 <= 180 && v1 + (split.by_inventory['reviews-v3'] || 0) === 200,
     'subsets select the Pods of the slice endpoints: 80/20 over v1/v3 (v1 in 140..180 of 200)', split.by_inventory);
-  const jason = client(app, [...reviews, '--calls', '20', '--header', 'end-user=jason']);
+  const jason = await client(app, [...reviews, '--calls', '20', '--header', 'end-user=jason']);
   check(jason.ok === 20 && jason.by_inventory['reviews-v2'] === 20, 'end-user: jason reaches v2 only', jason.by_inventory);
 
   // 3
-  const ratings = client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);
+  const ratings = await client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);
   check(ratings.ok === 20 && ratings.by_inventory['ratings-vm'] === 20,
     'the ratings Service selects its WorkloadEntry (a VM) and is served from it', ratings.by_inventory);
 
   const ratingsAs = (user, calls) => client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080',
     '--calls', String(calls), '--header', `end-user=${user}`]);
-  const delayed = ratingsAs('jason', 5);
+  const delayed = await ratingsAs('jason', 5);
   check(delayed.ok === 5 && delayed.min_ms >= 295, 'fault delay: every call of jason took at least 300 ms',
     { ok: delayed.ok, min_ms: delayed.min_ms, max_ms: delayed.max_ms, ratings_fast: ratings.max_ms });
   const served = (name) => (e2e.children.find((c) => c.spawnargs.includes(name)).log.match(/"event":"request"/g) || []).length;
   const servedBefore = served('ratings-vm');
-  const aborted = ratingsAs('tester', 20);
-  check(aborted.errors === 20 && aborted.by_code['14'] === 20 && served('ratings-vm') === servedBefore,
+  const aborted = await ratingsAs('tester', 20);
+  // One call without a fault after them: once the VM's log shows it, the log is read up to date.
+  await ratingsAs('nobody', 1);
+  await until('the VM to log the last call', async () => served('ratings-vm') > servedBefore, 5000).catch(() => null);
+  check(aborted.errors === 20 && aborted.by_code['14'] === 20 && served('ratings-vm') === servedBefore + 1,
     'fault abort: every call of tester failed UNAVAILABLE and none reached the VM',
-    { by_code: aborted.by_code, first_error: aborted.first_error, vm_requests: served('ratings-vm') - servedBefore });
-  const half = ratingsAs('half', 200);
+    { by_code: aborted.by_code, first_error: aborted.first_error, vm_requests: served('ratings-vm') - servedBefore - 1 });
+  const half = await ratingsAs('half', 200);
   check(half.ok + half.errors === 200 && half.errors >= 70 && half.errors <= 130 && (half.by_code['14'] || 0) === half.errors,
     'fault abort at 50%: 70..130 of 200 calls failed, with the 503 as UNAVAILABLE', half.by_code);
+
+  // 3b
+  const sessions = {};
+  for (let i = 0; i < 12; i++) {
+    const r = await client(app, ['--target', 'xds:///details.bookinfo.svc.cluster.local:9080', '--calls', '8',
+      '--header', `x-session=session-${i}`]);
+    sessions[`session-${i}`] = r.ok === 8 ? Object.keys(r.by_inventory) : ['errors:' + r.errors];
+  }
+  const replicas = new Set(Object.values(sessions).flat());
+  check(Object.values(sessions).every((b) => b.length === 1 && b[0].startsWith('details-')) && replicas.size > 1,
+    'ring hash on x-session: every session sticks to one replica, sessions spread over replicas', sessions);
 
   // 4
   const pods = path.join(config, 'pods.yaml');
@@ -103,14 +119,14 @@ async function main() {
   check(/cxds_config_warnings\{code="pilot_eds_no_instances"\} 3\b/.test(metrics) && /\npilot_eds_no_instances 3\b/.test(metrics),
     'the metrics count them (cxds_config_warnings, pilot_eds_no_instances)', (metrics.match(/.*eds_no_instances.*/g) || []));
   const empty = await until('the client to see the empty subset', async () => {
-    const r = client(app, [...reviews, '--calls', '1', '--deadline-ms', '1000', '--header', 'end-user=jason']);
+    const r = await client(app, [...reviews, '--calls', '1', '--deadline-ms', '1000', '--header', 'end-user=jason']);
     return r.errors === 1 ? r : null;
   });
   check(/^14: /.test(empty.first_error), 'a call routed to an empty subset fails UNAVAILABLE', empty.first_error);
   const pushesBefore = JSON.parse((await get('/debug/push_status')).body).length;
   writeAtomically(pods, podsText);
   const back = await until('jason back on v2', async () => {
-    const r = client(app, [...reviews, '--calls', '10', '--header', 'end-user=jason']);
+    const r = await client(app, [...reviews, '--calls', '10', '--header', 'end-user=jason']);
     return r.ok === 10 ? r : null;
   });
   check(back.by_inventory['reviews-v2'] === 10, 'with the Pods back, jason reaches v2 again', back.by_inventory);
@@ -127,8 +143,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.log(`FAIL ${err.message}`);
-  for (const c of e2e.children) if (c.spawnargs[0].endsWith('cxds')) console.log(c.log.split('\n').slice(-40).join('\n'));
+  console.log(`FAIL ${err.stack}`);
+  for (const c of e2e.children) if (c.spawnargs[0].endsWith("cxds")) console.log(`cxds exit=${c.exitCode} signal=${c.signalCode}\n` + c.log.split("\n").slice(-40).join("\n"));
   e2e.stopAll();
   process.exit(1);
 });

@@ -361,6 +361,61 @@ spec:
   }
 }
 
+// consistentHash: a RING_HASH cluster for Envoy and gRPC, and the route hashing by the
+// destination's key: a subset's policy over the rule's; gRPC hashes on headers only.
+TEST_F(GeneratorsTest, ConsistentHashIsARingHashClusterAndTheRoutesHashPolicy) {
+  std::string mesh = kMesh;
+  const std::string rule =
+      "  host: inventory.mesh.local\n  subsets:\n  - {name: v1, labels: {version: v1}}\n"
+      "  - {name: v2, labels: {version: v2}}\n";
+  ASSERT_NE(mesh.find(rule), std::string::npos);
+  mesh.replace(mesh.find(rule), rule.size(), R"(  host: inventory.mesh.local
+  trafficPolicy:
+    loadBalancer: {consistentHash: {httpHeaderName: x-user, minimumRingSize: 256}}
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy: {loadBalancer: {consistentHash: {httpCookie: {name: session, ttl: 1.5s}}}}
+)");
+  Apply("mesh.yaml", mesh);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (const bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    auto proxy = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    proxy->Send(First(std::string(kClusterType), {}));
+    auto cds = proxy->Take();
+    ASSERT_EQ(cds.size(), 1u);
+    for (int i = 0; i < cds[0].resources_size(); ++i) {
+      const auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+      if (cluster.name().find("inventory") == std::string::npos) continue;
+      EXPECT_EQ(cluster.lb_policy(), envoy::config::cluster::v3::Cluster::RING_HASH) << cluster.name();
+      EXPECT_EQ(cluster.ring_hash_lb_config().minimum_ring_size().value(),
+                cluster.name().find("|v2|") != std::string::npos ? 1024u : 256u)
+          << cluster.name() << ": the subset's own policy, with Istio's default ring";
+    }
+    proxy->Send(Request(std::string(kRouteType), {grpc ? "inventory.mesh.local:8080" : "8080"}));
+    auto rds = proxy->Take();
+    ASSERT_EQ(rds.size(), 1u);
+    const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+    const auto& routes = config.virtual_hosts(0).routes();
+    ASSERT_EQ(routes.size(), 2);
+    // Route 0 goes to v2 (cookie); route 1 splits v1 (header) and v2 (cookie).
+    if (grpc) {
+      EXPECT_EQ(routes[0].route().hash_policy_size(), 0) << "gRPC does not hash on cookies";
+      ASSERT_EQ(routes[1].route().hash_policy_size(), 1);
+      EXPECT_EQ(routes[1].route().hash_policy(0).header().header_name(), "x-user");
+    } else {
+      ASSERT_EQ(routes[0].route().hash_policy_size(), 1);
+      EXPECT_EQ(routes[0].route().hash_policy(0).cookie().name(), "session");
+      EXPECT_EQ(routes[0].route().hash_policy(0).cookie().ttl().nanos(), 500000000);
+      ASSERT_EQ(routes[1].route().hash_policy_size(), 2);
+      EXPECT_EQ(routes[1].route().hash_policy(0).header().header_name(), "x-user");
+      EXPECT_EQ(routes[1].route().hash_policy(1).cookie().name(), "session");
+    }
+  }
+}
+
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
   auto grpc = Connect("grpc-client-1", true);
   grpc->Send(First(std::string(kClusterType), {}));

@@ -216,6 +216,26 @@ status: {podIP: 127.0.0.12}
   EXPECT_TRUE(only_v3) << "v1 and v2 select their Pods now; v3 still nothing";
 }
 
+TEST(MeshAnalysisTest, HashKeysProxylessGrpcDoesNotImplementAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {consistentHash: {useSourceIp: true}}}}
+)");
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("dr.yaml:1: DestinationRule default/inventory: "
+                          "spec.subsets[0].trafficPolicy.loadBalancer.consistentHash.useSourceIp: useSourceIp is not "
+                          "implemented by proxyless gRPC clients, which hash on headers only: Envoy nodes hash by it, "
+                          "gRPC nodes get the ring hash without a key and pick at random [cxds_grpc_ignores]"))
+      << "the header hash is honoured by both";
+}
+
 TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
   ConfigStore store = AnalyzedStore(/*max_warnings=*/3);
   std::string many;
