@@ -111,11 +111,26 @@ struct StringMatch {
   std::string value;
 };
 
+// Header manipulation (Istio's Headers): request and response, set (replace), add (append),
+// remove.
+struct HeaderOperations {
+  std::map<std::string, std::string> set;
+  std::map<std::string, std::string> add;
+  std::vector<std::string> remove;
+  bool empty() const { return set.empty() && add.empty() && remove.empty(); }
+};
+struct HeaderManipulation {
+  HeaderOperations request;
+  HeaderOperations response;
+  bool empty() const { return request.empty() && response.empty(); }
+};
+
 struct HttpRouteDestination {
   std::string host;
   std::string subset;
   uint32_t port = 0;  // 0: the service's only port / the listener's port
   uint32_t weight = 0;
+  HeaderManipulation headers;  // route[].headers: for requests sent to this destination
 };
 
 // HTTPFaultInjection: faults a proxy injects itself, before the request leaves it. Percentages
@@ -138,10 +153,27 @@ struct HttpRoute {
   std::string name;
   struct Match {
     std::optional<StringMatch> uri;
+    bool ignore_uri_case = false;
     std::map<std::string, StringMatch> headers;
+    std::map<std::string, StringMatch> without_headers;  // must not match
+    // Pseudo-headers: proxyless gRPC has none to match (its method is always POST), so routes
+    // matching them are left out for gRPC nodes (analysis: cxds_grpc_ignores).
+    std::optional<StringMatch> method, authority, scheme;
+    std::map<std::string, StringMatch> query_params;  // Envoy only, likewise
   };
   std::vector<Match> match;  // empty: everything
   std::vector<HttpRouteDestination> route;
+  HeaderManipulation headers;
+  struct Rewrite {
+    std::string uri;        // the matched prefix (or the whole path) becomes this
+    std::string authority;  // the Host / :authority sent upstream
+  };
+  std::optional<Rewrite> rewrite;
+  struct Mirror {
+    HttpRouteDestination destination;
+    double percent = 100;  // Istio's default: every request
+  };
+  std::optional<Mirror> mirror;
   std::optional<absl::Duration> timeout;
   struct Retries {
     uint32_t attempts = 0;

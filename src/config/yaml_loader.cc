@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
@@ -838,6 +839,84 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
   return fault;
 }
 
+// A header name as Istio takes one (letters, digits, '-', '_'); `host` is not one a proxy may
+// rewrite through header operations (Envoy refuses it: rewrite.authority is the way).
+bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field, const std::string& name,
+                     bool operation) {
+  if (name.empty() || name.size() > 256 || !std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      })) {
+    r.Error(node, field, "must be a header name (letters, digits, '-', '_')");
+    return false;
+  }
+  if (operation && absl::AsciiStrToLower(name) == "host") {
+    r.Error(node, field, "the host header cannot be changed by header operations (use rewrite.authority)");
+    return false;
+  }
+  return true;
+}
+
+std::map<std::string, StringMatch> ReadMatchMap(Reader& r, const YAML::Node& node, const std::string& field,
+                                                bool header_names) {
+  std::map<std::string, StringMatch> out;
+  if (!node.IsDefined() || !r.IsMap(node, field)) return out;
+  for (const auto& entry : node) {
+    const std::string name = entry.first.Scalar();
+    const std::string f = Reader::Join(field, name);
+    if (header_names ? !CheckHeaderName(r, entry.first, f, name, false) : name.empty()) {
+      if (!header_names) r.Error(entry.first, f, "must not be empty");
+      continue;
+    }
+    if (auto sm = ReadStringMatch(r, entry.second, f)) out[name] = *sm;
+  }
+  return out;
+}
+
+HeaderManipulation ReadHeaders(Reader& r, const YAML::Node& node, const std::string& field) {
+  HeaderManipulation out;
+  if (!r.IsMap(node, field)) return out;
+  r.OnlyKeys(node, field, {"request", "response"});
+  for (const char* side : {"request", "response"}) {
+    const YAML::Node ops = node[side];
+    const std::string f = Reader::Join(field, side);
+    if (!ops.IsDefined() || !r.IsMap(ops, f)) continue;
+    r.OnlyKeys(ops, f, {"set", "add", "remove"});
+    HeaderOperations& into = std::string_view(side) == "request" ? out.request : out.response;
+    for (const char* op : {"set", "add"}) {
+      const LabelMap values = r.Labels(ops, op, f);
+      for (const auto& [name, value] : values) {
+        if (CheckHeaderName(r, ops[op], Reader::Join(Reader::Join(f, op), name), name, true)) {
+          (std::string_view(op) == "set" ? into.set : into.add)[name] = value;
+        }
+      }
+    }
+    const std::vector<std::string> removed = r.Strings(ops, "remove", f, false);
+    for (size_t i = 0; i < removed.size(); ++i) {
+      if (CheckHeaderName(r, ops["remove"][i], Reader::Index(Reader::Join(f, "remove"), i), removed[i], true)) {
+        into.remove.push_back(removed[i]);
+      }
+    }
+  }
+  return out;
+}
+
+HttpRouteDestination ReadDestination(Reader& r, const YAML::Node& target, const std::string& tf) {
+  HttpRouteDestination dest;
+  if (!r.IsMap(target, tf)) return dest;
+  r.OnlyKeys(target, tf, {"host", "subset", "port"});
+  dest.host = r.String(target, "host", tf, true).value_or("");
+  CheckHost(r, target["host"], Reader::Join(tf, "host"), dest.host, /*allow_wildcard=*/false);
+  dest.subset = r.String(target, "subset", tf, false).value_or("");
+  if (!dest.subset.empty() && !IsDnsLabel(dest.subset)) {
+    r.Error(target["subset"], Reader::Join(tf, "subset"), "must be a DNS label (a-z, 0-9, '-')");
+  }
+  if (target["port"].IsDefined() && r.IsMap(target["port"], Reader::Join(tf, "port"))) {
+    r.OnlyKeys(target["port"], Reader::Join(tf, "port"), {"number"});
+    dest.port = r.Uint(target["port"], "number", Reader::Join(tf, "port"), true, 1, 65535).value_or(0);
+  }
+  return dest;
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
@@ -866,9 +945,10 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     const std::string f = Reader::Index("spec.http", i);
     const YAML::Node h = http[i];
     if (!r.IsMap(h, f)) continue;
-    r.OnlyKeys(h, f, {"name", "match", "route", "timeout", "retries", "fault"},
-               {"redirect", "directResponse", "delegate", "rewrite", "mirror", "mirrors", "mirrorPercentage",
-                "mirrorPercent", "mirror_percent", "corsPolicy", "headers"});
+    r.OnlyKeys(h, f,
+               {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror",
+                "mirrorPercentage", "mirrorPercent", "mirror_percent"},
+               {"redirect", "directResponse", "delegate", "mirrors", "corsPolicy"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
@@ -876,16 +956,19 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
         const YAML::Node m = h["match"][j];
         if (!r.IsMap(m, mf)) continue;
-        r.OnlyKeys(m, mf, {"name", "uri", "headers"},
-                   {"scheme", "method", "authority", "port", "sourceLabels", "gateways", "queryParams", "ignoreUriCase",
-                    "withoutHeaders", "sourceNamespace", "statPrefix"});
+        r.OnlyKeys(m, mf,
+                   {"name", "uri", "headers", "withoutHeaders", "ignoreUriCase", "method", "authority", "scheme",
+                    "queryParams"},
+                   {"port", "sourceLabels", "gateways", "sourceNamespace", "statPrefix"});
         HttpRoute::Match match;
         if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
-        if (m["headers"].IsDefined() && r.IsMap(m["headers"], Reader::Join(mf, "headers"))) {
-          for (const auto& entry : m["headers"]) {
-            const std::string hf = Reader::Join(Reader::Join(mf, "headers"), entry.first.Scalar());
-            if (auto sm = ReadStringMatch(r, entry.second, hf)) match.headers[entry.first.Scalar()] = *sm;
-          }
+        match.ignore_uri_case = r.Bool(m, "ignoreUriCase", mf).value_or(false);
+        match.headers = ReadMatchMap(r, m["headers"], Reader::Join(mf, "headers"), true);
+        match.without_headers = ReadMatchMap(r, m["withoutHeaders"], Reader::Join(mf, "withoutHeaders"), true);
+        match.query_params = ReadMatchMap(r, m["queryParams"], Reader::Join(mf, "queryParams"), false);
+        for (auto [key, into] : {std::pair{"method", &match.method}, std::pair{"authority", &match.authority},
+                                 std::pair{"scheme", &match.scheme}}) {
+          if (m[key].IsDefined()) *into = ReadStringMatch(r, m[key], Reader::Join(mf, key));
         }
         route.match.push_back(std::move(match));
       }
@@ -900,25 +983,15 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         const std::string df = Reader::Index(Reader::Join(f, "route"), j);
         const YAML::Node d = destinations[j];
         if (!r.IsMap(d, df)) continue;
-        r.OnlyKeys(d, df, {"destination", "weight"}, {"headers"});
+        r.OnlyKeys(d, df, {"destination", "weight", "headers"});
         HttpRouteDestination dest;
         const YAML::Node target = d["destination"];
         if (!target.IsDefined()) {
           r.Error(d, Reader::Join(df, "destination"), "is required");
-        } else if (r.IsMap(target, Reader::Join(df, "destination"))) {
-          const std::string tf = Reader::Join(df, "destination");
-          r.OnlyKeys(target, tf, {"host", "subset", "port"});
-          dest.host = r.String(target, "host", tf, true).value_or("");
-          CheckHost(r, target["host"], Reader::Join(tf, "host"), dest.host, /*allow_wildcard=*/false);
-          dest.subset = r.String(target, "subset", tf, false).value_or("");
-          if (!dest.subset.empty() && !IsDnsLabel(dest.subset)) {
-            r.Error(target["subset"], Reader::Join(tf, "subset"), "must be a DNS label (a-z, 0-9, '-')");
-          }
-          if (target["port"].IsDefined() && r.IsMap(target["port"], Reader::Join(tf, "port"))) {
-            r.OnlyKeys(target["port"], Reader::Join(tf, "port"), {"number"});
-            dest.port = r.Uint(target["port"], "number", Reader::Join(tf, "port"), true, 1, 65535).value_or(0);
-          }
+        } else {
+          dest = ReadDestination(r, target, Reader::Join(df, "destination"));
         }
+        if (d["headers"].IsDefined()) dest.headers = ReadHeaders(r, d["headers"], Reader::Join(df, "headers"));
         std::optional<uint32_t> weight = r.Uint(d, "weight", df, false, 0, 100);
         if (!weight.has_value() && d["weight"].IsDefined()) weights_valid = false;
         dest.weight = weight.value_or(destinations.size() == 1 ? 100 : 0);
@@ -941,6 +1014,33 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       route.retries = retries;
     }
     if (h["fault"].IsDefined()) route.fault = ReadFault(r, h["fault"], Reader::Join(f, "fault"));
+    if (h["headers"].IsDefined()) route.headers = ReadHeaders(r, h["headers"], Reader::Join(f, "headers"));
+    if (const YAML::Node rewrite = h["rewrite"]; rewrite.IsDefined() && r.IsMap(rewrite, Reader::Join(f, "rewrite"))) {
+      const std::string rf = Reader::Join(f, "rewrite");
+      r.OnlyKeys(rewrite, rf, {"uri", "authority"}, {"uriRegexRewrite"});
+      HttpRoute::Rewrite rw{r.String(rewrite, "uri", rf, false).value_or(""),
+                            r.String(rewrite, "authority", rf, false).value_or("")};
+      if (!rw.uri.empty() && rw.uri.front() != '/')
+        r.Error(rewrite["uri"], Reader::Join(rf, "uri"), "must start with /");
+      if (rw.uri.empty() && rw.authority.empty() && !rewrite["uriRegexRewrite"].IsDefined()) {
+        r.Error(rewrite, rf, "needs uri or authority");
+      }
+      route.rewrite = rw;
+    }
+    if (const YAML::Node mirror = h["mirror"]; mirror.IsDefined()) {
+      HttpRoute::Mirror m{ReadDestination(r, mirror, Reader::Join(f, "mirror")), 100};
+      if (auto percent = r.Percent(h, "mirrorPercentage", f)) {
+        m.percent = *percent;
+      } else if (auto legacy =
+                     r.Uint(h, h["mirrorPercent"].IsDefined() ? "mirrorPercent" : "mirror_percent", f, false, 0, 100)) {
+        m.percent = *legacy;
+      }
+      route.mirror = m;
+    } else {
+      for (const char* key : {"mirrorPercentage", "mirrorPercent", "mirror_percent"}) {
+        if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), "needs a mirror");
+      }
+    }
     vs.http.push_back(std::move(route));
   }
   return vs;

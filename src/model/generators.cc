@@ -394,6 +394,35 @@ void SetStringMatch(const StringMatch& match, envoy::type::matcher::v3::StringMa
   }
 }
 
+bool MatchesWhatGrpcLacks(const HttpRoute::Match& match) {
+  return match.method.has_value() || match.authority.has_value() || match.scheme.has_value() ||
+         !match.query_params.empty();
+}
+
+// Istio's header operations: set replaces (OVERWRITE_IF_EXISTS_OR_ADD), add appends. `T` is a
+// Route or a WeightedCluster::ClusterWeight, which have the same four fields.
+template <typename T>
+void AddHeaderOperations(const HeaderManipulation& headers, T* out) {
+  using Option = envoy::config::core::v3::HeaderValueOption;
+  const auto add = [](const HeaderOperations& ops, auto* to_add, auto* to_remove) {
+    for (const auto& [name, value] : ops.set) {
+      Option* option = to_add->Add();
+      option->mutable_header()->set_key(name);
+      option->mutable_header()->set_value(value);
+      option->set_append_action(Option::OVERWRITE_IF_EXISTS_OR_ADD);
+    }
+    for (const auto& [name, value] : ops.add) {
+      Option* option = to_add->Add();
+      option->mutable_header()->set_key(name);
+      option->mutable_header()->set_value(value);
+      option->set_append_action(Option::APPEND_IF_EXISTS_OR_ADD);
+    }
+    for (const std::string& name : ops.remove) *to_remove->Add() = name;
+  };
+  add(headers.request, out->mutable_request_headers_to_add(), out->mutable_request_headers_to_remove());
+  add(headers.response, out->mutable_response_headers_to_add(), out->mutable_response_headers_to_remove());
+}
+
 // Istio's translation: percentages as parts per million (12.5% is 125000).
 envoy::type::v3::FractionalPercent Fraction(double percent) {
   envoy::type::v3::FractionalPercent fraction;
@@ -473,6 +502,9 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
       for (const auto& m : http.match) matches.push_back(&m);
       if (matches.empty()) matches.push_back(nullptr);
       for (const HttpRoute::Match* match : matches) {
+        // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
+        // there, so it is left out (analysis says so, cxds_grpc_ignores).
+        if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
         auto* route = vhost->add_routes();
         if (!http.name.empty()) route->set_name(http.name);
         auto* m = route->mutable_match();
@@ -486,10 +518,22 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           m->mutable_safe_regex()->set_regex(match->uri->value);
         }
         if (match != nullptr) {
-          for (const auto& [name, value] : match->headers) {
+          if (match->ignore_uri_case) m->mutable_case_sensitive()->set_value(false);
+          const auto add_header = [&](const std::string& name, const StringMatch& value, bool invert) {
             auto* header = m->add_headers();
             header->set_name(name);
             SetStringMatch(value, header->mutable_string_match());
+            header->set_invert_match(invert);
+          };
+          for (const auto& [name, value] : match->headers) add_header(name, value, false);
+          for (const auto& [name, value] : match->without_headers) add_header(name, value, true);
+          if (match->method.has_value()) add_header(":method", *match->method, false);
+          if (match->authority.has_value()) add_header(":authority", *match->authority, false);
+          if (match->scheme.has_value()) add_header(":scheme", *match->scheme, false);
+          for (const auto& [name, value] : match->query_params) {
+            auto* param = m->add_query_parameters();
+            param->set_name(name);
+            SetStringMatch(value, param->mutable_string_match());
           }
         }
         auto* action = route->mutable_route();
@@ -505,12 +549,27 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         }
         if (http.route.size() == 1) {
           action->set_cluster(destination_cluster(http.route[0]));
+          if (!grpc) AddHeaderOperations(http.route[0].headers, route);
         } else {
           for (const HttpRouteDestination& d : http.route) {
             if (d.weight == 0) continue;
             auto* weighted = action->mutable_weighted_clusters()->add_clusters();
             weighted->set_name(destination_cluster(d));
             weighted->mutable_weight()->set_value(d.weight);
+            if (!grpc) AddHeaderOperations(d.headers, weighted);
+          }
+        }
+        // gRPC implements none of these (gRFC A28): Envoy nodes only.
+        if (!grpc) {
+          AddHeaderOperations(http.headers, route);
+          if (http.rewrite.has_value()) {
+            if (!http.rewrite->uri.empty()) action->set_prefix_rewrite(http.rewrite->uri);
+            if (!http.rewrite->authority.empty()) action->set_host_rewrite_literal(http.rewrite->authority);
+          }
+          if (http.mirror.has_value()) {
+            auto* mirror = action->add_request_mirror_policies();
+            mirror->set_cluster(destination_cluster(http.mirror->destination));
+            *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(http.mirror->percent);
           }
         }
         if (http.timeout.has_value()) {

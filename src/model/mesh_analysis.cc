@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "model/mesh_model.h"
 
@@ -103,9 +104,10 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
   }
 }
 
-// Consistent hashing by what proxyless gRPC cannot hash on (it hashes on headers only, gRFC
-// A42): Envoy nodes get it, gRPC nodes a ring hash without a hash key, which picks at random.
-void GrpcIgnoredHashKeys(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+// What proxyless gRPC does not implement: consistent hashing by anything but a header (gRFC
+// A42: gRPC nodes get a ring hash without a key, which picks at random), and header
+// operations, rewrites, mirrors and pseudo-header or query matches (gRFC A28).
+void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
     if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
@@ -120,6 +122,30 @@ void GrpcIgnoredHashKeys(const ObjectMap& served, std::vector<ConfigWarning>& ou
                           "hash by it, gRPC nodes get the ring hash without a key and pick at random")});
   };
   for (const auto& [key, stored] : served) {
+    if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
+      for (size_t i = 0; i < vs->http.size(); ++i) {
+        const HttpRoute& http = vs->http[i];
+        std::vector<std::string> fields;
+        if (!http.headers.empty() ||
+            std::any_of(http.route.begin(), http.route.end(), [](const auto& d) { return !d.headers.empty(); })) {
+          fields.push_back("headers");
+        }
+        if (http.rewrite.has_value()) fields.push_back("rewrite");
+        if (http.mirror.has_value()) fields.push_back("mirror");
+        for (const HttpRoute::Match& m : http.match) {
+          if (m.method.has_value() || m.authority.has_value() || m.scheme.has_value() || !m.query_params.empty()) {
+            fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");
+            break;
+          }
+        }
+        if (fields.empty()) continue;
+        out.push_back({key, StrCat("spec.http[", i, "]"), "cxds_grpc_ignores",
+                       StrCat(absl::StrJoin(fields, ", "),
+                              ": not implemented by proxyless gRPC clients (gRFC A28); Envoy nodes get them, gRPC "
+                              "nodes do without")});
+      }
+      continue;
+    }
     const auto* dr = std::get_if<DestinationRule>(&stored->object);
     if (dr == nullptr) continue;
     check(key, dr->traffic_policy, "spec.trafficPolicy");
@@ -139,7 +165,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix) {
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
     NoInstances(served, mesh, suffix, out);
-    GrpcIgnoredHashKeys(served, out);
+    GrpcIgnored(served, out);
     return out;
   };
 }

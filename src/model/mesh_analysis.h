@@ -16,8 +16,9 @@
 //   IST0101                       a route to a host no object defines, or to a port it lacks
 //                                 (istioctl's ReferencedResourceNotFound)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
-//                                 hash by cookie, source IP or query parameter): Envoy nodes
-//                                 get it, gRPC nodes do without
+//                                 hash by cookie, source IP or query parameter; header
+//                                 operations, rewrite, mirror, method/authority/scheme/query
+//                                 matches): Envoy nodes get it, gRPC nodes do without
 #pragma once
 
 #include <string>

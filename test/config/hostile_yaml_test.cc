@@ -205,9 +205,10 @@ spec:
   gateways: [mesh, istio-system/ingress]
   tcp: [{route: [{destination: {host: a.example.com}}]}]
   http:
-  - match: [{method: {exact: GET}, ignoreUriCase: true}]
+  - match: [{sourceLabels: {app: web}, port: 80}]
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
-    route: [{destination: {host: a.example.com}, headers: {request: {set: {x: "1"}}}}]
+    corsPolicy: {allowOrigins: [{exact: "https://example.com"}]}
+    route: [{destination: {host: a.example.com}}]
     retries: {attempts: 2, retryRemoteLocalities: true}
 ---
 apiVersion: networking.istio.io/v1
@@ -243,11 +244,11 @@ spec:
   EXPECT_TRUE(
       HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tcp", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].method", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].ignoreUriCase", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].port", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].route[0].headers", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));

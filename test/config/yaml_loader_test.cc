@@ -326,6 +326,49 @@ spec:
             "spec.trafficPolicy.loadBalancer.consistentHash.maglev: is not supported by cxds");
 }
 
+TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a]
+  http:
+  - route: [{destination: {host: a}}]
+)";
+  const auto error_of = [&](const std::string& more) {
+    const ParsedFile parsed = ParseConfigFile("x.yaml", head + more);
+    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
+  };
+  EXPECT_EQ(error_of("    headers: {request: {set: {Host: x}}}\n"),
+            "spec.http[0].headers.request.set.Host: the host header cannot be changed by header operations (use "
+            "rewrite.authority)");
+  EXPECT_EQ(error_of("    headers: {response: {remove: [\"bad header\"]}}\n"),
+            "spec.http[0].headers.response.remove[0]: must be a header name (letters, digits, '-', '_')");
+  EXPECT_EQ(error_of("    rewrite: {uri: v2}\n"), "spec.http[0].rewrite.uri: must start with /");
+  EXPECT_EQ(error_of("    rewrite: {}\n"), "spec.http[0].rewrite: needs uri or authority");
+  EXPECT_EQ(error_of("    rewrite: {uriRegexRewrite: {match: a, rewrite: b}}\n"),
+            "spec.http[0].rewrite.uriRegexRewrite: is not supported by cxds");
+  EXPECT_EQ(error_of("    mirrorPercentage: {value: 5}\n"), "spec.http[0].mirrorPercentage: needs a mirror");
+  EXPECT_EQ(error_of("    mirror: {host: b, subset: V1}\n"),
+            "spec.http[0].mirror.subset: must be a DNS label (a-z, 0-9, '-')");
+  EXPECT_EQ(error_of("    match: [{queryParams: {q: {prefx: x}}}]\n"),
+            "spec.http[0].match[0].queryParams.q.prefx: unknown field (did you mean \"prefix\"?)");
+  EXPECT_EQ(error_of("    match: [{method: {exact: GET}, sourceLabels: {app: x}}]\n"),
+            "spec.http[0].match[0].sourceLabels: is not supported by cxds");
+  const ParsedFile good = ParseConfigFile(
+      "x.yaml", head +
+                    "    mirror: {host: b}\n    mirrorPercent: 5\n    match: [{withoutHeaders: {x-a: {prefix: b}}, "
+                    "ignoreUriCase: true, scheme: {exact: http}}]\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const HttpRoute& route = std::get<VirtualService>(good.documents[0].object).http[0];
+  ASSERT_TRUE(route.mirror.has_value());
+  EXPECT_EQ(route.mirror->destination.host, "b");
+  EXPECT_DOUBLE_EQ(route.mirror->percent, 5);
+  EXPECT_TRUE(route.match[0].ignore_uri_case);
+  EXPECT_EQ(route.match[0].without_headers.at("x-a").value, "b");
+  EXPECT_EQ(route.match[0].scheme->value, "http");
+}
+
 // A key that is in no API is unknown, never "not supported"; one or two edits from a known key,
 // the error names that key.
 TEST(YamlLoaderTest, UnknownFieldsAreToldApartFromUnsupportedOnesWithTheNearestKey) {

@@ -11,6 +11,7 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "fakes/inline_dispatcher.h"
+#include "fakes/pgv_check.h"
 #include "fakes/stream_harness.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -73,10 +74,13 @@ spec:
     - {destination: {host: inventory.mesh.local, subset: v2}, weight: 20}
 )";
 
+// Every resource a test decodes is also checked against Envoy's PGV rules (fakes/pgv_check.h):
+// what Envoy would refuse on load fails the test that generated it.
 template <typename M>
 M Decode(const DiscoveryResponse& response, int i) {
   M message;
   EXPECT_TRUE(response.resources(i).UnpackTo(&message));
+  EXPECT_THAT(PgvChecker().Check(message), ::testing::IsEmpty()) << message.DebugString();
   return message;
 }
 
@@ -416,6 +420,97 @@ TEST_F(GeneratorsTest, ConsistentHashIsARingHashClusterAndTheRoutesHashPolicy) {
   }
 }
 
+constexpr char kEnvoyOnlyRoutes[] = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - name: admin
+    match:
+    - {method: {exact: DELETE}, authority: {prefix: admin.}, scheme: {exact: https}, queryParams: {debug: {exact: "1"}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: api
+    match:
+    - uri: {prefix: /API/}
+      ignoreUriCase: true
+      withoutHeaders: {x-legacy: {exact: "yes"}}
+    rewrite: {uri: /v2/, authority: inventory.internal}
+    headers:
+      request: {set: {x-route: api}, add: {x-trace: a}, remove: [x-debug]}
+      response: {remove: [server]}
+    mirror: {host: inventory.mesh.local, subset: v1}
+    mirrorPercentage: {value: 25}
+    route:
+    - destination: {host: inventory.mesh.local, subset: v1}
+      weight: 90
+      headers: {request: {set: {x-version: v1}}}
+    - destination: {host: inventory.mesh.local, subset: v2}
+      weight: 10
+)";
+
+// Envoy-only route features (gRFC A28 leaves them out of gRPC): Istio's translation for Envoy
+// nodes; for gRPC nodes the pseudo-header/query route is left out and the rest ignored.
+TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
+  Apply("routes.yaml", kEnvoyOnlyRoutes);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kRouteType), {"8080"}));
+  auto rds = envoy->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  const auto& routes = config.virtual_hosts(0).routes();
+  ASSERT_EQ(routes.size(), 2);
+  const auto& admin = routes[0].match();
+  ASSERT_EQ(admin.headers_size(), 3);
+  EXPECT_EQ(admin.headers(0).name(), ":method");
+  EXPECT_EQ(admin.headers(0).string_match().exact(), "DELETE");
+  EXPECT_EQ(admin.headers(1).name(), ":authority");
+  EXPECT_EQ(admin.headers(1).string_match().prefix(), "admin.");
+  EXPECT_EQ(admin.headers(2).name(), ":scheme");
+  ASSERT_EQ(admin.query_parameters_size(), 1);
+  EXPECT_EQ(admin.query_parameters(0).name(), "debug");
+  EXPECT_EQ(admin.query_parameters(0).string_match().exact(), "1");
+
+  const auto& api = routes[1];
+  EXPECT_EQ(api.match().prefix(), "/API/");
+  EXPECT_FALSE(api.match().case_sensitive().value());
+  ASSERT_EQ(api.match().headers_size(), 1);
+  EXPECT_EQ(api.match().headers(0).name(), "x-legacy");
+  EXPECT_TRUE(api.match().headers(0).invert_match()) << "withoutHeaders";
+  EXPECT_EQ(api.route().prefix_rewrite(), "/v2/");
+  EXPECT_EQ(api.route().host_rewrite_literal(), "inventory.internal");
+  using Option = envoy::config::core::v3::HeaderValueOption;
+  ASSERT_EQ(api.request_headers_to_add_size(), 2);
+  EXPECT_EQ(api.request_headers_to_add(0).header().key(), "x-route");
+  EXPECT_EQ(api.request_headers_to_add(0).append_action(), Option::OVERWRITE_IF_EXISTS_OR_ADD) << "set replaces";
+  EXPECT_EQ(api.request_headers_to_add(1).header().key(), "x-trace");
+  EXPECT_EQ(api.request_headers_to_add(1).append_action(), Option::APPEND_IF_EXISTS_OR_ADD) << "add appends";
+  EXPECT_THAT(api.request_headers_to_remove(), ::testing::ElementsAre("x-debug"));
+  EXPECT_THAT(api.response_headers_to_remove(), ::testing::ElementsAre("server"));
+  ASSERT_EQ(api.route().request_mirror_policies_size(), 1);
+  EXPECT_EQ(api.route().request_mirror_policies(0).cluster(), "outbound|8080|v1|inventory.mesh.local");
+  EXPECT_EQ(api.route().request_mirror_policies(0).runtime_fraction().default_value().numerator(), 250000u);
+  const auto& v1 = api.route().weighted_clusters().clusters(0);
+  ASSERT_EQ(v1.request_headers_to_add_size(), 1) << "a destination's headers on its cluster weight";
+  EXPECT_EQ(v1.request_headers_to_add(0).header().value(), "v1");
+  EXPECT_EQ(api.route().weighted_clusters().clusters(1).request_headers_to_add_size(), 0);
+
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kRouteType), {"inventory.mesh.local:8080"}));
+  auto grpc_rds = grpc->Take();
+  ASSERT_EQ(grpc_rds.size(), 1u);
+  const auto grpc_config = Decode<envoy::config::route::v3::RouteConfiguration>(grpc_rds[0], 0);
+  const auto& grpc_routes = grpc_config.virtual_hosts(0).routes();
+  ASSERT_EQ(grpc_routes.size(), 1) << "the pseudo-header/query route is left out for gRPC";
+  EXPECT_EQ(grpc_routes[0].name(), "api");
+  EXPECT_FALSE(grpc_routes[0].match().case_sensitive().value()) << "gRPC implements case-insensitive paths";
+  EXPECT_TRUE(grpc_routes[0].match().headers(0).invert_match()) << "and inverted header matches";
+  EXPECT_EQ(grpc_routes[0].request_headers_to_add_size(), 0);
+  EXPECT_TRUE(grpc_routes[0].route().prefix_rewrite().empty());
+  EXPECT_EQ(grpc_routes[0].route().request_mirror_policies_size(), 0);
+}
+
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
   auto grpc = Connect("grpc-client-1", true);
   grpc->Send(First(std::string(kClusterType), {}));
@@ -451,6 +546,37 @@ TEST_F(GeneratorsTest, ASidecarScopesWhatAProxySeesAndWhichPushesReachIt) {
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   EXPECT_TRUE(scoped->Take().empty()) << "inventory is outside the shop Sidecar's egress";
   EXPECT_EQ(pipeline_->stats().proxies_filtered_out, 1u);
+}
+
+// The checker the tests above rely on finds what Envoy refuses: a rule on a string, a required
+// message, a numeric bound inside a wrapper, and rules inside an Any.
+TEST(PgvCheckerTest, FindsViolationsThroughMessagesWrappersAndAny) {
+  envoy::config::route::v3::RouteConfiguration config;
+  auto* vhost = config.add_virtual_hosts();                // no name (min_len 1), no domains (min_items 1)
+  vhost->add_routes()->mutable_route()->set_cluster("c");  // no match (required)
+  auto* weighted = vhost->add_routes();
+  weighted->mutable_match()->set_prefix("/");
+  weighted->mutable_route()->mutable_weighted_clusters();  // no clusters (min_items 1)
+  std::vector<std::string> found = PgvChecker().Check(config);
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr("virtual_hosts[0].name: string min_len")));
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr("virtual_hosts[0].domains: repeated min_items")));
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr("routes[0].match: message required")));
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr("weighted_clusters.clusters: repeated min_items")));
+
+  envoy::config::listener::v3::Listener listener;
+  listener.set_name("l");
+  listener.mutable_address()->mutable_socket_address()->set_address("127.0.0.1");
+  listener.mutable_address()->mutable_socket_address()->set_port_value(70000);  // lte 65535
+  envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;             // no stat_prefix
+  tcp.set_cluster("c");
+  auto* filter = listener.add_filter_chains()->add_filters();
+  filter->set_name("envoy.filters.network.tcp_proxy");
+  filter->mutable_typed_config()->PackFrom(tcp);
+  found = PgvChecker().Check(listener);
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr("socket_address.port_value: lte (70000)")));
+  EXPECT_THAT(found, ::testing::Contains(::testing::HasSubstr(
+                         "typed_config<envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy>.stat_prefix: string "
+                         "min_len")));
 }
 
 TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
