@@ -13,6 +13,12 @@ std::string Errors(const ParsedFile& parsed) {
   return out;
 }
 
+// "field: message" of the only error parsing `text` gives, or all of them if not exactly one.
+std::string OnlyError(const std::string& text) {
+  const ParsedFile parsed = ParseConfigFile("x.yaml", text);
+  return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
+}
+
 TEST(YamlLoaderTest, ParsesEverySupportedKind) {
   const ParsedFile parsed = ParseConfigFile("mesh.yaml", R"(
 apiVersion: v1
@@ -267,10 +273,7 @@ spec:
   EXPECT_DOUBLE_EQ(fault->delay->percent, 0.5);
   EXPECT_EQ(fault->abort->grpc_status, 5u);
   EXPECT_DOUBLE_EQ(fault->abort->percent, 20);
-  const auto error_of = [&](const std::string& value) {
-    const ParsedFile parsed = ParseConfigFile("x.yaml", head + value + "\n");
-    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
-  };
+  const auto error_of = [&](const std::string& value) { return OnlyError(head + value + "\n"); };
   EXPECT_EQ(error_of("{}"), "spec.http[0].fault: needs a delay or an abort");
   EXPECT_EQ(error_of("{delay: {percentage: {value: 10}}}"), "spec.http[0].fault.delay.fixedDelay: is required");
   EXPECT_EQ(error_of("{delay: {fixedDelay: 0s}}"), "spec.http[0].fault.delay.fixedDelay: must be at least 1ms");
@@ -307,10 +310,7 @@ spec:
   EXPECT_EQ(hash->cookie_path, "/");
   EXPECT_EQ(hash->cookie_ttl, absl::Seconds(10));
   EXPECT_EQ(hash->minimum_ring_size, 64u);
-  const auto error_of = [&](const std::string& value) {
-    const ParsedFile parsed = ParseConfigFile("x.yaml", head + value + "\n");
-    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
-  };
+  const auto error_of = [&](const std::string& value) { return OnlyError(head + value + "\n"); };
   EXPECT_EQ(error_of("{consistentHash: {}}"),
             "spec.trafficPolicy.loadBalancer.consistentHash: needs one of httpHeaderName, httpCookie, useSourceIp, "
             "httpQueryParameterName");
@@ -335,10 +335,7 @@ spec:
   http:
   - route: [{destination: {host: a}}]
 )";
-  const auto error_of = [&](const std::string& more) {
-    const ParsedFile parsed = ParseConfigFile("x.yaml", head + more);
-    return parsed.errors.size() == 1 ? parsed.errors[0].field + ": " + parsed.errors[0].message : Errors(parsed);
-  };
+  const auto error_of = [&](const std::string& more) { return OnlyError(head + more); };
   EXPECT_EQ(error_of("    headers: {request: {set: {Host: x}}}\n"),
             "spec.http[0].headers.request.set.Host: the host header cannot be changed by header operations (use "
             "rewrite.authority)");
