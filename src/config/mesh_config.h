@@ -184,11 +184,18 @@ struct HttpRoute {
   std::optional<FaultInjection> fault;
 };
 
-// networking.istio.io VirtualService (HTTP routes).
+// A tcp[] route: opaque connections to the host's TCP ports (TCP, TLS, MONGO, ...), by port.
+struct TcpRoute {
+  std::vector<uint32_t> ports;  // match[].port; 0 or none: any port of the host
+  std::vector<HttpRouteDestination> route;
+};
+
+// networking.istio.io VirtualService (HTTP and TCP routes).
 struct VirtualService {
   ObjectMeta meta;
   std::vector<std::string> hosts;
   std::vector<HttpRoute> http;
+  std::vector<TcpRoute> tcp;
 };
 
 struct TrafficPolicy {

@@ -917,12 +917,77 @@ HttpRouteDestination ReadDestination(Reader& r, const YAML::Node& target, const 
   return dest;
 }
 
+// route[] of an http or tcp route: destinations with weights (0-100) that add up to 100 when
+// there are several; an HTTP destination may carry headers.
+std::vector<HttpRouteDestination> ReadWeightedDestinations(Reader& r, const YAML::Node& h, const std::string& f,
+                                                           bool http) {
+  std::vector<HttpRouteDestination> out;
+  const YAML::Node destinations = h["route"];
+  if (!destinations.IsDefined()) {
+    r.Error(h, Reader::Join(f, "route"), "is required");
+    return out;
+  }
+  if (!r.IsSeq(destinations, Reader::Join(f, "route"))) return out;
+  uint32_t total = 0;
+  bool weights_valid = true;  // a bad weight is reported once, not again in the sum
+  for (size_t j = 0; j < destinations.size(); ++j) {
+    const std::string df = Reader::Index(Reader::Join(f, "route"), j);
+    const YAML::Node d = destinations[j];
+    if (!r.IsMap(d, df)) continue;
+    if (http) {
+      r.OnlyKeys(d, df, {"destination", "weight", "headers"});
+    } else {
+      r.OnlyKeys(d, df, {"destination", "weight"});
+    }
+    HttpRouteDestination dest;
+    const YAML::Node target = d["destination"];
+    if (!target.IsDefined()) {
+      r.Error(d, Reader::Join(df, "destination"), "is required");
+    } else {
+      dest = ReadDestination(r, target, Reader::Join(df, "destination"));
+    }
+    if (http && d["headers"].IsDefined()) dest.headers = ReadHeaders(r, d["headers"], Reader::Join(df, "headers"));
+    std::optional<uint32_t> weight = r.Uint(d, "weight", df, false, 0, 100);
+    if (!weight.has_value() && d["weight"].IsDefined()) weights_valid = false;
+    dest.weight = weight.value_or(destinations.size() == 1 ? 100 : 0);
+    total += dest.weight;
+    out.push_back(std::move(dest));
+  }
+  if (destinations.size() > 1 && weights_valid && total != 100) {
+    r.Error(destinations, Reader::Join(f, "route"), StrCat("weights must add up to 100, got ", total));
+  }
+  return out;
+}
+
+// spec.tcp[]: opaque TCP routes; a match selects by the service port only.
+void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
+  const YAML::Node tcp = spec["tcp"];
+  if (!tcp.IsDefined() || !r.IsSeq(tcp, "spec.tcp")) return;
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    const std::string f = Reader::Index("spec.tcp", i);
+    if (!r.IsMap(tcp[i], f)) continue;
+    r.OnlyKeys(tcp[i], f, {"match", "route"});
+    TcpRoute route;
+    if (const YAML::Node match = tcp[i]["match"]; match.IsDefined() && r.IsSeq(match, Reader::Join(f, "match"))) {
+      for (size_t j = 0; j < match.size(); ++j) {
+        const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
+        if (!r.IsMap(match[j], mf)) continue;
+        r.OnlyKeys(match[j], mf, {"port"},
+                   {"destinationSubnets", "sourceLabels", "gateways", "sourceNamespace", "sourceSubnet"});
+        route.ports.push_back(r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0));
+      }
+    }
+    route.route = ReadWeightedDestinations(r, tcp[i], f, /*http=*/false);
+    vs.tcp.push_back(std::move(route));
+  }
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return vs;
-  r.OnlyKeys(spec, "spec", {"hosts", "http", "gateways", "exportTo"}, {"tcp", "tls"});
+  r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "gateways", "exportTo"}, {"tls"});
   CheckExportTo(r, spec);
   // "mesh" is every sidecar, the default: the one gateway cxds serves.
   for (const std::string& gateway : r.Strings(spec, "gateways", "spec", false)) {
@@ -935,9 +1000,13 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
   }
+  ReadTcpRoutes(r, spec, vs);
   const YAML::Node http = spec["http"];
   if (!http.IsDefined()) {
-    r.Error(spec, "spec.http", "is required (cxds supports HTTP routes)");
+    // A tls-only VirtualService is refused for its tls alone.
+    if (!spec["tcp"].IsDefined() && !spec["tls"].IsDefined()) {
+      r.Error(spec, "spec.http", "is required (or spec.tcp: cxds serves HTTP and TCP routes)");
+    }
     return vs;
   }
   if (!r.IsSeq(http, "spec.http")) return vs;
@@ -973,35 +1042,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         route.match.push_back(std::move(match));
       }
     }
-    const YAML::Node destinations = h["route"];
-    if (!destinations.IsDefined()) {
-      r.Error(h, Reader::Join(f, "route"), "is required");
-    } else if (r.IsSeq(destinations, Reader::Join(f, "route"))) {
-      uint32_t total = 0;
-      bool weights_valid = true;  // a bad weight is reported once, not again in the sum
-      for (size_t j = 0; j < destinations.size(); ++j) {
-        const std::string df = Reader::Index(Reader::Join(f, "route"), j);
-        const YAML::Node d = destinations[j];
-        if (!r.IsMap(d, df)) continue;
-        r.OnlyKeys(d, df, {"destination", "weight", "headers"});
-        HttpRouteDestination dest;
-        const YAML::Node target = d["destination"];
-        if (!target.IsDefined()) {
-          r.Error(d, Reader::Join(df, "destination"), "is required");
-        } else {
-          dest = ReadDestination(r, target, Reader::Join(df, "destination"));
-        }
-        if (d["headers"].IsDefined()) dest.headers = ReadHeaders(r, d["headers"], Reader::Join(df, "headers"));
-        std::optional<uint32_t> weight = r.Uint(d, "weight", df, false, 0, 100);
-        if (!weight.has_value() && d["weight"].IsDefined()) weights_valid = false;
-        dest.weight = weight.value_or(destinations.size() == 1 ? 100 : 0);
-        total += dest.weight;
-        route.route.push_back(std::move(dest));
-      }
-      if (destinations.size() > 1 && weights_valid && total != 100) {
-        r.Error(destinations, Reader::Join(f, "route"), StrCat("weights must add up to 100, got ", total));
-      }
-    }
+    route.route = ReadWeightedDestinations(r, h, f, /*http=*/true);
     route.timeout = r.Duration(h, "timeout", f);
     if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
       const std::string rf = Reader::Join(f, "retries");

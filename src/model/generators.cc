@@ -265,6 +265,24 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   const MeshModel& model_;
 };
 
+// The tcp route of `host`'s VirtualService for connections to `port`: the first whose match
+// names the port (or has none), as Istio picks it.
+struct TcpRouteRef {
+  const TcpRoute* route;
+  std::string namespace_name;  // of the VirtualService, for short destination hosts
+};
+std::optional<TcpRouteRef> TcpRouteLookup(const MeshContext& mesh, const std::string& host, uint32_t port) {
+  for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
+    for (const TcpRoute& route : vs->tcp) {
+      if (route.ports.empty() ||
+          std::any_of(route.ports.begin(), route.ports.end(), [&](uint32_t p) { return p == 0 || p == port; })) {
+        return TcpRouteRef{&route, vs->meta.namespace_name};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 
 HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix) {
@@ -364,7 +382,23 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
               const std::string cluster = ClusterName(port, "", tcp_service->host);
               TcpProxy tcp;
               tcp.set_stat_prefix(cluster);
-              tcp.set_cluster(cluster);
+              const std::optional<TcpRouteRef> route = TcpRouteLookup(mesh, tcp_service->host, port);
+              const auto cluster_of = [&](const HttpRouteDestination& d) {
+                return ClusterName(d.port != 0 ? d.port : port, d.subset,
+                                   ResolveHost(d.host, route->namespace_name, mesh.domain_suffix()));
+              };
+              if (!route.has_value()) {
+                tcp.set_cluster(cluster);
+              } else if (route->route->route.size() == 1) {
+                tcp.set_cluster(cluster_of(route->route->route[0]));
+              } else {
+                for (const HttpRouteDestination& d : route->route->route) {
+                  if (d.weight == 0) continue;
+                  auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
+                  weighted->set_name(cluster_of(d));
+                  weighted->set_weight(d.weight);
+                }
+              }
               filter->set_name("envoy.filters.network.tcp_proxy");
               filter->mutable_typed_config()->PackFrom(tcp);
             }

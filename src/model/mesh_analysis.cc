@@ -19,24 +19,20 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
   for (const auto& [key, stored] : served) {
     const auto* vs = std::get_if<VirtualService>(&stored->object);
     if (vs == nullptr) continue;
-    for (size_t i = 0; i < vs->http.size(); ++i) {
-      for (size_t j = 0; j < vs->http[i].route.size(); ++j) {
-        const HttpRouteDestination& d = vs->http[i].route[j];
-        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        const std::string field = StrCat("spec.http[", i, "].route[", j, "].destination");
-        const ServiceInfo* service = mesh.FindService(host);
-        if (service == nullptr) {
-          out.push_back({key, field + ".host", "IST0101",
-                         StrCat("host ", host,
-                                " is not defined by any Service or ServiceEntry: requests routed here "
-                                "fail")});
-        } else if (d.port != 0 && std::none_of(service->ports.begin(), service->ports.end(),
-                                               [&](const ServicePort& p) { return p.number == d.port; })) {
-          out.push_back({key, field + ".port.number", "IST0101",
-                         StrCat("port ", d.port, " is not a port of ", host, ": requests routed here fail")});
-        }
+    ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
+      const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+      const ServiceInfo* service = mesh.FindService(host);
+      if (service == nullptr) {
+        out.push_back({key, field + ".host", "IST0101",
+                       StrCat("host ", host,
+                              " is not defined by any Service or ServiceEntry: requests routed here "
+                              "fail")});
+      } else if (d.port != 0 && std::none_of(service->ports.begin(), service->ports.end(),
+                                             [&](const ServicePort& p) { return p.number == d.port; })) {
+        out.push_back({key, field + ".port.number", "IST0101",
+                       StrCat("port ", d.port, " is not a port of ", host, ": requests routed here fail")});
       }
-    }
+    });
   }
 }
 

@@ -18,6 +18,21 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
 
+void ForEachDestination(const VirtualService& vs,
+                        const std::function<void(const HttpRouteDestination&, const std::string&)>& fn) {
+  for (size_t i = 0; i < vs.http.size(); ++i) {
+    for (size_t j = 0; j < vs.http[i].route.size(); ++j) {
+      fn(vs.http[i].route[j], StrCat("spec.http[", i, "].route[", j, "].destination"));
+    }
+    if (vs.http[i].mirror.has_value()) fn(vs.http[i].mirror->destination, StrCat("spec.http[", i, "].mirror"));
+  }
+  for (size_t i = 0; i < vs.tcp.size(); ++i) {
+    for (size_t j = 0; j < vs.tcp[i].route.size(); ++j) {
+      fn(vs.tcp[i].route[j], StrCat("spec.tcp[", i, "].route[", j, "].destination"));
+    }
+  }
+}
+
 bool LabelsMatch(const LabelMap& selector, const LabelMap& labels) {
   for (const auto& [k, v] : selector) {
     auto it = labels.find(k);
@@ -176,31 +191,28 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
     for (const auto& [key, object] : candidate) {
       const auto* vs = std::get_if<VirtualService>(&object->object);
       if (vs == nullptr) continue;
-      for (size_t i = 0; i < vs->http.size(); ++i) {
-        for (size_t j = 0; j < vs->http[i].route.size(); ++j) {
-          const HttpRouteDestination& d = vs->http[i].route[j];
-          if (d.subset.empty()) continue;
-          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-          auto rule = rules.find(host);
-          if (rule != rules.end() && DefinesSubset(*rule->second.second, d.subset)) continue;
-          ReferenceError error;
-          error.key = key;
-          error.field = StrCat("spec.http[", i, "].route[", j, "].destination.subset");
-          error.message =
-              rule == rules.end()
-                  ? StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host)
-                  : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
-                           rule->second.first.namespace_name, "/", rule->second.first.name, " (host ", host, ")");
-          // The rule that defined the subset in the served state, if any, is what changed.
-          if (!before.has_value()) before = RulesByHost(current, suffix);
-          if (auto old = before->find(host); old != before->end() && DefinesSubset(*old->second.second, d.subset)) {
-            error.target = old->second.first;
-          } else if (rule != rules.end()) {
-            error.target = rule->second.first;
-          }
-          errors.push_back(std::move(error));
+      ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
+        if (d.subset.empty()) return;
+        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        auto rule = rules.find(host);
+        if (rule != rules.end() && DefinesSubset(*rule->second.second, d.subset)) return;
+        ReferenceError error;
+        error.key = key;
+        error.field = field + ".subset";
+        error.message =
+            rule == rules.end()
+                ? StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host)
+                : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
+                         rule->second.first.namespace_name, "/", rule->second.first.name, " (host ", host, ")");
+        // The rule that defined the subset in the served state, if any, is what changed.
+        if (!before.has_value()) before = RulesByHost(current, suffix);
+        if (auto old = before->find(host); old != before->end() && DefinesSubset(*old->second.second, d.subset)) {
+          error.target = old->second.first;
+        } else if (rule != rules.end()) {
+          error.target = rule->second.first;
         }
-      }
+        errors.push_back(std::move(error));
+      });
     }
     return errors;
   };

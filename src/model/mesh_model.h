@@ -14,6 +14,7 @@
 // Endpoints); DestinationRules by host; VirtualServices and Sidecars by name.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -114,6 +115,11 @@ class MeshModel final : public PushContextBuilder {
 // The endpoints `objects` give each host, by the rules above (BuildEndpointIndex is what
 // MeshModel serves and what analysis checks).
 EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix);
+
+// Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
+// http[].route[], http[].mirror, tcp[].route[] ("spec.http[0].route[1].destination").
+void ForEachDestination(const VirtualService& vs,
+                        const std::function<void(const HttpRouteDestination&, const std::string&)>& fn);
 
 // Every label of `selector` is in `labels` with the same value (an empty selector selects all).
 bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);

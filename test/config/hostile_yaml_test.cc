@@ -203,7 +203,7 @@ metadata: {name: v}
 spec:
   hosts: [a.example.com]
   gateways: [mesh, istio-system/ingress]
-  tcp: [{route: [{destination: {host: a.example.com}}]}]
+  tls: [{match: [{sniHosts: [a.example.com]}], route: [{destination: {host: a.example.com}}]}]
   http:
   - match: [{sourceLabels: {app: web}, port: 80}]
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
@@ -243,7 +243,7 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.ports[1].protocol", "UDP ports are not supported by cxds"));
   EXPECT_TRUE(
       HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.tcp", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.tls", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].port", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));

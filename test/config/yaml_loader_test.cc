@@ -366,6 +366,29 @@ spec:
   EXPECT_EQ(route.match[0].scheme->value, "http");
 }
 
+TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+      "  hosts: [db]\n";
+  const ParsedFile good = ParseConfigFile(
+      "x.yaml", head +
+                    "  tcp:\n  - match: [{port: 3306}]\n    route:\n    - {destination: {host: db, subset: a}, "
+                    "weight: 60}\n    - {destination: {host: db, subset: b}, weight: 40}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& vs = std::get<VirtualService>(good.documents[0].object);
+  ASSERT_EQ(vs.tcp.size(), 1u);
+  EXPECT_EQ(vs.tcp[0].ports, std::vector<uint32_t>{3306});
+  EXPECT_EQ(vs.tcp[0].route[1].weight, 40u);
+  EXPECT_EQ(OnlyError(head), "spec.http: is required (or spec.tcp: cxds serves HTTP and TCP routes)");
+  EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, weight: 60}, {destination: {host: db}}]}]\n"),
+            "spec.tcp[0].route: weights must add up to 100, got 60");
+  EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceLabels: {a: b}}], route: [{destination: {host: db}}]}]\n"),
+            "spec.tcp[0].match[0].sourceLabels: is not supported by cxds");
+  EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, headers: {}}]}]\n"),
+            "spec.tcp[0].route[0].headers: unknown field");
+  EXPECT_EQ(OnlyError(head + "  tls: []\n"), "spec.tls: is not supported by cxds");
+}
+
 // A key that is in no API is unknown, never "not supported"; one or two edits from a known key,
 // the error names that key.
 TEST(YamlLoaderTest, UnknownFieldsAreToldApartFromUnsupportedOnesWithTheNearestKey) {

@@ -287,6 +287,57 @@ spec:
   }
 }
 
+// tcp routes: the TCP proxy of the host's port goes to the route's destinations, weighted, as
+// Istio's TCP routing; the first route matching the port wins.
+TEST_F(GeneratorsTest, TcpRoutesWeightTheTcpProxyOfTheirPort) {
+  Apply("tcp.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: mysql, namespace: shop}
+spec:
+  ports: [{name: tcp-mysql, port: 3306}, {name: tcp-admin, port: 3307}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: mysql, namespace: shop}
+spec:
+  host: mysql
+  subsets: [{name: primary, labels: {role: primary}}, {name: replica, labels: {role: replica}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: mysql, namespace: shop}
+spec:
+  hosts: [mysql]
+  tcp:
+  - match: [{port: 3307}]
+    route: [{destination: {host: mysql, subset: primary}}]
+  - route:
+    - {destination: {host: mysql, subset: primary}, weight: 70}
+    - {destination: {host: mysql, subset: replica}, weight: 30}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(NamesOf(lds[0]),
+            (std::vector<std::string>{"127.0.0.1_3306", "127.0.0.1_3307", "127.0.0.1_8080", "127.0.0.1_9080"}));
+  const auto tcp_of = [&](int i) {
+    envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+    EXPECT_TRUE(
+        Decode<envoy::config::listener::v3::Listener>(lds[0], i).filter_chains(0).filters(0).typed_config().UnpackTo(
+            &tcp));
+    return tcp;
+  };
+  const auto split = tcp_of(0);
+  ASSERT_EQ(split.weighted_clusters().clusters_size(), 2);
+  EXPECT_EQ(split.weighted_clusters().clusters(0).name(), "outbound|3306|primary|mysql.shop.svc.cluster.local");
+  EXPECT_EQ(split.weighted_clusters().clusters(0).weight(), 70u);
+  EXPECT_EQ(split.weighted_clusters().clusters(1).name(), "outbound|3306|replica|mysql.shop.svc.cluster.local");
+  EXPECT_EQ(split.weighted_clusters().clusters(1).weight(), 30u);
+  EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
+}
+
 // VirtualService fault injection as istiod translates it: the fault filter (empty) before the
 // router in every HTTP connection manager, and each faulty route's own HTTPFault in
 // typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
