@@ -198,7 +198,10 @@ struct VirtualService {
   std::vector<TcpRoute> tcp;
 };
 
-struct TrafficPolicy {
+// The fields of a traffic policy that a port's settings replace (loadBalancer, connectionPool,
+// outlierDetection, tls): unset ones are inherited from the level above, except under
+// portLevelSettings, which replace all four as Istio does.
+struct PolicyFields {
   enum class LoadBalancer { kUnset, kRoundRobin, kLeastRequest, kRandom } load_balancer = LoadBalancer::kUnset;
   // loadBalancer.consistentHash: a ring hash over what a request is hashed by.
   struct ConsistentHash {
@@ -213,6 +216,8 @@ struct TrafficPolicy {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;
     std::optional<uint32_t> http2_max_requests;
+    std::optional<absl::Duration> connect_timeout;  // tcp.connectTimeout
+    std::optional<uint32_t> max_retries;            // http.maxRetries
   };
   std::optional<ConnectionPool> connection_pool;
   struct OutlierDetection {
@@ -222,6 +227,14 @@ struct TrafficPolicy {
     std::optional<uint32_t> max_ejection_percent;
   };
   std::optional<OutlierDetection> outlier_detection;
+};
+
+struct TrafficPolicy : PolicyFields {
+  struct PortPolicy {
+    uint32_t port = 0;
+    PolicyFields policy;
+  };
+  std::vector<PortPolicy> port_level;  // portLevelSettings
 };
 
 // networking.istio.io DestinationRule.

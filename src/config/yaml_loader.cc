@@ -1134,14 +1134,22 @@ std::optional<TrafficPolicy::ConsistentHash> ReadConsistentHash(Reader& r, const
   return hash;
 }
 
-std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& parent, const std::string& field) {
-  const YAML::Node node = parent["trafficPolicy"];
-  if (!node.IsDefined()) return std::nullopt;
-  const std::string f = Reader::Join(field, "trafficPolicy");
-  if (!r.IsMap(node, f)) return std::nullopt;
-  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection"},
-             {"tls", "portLevelSettings", "tunnel", "proxyProtocol"});
-  TrafficPolicy p;
+// loadBalancer, connectionPool, outlierDetection and tls of a traffic policy or a port's settings.
+void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, PolicyFields& p) {
+  if (const YAML::Node tls = node["tls"]; tls.IsDefined() && r.IsMap(tls, Reader::Join(f, "tls"))) {
+    // DISABLE is plaintext, which is what cxds configures; the others need certificates.
+    const std::string tf = Reader::Join(f, "tls");
+    r.OnlyKeys(tls, tf, {"mode"},
+               {"clientCertificate", "privateKey", "caCertificates", "credentialName", "subjectAltNames", "sni",
+                "insecureSkipVerify", "caCrl"});
+    const std::string mode = r.String(tls, "mode", tf, false).value_or("DISABLE");
+    if (mode == "SIMPLE" || mode == "MUTUAL" || mode == "ISTIO_MUTUAL") {
+      r.Error(tls["mode"], Reader::Join(tf, "mode"),
+              StrCat("TLS mode ", mode, " is not supported by cxds (upstream connections are plaintext)"));
+    } else if (mode != "DISABLE") {
+      r.Error(tls["mode"], Reader::Join(tf, "mode"), "must be one of DISABLE, SIMPLE, MUTUAL, ISTIO_MUTUAL");
+    }
+  }
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
     r.OnlyKeys(node["loadBalancer"], lf, {"simple", "consistentHash"},
@@ -1172,15 +1180,21 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
     r.OnlyKeys(pool, cf, {"tcp", "http"});
     TrafficPolicy::ConnectionPool cp;
     if (pool["tcp"].IsDefined() && r.IsMap(pool["tcp"], Reader::Join(cf, "tcp"))) {
-      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections"},
-                 {"connectTimeout", "tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
+      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections", "connectTimeout"},
+                 {"tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
       cp.max_connections = r.Uint(pool["tcp"], "maxConnections", Reader::Join(cf, "tcp"), false, 1, 1u << 31);
+      cp.connect_timeout = r.Duration(pool["tcp"], "connectTimeout", Reader::Join(cf, "tcp"));
+      if (cp.connect_timeout.has_value() && *cp.connect_timeout < absl::Milliseconds(1)) {
+        r.Error(pool["tcp"]["connectTimeout"], Reader::Join(Reader::Join(cf, "tcp"), "connectTimeout"),
+                "must be at least 1ms");
+      }
     }
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
-      r.OnlyKeys(pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests"},
-                 {"maxRequestsPerConnection", "maxRetries", "idleTimeout", "h2UpgradePolicy", "useClientProtocol",
-                  "maxConcurrentStreams"});
+      r.OnlyKeys(
+          pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries"},
+          {"maxRequestsPerConnection", "idleTimeout", "h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
+      cp.max_retries = r.Uint(pool["http"], "maxRetries", hf, false, 0, 1u << 31);
       cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
       cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
     }
@@ -1198,6 +1212,37 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
     o.base_ejection_time = r.Duration(od, "baseEjectionTime", of);
     o.max_ejection_percent = r.Uint(od, "maxEjectionPercent", of, false, 0, 100);
     p.outlier_detection = o;
+  }
+}
+
+std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& parent, const std::string& field) {
+  const YAML::Node node = parent["trafficPolicy"];
+  if (!node.IsDefined()) return std::nullopt;
+  const std::string f = Reader::Join(field, "trafficPolicy");
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings"},
+             {"tunnel", "proxyProtocol"});
+  TrafficPolicy p;
+  ReadPolicyFields(r, node, f, p);
+  if (const YAML::Node ports = node["portLevelSettings"];
+      ports.IsDefined() && r.IsSeq(ports, Reader::Join(f, "portLevelSettings"))) {
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const std::string pf = Reader::Index(Reader::Join(f, "portLevelSettings"), i);
+      if (!r.IsMap(ports[i], pf)) continue;
+      r.OnlyKeys(ports[i], pf, {"port", "loadBalancer", "connectionPool", "outlierDetection", "tls"});
+      TrafficPolicy::PortPolicy port;
+      if (const YAML::Node number = ports[i]["port"]; !number.IsDefined()) {
+        r.Error(ports[i], Reader::Join(pf, "port"), "is required");
+      } else if (r.IsMap(number, Reader::Join(pf, "port"))) {
+        r.OnlyKeys(number, Reader::Join(pf, "port"), {"number"});
+        port.port = r.Uint(number, "number", Reader::Join(pf, "port"), true, 1, 65535).value_or(0);
+      }
+      if (std::any_of(p.port_level.begin(), p.port_level.end(), [&](const auto& q) { return q.port == port.port; })) {
+        r.Error(ports[i], Reader::Join(pf, "port"), StrCat("port ", port.port, " has settings twice"));
+      }
+      ReadPolicyFields(r, ports[i], pf, port.policy);
+      p.port_level.push_back(std::move(port));
+    }
   }
   return p;
 }

@@ -66,16 +66,39 @@ const ConfigKey kWholeContext{kind::kPushContext, "", ""};
 
 const char* Variant(const ProxyInfo& proxy) { return proxy.grpc ? "grpc" : "envoy"; }
 
-// The policy of a subset overrides the rule's, as in Istio.
-const TrafficPolicy* PolicyFor(const DestinationRule* rule, const std::string& subset) {
-  if (rule == nullptr) return nullptr;
+// Istio's merge (MergeTrafficPolicy): the rule's policy, replaced whole by its settings for
+// `port`; then each field the subset's policy sets, replacing the one above; then the subset's
+// settings for `port`, replacing all four fields. Nothing set anywhere: nullopt.
+std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::string& subset, uint32_t port) {
+  if (rule == nullptr) return std::nullopt;
+  const auto at_port = [port](const TrafficPolicy& policy) -> PolicyFields {
+    for (const auto& level : policy.port_level) {
+      if (level.port == port) return level.policy;
+    }
+    return policy;
+  };
+  std::optional<PolicyFields> merged;
+  if (rule->traffic_policy.has_value()) merged = at_port(*rule->traffic_policy);
   for (const auto& s : rule->subsets) {
-    if (s.name == subset && s.traffic_policy.has_value()) return &*s.traffic_policy;
+    if (s.name != subset || !s.traffic_policy.has_value()) continue;
+    PolicyFields out = merged.value_or(PolicyFields{});
+    const TrafficPolicy& over = *s.traffic_policy;
+    if (over.load_balancer != PolicyFields::LoadBalancer::kUnset || over.consistent_hash.has_value()) {
+      out.load_balancer = over.load_balancer;
+      out.consistent_hash = over.consistent_hash;
+    }
+    if (over.connection_pool.has_value()) out.connection_pool = over.connection_pool;
+    if (over.outlier_detection.has_value()) out.outlier_detection = over.outlier_detection;
+    for (const auto& level : over.port_level) {
+      if (level.port == port) out = level.policy;
+    }
+    merged = out;
   }
-  return rule->traffic_policy.has_value() ? &*rule->traffic_policy : nullptr;
+  return merged;
 }
 
-absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficPolicy* policy, bool grpc) {
+absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy,
+                                         bool grpc) {
   Cluster cluster;
   cluster.set_name(name);
   cluster.set_type(Cluster::EDS);
@@ -83,7 +106,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficP
   cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
       envoy::config::core::v3::ApiVersion::V3);
   cluster.mutable_connect_timeout()->set_seconds(10);
-  if (policy != nullptr) {
+  if (policy.has_value()) {
     if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
       cluster.set_lb_policy(Cluster::RING_HASH);
       cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(
@@ -103,6 +126,12 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const TrafficP
       auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
       const auto& pool = *policy->connection_pool;
       if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
+      if (pool.connect_timeout.has_value()) {
+        cluster.mutable_connect_timeout()->set_seconds(absl::ToInt64Seconds(*pool.connect_timeout));
+        cluster.mutable_connect_timeout()->set_nanos(
+            static_cast<int32_t>(absl::ToInt64Nanoseconds(*pool.connect_timeout % absl::Seconds(1))));
+      }
+      if (pool.max_retries && !grpc) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
       if (!grpc) {  // gRPC honours max_requests only
         if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
         if (pool.http1_max_pending_requests) {
@@ -139,7 +168,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       const std::string name = ClusterName(port.number, subset, service.host);
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(service.host)},
-          request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset), proxy.grpc); });
+          request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
       return absl::OkStatus();
@@ -491,10 +520,10 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
 // What a request to a ring-hash cluster is hashed by, from the DestinationRule of the
 // destination (and subset). gRPC hashes on headers only (gRFC A42): other keys are left out for
 // gRPC nodes, whose ring hash then picks at random (analysis says so, cxds_grpc_ignores).
-void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::string& subset, bool grpc,
-                   envoy::config::route::v3::RouteAction* action) {
-  const TrafficPolicy* policy = PolicyFor(mesh.DestinationRuleFor(host), subset);
-  if (policy == nullptr || !policy->consistent_hash.has_value()) return;
+void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::string& subset, uint32_t port,
+                   bool grpc, envoy::config::route::v3::RouteAction* action) {
+  const std::optional<PolicyFields> policy = PolicyFor(mesh.DestinationRuleFor(host), subset, port);
+  if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
   const TrafficPolicy::ConsistentHash& hash = *policy->consistent_hash;
   using Key = TrafficPolicy::ConsistentHash::Key;
   if (grpc && hash.key != Key::kHeader) return;
@@ -577,8 +606,8 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         };
         for (const HttpRouteDestination& d : http.route) {
           if (http.route.size() == 1 || d.weight != 0) {
-            AddHashPolicy(mesh, ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()), d.subset, grpc,
-                          action);
+            AddHashPolicy(mesh, ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()), d.subset,
+                          d.port != 0 ? d.port : port, grpc, action);
           }
         }
         if (http.route.size() == 1) {
@@ -631,7 +660,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
-    AddHashPolicy(mesh, service.host, "", grpc, route->mutable_route());
+    AddHashPolicy(mesh, service.host, "", port, grpc, route->mutable_route());
   }
 }
 

@@ -104,10 +104,10 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
 // A42: gRPC nodes get a ring hash without a key, which picks at random), and header
 // operations, rewrites, mirrors and pseudo-header or query matches (gRFC A28).
 void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
-  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
-    if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
+  const auto check_fields = [&](const ConfigKey& key, const PolicyFields& policy, const std::string& field) {
+    if (!policy.consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
-    const Key k = policy->consistent_hash->key;
+    const Key k = policy.consistent_hash->key;
     if (k == Key::kHeader) return;
     const char* what = k == Key::kCookie     ? "httpCookie"
                        : k == Key::kSourceIp ? "useSourceIp"
@@ -116,6 +116,13 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                    StrCat(what,
                           " is not implemented by proxyless gRPC clients, which hash on headers only: Envoy nodes "
                           "hash by it, gRPC nodes get the ring hash without a key and pick at random")});
+  };
+  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
+    if (!policy.has_value()) return;
+    check_fields(key, *policy, field);
+    for (size_t i = 0; i < policy->port_level.size(); ++i) {
+      check_fields(key, policy->port_level[i].policy, StrCat(field, ".portLevelSettings[", i, "]"));
+    }
   };
   for (const auto& [key, stored] : served) {
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {

@@ -219,7 +219,7 @@ spec:
   trafficPolicy:
     tls: {mode: ISTIO_MUTUAL}
     loadBalancer: {consistentHash: {maglev: {tableSize: 65537}}}
-    connectionPool: {tcp: {connectTimeout: 1s}, http: {maxRetries: 3}}
+    connectionPool: {tcp: {tcpKeepalive: {time: 1s}}, http: {idleTimeout: 1s}}
     outlierDetection: {consecutiveGatewayErrors: 5}
   subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: PASSTHROUGH}}}]
 ---
@@ -250,10 +250,10 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.connectTimeout", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.maxRetries", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "is not supported by cxds"));
   EXPECT_TRUE(
       HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveGatewayErrors", "is not supported by cxds"));
   EXPECT_TRUE(

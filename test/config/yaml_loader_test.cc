@@ -133,7 +133,7 @@ kind: DestinationRule
 metadata: {name: a}
 spec:
   host: a.local
-  trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}
+  trafficPolicy: {tunnel: {protocol: CONNECT, targetHost: b, targetPort: 8080}}
 ---
 apiVersion: networking.istio.io/v1
 kind: Gateway
@@ -141,7 +141,7 @@ metadata: {name: g}
 spec: {}
 )");
   ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
-  EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tls");
+  EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tunnel");
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
@@ -387,6 +387,32 @@ TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, headers: {}}]}]\n"),
             "spec.tcp[0].route[0].headers: unknown field");
   EXPECT_EQ(OnlyError(head + "  tls: []\n"), "spec.tls: is not supported by cxds");
+}
+
+TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec:\n"
+      "  host: a\n  trafficPolicy:\n";
+  const ParsedFile good =
+      ParseConfigFile("x.yaml", head +
+                                    "    tls: {mode: DISABLE}\n    portLevelSettings:\n    - port: {number: 8080}\n"
+                                    "      connectionPool: {tcp: {connectTimeout: 250ms}, http: {maxRetries: 2}}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& policy = *std::get<DestinationRule>(good.documents[0].object).traffic_policy;
+  ASSERT_EQ(policy.port_level.size(), 1u);
+  EXPECT_EQ(policy.port_level[0].port, 8080u);
+  EXPECT_EQ(policy.port_level[0].policy.connection_pool->connect_timeout, absl::Milliseconds(250));
+  EXPECT_EQ(policy.port_level[0].policy.connection_pool->max_retries, 2u);
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: MUTUAL}\n"),
+            "spec.trafficPolicy.tls.mode: TLS mode MUTUAL is not supported by cxds (upstream connections are "
+            "plaintext)");
+  EXPECT_NE(OnlyError(head + "    tls: {mode: SIMPLE, sni: a}\n").find("spec.trafficPolicy.tls.sni: is not supported"),
+            std::string::npos)
+      << "two errors: listed whole";
+  EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{loadBalancer: {simple: RANDOM}}]\n"),
+            "spec.trafficPolicy.portLevelSettings[0].port: is required");
+  EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]\n"),
+            "spec.trafficPolicy.portLevelSettings[1].port: port 80 has settings twice");
 }
 
 // A key that is in no API is unknown, never "not supported"; one or two edits from a known key,

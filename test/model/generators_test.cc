@@ -338,6 +338,61 @@ spec:
   EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
 }
 
+// Istio's policy merge: a port's settings replace the rule's policy whole; a subset's fields
+// replace the merged ones they set; the subset's port settings replace all again.
+TEST_F(GeneratorsTest, PortLevelAndSubsetPoliciesMergeAsIstioMergesThem) {
+  Apply("ports.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}, {name: http-admin, port: 7001}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api, namespace: shop}
+spec:
+  host: api
+  trafficPolicy:
+    loadBalancer: {simple: RANDOM}
+    connectionPool: {tcp: {maxConnections: 5, connectTimeout: 2s}}
+    portLevelSettings:
+    - port: {number: 7001}
+      outlierDetection: {consecutive5xxErrors: 3}
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {connectionPool: {http: {maxRetries: 4}}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kClusterType), {}));
+  auto cds = envoy->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
+  for (int i = 0; i < cds[0].resources_size(); ++i) {
+    auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+    clusters[cluster.name()] = cluster;
+  }
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  const Cluster& plain = clusters["outbound|7000||api.shop.svc.cluster.local"];
+  EXPECT_EQ(plain.lb_policy(), Cluster::RANDOM);
+  EXPECT_EQ(plain.circuit_breakers().thresholds(0).max_connections().value(), 5u);
+  EXPECT_EQ(plain.connect_timeout().seconds(), 2);
+  const Cluster& admin = clusters["outbound|7001||api.shop.svc.cluster.local"];
+  EXPECT_EQ(admin.lb_policy(), Cluster::ROUND_ROBIN) << "port settings do not inherit";
+  EXPECT_FALSE(admin.has_circuit_breakers());
+  EXPECT_EQ(admin.connect_timeout().seconds(), 10);
+  EXPECT_EQ(admin.outlier_detection().consecutive_5xx().value(), 3u);
+  const Cluster& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
+  EXPECT_EQ(v1.lb_policy(), Cluster::RANDOM) << "inherited: the subset does not set it";
+  EXPECT_EQ(v1.circuit_breakers().thresholds(0).max_retries().value(), 4u);
+  EXPECT_FALSE(v1.circuit_breakers().thresholds(0).has_max_connections()) << "the subset's pool replaces the rule's";
+  const Cluster& v1_admin = clusters["outbound|7001|v1|api.shop.svc.cluster.local"];
+  EXPECT_EQ(v1_admin.outlier_detection().consecutive_5xx().value(), 3u) << "the rule's port settings first";
+  EXPECT_EQ(v1_admin.circuit_breakers().thresholds(0).max_retries().value(), 4u) << "then the subset's fields";
+  EXPECT_EQ(v1_admin.lb_policy(), Cluster::ROUND_ROBIN);
+}
+
 // VirtualService fault injection as istiod translates it: the fault filter (empty) before the
 // router in every HTTP connection manager, and each faulty route's own HTTPFault in
 // typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
