@@ -16,7 +16,9 @@ namespace {
 // fail, and a proxyless client waits for a cluster that never comes.
 void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
                          std::vector<ConfigWarning>& out) {
-  for (const auto& [key, stored] : served) {
+  for (const auto& entry : served) {
+    const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
+    const auto& stored = entry.second;
     const auto* vs = std::get_if<VirtualService>(&stored->object);
     if (vs == nullptr) continue;
     ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {

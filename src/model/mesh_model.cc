@@ -188,7 +188,9 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
     std::vector<ReferenceError> errors;
     const auto rules = RulesByHost(candidate, suffix);
     std::optional<std::map<std::string, std::pair<ConfigKey, const DestinationRule*>>> before;  // when needed
-    for (const auto& [key, object] : candidate) {
+    for (const auto& entry : candidate) {
+      const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
+      const auto& object = entry.second;
       const auto* vs = std::get_if<VirtualService>(&object->object);
       if (vs == nullptr) continue;
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
@@ -298,7 +300,9 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     }
   }
   if (!changed_pods.empty()) {
-    for (const auto& [key, stored] : *objects) {
+    for (const auto& entry : *objects) {
+      const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
+      const auto& stored = entry.second;
       const auto* slice = std::get_if<EndpointSlice>(&stored->object);
       if (slice == nullptr) continue;
       const bool stands_for = std::any_of(slice->endpoints.begin(), slice->endpoints.end(), [&](const auto& e) {
