@@ -66,6 +66,12 @@ const ConfigKey kWholeContext{kind::kPushContext, "", ""};
 
 const char* Variant(const ProxyInfo& proxy) { return proxy.grpc ? "grpc" : "envoy"; }
 
+// `d` as a protobuf Duration, to the nanosecond.
+void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
+  out->set_seconds(absl::ToInt64Seconds(d));
+  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
+}
+
 // Istio's merge (MergeTrafficPolicy): the rule's policy, replaced whole by its settings for
 // `port`; then each field the subset's policy sets, replacing the one above; then the subset's
 // settings for `port`, replacing all four fields. Nothing set anywhere: nullopt.
@@ -126,13 +132,9 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
       const auto& pool = *policy->connection_pool;
       if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
-      if (pool.connect_timeout.has_value()) {
-        cluster.mutable_connect_timeout()->set_seconds(absl::ToInt64Seconds(*pool.connect_timeout));
-        cluster.mutable_connect_timeout()->set_nanos(
-            static_cast<int32_t>(absl::ToInt64Nanoseconds(*pool.connect_timeout % absl::Seconds(1))));
-      }
-      if (pool.max_retries && !grpc) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
+      if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
       if (!grpc) {  // gRPC honours max_requests only
+        if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
         if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
         if (pool.http1_max_pending_requests) {
           thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
@@ -143,10 +145,8 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       const auto& od = *policy->outlier_detection;
       auto* out = cluster.mutable_outlier_detection();
       if (od.consecutive_5xx_errors) out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
-      if (od.interval) out->mutable_interval()->set_seconds(absl::ToInt64Seconds(*od.interval));
-      if (od.base_ejection_time) {
-        out->mutable_base_ejection_time()->set_seconds(absl::ToInt64Seconds(*od.base_ejection_time));
-      }
+      if (od.interval) SetDuration(*od.interval, out->mutable_interval());
+      if (od.base_ejection_time) SetDuration(*od.base_ejection_time, out->mutable_base_ejection_time());
       if (od.max_ejection_percent) out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
     }
   }
@@ -498,9 +498,7 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
   envoy::extensions::filters::http::fault::v3::HTTPFault out;
   if (fault.delay.has_value()) {
     auto* delay = out.mutable_delay();
-    const absl::Duration d = fault.delay->fixed_delay;
-    delay->mutable_fixed_delay()->set_seconds(absl::ToInt64Seconds(d));
-    delay->mutable_fixed_delay()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d % absl::Seconds(1))));
+    SetDuration(fault.delay->fixed_delay, delay->mutable_fixed_delay());
     *delay->mutable_percentage() = Fraction(fault.delay->percent);
   }
   if (fault.abort.has_value()) {
@@ -515,8 +513,6 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
   return out;
 }
 
-// The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
-// else (a VirtualService decides) or, without one, a catch-all to the service.
 // What a request to a ring-hash cluster is hashed by, from the DestinationRule of the
 // destination (and subset). gRPC hashes on headers only (gRFC A42): other keys are left out for
 // gRPC nodes, whose ring hash then picks at random (analysis says so, cxds_grpc_ignores).
@@ -536,11 +532,7 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
       auto* cookie = out.mutable_cookie();
       cookie->set_name(hash.name);
       if (!hash.cookie_path.empty()) cookie->set_path(hash.cookie_path);
-      if (hash.cookie_ttl.has_value()) {
-        cookie->mutable_ttl()->set_seconds(absl::ToInt64Seconds(*hash.cookie_ttl));
-        cookie->mutable_ttl()->set_nanos(
-            static_cast<int32_t>(absl::ToInt64Nanoseconds(*hash.cookie_ttl % absl::Seconds(1))));
-      }
+      if (hash.cookie_ttl.has_value()) SetDuration(*hash.cookie_ttl, cookie->mutable_ttl());
       break;
     }
     case Key::kSourceIp:
@@ -556,6 +548,8 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
   *action->add_hash_policy() = std::move(out);
 }
 
+// The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
+// else (a VirtualService decides) or, without one, a catch-all to the service.
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
   const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
@@ -635,11 +629,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
             *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(http.mirror->percent);
           }
         }
-        if (http.timeout.has_value()) {
-          action->mutable_timeout()->set_seconds(absl::ToInt64Seconds(*http.timeout));
-          action->mutable_timeout()->set_nanos(
-              static_cast<int32_t>(absl::ToInt64Nanoseconds(*http.timeout % absl::Seconds(1))));
-        }
+        if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());
         if (http.fault.has_value()) {
           (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
         }
@@ -648,9 +638,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           retry->mutable_num_retries()->set_value(http.retries->attempts);
           if (!http.retries->retry_on.empty()) retry->set_retry_on(http.retries->retry_on);
           if (http.retries->per_try_timeout.has_value()) {
-            retry->mutable_per_try_timeout()->set_seconds(absl::ToInt64Seconds(*http.retries->per_try_timeout));
-            retry->mutable_per_try_timeout()->set_nanos(
-                static_cast<int32_t>(absl::ToInt64Nanoseconds(*http.retries->per_try_timeout % absl::Seconds(1))));
+            SetDuration(*http.retries->per_try_timeout, retry->mutable_per_try_timeout());
           }
         }
       }

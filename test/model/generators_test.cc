@@ -357,7 +357,7 @@ spec:
     connectionPool: {tcp: {maxConnections: 5, connectTimeout: 2s}}
     portLevelSettings:
     - port: {number: 7001}
-      outlierDetection: {consecutive5xxErrors: 3}
+      outlierDetection: {consecutive5xxErrors: 3, interval: 1.5s}
   subsets:
   - name: v1
     labels: {version: v1}
@@ -383,6 +383,7 @@ spec:
   EXPECT_FALSE(admin.has_circuit_breakers());
   EXPECT_EQ(admin.connect_timeout().seconds(), 10);
   EXPECT_EQ(admin.outlier_detection().consecutive_5xx().value(), 3u);
+  EXPECT_EQ(admin.outlier_detection().interval().nanos(), 500000000) << "durations keep their fraction of a second";
   const Cluster& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
   EXPECT_EQ(v1.lb_policy(), Cluster::RANDOM) << "inherited: the subset does not set it";
   EXPECT_EQ(v1.circuit_breakers().thresholds(0).max_retries().value(), 4u);
