@@ -110,9 +110,12 @@ void DirectorySource::ReadNow() {
     if (options_.watch) watcher_.Watch({});
   } else {
     if (options_.watch) {
-      for (const auto& [dir, why] : watcher_.Watch(result->dirs)) {
+      const DirWatcher::WatchResult watched = watcher_.Watch(result->dirs);
+      for (const auto& [dir, why] : watched.failed) {
         cxds::Log().warn("WATCH failed dir={} error=\"{}\": changes there are found by the periodic read", dir, why);
       }
+      // What was written in a new directory before its watch raised no event: read it again.
+      if (watched.added > 0) next = options_.settle;
     }
     if (result->in_flux) next = options_.settle;
     if (!result->changes.empty() && on_batch_) on_batch_(std::move(result->changes));

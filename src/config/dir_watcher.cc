@@ -24,10 +24,10 @@ absl::Status DirWatcher::Start(OnEvent on_event) {
   return absl::OkStatus();
 }
 
-std::vector<std::pair<std::string, std::string>> DirWatcher::Watch(const std::vector<std::string>& dirs) {
+DirWatcher::WatchResult DirWatcher::Watch(const std::vector<std::string>& dirs) {
   constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
                              IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF;
-  std::vector<std::pair<std::string, std::string>> failed;
+  WatchResult result;
   const std::set<std::string> wanted(dirs.begin(), dirs.end());
   MutexLock lock(&mu_);
   for (auto it = watches_.begin(); it != watches_.end();) {
@@ -43,13 +43,14 @@ std::vector<std::pair<std::string, std::string>> DirWatcher::Watch(const std::ve
     if (watches_.contains(dir)) continue;
     const int wd = inotify_add_watch(inotify_fd_, dir.c_str(), kMask);
     if (wd < 0) {
-      failed.emplace_back(dir, std::strerror(errno));
+      result.failed.emplace_back(dir, std::strerror(errno));
       continue;
     }
     watches_[dir] = wd;
     dirs_[wd] = dir;
+    ++result.added;
   }
-  return failed;
+  return result;
 }
 
 void DirWatcher::Run() {

@@ -7,7 +7,8 @@
 // adds is whether a writer is still at work on a file: IN_MODIFY means a descriptor open for
 // writing, IN_CLOSE_WRITE that it was closed, so the owner can wait for a file written in
 // several steps to be complete. The owner says which directories to watch (Watch), after each
-// read.
+// read. A directory is watched only after the read that found it, so what changed in it between
+// the two raises no event: Watch says how many watches are new, and the owner reads once more.
 //
 // Threading: one background thread reads events and calls OnEvent on it; Watch may be called
 // from any thread; Stop() (or the destructor) joins the thread.
@@ -41,9 +42,12 @@ class DirWatcher {
   DirWatcher& operator=(const DirWatcher&) = delete;
 
   absl::Status Start(OnEvent on_event);
-  // Makes the watched set exactly `dirs`. Returns the directories that could not be watched,
-  // with the reason.
-  std::vector<std::pair<std::string, std::string>> Watch(const std::vector<std::string>& dirs);
+  struct WatchResult {
+    std::vector<std::pair<std::string, std::string>> failed;  // directory, reason
+    int added = 0;                                            // directories watched from now on
+  };
+  // Makes the watched set exactly `dirs`.
+  WatchResult Watch(const std::vector<std::string>& dirs);
   void Stop();
 
  private:

@@ -64,7 +64,7 @@ class DirWatcherTest : public ::testing::Test {
 };
 
 TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
-  EXPECT_TRUE(watcher_.Watch({dir_.string(), (dir_ / "sub").string()}).empty());
+  EXPECT_TRUE(watcher_.Watch({dir_.string(), (dir_ / "sub").string()}).failed.empty());
   std::ofstream(dir_ / "a.yaml") << "a";
   EXPECT_TRUE(Saw("a.yaml"));
   fs::rename(dir_ / "a.yaml", dir_ / "sub" / "b.yaml");
@@ -75,7 +75,7 @@ TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
 }
 
 TEST_F(DirWatcherTest, TellsAWriteInProgressFromItsClose) {
-  EXPECT_TRUE(watcher_.Watch({dir_.string()}).empty());
+  EXPECT_TRUE(watcher_.Watch({dir_.string()}).failed.empty());
   const std::string path = (dir_ / "slow.yaml").string();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
@@ -87,10 +87,13 @@ TEST_F(DirWatcherTest, TellsAWriteInProgressFromItsClose) {
 }
 
 TEST_F(DirWatcherTest, WatchesExactlyTheDirectoriesItIsGiven) {
-  EXPECT_TRUE(watcher_.Watch({dir_.string()}).empty());
-  auto failed = watcher_.Watch({dir_.string(), (dir_ / "missing").string()});
-  ASSERT_EQ(failed.size(), 1u);
-  EXPECT_EQ(failed[0].first, (dir_ / "missing").string());
+  const DirWatcher::WatchResult first = watcher_.Watch({dir_.string()});
+  EXPECT_TRUE(first.failed.empty());
+  EXPECT_EQ(first.added, 1);
+  const DirWatcher::WatchResult again = watcher_.Watch({dir_.string(), (dir_ / "missing").string()});
+  EXPECT_EQ(again.added, 0) << "a directory already watched is not new, a missing one is not watched";
+  ASSERT_EQ(again.failed.size(), 1u);
+  EXPECT_EQ(again.failed[0].first, (dir_ / "missing").string());
   std::ofstream(dir_ / "sub" / "unwatched.yaml") << "x";
   std::ofstream(dir_ / "marker") << "x";
   EXPECT_TRUE(Saw("marker"));
