@@ -178,14 +178,16 @@ void DeltaStream::HandleChange(const ConfigChange& change) {
 }
 
 void DeltaStream::SendNext() {
-  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const ConfigView& view) {
-    std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, view);
-    if (!response.has_value()) return false;
-    AfterSend(type_url, state, *response);
-    WriteStarting();
-    transport_->WriteResponse(*response);
-    return true;
-  });
+  WriteNextOfRound(
+      types_, round_,
+      [this](const std::string& type_url, TypeState& state, const ConfigView& view) {
+        std::optional<OutgoingDeltaResponse> response = Compute(type_url, state, view);
+        if (response.has_value()) AfterSend(type_url, state, *response);
+        return response;
+      },
+      [this](const OutgoingDeltaResponse& response, bool more_follows) {
+        transport_->WriteResponse(response, more_follows);
+      });
 }
 
 std::optional<OutgoingDeltaResponse> DeltaStream::Compute(const std::string& type_url, TypeState& state,

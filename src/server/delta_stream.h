@@ -21,6 +21,7 @@
 // Threading: see StreamCore.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,7 +40,8 @@ namespace cxds {
 class DeltaTransport : public TransportBase {
  public:
   // Starts writing `response`; completion is reported through DeltaStream::OnWriteDone.
-  virtual void WriteResponse(const OutgoingDeltaResponse& response) = 0;
+  // `more_follows` as for StreamTransport::WriteResponse.
+  virtual void WriteResponse(const OutgoingDeltaResponse& response, bool more_follows) = 0;
 };
 
 class DeltaStream final : public StreamCore {
@@ -89,7 +91,8 @@ class DeltaStream final : public StreamCore {
                                             const ConfigView& view) const;
 
   DeltaTransport* const transport_;
-  std::map<std::string, TypeState> types_;  // confined to event processing
+  std::map<std::string, TypeState> types_;   // confined to event processing
+  std::deque<OutgoingDeltaResponse> round_;  // computed, recorded as sent, not yet written (see SotwStream)
   uint64_t nonce_seq_ = 0;
 };
 

@@ -162,14 +162,16 @@ void SotwStream::HandleFeedback(const DiscoveryRequest& request) {
 }
 
 void SotwStream::SendNext() {
-  SendFirstDue(types_, [this](const std::string& type_url, TypeState& state, const ConfigView& view) {
-    std::optional<OutgoingResponse> response = Compute(type_url, state, view);
-    if (!response.has_value()) return false;
-    AfterSend(type_url, state, *response);
-    WriteStarting();
-    transport_->WriteResponse(*response);
-    return true;
-  });
+  WriteNextOfRound(
+      types_, round_,
+      [this](const std::string& type_url, TypeState& state, const ConfigView& view) {
+        std::optional<OutgoingResponse> response = Compute(type_url, state, view);
+        if (response.has_value()) AfterSend(type_url, state, *response);
+        return response;
+      },
+      [this](const OutgoingResponse& response, bool more_follows) {
+        transport_->WriteResponse(response, more_follows);
+      });
 }
 
 std::optional<OutgoingResponse> SotwStream::Compute(const std::string& type_url, TypeState& state,

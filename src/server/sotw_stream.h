@@ -13,8 +13,10 @@
 //  - on ADS, pending responses go out in the order CDS, EDS, LDS, RDS, SDS, and a cluster whose
 //    content changed is followed by its EDS.
 //
-// Threading: see StreamCore. Responses are computed lazily when the previous write completes,
-// so a slow client receives the newest state instead of a backlog.
+// Threading: see StreamCore. Responses are computed lazily, a round at a time: the responses
+// due at one moment (at most one per type) are computed together and written back to back
+// (StreamCore::WriteNextOfRound); the next round is computed when the last write of this one
+// completes, so a slow client receives the newest state instead of a backlog.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +47,10 @@ namespace cxds {
 class StreamTransport : public TransportBase {
  public:
   // Starts writing `response`; completion is reported through SotwStream::OnWriteDone.
-  virtual void WriteResponse(const OutgoingResponse& response) = 0;
+  // `more_follows`: the stream writes another response as soon as this one completes, so the
+  // transport may hold this one back to send both together (gRPC's buffer hint). A response
+  // written without it goes out at once, with anything held.
+  virtual void WriteResponse(const OutgoingResponse& response, bool more_follows) = 0;
 };
 
 class SotwStream final : public StreamCore {
@@ -98,6 +103,7 @@ class SotwStream final : public StreamCore {
 
   StreamTransport* const transport_;
   std::map<std::string, TypeState> types_;  // confined to event processing
+  std::deque<OutgoingResponse> round_;      // computed, recorded as sent, not yet written
   uint64_t nonce_seq_ = 0;
 };
 

@@ -330,8 +330,9 @@ void StreamCore::ArmHeartbeat() {
   });
 }
 
-void StreamCore::WriteStarting() {
+void StreamCore::WriteStarting(bool more_follows) {
   write_in_flight_ = true;
+  round_open_ = more_follows;
   write_started_ = env_.clock->Now();
   if (send_timer_ == nullptr) ArmSendTimer(env_.send_timeout);
 }
@@ -408,7 +409,7 @@ bool StreamCore::TakeEvent(Event& event) {
     // write completion, so a write that did complete is never timed out.
     send_check_due_ = false;
     event.kind = Kind::kSendCheck;
-  } else if (!requests_.empty()) {
+  } else if (!requests_.empty() && !(round_open_ && write_in_flight_ && !finished_)) {
     event.kind = Kind::kRequest;
     event.request = std::move(requests_.front());
     requests_.pop_front();

@@ -236,16 +236,17 @@ class StreamCore : public PushTarget {
   void SetInterest(const std::string& type_url, bool wildcard, const SubscribedNames& names);
 
   // Looks at the dirty types in ADS push order (CDS, EDS, LDS, RDS, SDS, others) and lets
-  // `try_send(type_url, state, view)` start at most one write; it returns whether it did.
-  // Types it passes over are clean. Without a configuration nothing is sent (never an empty
-  // state in place of a missing one); the first configuration marks the types dirty again.
+  // `try_send(type_url, state, view)` produce at most one response; it returns whether it did,
+  // and so does SendFirstDue. Types it passes over are clean. Without a configuration nothing
+  // is sent (never an empty state in place of a missing one); the first configuration marks
+  // the types dirty again.
   template <typename State, typename TrySend>
-  void SendFirstDue(std::map<std::string, State>& types, TrySend try_send) {
+  bool SendFirstDue(std::map<std::string, State>& types, TrySend try_send) {
     std::vector<std::string> dirty;
     for (const auto& [type_url, state] : types) {
       if (state.dirty) dirty.push_back(type_url);
     }
-    if (dirty.empty()) return;
+    if (dirty.empty()) return false;
     std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
       const int ra = PushOrderRank(a);
       const int rb = PushOrderRank(b);
@@ -255,15 +256,50 @@ class StreamCore : public PushTarget {
     for (const std::string& type_url : dirty) {
       State& state = types.at(type_url);
       state.dirty = false;
-      if (!view.missing() && try_send(type_url, state, view)) return;
+      if (!view.missing() && try_send(type_url, state, view)) return true;
     }
+    return false;
+  }
+
+  // Rounds. A round is every response due at one moment, in push order (SendFirstDue until
+  // none is due, at most kMaxResponsesPerRound). It is written back to back, all but the last
+  // write saying that more follow, so a change that touches four types leaves in one TCP write
+  // instead of four and the client's ACKs come back together. A round is computed from one
+  // moment's state and written whole: requests wait while a write that says more follows is
+  // in flight (gRPC completes a hinted write as soon as it has buffered it). A change that
+  // comes during a round is sent in the next one.
+  //
+  // Starts the next write: the round's next response, or the first of a new round when the
+  // last one is written. `compute(type_url, state, view)` returns a type's response, if one
+  // is due, already recorded as sent (the next type's may depend on it: a changed cluster,
+  // then its EDS); `write(response, more_follows)` starts the transport's write.
+  static constexpr int kMaxResponsesPerRound = 16;
+  template <typename State, typename Response, typename Compute, typename Write>
+  void WriteNextOfRound(std::map<std::string, State>& types, std::deque<Response>& round, Compute compute,
+                        Write write) {
+    auto queue = [&](const std::string& type_url, State& state, const ConfigView& view) {
+      std::optional<Response> response = compute(type_url, state, view);
+      if (response.has_value()) round.push_back(std::move(*response));
+      return response.has_value();
+    };
+    if (round.empty()) {
+      for (int i = 0; i < kMaxResponsesPerRound && SendFirstDue(types, queue); ++i) {
+      }
+    }
+    if (round.empty()) return;
+    const Response response = std::move(round.front());
+    round.pop_front();
+    WriteStarting(/*more_follows=*/!round.empty());
+    write(response, /*more_follows=*/!round.empty());
   }
 
   // Schedules the next heartbeat, if heartbeats are on and none is scheduled.
   void ArmHeartbeat();
   // A variant is about to start a write: it is outstanding until OnWriteDone, and the send
-  // timeout runs from now.
-  void WriteStarting();
+  // timeout runs from now. `more_follows`: the write is one of a round with more to come; until
+  // it completes no request is taken, so a round is written as it was computed, whole (none of
+  // it can be dropped after the transport may have held this write back for the next one).
+  void WriteStarting(bool more_follows = false);
   // `abort`: the outstanding write is cut instead of waited for (a stalled client).
   void EndStream(const absl::Status& status, bool abort = false);
 
@@ -281,6 +317,7 @@ class StreamCore : public PushTarget {
   std::map<std::string, Snapshot::TypeResourcesPtr> generated_;
   PeerIdentity identity_;  // set by Start
   bool write_in_flight_ = false;
+  bool round_open_ = false;  // the write in flight said more follows (WriteStarting)
   bool finished_ = false;
 
  private:

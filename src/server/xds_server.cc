@@ -151,10 +151,12 @@ class XdsReactor final : public RawBidiReactor, public Transport {
     TsanRelease(this);
     StartRead(&read_buffer_);
   }
-  void WriteResponse(const Response& response) override {
+  void WriteResponse(const Response& response, bool more_follows) override {
     write_buffer_ = Encode(response, server_->options_.control_plane_id);
     TsanRelease(this);
-    StartWrite(&write_buffer_);
+    // A hinted write stays in gRPC's stream buffer (it still completes at once) until the
+    // round's last, unhinted one flushes them all in one TCP write.
+    StartWrite(&write_buffer_, more_follows ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
   }
   void FinishStream(const absl::Status& status) override {
     finish_called_ = true;

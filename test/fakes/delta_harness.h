@@ -24,9 +24,11 @@ using envoy::service::discovery::v3::DeltaDiscoveryResponse;
 
 class FakeDeltaTransport final : public DeltaTransport {
  public:
-  void ReadNext() override {}
-  void WriteResponse(const OutgoingDeltaResponse& response) override {
+  // The stream asks for the next request after taking one: what it had written by then.
+  void ReadNext() override { writes_at_read.push_back(writes.size()); }
+  void WriteResponse(const OutgoingDeltaResponse& response, bool more_follows) override {
     writes.push_back(ToDeltaDiscoveryResponse(response, "cxds"));
+    more_follows_flags.push_back(more_follows);
     encoded_bytes += EncodeDeltaResponse(response, "cxds").Length();
     for (const ResourcePtr& resource : response.resources) resource_bytes += resource->serialized().size();
     write_in_flight = true;
@@ -34,6 +36,8 @@ class FakeDeltaTransport final : public DeltaTransport {
   void FinishStream(const absl::Status& status) override { finished = status; }
 
   std::vector<DeltaDiscoveryResponse> writes;
+  std::vector<bool> more_follows_flags;  // one per write
+  std::vector<size_t> writes_at_read;    // writes.size() at each ReadNext
   std::optional<absl::Status> finished;
   bool write_in_flight = false;
   size_t encoded_bytes = 0;   // every response, on the wire
@@ -98,8 +102,19 @@ class DeltaHarness {
       request.mutable_node()->set_id(node_id_);
       for (const auto& feature : features_) request.mutable_node()->add_client_features(feature);
       sent_first_ = true;
+      reads_before_first_send_ = transport_.writes_at_read.size();
     }
+    sent_++;
     stream_.OnRequest(std::move(request));
+  }
+  // How many requests Send passed to the stream.
+  size_t sent() const { return sent_; }
+  // How many responses the stream had written when it took request `index` (0-based, in Send
+  // order), or nullopt if it has not taken it yet (a request waits while a round is written).
+  std::optional<size_t> WritesWhenTaken(size_t index) const {
+    const size_t read = reads_before_first_send_ + index;  // the read asked for after taking it
+    if (!sent_first_ || read >= transport_.writes_at_read.size()) return std::nullopt;
+    return transport_.writes_at_read[read];
   }
   // Completes outstanding writes; returns new responses and applies them to the client state.
   std::vector<DeltaDiscoveryResponse> Take() {
@@ -167,6 +182,8 @@ class DeltaHarness {
   DeltaStream stream_;
   std::map<std::string, HeldState> held_;
   bool sent_first_ = false;
+  size_t sent_ = 0;
+  size_t reads_before_first_send_ = 0;
   bool closed_ = false;
   size_t taken_ = 0;
 };

@@ -25,8 +25,9 @@ using envoy::service::discovery::v3::DiscoveryResponse;
 class FakeTransport final : public StreamTransport {
  public:
   void ReadNext() override { reads_requested++; }
-  void WriteResponse(const OutgoingResponse& response) override {
+  void WriteResponse(const OutgoingResponse& response, bool more_follows) override {
     writes.push_back(ToDiscoveryResponse(response, "cxds"));
+    more_follows_flags.push_back(more_follows);
     write_in_flight = true;
   }
   void FinishStream(const absl::Status& status) override { finished = status; }
@@ -36,6 +37,7 @@ class FakeTransport final : public StreamTransport {
   }
 
   std::vector<DiscoveryResponse> writes;
+  std::vector<bool> more_follows_flags;  // one per write
   std::optional<absl::Status> finished;
   std::optional<absl::Status> aborted;  // the stream was cut with a write outstanding
   int reads_requested = 0;

@@ -217,10 +217,11 @@ class CheckingTransportBase : public Transport {
     aborted = status;
     if (!finished.has_value()) finished = status;
   }
-  void WriteResponse(const Response& response) override {
+  void WriteResponse(const Response& response, bool more_follows) override {
     FUZZ_CHECK(!finished.has_value(), "a response was written after the stream ended");
     FUZZ_CHECK(!write_in_flight, "a second write was started before the first completed");
     write_in_flight = true;
+    last_more_follows = more_follows;
     write_started = world_.scheduler.clock().Now();
     CheckResponse(response);
   }
@@ -229,6 +230,7 @@ class CheckingTransportBase : public Transport {
   std::optional<absl::Status> aborted;
   int reads_outstanding = 0;
   bool write_in_flight = false;
+  bool last_more_follows = false;  // the last write said another follows when it completes
   absl::Time write_started;
 
  protected:
@@ -328,6 +330,9 @@ template <typename Transport>
 void CheckAfterEvent(World& world, const Transport& transport, const std::map<std::string, SentOfType>& sent) {
   CheckLedger(world.ledger, sent);
   FUZZ_CHECK(world.dispatcher.in_flight() == 0, "the stream holds its push slot after taking its push");
+  // A write hinted "more follows" may sit in gRPC's buffer until the next write flushes it.
+  FUZZ_CHECK(transport.write_in_flight || !transport.last_more_follows || transport.finished.has_value(),
+             "a response was held back for one that never followed");
   if (transport.write_in_flight && world.scheduler.clock().Now() - transport.write_started >= kSendTimeout) {
     FUZZ_CHECK(transport.aborted.has_value() && transport.aborted->code() == absl::StatusCode::kDeadlineExceeded,
                "a write outstanding for the send timeout did not end the stream");

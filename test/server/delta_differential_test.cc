@@ -232,10 +232,14 @@ class DeltaClient {
   void Unsubscribe(const std::string& type_url, const std::string& name, bool with_nonce) {
     names_[type_url].erase(name);
     held_[type_url].erase(name);  // the client drops it; the server owes no reply (R10.3)
-    dropped_at_[type_url][name] = harness_.transport().writes.size();
-    // Before its first request for the type the client has nothing to say. (A first request
-    // with an empty subscribe list would be a legacy wildcard on LDS/CDS.)
-    if (!started_.contains(type_url)) return;
+    // Before its first request for the type the client has nothing to say (and the server has
+    // sent nothing of the type). (A first request with an empty subscribe list would be a
+    // legacy wildcard on LDS/CDS.)
+    if (!started_.contains(type_url)) {
+      dropped_at_[type_url].erase(name);
+      return;
+    }
+    dropped_at_[type_url][name] = harness_.sent();  // the index of the request below
     harness_.Send(DeltaRequest(type_url, {}, {name}, with_nonce ? nonce_[type_url] : ""));
   }
 
@@ -270,10 +274,14 @@ class DeltaClient {
     HeldMap& held = held_[type_url];
     for (const auto& resource : response.resources()) {
       if (!IsWildcardCapableType(type_url) && !names_[type_url].contains(resource.name())) {
-        // Ignored by the client. One written before the client unsubscribed crossed its
-        // request; one written after is a server error.
+        // Ignored by the client. One written before the server took the client's unsubscribe
+        // crossed it (a round is written whole before a request is taken); one written after
+        // is a server error.
         auto dropped = dropped_at_[type_url].find(resource.name());
-        if (dropped == dropped_at_[type_url].end() || index >= dropped->second) {
+        const std::optional<size_t> taken_at = dropped == dropped_at_[type_url].end()
+                                                   ? std::optional<size_t>(0)
+                                                   : harness_.WritesWhenTaken(dropped->second);
+        if (taken_at.has_value() && index >= *taken_at) {
           absl::StrAppend(&problems, "Delta ", TypeName(type_url), " response carries unsubscribed ", resource.name(),
                           "; ");
         }
@@ -291,8 +299,8 @@ class DeltaClient {
   std::map<std::string, std::string> nonce_;
   std::map<std::string, HeldMap> held_;
   // type -> name -> number of responses written when the client last unsubscribed the name.
-  std::map<std::string, std::map<std::string, size_t>> dropped_at_;
-  size_t taken_ = 0;  // responses taken so far
+  std::map<std::string, std::map<std::string, size_t>> dropped_at_;  // name -> index of its unsubscribe request
+  size_t taken_ = 0;                                                 // responses taken so far
 };
 
 // What went wrong at one step, per client (each is compared with the snapshot, so a mismatch

@@ -302,6 +302,21 @@ TEST_F(DeltaStreamTest, CdsResponseIsFollowedByEds) {
   EXPECT_THAT(Names(r[1]), ElementsAre("a"));
 }
 
+// A round, as in SotW: the CDS response and the EDS that follows it are written back to back,
+// the first saying that one more follows (gRPC's buffer hint), so both leave in one TCP write.
+TEST_F(DeltaStreamTest, ARoundIsWrittenWithAllButItsLastHinted) {
+  Set({EdsCluster("a"), Endpoints("a", {1})}, "1");
+  DeltaHarness h(cache_);
+  h.Send(DeltaRequest(kEds, {"a"}));
+  h.Send(DeltaRequest(kCds, {}));
+  h.Settle();
+  const size_t before = h.transport().writes.size();
+  Set({EdsCluster("a", "", 7), Endpoints("a", {2})}, "2");
+  ASSERT_EQ(h.Take().size(), 2u);
+  std::vector<bool> hints(h.transport().more_follows_flags.begin() + before, h.transport().more_follows_flags.end());
+  EXPECT_THAT(hints, ElementsAre(true, false));
+}
+
 // R10.1 / R10.3: an unsubscribe-only request needs no reply; the client drops the resource.
 TEST_F(DeltaStreamTest, UnsubscribeOnlyNeedsNoReply) {
   Set({EdsCluster("a"), Endpoints("a", {1}), Endpoints("b", {2})}, "1");

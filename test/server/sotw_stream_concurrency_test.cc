@@ -22,7 +22,7 @@ using namespace cxds::testing;  // NOLINT
 class ThreadedTransport final : public StreamTransport {
  public:
   void ReadNext() override {}
-  void WriteResponse(const OutgoingResponse& response) override {
+  void WriteResponse(const OutgoingResponse& response, bool /*more_follows*/) override {
     MutexLock lock(&mu_);
     if (in_flight_) overlapping_writes_++;
     in_flight_ = true;

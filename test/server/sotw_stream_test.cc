@@ -32,6 +32,13 @@ class SotwStreamTest : public ::testing::Test {
  protected:
   SotwStreamTest() : cache_(SnapshotCache::Options{ConsistencyPolicy::kNone, nullptr, nullptr}) {}
   void Set(SnapshotPtr snapshot, const std::string& key = "node-a") { ASSERT_OK(cache_.SetSnapshot(key, snapshot)); }
+  // Subscribes to everything BaseSnapshot has, one type after the other.
+  static void SubscribeToBase(StreamHarness& h) {
+    h.Send(Request(kCds, {}));
+    h.Send(Request(kEds, {"c1", "c2"}));
+    h.Send(Request(kLds, {}));
+    h.Send(Request(kRds, {"r1"}));
+  }
 
   SnapshotCache cache_;
 };
@@ -442,10 +449,7 @@ TEST_F(SotwStreamTest, OnlyTypesWhoseVersionChangedAreSent) {
 TEST_F(SotwStreamTest, NoncesAreUnique) {
   Set(BaseSnapshot("1"));
   StreamHarness h(cache_);
-  h.Send(Request(kCds, {}));
-  h.Send(Request(kEds, {"c1", "c2"}));
-  h.Send(Request(kLds, {}));
-  h.Send(Request(kRds, {"r1"}));
+  SubscribeToBase(h);
   std::set<std::string> nonces;
   auto responses = h.Take();
   for (int v = 2; v <= 4; ++v) {
@@ -516,21 +520,74 @@ TEST_F(SotwStreamTest, ChangedClusterIsFollowedByItsEds) {
   EXPECT_THAT(NamesOf(pushed[1]), ElementsAre("c1"));
 }
 
-// E44: a push pending for a type whose names were just unsubscribed is not sent.
+// E44: a push pending for a type whose names were just unsubscribed is not sent. Pending: the
+// EDS change came while a round (here CDS alone) was being written, so it waits for the next
+// round, and the unsubscribe is taken before that round is computed.
 TEST_F(SotwStreamTest, PendingPushForUnsubscribedNameIsNotSent) {
-  Set(BaseSnapshot("1"));
+  auto snapshot = [](std::vector<std::string> clusters, uint32_t port) {
+    std::vector<ResourcePtr> resources;
+    for (const std::string& name : clusters) resources.push_back(EdsCluster(name));
+    resources.push_back(Endpoints("c1", {port}));
+    return resources;
+  };
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr s1,
+                       Snapshot::CreateWithTypeVersions({{kCds, "c1"}, {kEds, "e1"}}, snapshot({"c1"}, 8080)));
+  Set(s1);
   StreamHarness h(cache_);
   h.Send(Request(kCds, {}));
   h.Send(Request(kEds, {"c1"}));
   auto first = h.Take();
+  ASSERT_EQ(first.size(), 2u);
   h.Send(Ack(first[0], {}));
   h.Send(Ack(first[1], {"c1"}));
-  Set(BaseSnapshot("2", 8081));  // CDS goes out first and stays in flight; EDS waits
+  // A new cluster; c1 is unchanged, so no EDS follows it: the round is CDS alone.
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr s2,
+                       Snapshot::CreateWithTypeVersions({{kCds, "c2"}, {kEds, "e1"}}, snapshot({"c1", "c2"}, 8080)));
+  Set(s2);
   ASSERT_TRUE(h.transport().write_in_flight);
+  ASSERT_EQ(h.transport().more_follows_flags.back(), false);
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr s3,
+                       Snapshot::CreateWithTypeVersions({{kCds, "c2"}, {kEds, "e2"}}, snapshot({"c1", "c2"}, 8081)));
+  Set(s3);                             // EDS is due, after CDS's write
   h.Send(Ack(first[1], {}));           // stale nonce: ignored, EDS still wanted
   h.Send(Request(kEds, {}, "1", ""));  // empty nonce: unsubscribe from every CLA
   auto pushed = h.Take();
-  for (auto& r : pushed) EXPECT_NE(r.type_url(), kEds);
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_EQ(pushed[0].type_url(), kCds);
+}
+
+// The responses due at one moment form a round: written back to back, each but the last
+// saying that more follow (gRPC's buffer hint), and no request is taken between them, so the
+// round goes out as it was computed.
+TEST_F(SotwStreamTest, ARoundIsWrittenWholeWithAllButItsLastHinted) {
+  Set(BaseSnapshot("1"));
+  StreamHarness h(cache_);
+  SubscribeToBase(h);
+  std::string eds_nonce;
+  for (auto& r : h.Take()) {
+    if (r.type_url() == kEds) eds_nonce = r.nonce();
+    h.Send(Ack(r, r.type_url() == kCds || r.type_url() == kLds ? std::vector<std::string>{} : NamesOf(r)));
+  }
+  const size_t before = h.transport().writes.size();
+  Set(BaseSnapshot("2", 8081));  // a new snapshot version: all four types are due
+  ASSERT_TRUE(h.transport().write_in_flight);
+  // A request that comes during the round waits for its last write (each taken request
+  // starts the next read).
+  const int reads = h.transport().reads_requested;
+  h.Send(Request(kEds, {"c2"}, "1", eds_nonce));
+  std::vector<std::string> order;
+  std::vector<bool> hints;
+  std::vector<int> reads_seen;
+  while (h.transport().write_in_flight) {
+    order.push_back(std::string(ShortTypeName(h.transport().writes.back().type_url())));
+    hints.push_back(h.transport().more_follows_flags.back());
+    reads_seen.push_back(h.transport().reads_requested - reads);
+    h.CompleteWrite();
+  }
+  EXPECT_THAT(order, ElementsAre("CDS", "EDS", "LDS", "RDS"));
+  EXPECT_THAT(hints, ElementsAre(true, true, true, false));
+  EXPECT_THAT(reads_seen, ElementsAre(0, 0, 0, 1));
+  EXPECT_EQ(h.transport().writes.size(), before + 4);
 }
 
 // E7: an open-callback error ends the stream; the closed callback runs once.
