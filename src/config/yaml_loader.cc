@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
@@ -982,6 +983,78 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
+// http[].redirect and http[].directResponse: what the proxy answers instead of routing. Either
+// replaces route[], and with it everything that acts on the request sent upstream.
+void ReadRedirectOrDirectResponse(Reader& r, const YAML::Node& h, const std::string& f, HttpRoute& route) {
+  const YAML::Node redirect = h["redirect"];
+  const YAML::Node direct = h["directResponse"];
+  const char* which = redirect.IsDefined() ? "redirect" : "directResponse";
+  if (redirect.IsDefined() && direct.IsDefined()) {
+    r.Error(direct, Reader::Join(f, "directResponse"), "cannot be used with redirect");
+    return;
+  }
+  // Istio refuses these with either; the rest cxds does not combine with them.
+  for (const char* key : {"route", "rewrite", "fault"}) {
+    if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), StrCat("cannot be used with ", which));
+  }
+  for (const char* key : {"mirror", "mirrorPercentage", "mirrorPercent", "mirror_percent", "timeout", "retries"}) {
+    if (h[key].IsDefined()) {
+      r.Error(h[key], Reader::Join(f, key),
+              StrCat("with ", which, " is not supported by cxds (nothing goes upstream)"));
+    }
+  }
+  if (redirect.IsDefined()) {
+    const std::string rf = Reader::Join(f, "redirect");
+    if (!r.IsMap(redirect, rf)) return;
+    r.OnlyKeys(redirect, rf, {"uri", "authority", "port", "scheme", "redirectCode"}, {"derivePort"});
+    HttpRoute::Redirect out;
+    out.uri = r.String(redirect, "uri", rf, false).value_or("");
+    out.authority = r.String(redirect, "authority", rf, false).value_or("");
+    out.port = r.Uint(redirect, "port", rf, false, 1, 65535).value_or(0);
+    out.scheme = r.String(redirect, "scheme", rf, false).value_or("");
+    if (!out.uri.empty() && out.uri.front() != '/')
+      r.Error(redirect["uri"], Reader::Join(rf, "uri"), "must start with /");
+    if (out.uri.empty() && out.authority.empty() && out.port == 0 && out.scheme.empty() &&
+        !redirect["derivePort"].IsDefined()) {
+      r.Error(redirect, rf, "needs uri, authority, port or scheme");
+    }
+    if (std::optional<uint32_t> code = r.Uint(redirect, "redirectCode", rf, false, 300, 399)) {
+      if (*code != 301 && *code != 302 && *code != 303 && *code != 307 && *code != 308) {
+        r.Error(redirect["redirectCode"], Reader::Join(rf, "redirectCode"),
+                StrCat(*code, " is not supported by cxds (Envoy redirects with 301, 302, 303, 307 or 308)"));
+      }
+      out.code = *code;
+    }
+    route.redirect = out;
+    return;
+  }
+  const std::string df = Reader::Join(f, "directResponse");
+  if (!r.IsMap(direct, df)) return;
+  r.OnlyKeys(direct, df, {"status", "body"});
+  HttpRoute::DirectResponse out;
+  out.status = r.Uint(direct, "status", df, true, 200, 599).value_or(200);
+  if (const YAML::Node body = direct["body"]; body.IsDefined()) {
+    const std::string bf = Reader::Join(df, "body");
+    if (!r.IsMap(body, bf)) return;
+    r.OnlyKeys(body, bf, {"string", "bytes"});
+    if (body["string"].IsDefined() && body["bytes"].IsDefined()) {
+      r.Error(body, bf, "has both string and bytes (one of them)");
+    } else if (body["bytes"].IsDefined()) {
+      // Bytes in YAML are base64, as in protobuf's JSON mapping.
+      const std::string encoded = r.String(body, "bytes", bf, true).value_or("");
+      if (!absl::Base64Unescape(encoded, &out.body)) r.Error(body["bytes"], Reader::Join(bf, "bytes"), "is not base64");
+    } else {
+      out.body = r.String(body, "string", bf, true).value_or("");
+    }
+    if (out.body.size() > HttpRoute::kMaxDirectResponseBody) {
+      r.Error(body, bf,
+              StrCat("is ", out.body.size(), " bytes: longer than ", HttpRoute::kMaxDirectResponseBody,
+                     " bytes is not supported by cxds (Envoy's default max_direct_response_body_size_bytes)"));
+    }
+  }
+  route.direct_response = out;
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
@@ -1016,8 +1089,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     if (!r.IsMap(h, f)) continue;
     r.OnlyKeys(h, f,
                {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror",
-                "mirrorPercentage", "mirrorPercent", "mirror_percent"},
-               {"redirect", "directResponse", "delegate", "mirrors", "corsPolicy"});
+                "mirrorPercentage", "mirrorPercent", "mirror_percent", "redirect", "directResponse"},
+               {"delegate", "mirrors", "corsPolicy"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
@@ -1041,6 +1114,12 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         }
         route.match.push_back(std::move(match));
       }
+    }
+    if (h["redirect"].IsDefined() || h["directResponse"].IsDefined()) {
+      ReadRedirectOrDirectResponse(r, h, f, route);
+      if (h["headers"].IsDefined()) route.headers = ReadHeaders(r, h["headers"], Reader::Join(f, "headers"));
+      vs.http.push_back(std::move(route));
+      continue;
     }
     route.route = ReadWeightedDestinations(r, h, f, /*http=*/true);
     route.timeout = r.Duration(h, "timeout", f);

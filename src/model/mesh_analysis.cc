@@ -136,6 +136,8 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
           fields.push_back("headers");
         }
         if (http.rewrite.has_value()) fields.push_back("rewrite");
+        if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
+        if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
         if (http.mirror.has_value()) fields.push_back("mirror");
         for (const HttpRoute::Match& m : http.match) {
           if (m.method.has_value() || m.authority.has_value() || m.scheme.has_value() || !m.query_params.empty()) {

@@ -290,6 +290,58 @@ spec:
   EXPECT_EQ(error_of("{abort: {http2Error: CANCEL}}"), "spec.http[0].fault.abort.http2Error: is not supported by cxds");
 }
 
+// redirect and directResponse replace route[]: Istio's exclusions are errors, the rest of what
+// acts on the upstream request is not supported with them.
+TEST(YamlLoaderTest, RedirectsAndDirectResponsesAreReadAndChecked) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a]
+  http:
+  - )";
+  const ParsedFile good = ParseConfigFile(
+      "x.yaml", head +
+                    "redirect: {uri: /b, authority: c, port: 81, scheme: https, redirectCode: 302}\n  - "
+                    "directResponse: {status: 404, body: {bytes: \"aGk=\"}}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const VirtualService& vs = std::get<VirtualService>(good.documents[0].object);
+  ASSERT_EQ(vs.http.size(), 2u);
+  ASSERT_TRUE(vs.http[0].redirect.has_value());
+  EXPECT_EQ(vs.http[0].redirect->uri, "/b");
+  EXPECT_EQ(vs.http[0].redirect->authority, "c");
+  EXPECT_EQ(vs.http[0].redirect->port, 81u);
+  EXPECT_EQ(vs.http[0].redirect->scheme, "https");
+  EXPECT_EQ(vs.http[0].redirect->code, 302u);
+  EXPECT_TRUE(vs.http[0].route.empty());
+  ASSERT_TRUE(vs.http[1].direct_response.has_value());
+  EXPECT_EQ(vs.http[1].direct_response->status, 404u);
+  EXPECT_EQ(vs.http[1].direct_response->body, "hi");
+
+  const auto error_of = [&](const std::string& rule) { return OnlyError(head + rule + "\n"); };
+  EXPECT_EQ(error_of("{redirect: {uri: /b}, route: [{destination: {host: a}}]}"),
+            "spec.http[0].route: cannot be used with redirect");
+  EXPECT_EQ(error_of("{directResponse: {status: 200}, rewrite: {uri: /x}}"),
+            "spec.http[0].rewrite: cannot be used with directResponse");
+  EXPECT_EQ(error_of("{redirect: {uri: /b}, directResponse: {status: 200}}"),
+            "spec.http[0].directResponse: cannot be used with redirect");
+  EXPECT_EQ(error_of("{redirect: {uri: /b}, timeout: 1s}"),
+            "spec.http[0].timeout: with redirect is not supported by cxds (nothing goes upstream)");
+  EXPECT_EQ(error_of("{redirect: {}}"), "spec.http[0].redirect: needs uri, authority, port or scheme");
+  EXPECT_EQ(error_of("{redirect: {uri: b}}"), "spec.http[0].redirect.uri: must start with /");
+  EXPECT_EQ(error_of("{redirect: {uri: /b, redirectCode: 304}}"),
+            "spec.http[0].redirect.redirectCode: 304 is not supported by cxds (Envoy redirects with 301, 302, 303, "
+            "307 or 308)");
+  EXPECT_EQ(error_of("{redirect: {derivePort: FROM_REQUEST_PORT}}"),
+            "spec.http[0].redirect.derivePort: is not supported by cxds");
+  EXPECT_EQ(error_of("{directResponse: {body: {string: x}}}"), "spec.http[0].directResponse.status: is required");
+  EXPECT_EQ(error_of("{directResponse: {status: 200, body: {bytes: \"%%%\"}}}"),
+            "spec.http[0].directResponse.body.bytes: is not base64");
+  EXPECT_EQ(error_of("{directResponse: {status: 200, body: {string: " + std::string(4097, 'x') + "}}}"),
+            "spec.http[0].directResponse.body: is 4097 bytes: longer than 4096 bytes is not supported by cxds "
+            "(Envoy's default max_direct_response_body_size_bytes)");
+}
+
 TEST(YamlLoaderTest, ConsistentHashIsOneKeyOnARing) {
   const std::string head = R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

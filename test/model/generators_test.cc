@@ -119,6 +119,15 @@ class GeneratorsTest : public ::testing::Test {
     *r.mutable_node() = node_;
     return r;
   }
+  // The route configuration `name` as a new stream of node `id` receives it.
+  envoy::config::route::v3::RouteConfiguration RoutesFor(const std::string& id, bool grpc, const std::string& name) {
+    auto h = Connect(id, grpc);
+    h->Send(First(std::string(kRouteType), {name}));
+    auto rds = h->Take();
+    EXPECT_EQ(rds.size(), 1u);
+    return rds.empty() ? envoy::config::route::v3::RouteConfiguration()
+                       : Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  }
 
   SimulatedScheduler scheduler_;
   ConfigStore store_;
@@ -561,11 +570,8 @@ spec:
 TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   Apply("routes.yaml", kEnvoyOnlyRoutes);
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kRouteType), {"8080"}));
-  auto rds = envoy->Take();
-  ASSERT_EQ(rds.size(), 1u);
-  const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
   const auto& routes = config.virtual_hosts(0).routes();
   ASSERT_EQ(routes.size(), 2);
   const auto& admin = routes[0].match();
@@ -603,11 +609,8 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(v1.request_headers_to_add(0).header().value(), "v1");
   EXPECT_EQ(api.route().weighted_clusters().clusters(1).request_headers_to_add_size(), 0);
 
-  auto grpc = Connect("grpc-client-1", true);
-  grpc->Send(First(std::string(kRouteType), {"inventory.mesh.local:8080"}));
-  auto grpc_rds = grpc->Take();
-  ASSERT_EQ(grpc_rds.size(), 1u);
-  const auto grpc_config = Decode<envoy::config::route::v3::RouteConfiguration>(grpc_rds[0], 0);
+  const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
+  ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
   const auto& grpc_routes = grpc_config.virtual_hosts(0).routes();
   ASSERT_EQ(grpc_routes.size(), 1) << "the pseudo-header/query route is left out for gRPC";
   EXPECT_EQ(grpc_routes[0].name(), "api");
@@ -616,6 +619,58 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(grpc_routes[0].request_headers_to_add_size(), 0);
   EXPECT_TRUE(grpc_routes[0].route().prefix_rewrite().empty());
   EXPECT_EQ(grpc_routes[0].route().request_mirror_policies_size(), 0);
+}
+
+constexpr char kAnswerRoutes[] = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - name: moved
+    match: [{uri: {prefix: /old/}}]
+    redirect: {uri: /new/, authority: shop.mesh.local, port: 8443, scheme: https, redirectCode: 308}
+  - name: maintenance
+    match: [{uri: {exact: /health}}]
+    directResponse: {status: 503, body: {string: "down for maintenance"}}
+    headers: {response: {set: {retry-after: "60"}}}
+  - name: teapot
+    match: [{uri: {exact: /tea}}]
+    directResponse: {status: 418, body: {bytes: "aGVsbG8="}}
+  - name: rest
+    route: [{destination: {host: inventory.mesh.local}}]
+)";
+
+// redirect and directResponse: the proxy answers, nothing goes upstream (Envoy nodes). gRPC
+// routes only to clusters, so those routes are left out for gRPC nodes, and the rest stays.
+TEST_F(GeneratorsTest, RedirectsAndDirectResponsesForEnvoyOnly) {
+  Apply("routes.yaml", kAnswerRoutes);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
+  const auto& routes = config.virtual_hosts(0).routes();
+  ASSERT_EQ(routes.size(), 4);
+  ASSERT_TRUE(routes[0].has_redirect());
+  const auto& redirect = routes[0].redirect();
+  EXPECT_EQ(routes[0].match().prefix(), "/old/");
+  EXPECT_EQ(redirect.path_redirect(), "/new/");
+  EXPECT_EQ(redirect.host_redirect(), "shop.mesh.local");
+  EXPECT_EQ(redirect.port_redirect(), 8443u);
+  EXPECT_EQ(redirect.scheme_redirect(), "https");
+  EXPECT_EQ(redirect.response_code(), envoy::config::route::v3::RedirectAction::PERMANENT_REDIRECT);
+  ASSERT_TRUE(routes[1].has_direct_response());
+  EXPECT_EQ(routes[1].direct_response().status(), 503u);
+  EXPECT_EQ(routes[1].direct_response().body().inline_bytes(), "down for maintenance");
+  ASSERT_EQ(routes[1].response_headers_to_add_size(), 1);
+  EXPECT_EQ(routes[1].response_headers_to_add(0).header().key(), "retry-after");
+  EXPECT_EQ(routes[2].direct_response().status(), 418u);
+  EXPECT_EQ(routes[2].direct_response().body().inline_bytes(), "hello") << "bytes are base64 in YAML";
+  EXPECT_EQ(routes[3].route().cluster(), "outbound|8080||inventory.mesh.local");
+
+  const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
+  ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
+  ASSERT_EQ(grpc_config.virtual_hosts(0).routes_size(), 1);
+  EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).name(), "rest");
 }
 
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {

@@ -236,6 +236,24 @@ spec:
       << "the header hash is honoured by both";
 }
 
+TEST(MeshAnalysisTest, RoutesProxylessGrpcCannotTakeAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http:
+  - {match: [{uri: {prefix: /old}}], redirect: {uri: /new}}
+  - route: [{destination: {host: inventory.mesh.local}}]
+)");
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("vs.yaml:1: VirtualService default/inventory: spec.http[0]: redirect (the route is left out "
+                          "for gRPC): not implemented by proxyless gRPC clients (gRFC A28); Envoy nodes get them, gRPC "
+                          "nodes do without [cxds_grpc_ignores]"));
+}
+
 TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
   ConfigStore store = AnalyzedStore(/*max_warnings=*/3);
   std::string many;
