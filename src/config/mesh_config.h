@@ -160,6 +160,7 @@ struct HttpRoute {
     // matching them are left out for gRPC nodes (analysis: cxds_grpc_ignores).
     std::optional<StringMatch> method, authority, scheme;
     std::map<std::string, StringMatch> query_params;  // Envoy only, likewise
+    uint32_t port = 0;                                // the host's port it applies to; 0: every port
   };
   std::vector<Match> match;  // empty: everything
   std::vector<HttpRouteDestination> route;

@@ -1100,14 +1100,15 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         if (!r.IsMap(m, mf)) continue;
         r.OnlyKeys(m, mf,
                    {"name", "uri", "headers", "withoutHeaders", "ignoreUriCase", "method", "authority", "scheme",
-                    "queryParams"},
-                   {"port", "sourceLabels", "gateways", "sourceNamespace", "statPrefix"});
+                    "queryParams", "port"},
+                   {"sourceLabels", "gateways", "sourceNamespace", "statPrefix"});
         HttpRoute::Match match;
         if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
         match.ignore_uri_case = r.Bool(m, "ignoreUriCase", mf).value_or(false);
         match.headers = ReadMatchMap(r, m["headers"], Reader::Join(mf, "headers"), true);
         match.without_headers = ReadMatchMap(r, m["withoutHeaders"], Reader::Join(mf, "withoutHeaders"), true);
         match.query_params = ReadMatchMap(r, m["queryParams"], Reader::Join(mf, "queryParams"), false);
+        match.port = r.Uint(m, "port", mf, false, 1, 65535).value_or(0);
         for (auto [key, into] : {std::pair{"method", &match.method}, std::pair{"authority", &match.authority},
                                  std::pair{"scheme", &match.scheme}}) {
           if (m[key].IsDefined()) *into = ReadStringMatch(r, m[key], Reader::Join(mf, key));

@@ -599,6 +599,8 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
         // there, so it is left out (analysis says so, cxds_grpc_ignores).
         if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
+        // A match on another of the host's ports has no place in this port's routes.
+        if (match != nullptr && match->port != 0 && match->port != port) continue;
         auto* route = vhost->add_routes();
         if (!http.name.empty()) route->set_name(http.name);
         auto* m = route->mutable_match();

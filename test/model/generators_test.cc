@@ -673,6 +673,46 @@ TEST_F(GeneratorsTest, RedirectsAndDirectResponsesForEnvoyOnly) {
   EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).name(), "rest");
 }
 
+// match.port: a match applies to the routes of that port of the host only.
+TEST_F(GeneratorsTest, AMatchOnAPortIsInThatPortsRoutesOnly) {
+  Apply("shop.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: shop}
+spec:
+  resolution: STATIC
+  hosts: [shop.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}, {number: 8081, name: http-admin, protocol: HTTP}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop}
+spec:
+  hosts: [shop.mesh.local]
+  http:
+  - name: admin-only
+    match: [{port: 8081, uri: {prefix: /admin}}]
+    route: [{destination: {host: shop.mesh.local, port: {number: 8081}}}]
+  - name: rest
+    route: [{destination: {host: shop.mesh.local, port: {number: 8080}}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    const std::string node = grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
+    const auto names_of = [&](uint32_t port) {
+      const auto config = RoutesFor(node, grpc, grpc ? StrCat("shop.mesh.local:", port) : StrCat(port));
+      std::vector<std::string> names;
+      for (const auto& vhost : config.virtual_hosts()) {
+        if (vhost.name() != StrCat("shop.mesh.local:", port)) continue;
+        for (const auto& route : vhost.routes()) names.push_back(route.name());
+      }
+      return names;
+    };
+    EXPECT_THAT(names_of(8080), ::testing::ElementsAre("rest"));
+    EXPECT_THAT(names_of(8081), ::testing::ElementsAre("admin-only", "rest"));
+  }
+}
+
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
   auto grpc = Connect("grpc-client-1", true);
   grpc->Send(First(std::string(kClusterType), {}));
