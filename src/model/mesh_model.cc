@@ -159,8 +159,8 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::st
 }
 
 const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host) const {
-  auto it = destination_rules_.find(host);
-  return it == destination_rules_.end() ? nullptr : it->second;
+  const DestinationRule* const* rule = FindForHost(destination_rules_, host);
+  return rule != nullptr ? *rule : nullptr;
 }
 
 namespace {
@@ -196,22 +196,22 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
         const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        auto rule = rules.find(host);
-        if (rule != rules.end() && DefinesSubset(*rule->second.second, d.subset)) return;
+        const auto* rule = FindForHost(rules, host);
+        if (rule != nullptr && DefinesSubset(*rule->second, d.subset)) return;
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
         error.message =
-            rule == rules.end()
+            rule == nullptr
                 ? StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host)
-                : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
-                         rule->second.first.namespace_name, "/", rule->second.first.name, " (host ", host, ")");
+                : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ", rule->first.namespace_name,
+                         "/", rule->first.name, " (host ", host, ")");
         // The rule that defined the subset in the served state, if any, is what changed.
         if (!before.has_value()) before = RulesByHost(current, suffix);
-        if (auto old = before->find(host); old != before->end() && DefinesSubset(*old->second.second, d.subset)) {
-          error.target = old->second.first;
-        } else if (rule != rules.end()) {
-          error.target = rule->second.first;
+        if (const auto* old = FindForHost(*before, host); old != nullptr && DefinesSubset(*old->second, d.subset)) {
+          error.target = old->first;
+        } else if (rule != nullptr) {
+          error.target = rule->first;
         }
         errors.push_back(std::move(error));
       });

@@ -47,6 +47,19 @@ struct EndpointInfo {
 using HostEndpoints = std::map<uint32_t, std::vector<EndpointInfo>>;
 using EndpointIndex = std::map<std::string, std::shared_ptr<const HostEndpoints>>;
 
+// The entry of `by_host` (keyed by resolved host, wildcards such as "*.mesh.local" and "*"
+// among them) that applies to `host`: its own, else the most specific wildcard whose suffix it
+// has ("*.b.c" before "*.c" before "*"), as Istio matches a DestinationRule's host.
+template <typename Value>
+const Value* FindForHost(const std::map<std::string, Value>& by_host, const std::string& host) {
+  if (auto exact = by_host.find(host); exact != by_host.end()) return &exact->second;
+  for (size_t dot = host.find('.'); dot != std::string::npos; dot = host.find('.', dot + 1)) {
+    if (auto wildcard = by_host.find("*" + host.substr(dot)); wildcard != by_host.end()) return &wildcard->second;
+  }
+  auto any = by_host.find("*");
+  return any != by_host.end() ? &any->second : nullptr;
+}
+
 class MeshContext final : public PushContext {
  public:
   MeshContext(std::string version, uint64_t sequence, absl::Time created, std::shared_ptr<const ObjectMap> objects,
@@ -58,6 +71,7 @@ class MeshContext final : public PushContext {
   // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
   // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
+  // The DestinationRule for `host`: its own, else the most specific wildcard one (FindForHost).
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   const std::string& domain_suffix() const { return domain_suffix_; }

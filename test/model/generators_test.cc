@@ -713,6 +713,52 @@ spec:
   }
 }
 
+// A DestinationRule for "*.mesh.local" applies to every host under it that has no rule of its
+// own (the most specific host wins), and its subsets can be routed to.
+TEST_F(GeneratorsTest, AWildcardDestinationRuleAppliesWhereNoOwnRuleDoes) {
+  Apply("shop.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: shop}
+spec:
+  resolution: STATIC
+  hosts: [shop.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: everything}
+spec:
+  host: "*.mesh.local"
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+  subsets: [{name: blue, labels: {color: blue}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop}
+spec:
+  hosts: [shop.mesh.local]
+  http: [{route: [{destination: {host: shop.mesh.local, subset: blue}}]}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kClusterType), {}));
+  auto cds = envoy->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
+  for (int i = 0; i < cds[0].resources_size(); ++i) {
+    auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+    clusters[cluster.name()] = cluster;
+  }
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  ASSERT_TRUE(clusters.contains("outbound|8080||shop.mesh.local"));
+  EXPECT_EQ(clusters["outbound|8080||shop.mesh.local"].lb_policy(), Cluster::RANDOM);
+  EXPECT_TRUE(clusters.contains("outbound|8080|blue|shop.mesh.local")) << "the wildcard rule's subset";
+  ASSERT_TRUE(clusters.contains("outbound|8080|v1|inventory.mesh.local"));
+  EXPECT_EQ(clusters["outbound|8080||inventory.mesh.local"].lb_policy(), Cluster::ROUND_ROBIN)
+      << "inventory.mesh.local has a rule of its own, which wins";
+  EXPECT_FALSE(clusters.contains("outbound|8080|blue|inventory.mesh.local"));
+}
+
 TEST_F(GeneratorsTest, MovingAWorkloadEntryPushesOnlyItsAssignment) {
   auto grpc = Connect("grpc-client-1", true);
   grpc->Send(First(std::string(kClusterType), {}));
