@@ -186,6 +186,7 @@ void DeltaStream::SendNext() {
         return response;
       },
       [this](const OutgoingDeltaResponse& response, bool more_follows) {
+        RecordSent(response);  // when it is written, not computed (see SotwStream::SendNext)
         transport_->WriteResponse(response, more_follows);
       });
 }
@@ -296,8 +297,6 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
       }
     }
   }
-
-  RecordSent(response);
 }
 
 }  // namespace cxds

@@ -170,6 +170,9 @@ void SotwStream::SendNext() {
         return response;
       },
       [this](const OutgoingResponse& response, bool more_follows) {
+        // Recorded when written, not when computed: the ledger and the push accounting know
+        // what is on the wire, and a round is written before any request is taken.
+        RecordSent(response);
         transport_->WriteResponse(response, more_follows);
       });
 }
@@ -282,7 +285,6 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
   if (response.heartbeat) {
     // Changes nothing the client holds; only the nonce and the ledger move.
     state.last_nonce = response.nonce;
-    RecordSent(response);
     return;
   }
   // Envoy keeps a changed cluster warming until it gets EDS for it, even if the endpoints did
@@ -318,8 +320,6 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
       eds->second.dirty = true;
     }
   }
-
-  RecordSent(response);
 }
 
 }  // namespace cxds

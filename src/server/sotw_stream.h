@@ -99,6 +99,7 @@ class SotwStream final : public StreamCore {
   bool ApplyNames(const std::string& type_url, TypeState& state,
                   const envoy::service::discovery::v3::DiscoveryRequest& request);
   std::optional<OutgoingResponse> Compute(const std::string& type_url, TypeState& state, const ConfigView& view);
+  // What the client holds once `response` is sent (RecordSent follows when it is written).
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response);
 
   StreamTransport* const transport_;

@@ -245,7 +245,7 @@ spec:
       HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].port", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].port", "")) << "match.port is supported";
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy", "is not supported by cxds"));

@@ -69,7 +69,7 @@ class CheckingTransport final : public CheckingTransportBase<DeltaTransport, Out
     FUZZ_CHECK(!response.nonce.empty() && client_.nonces.insert(response.nonce).second,
                "nonce " + response.nonce + " is empty or was used before");
     FUZZ_CHECK(client_.requested_types.contains(type), "a response of a type never requested: " + type);
-    absl::StatusOr<SnapshotPtr> snapshot = world_.cache.GetSnapshot(client_.bound_id);
+    absl::StatusOr<SnapshotPtr> snapshot = RoundSnapshot(client_.bound_id);
     FUZZ_CHECK(snapshot.ok(), "a response was sent without a snapshot");
     const Snapshot::TypeResources* available = (*snapshot)->resources(type);
     std::set<std::string> names;

@@ -67,7 +67,7 @@ class CheckingTransport final : public CheckingTransportBase<StreamTransport, Ou
                "nonce " + response.nonce + " is empty or was used before");
     FUZZ_CHECK(client_.requested_types.contains(type), "a response of a type never requested: " + type);
     FUZZ_CHECK(client_.fixed_type.empty() || type == client_.fixed_type, "a per-type service sent " + type);
-    absl::StatusOr<SnapshotPtr> snapshot = world_.cache.GetSnapshot(client_.bound_id);
+    absl::StatusOr<SnapshotPtr> snapshot = RoundSnapshot(client_.bound_id);
     FUZZ_CHECK(snapshot.ok(), "a response was sent without a snapshot");
     const Snapshot::TypeResources* available = (*snapshot)->resources(type);
     FUZZ_CHECK(available != nullptr, "a response of a type the snapshot does not have: " + type);

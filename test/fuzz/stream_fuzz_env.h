@@ -221,6 +221,7 @@ class CheckingTransportBase : public Transport {
     FUZZ_CHECK(!finished.has_value(), "a response was written after the stream ended");
     FUZZ_CHECK(!write_in_flight, "a second write was started before the first completed");
     write_in_flight = true;
+    if (!last_more_follows) round_snapshot_.reset();  // the first write of a round
     last_more_follows = more_follows;
     write_started = world_.scheduler.clock().Now();
     CheckResponse(response);
@@ -235,7 +236,17 @@ class CheckingTransportBase : public Transport {
 
  protected:
   virtual void CheckResponse(const Response& response) = 0;
+  // The snapshot a response was computed from: the node's snapshot when its round's first
+  // write started (a round is computed at once, then written whole even if the snapshot
+  // changes meanwhile).
+  absl::StatusOr<SnapshotPtr> RoundSnapshot(const std::string& node_id) {
+    if (!round_snapshot_.has_value()) round_snapshot_ = world_.cache.GetSnapshot(node_id);
+    return *round_snapshot_;
+  }
   World& world_;
+
+ private:
+  std::optional<absl::StatusOr<SnapshotPtr>> round_snapshot_;
 };
 
 // What the client saw of one type: every response's nonce and version, in order.
