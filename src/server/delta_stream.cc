@@ -186,7 +186,6 @@ void DeltaStream::SendNext() {
         return response;
       },
       [this](const OutgoingDeltaResponse& response, bool more_follows) {
-        RecordSent(response);  // when it is written, not computed (see SotwStream::SendNext)
         transport_->WriteResponse(response, more_follows);
       });
 }

@@ -170,9 +170,6 @@ void SotwStream::SendNext() {
         return response;
       },
       [this](const OutgoingResponse& response, bool more_follows) {
-        // Recorded when written, not when computed: the ledger and the push accounting know
-        // what is on the wire, and a round is written before any request is taken.
-        RecordSent(response);
         transport_->WriteResponse(response, more_follows);
       });
 }

@@ -272,8 +272,9 @@ class StreamCore : public PushTarget {
   // Starts the next write: the round's next response, or the first of a new round when the
   // last one is written. `compute(type_url, state, view)` returns a type's response, if one
   // is due, with the stream's state already updated as if it were sent (the next type's may
-  // depend on it: a changed cluster, then its EDS); `write(response, more_follows)` records
-  // it as sent and starts the transport's write.
+  // depend on it: a changed cluster, then its EDS); `write(response, more_follows)` starts the
+  // transport's write. A response is recorded as sent (RecordSent) when it is written, not when
+  // computed, so the ledger and the push accounting know what is on the wire.
   static constexpr int kMaxResponsesPerRound = 16;
   template <typename State, typename Response, typename Compute, typename Write>
   void WriteNextOfRound(std::map<std::string, State>& types, std::deque<Response>& round, Compute compute,
@@ -290,6 +291,7 @@ class StreamCore : public PushTarget {
     if (round.empty()) return;
     const Response response = std::move(round.front());
     round.pop_front();
+    RecordSent(response);
     WriteStarting(/*more_follows=*/!round.empty());
     write(response, /*more_follows=*/!round.empty());
   }

@@ -119,6 +119,19 @@ class GeneratorsTest : public ::testing::Test {
     *r.mutable_node() = node_;
     return r;
   }
+  // Every cluster, by name, as a new Envoy stream of node `id` receives them (CDS wildcard).
+  std::map<std::string, envoy::config::cluster::v3::Cluster> ClustersFor(const std::string& id) {
+    auto h = Connect(id, false);
+    h->Send(First(std::string(kClusterType), {}));
+    auto cds = h->Take();
+    EXPECT_EQ(cds.size(), 1u);
+    std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
+    for (int i = 0; !cds.empty() && i < cds[0].resources_size(); ++i) {
+      auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+      clusters[cluster.name()] = cluster;
+    }
+    return clusters;
+  }
   // The route configuration `name` as a new stream of node `id` receives it.
   envoy::config::route::v3::RouteConfiguration RoutesFor(const std::string& id, bool grpc, const std::string& name) {
     auto h = Connect(id, grpc);
@@ -373,15 +386,8 @@ spec:
     trafficPolicy: {connectionPool: {http: {maxRetries: 4}}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kClusterType), {}));
-  auto cds = envoy->Take();
-  ASSERT_EQ(cds.size(), 1u);
-  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
-  for (int i = 0; i < cds[0].resources_size(); ++i) {
-    auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
-    clusters[cluster.name()] = cluster;
-  }
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters =
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   using Cluster = envoy::config::cluster::v3::Cluster;
   const Cluster& plain = clusters["outbound|7000||api.shop.svc.cluster.local"];
   EXPECT_EQ(plain.lb_policy(), Cluster::RANDOM);
@@ -740,15 +746,8 @@ spec:
   http: [{route: [{destination: {host: shop.mesh.local, subset: blue}}]}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kClusterType), {}));
-  auto cds = envoy->Take();
-  ASSERT_EQ(cds.size(), 1u);
-  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
-  for (int i = 0; i < cds[0].resources_size(); ++i) {
-    auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
-    clusters[cluster.name()] = cluster;
-  }
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters =
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   using Cluster = envoy::config::cluster::v3::Cluster;
   ASSERT_TRUE(clusters.contains("outbound|8080||shop.mesh.local"));
   EXPECT_EQ(clusters["outbound|8080||shop.mesh.local"].lb_policy(), Cluster::RANDOM);
