@@ -90,6 +90,43 @@ Snapshot::TypeResourcesPtr ViewInterner::Intern(const std::string& type_url, std
 
 Snapshot::TypeResourcesPtr ViewInterner::InternPatched(const std::string& type_url,
                                                        const Snapshot::TypeResourcesPtr& base, const Patch& patch) {
+  std::string memo_key = type_url;
+  memo_key += '\n';
+  memo_key += std::to_string(reinterpret_cast<uintptr_t>(base.get()));
+  memo_key += '\n';
+  for (const auto& [name, resource] : patch) {
+    memo_key += name;
+    memo_key += '\0';
+    // A removal is marked by a byte no content version (a hex digest) holds.
+    if (resource != nullptr) {
+      memo_key += resource->content_version();
+    } else {
+      memo_key += '\x01';
+    }
+    memo_key += '\n';
+  }
+  {
+    MutexLock lock(&mu_);
+    auto it = patches_.find(memo_key);
+    if (it != patches_.end()) {
+      Snapshot::TypeResourcesPtr result = it->second.result.lock();
+      if (result != nullptr && it->second.base.lock() == base) {
+        stats_.shared++;
+        stats_.patches_memoized++;
+        return result;
+      }
+    }
+  }
+  Snapshot::TypeResourcesPtr result = InternPatchedUncached(type_url, base, patch);
+  MutexLock lock(&mu_);
+  patches_[std::move(memo_key)] = PatchResult{base, result};
+  if (patches_.size() >= patches_sweep_at_) SweepPatchesLocked();
+  return result;
+}
+
+Snapshot::TypeResourcesPtr ViewInterner::InternPatchedUncached(const std::string& type_url,
+                                                               const Snapshot::TypeResourcesPtr& base,
+                                                               const Patch& patch) {
   const std::map<std::string, ResourcePtr>& base_items = base != nullptr ? base->items : NoViewItems();
   std::string bytes;
   size_t count = 0;
@@ -126,10 +163,18 @@ void ViewInterner::SweepLocked() {
   sweep_at_ = std::max<size_t>(64, 2 * table_.size());  // amortized: each sweep halves or more
 }
 
+void ViewInterner::SweepPatchesLocked() {
+  // An entry is worth keeping while its base is alive: only a proxy still holding the base can
+  // be given the patch.
+  absl::erase_if(patches_, [](const auto& entry) { return entry.second.base.expired() || entry.second.result.expired(); });
+  patches_sweep_at_ = std::max<size_t>(64, 2 * patches_.size());
+}
+
 ViewInterner::Stats ViewInterner::stats() const {
   MutexLock lock(&mu_);
   Stats stats = stats_;
   stats.entries = table_.size();
+  stats.patch_entries = patches_.size();
   return stats;
 }
 
