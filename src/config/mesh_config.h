@@ -168,13 +168,17 @@ struct HttpRoute {
   struct Rewrite {
     std::string uri;        // the matched prefix (or the whole path) becomes this
     std::string authority;  // the Host / :authority sent upstream
+    // uriRegexRewrite: every match of `regex_match` (RE2) in the path becomes `regex_rewrite`
+    // (which may name its groups: \1). Not with `uri`.
+    std::string regex_match, regex_rewrite;
   };
   std::optional<Rewrite> rewrite;
   struct Mirror {
     HttpRouteDestination destination;
     double percent = 100;  // Istio's default: every request
   };
-  std::optional<Mirror> mirror;
+  std::vector<Mirror> mirrors;  // `mirror` (one) or `mirrors` (several), not both
+  bool mirrors_listed = false;  // given as `mirrors` (field names in messages follow the file)
   std::optional<absl::Duration> timeout;
   struct Retries {
     uint32_t attempts = 0;
@@ -236,6 +240,15 @@ struct PolicyFields {
     std::optional<uint32_t> http2_max_requests;
     std::optional<absl::Duration> connect_timeout;  // tcp.connectTimeout
     std::optional<uint32_t> max_retries;            // http.maxRetries
+    // HTTP connection tuning (Envoy's upstream HttpProtocolOptions; gRPC nodes ignore them).
+    std::optional<uint32_t> max_requests_per_connection;    // http.maxRequestsPerConnection
+    std::optional<absl::Duration> idle_timeout;             // http.idleTimeout
+    std::optional<absl::Duration> max_connection_duration;  // tcp.maxConnectionDuration
+    struct TcpKeepalive {                                   // tcp.tcpKeepalive (Envoy counts whole seconds)
+      std::optional<uint32_t> probes;
+      std::optional<absl::Duration> time, interval;
+    };
+    std::optional<TcpKeepalive> tcp_keepalive;
   };
   std::optional<ConnectionPool> connection_pool;
   struct OutlierDetection {

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
+#include "re2/re2.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -756,6 +757,24 @@ MeshObject ReadWorkloadEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
   return we;
 }
 
+// Envoy and gRPC match with RE2, and Envoy refuses (NACKs the whole RDS) a regex RE2 does not
+// compile or whose program is larger than its default limit, 100 (runtime key
+// re2.max_program_size.error_level): such a regex is an error here, before any proxy sees it.
+constexpr int kEnvoyMaxRegexProgramSize = 100;
+
+void CheckRegex(Reader& r, const YAML::Node& node, const std::string& field, const std::string& pattern) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  const RE2 re(pattern, options);
+  if (!re.ok()) {
+    r.Error(node, field, StrCat("is not an RE2 regular expression: ", re.error()));
+  } else if (re.ProgramSize() > kEnvoyMaxRegexProgramSize) {
+    r.Error(node, field,
+            StrCat("is too complex for Envoy: RE2 program size ", re.ProgramSize(), ", Envoy's default limit is ",
+                   kEnvoyMaxRegexProgramSize));
+  }
+}
+
 std::optional<StringMatch> ReadStringMatch(Reader& r, const YAML::Node& node, const std::string& field) {
   if (!r.IsMap(node, field)) return std::nullopt;
   r.OnlyKeys(node, field, {"exact", "prefix", "regex"});
@@ -769,6 +788,7 @@ std::optional<StringMatch> ReadStringMatch(Reader& r, const YAML::Node& node, co
            : key == "prefix" ? StringMatch::Kind::kPrefix
                              : StringMatch::Kind::kRegex;
   m.value = r.String(node, key.c_str(), field, true).value_or("");
+  if (m.kind == StringMatch::Kind::kRegex) CheckRegex(r, node["regex"], Reader::Join(field, "regex"), m.value);
   return m;
 }
 
@@ -997,7 +1017,8 @@ void ReadRedirectOrDirectResponse(Reader& r, const YAML::Node& h, const std::str
   for (const char* key : {"route", "rewrite", "fault"}) {
     if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), StrCat("cannot be used with ", which));
   }
-  for (const char* key : {"mirror", "mirrorPercentage", "mirrorPercent", "mirror_percent", "timeout", "retries"}) {
+  for (const char* key :
+       {"mirror", "mirrors", "mirrorPercentage", "mirrorPercent", "mirror_percent", "timeout", "retries"}) {
     if (h[key].IsDefined()) {
       r.Error(h[key], Reader::Join(f, key),
               StrCat("with ", which, " is not supported by cxds (nothing goes upstream)"));
@@ -1089,8 +1110,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     if (!r.IsMap(h, f)) continue;
     r.OnlyKeys(h, f,
                {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror",
-                "mirrorPercentage", "mirrorPercent", "mirror_percent", "redirect", "directResponse"},
-               {"delegate", "mirrors", "corsPolicy"});
+                "mirrorPercentage", "mirrorPercent", "mirror_percent", "mirrors", "redirect", "directResponse"},
+               {"delegate", "corsPolicy"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
@@ -1138,13 +1159,23 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     if (h["headers"].IsDefined()) route.headers = ReadHeaders(r, h["headers"], Reader::Join(f, "headers"));
     if (const YAML::Node rewrite = h["rewrite"]; rewrite.IsDefined() && r.IsMap(rewrite, Reader::Join(f, "rewrite"))) {
       const std::string rf = Reader::Join(f, "rewrite");
-      r.OnlyKeys(rewrite, rf, {"uri", "authority"}, {"uriRegexRewrite"});
+      r.OnlyKeys(rewrite, rf, {"uri", "authority", "uriRegexRewrite"});
       HttpRoute::Rewrite rw{r.String(rewrite, "uri", rf, false).value_or(""),
                             r.String(rewrite, "authority", rf, false).value_or("")};
       if (!rw.uri.empty() && rw.uri.front() != '/')
         r.Error(rewrite["uri"], Reader::Join(rf, "uri"), "must start with /");
+      if (const YAML::Node regex = rewrite["uriRegexRewrite"];
+          regex.IsDefined() && r.IsMap(regex, Reader::Join(rf, "uriRegexRewrite"))) {
+        const std::string xf = Reader::Join(rf, "uriRegexRewrite");
+        r.OnlyKeys(regex, xf, {"match", "rewrite"});
+        rw.regex_match = r.String(regex, "match", xf, true).value_or("");
+        rw.regex_rewrite = r.String(regex, "rewrite", xf, true).value_or("");
+        if (regex["match"].IsDefined()) CheckRegex(r, regex["match"], Reader::Join(xf, "match"), rw.regex_match);
+        // As Istio: one of the two ways to rewrite the path.
+        if (rewrite["uri"].IsDefined()) r.Error(regex, xf, "cannot be used with rewrite.uri");
+      }
       if (rw.uri.empty() && rw.authority.empty() && !rewrite["uriRegexRewrite"].IsDefined()) {
-        r.Error(rewrite, rf, "needs uri or authority");
+        r.Error(rewrite, rf, "needs uri, authority or uriRegexRewrite");
       }
       route.rewrite = rw;
     }
@@ -1156,10 +1187,27 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
                      r.Uint(h, h["mirrorPercent"].IsDefined() ? "mirrorPercent" : "mirror_percent", f, false, 0, 100)) {
         m.percent = *legacy;
       }
-      route.mirror = m;
+      route.mirrors.push_back(std::move(m));
+      if (h["mirrors"].IsDefined()) r.Error(h["mirrors"], Reader::Join(f, "mirrors"), "cannot be used with mirror");
     } else {
       for (const char* key : {"mirrorPercentage", "mirrorPercent", "mirror_percent"}) {
         if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), "needs a mirror");
+      }
+      if (const YAML::Node mirrors = h["mirrors"];
+          mirrors.IsDefined() && r.IsSeq(mirrors, Reader::Join(f, "mirrors"))) {
+        for (size_t j = 0; j < mirrors.size(); ++j) {
+          const std::string mf = Reader::Index(Reader::Join(f, "mirrors"), j);
+          if (!r.IsMap(mirrors[j], mf)) continue;
+          r.OnlyKeys(mirrors[j], mf, {"destination", "percentage"});
+          if (!mirrors[j]["destination"].IsDefined()) {
+            r.Error(mirrors[j], Reader::Join(mf, "destination"), "is required");
+            continue;
+          }
+          HttpRoute::Mirror m{ReadDestination(r, mirrors[j]["destination"], Reader::Join(mf, "destination")), 100};
+          if (auto percent = r.Percent(mirrors[j], "percentage", mf)) m.percent = *percent;
+          route.mirrors.push_back(std::move(m));
+        }
+        route.mirrors_listed = true;
       }
     }
     vs.http.push_back(std::move(route));
@@ -1260,21 +1308,50 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     r.OnlyKeys(pool, cf, {"tcp", "http"});
     TrafficPolicy::ConnectionPool cp;
     if (pool["tcp"].IsDefined() && r.IsMap(pool["tcp"], Reader::Join(cf, "tcp"))) {
-      r.OnlyKeys(pool["tcp"], Reader::Join(cf, "tcp"), {"maxConnections", "connectTimeout"},
-                 {"tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
-      cp.max_connections = r.Uint(pool["tcp"], "maxConnections", Reader::Join(cf, "tcp"), false, 1, 1u << 31);
-      cp.connect_timeout = r.Duration(pool["tcp"], "connectTimeout", Reader::Join(cf, "tcp"));
+      const std::string tf = Reader::Join(cf, "tcp");
+      const YAML::Node tcp = pool["tcp"];
+      r.OnlyKeys(tcp, tf, {"maxConnections", "connectTimeout", "tcpKeepalive", "maxConnectionDuration"},
+                 {"idleTimeout"});
+      cp.max_connections = r.Uint(tcp, "maxConnections", tf, false, 1, 1u << 31);
+      cp.connect_timeout = r.Duration(tcp, "connectTimeout", tf);
       if (cp.connect_timeout.has_value() && *cp.connect_timeout < absl::Milliseconds(1)) {
-        r.Error(pool["tcp"]["connectTimeout"], Reader::Join(Reader::Join(cf, "tcp"), "connectTimeout"),
-                "must be at least 1ms");
+        r.Error(tcp["connectTimeout"], Reader::Join(tf, "connectTimeout"), "must be at least 1ms");
+      }
+      // As Istio: at least 1ms.
+      cp.max_connection_duration = r.Duration(tcp, "maxConnectionDuration", tf);
+      if (cp.max_connection_duration.has_value() && *cp.max_connection_duration < absl::Milliseconds(1)) {
+        r.Error(tcp["maxConnectionDuration"], Reader::Join(tf, "maxConnectionDuration"), "must be at least 1ms");
+      }
+      if (const YAML::Node keepalive = tcp["tcpKeepalive"];
+          keepalive.IsDefined() && r.IsMap(keepalive, Reader::Join(tf, "tcpKeepalive"))) {
+        const std::string kf = Reader::Join(tf, "tcpKeepalive");
+        r.OnlyKeys(keepalive, kf, {"probes", "time", "interval"});
+        TrafficPolicy::ConnectionPool::TcpKeepalive k;
+        k.probes = r.Uint(keepalive, "probes", kf, false, 1, 1u << 31);
+        // As Istio: at least 1ms (Envoy then counts whole seconds: generators round).
+        for (auto [key, into] : {std::pair{"time", &k.time}, std::pair{"interval", &k.interval}}) {
+          *into = r.Duration(keepalive, key, kf);
+          if (into->has_value() && **into < absl::Milliseconds(1)) {
+            r.Error(keepalive[key], Reader::Join(kf, key), "must be at least 1ms");
+          }
+        }
+        cp.tcp_keepalive = k;
       }
     }
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
       r.OnlyKeys(
-          pool["http"], hf, {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries"},
-          {"maxRequestsPerConnection", "idleTimeout", "h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
+          pool["http"], hf,
+          {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries", "maxRequestsPerConnection", "idleTimeout"},
+          {"h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
       cp.max_retries = r.Uint(pool["http"], "maxRetries", hf, false, 0, 1u << 31);
+      // 0 is Istio's "unlimited": nothing is set.
+      cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 0, 1u << 31);
+      if (cp.max_requests_per_connection == 0u) cp.max_requests_per_connection.reset();
+      cp.idle_timeout = r.Duration(pool["http"], "idleTimeout", hf);
+      if (cp.idle_timeout.has_value() && *cp.idle_timeout < absl::Milliseconds(1)) {
+        r.Error(pool["http"]["idleTimeout"], Reader::Join(hf, "idleTimeout"), "must be at least 1ms");
+      }
       cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
       cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
     }

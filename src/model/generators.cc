@@ -14,6 +14,7 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
+#include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "model/mesh_kinds.h"
 #include "model/proxy.h"
 #include "protocol/type_url.h"
@@ -103,6 +104,38 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
   return merged;
 }
 
+// connectionPool's connection tuning, for Envoy: TCP keepalive on the upstream sockets, and
+// the upstream HTTP protocol options (requests per connection, idle timeout, connection
+// lifetime).
+void SetConnectionTuning(const PolicyFields::ConnectionPool& pool, Cluster& cluster) {
+  if (pool.tcp_keepalive.has_value()) {
+    auto* keepalive = cluster.mutable_upstream_connection_options()->mutable_tcp_keepalive();
+    if (pool.tcp_keepalive->probes) keepalive->mutable_keepalive_probes()->set_value(*pool.tcp_keepalive->probes);
+    // Envoy takes whole seconds; Istio truncates, and at least 1 keeps a sub-second setting
+    // from meaning "the kernel's default".
+    const auto seconds = [](absl::Duration d) {
+      return static_cast<uint32_t>(std::clamp<int64_t>(absl::ToInt64Seconds(d), 1, UINT32_MAX));
+    };
+    if (pool.tcp_keepalive->time) keepalive->mutable_keepalive_time()->set_value(seconds(*pool.tcp_keepalive->time));
+    if (pool.tcp_keepalive->interval) {
+      keepalive->mutable_keepalive_interval()->set_value(seconds(*pool.tcp_keepalive->interval));
+    }
+  }
+  if (!pool.max_requests_per_connection && !pool.idle_timeout && !pool.max_connection_duration) return;
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  // HTTP/1.1 upstream, which is what a cluster without protocol options uses.
+  options.mutable_explicit_http_config()->mutable_http_protocol_options();
+  auto* common = options.mutable_common_http_protocol_options();
+  if (pool.max_requests_per_connection) {
+    common->mutable_max_requests_per_connection()->set_value(*pool.max_requests_per_connection);
+  }
+  if (pool.idle_timeout) SetDuration(*pool.idle_timeout, common->mutable_idle_timeout());
+  if (pool.max_connection_duration)
+    SetDuration(*pool.max_connection_duration, common->mutable_max_connection_duration());
+  (*cluster.mutable_typed_extension_protocol_options())["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+      .PackFrom(options);
+}
+
 absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy,
                                          bool grpc) {
   Cluster cluster;
@@ -139,6 +172,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
         if (pool.http1_max_pending_requests) {
           thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
         }
+        SetConnectionTuning(pool, cluster);
       }
     }
     if (policy->outlier_detection.has_value() && !grpc) {
@@ -666,11 +700,15 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           if (http.rewrite.has_value()) {
             if (!http.rewrite->uri.empty()) action->set_prefix_rewrite(http.rewrite->uri);
             if (!http.rewrite->authority.empty()) action->set_host_rewrite_literal(http.rewrite->authority);
+            if (!http.rewrite->regex_match.empty()) {
+              action->mutable_regex_rewrite()->mutable_pattern()->set_regex(http.rewrite->regex_match);
+              action->mutable_regex_rewrite()->set_substitution(http.rewrite->regex_rewrite);
+            }
           }
-          if (http.mirror.has_value()) {
+          for (const HttpRoute::Mirror& m : http.mirrors) {
             auto* mirror = action->add_request_mirror_policies();
-            mirror->set_cluster(destination_cluster(http.mirror->destination));
-            *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(http.mirror->percent);
+            mirror->set_cluster(destination_cluster(m.destination));
+            *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(m.percent);
           }
         }
         if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());

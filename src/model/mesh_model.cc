@@ -24,7 +24,11 @@ void ForEachDestination(const VirtualService& vs,
     for (size_t j = 0; j < vs.http[i].route.size(); ++j) {
       fn(vs.http[i].route[j], StrCat("spec.http[", i, "].route[", j, "].destination"));
     }
-    if (vs.http[i].mirror.has_value()) fn(vs.http[i].mirror->destination, StrCat("spec.http[", i, "].mirror"));
+    const HttpRoute& http = vs.http[i];
+    for (size_t j = 0; j < http.mirrors.size(); ++j) {
+      fn(http.mirrors[j].destination, http.mirrors_listed ? StrCat("spec.http[", i, "].mirrors[", j, "].destination")
+                                                          : StrCat("spec.http[", i, "].mirror"));
+    }
   }
   for (size_t i = 0; i < vs.tcp.size(); ++i) {
     for (size_t j = 0; j < vs.tcp[i].route.size(); ++j) {

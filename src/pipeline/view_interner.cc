@@ -166,7 +166,8 @@ void ViewInterner::SweepLocked() {
 void ViewInterner::SweepPatchesLocked() {
   // An entry is worth keeping while its base is alive: only a proxy still holding the base can
   // be given the patch.
-  absl::erase_if(patches_, [](const auto& entry) { return entry.second.base.expired() || entry.second.result.expired(); });
+  absl::erase_if(patches_,
+                 [](const auto& entry) { return entry.second.base.expired() || entry.second.result.expired(); });
   patches_sweep_at_ = std::max<size_t>(64, 2 * patches_.size());
 }
 

@@ -27,11 +27,11 @@ namespace cxds {
 class ViewInterner {
  public:
   struct Stats {
-    uint64_t shared = 0;   // views found already held by another proxy
-    uint64_t created = 0;  // views made
+    uint64_t shared = 0;            // views found already held by another proxy
+    uint64_t created = 0;           // views made
     uint64_t patches_memoized = 0;  // InternPatched calls answered from the patch memo
     size_t patch_entries = 0;       // patch memo entries (live or expired, until swept)
-    size_t entries = 0;    // table entries (live or expired, until swept)
+    size_t entries = 0;             // table entries (live or expired, until swept)
   };
 
   // The view of `type_url` holding `items` (version from their names and content versions,

@@ -219,7 +219,7 @@ spec:
   trafficPolicy:
     tls: {mode: ISTIO_MUTUAL}
     loadBalancer: {consistentHash: {maglev: {tableSize: 65537}}}
-    connectionPool: {tcp: {tcpKeepalive: {time: 1s}}, http: {idleTimeout: 1s}}
+    connectionPool: {tcp: {idleTimeout: 1s, tcpKeepalive: {time: 1s}}, http: {h2UpgradePolicy: UPGRADE, idleTimeout: 1s}}
     outlierDetection: {consecutiveGatewayErrors: 5}
   subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: PASSTHROUGH}}}]
 ---
@@ -252,8 +252,10 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.idleTimeout", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.h2UpgradePolicy", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "")) << "supported";
+  EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "")) << "supported";
   EXPECT_TRUE(
       HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveGatewayErrors", "is not supported by cxds"));
   EXPECT_TRUE(

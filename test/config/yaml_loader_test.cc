@@ -1,5 +1,6 @@
 #include "config/yaml_loader.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -378,8 +379,8 @@ spec:
             "spec.trafficPolicy.loadBalancer.consistentHash.maglev: is not supported by cxds");
 }
 
-TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
-  const std::string head = R"(apiVersion: networking.istio.io/v1
+// A VirtualService with one HTTP route, which tests extend by appending the route's fields.
+constexpr char kOneRouteVirtualService[] = R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: v}
 spec:
@@ -387,6 +388,9 @@ spec:
   http:
   - route: [{destination: {host: a}}]
 )";
+
+TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
+  const std::string head = kOneRouteVirtualService;
   const auto error_of = [&](const std::string& more) { return OnlyError(head + more); };
   EXPECT_EQ(error_of("    headers: {request: {set: {Host: x}}}\n"),
             "spec.http[0].headers.request.set.Host: the host header cannot be changed by header operations (use "
@@ -394,9 +398,18 @@ spec:
   EXPECT_EQ(error_of("    headers: {response: {remove: [\"bad header\"]}}\n"),
             "spec.http[0].headers.response.remove[0]: must be a header name (letters, digits, '-', '_')");
   EXPECT_EQ(error_of("    rewrite: {uri: v2}\n"), "spec.http[0].rewrite.uri: must start with /");
-  EXPECT_EQ(error_of("    rewrite: {}\n"), "spec.http[0].rewrite: needs uri or authority");
-  EXPECT_EQ(error_of("    rewrite: {uriRegexRewrite: {match: a, rewrite: b}}\n"),
-            "spec.http[0].rewrite.uriRegexRewrite: is not supported by cxds");
+  EXPECT_EQ(error_of("    rewrite: {}\n"), "spec.http[0].rewrite: needs uri, authority or uriRegexRewrite");
+  EXPECT_EQ(error_of("    rewrite: {uri: /x, uriRegexRewrite: {match: a, rewrite: b}}\n"),
+            "spec.http[0].rewrite.uriRegexRewrite: cannot be used with rewrite.uri");
+  EXPECT_EQ(error_of("    rewrite: {uriRegexRewrite: {match: \"a(\", rewrite: b}}\n"),
+            "spec.http[0].rewrite.uriRegexRewrite.match: is not an RE2 regular expression: missing ): a(");
+  EXPECT_EQ(error_of("    rewrite: {uriRegexRewrite: {rewrite: b}}\n"),
+            "spec.http[0].rewrite.uriRegexRewrite.match: is required");
+  EXPECT_EQ(error_of("    mirror: {host: b}\n    mirrors: [{destination: {host: c}}]\n"),
+            "spec.http[0].mirrors: cannot be used with mirror");
+  EXPECT_EQ(error_of("    mirrors: [{percentage: {value: 5}}]\n"), "spec.http[0].mirrors[0].destination: is required");
+  EXPECT_EQ(error_of("    mirrors: [{destination: {host: c}, percentage: {value: 101}}]\n"),
+            "spec.http[0].mirrors[0].percentage.value: must be a number from 0 to 100, got \"101\"");
   EXPECT_EQ(error_of("    mirrorPercentage: {value: 5}\n"), "spec.http[0].mirrorPercentage: needs a mirror");
   EXPECT_EQ(error_of("    mirror: {host: b, subset: V1}\n"),
             "spec.http[0].mirror.subset: must be a DNS label (a-z, 0-9, '-')");
@@ -410,12 +423,53 @@ spec:
                     "ignoreUriCase: true, scheme: {exact: http}}]\n");
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const HttpRoute& route = std::get<VirtualService>(good.documents[0].object).http[0];
-  ASSERT_TRUE(route.mirror.has_value());
-  EXPECT_EQ(route.mirror->destination.host, "b");
-  EXPECT_DOUBLE_EQ(route.mirror->percent, 5);
+  ASSERT_EQ(route.mirrors.size(), 1u);
+  EXPECT_FALSE(route.mirrors_listed);
+  EXPECT_EQ(route.mirrors[0].destination.host, "b");
+  EXPECT_DOUBLE_EQ(route.mirrors[0].percent, 5);
   EXPECT_TRUE(route.match[0].ignore_uri_case);
   EXPECT_EQ(route.match[0].without_headers.at("x-a").value, "b");
   EXPECT_EQ(route.match[0].scheme->value, "http");
+}
+
+TEST(YamlLoaderTest, MirrorsAndARegexRewriteAreRead) {
+  const ParsedFile good = ParseConfigFile("x.yaml", std::string(kOneRouteVirtualService) + R"(    rewrite:
+      uriRegexRewrite: {match: "^/service/([^/]+)(/.*)$", rewrite: "\\2/instance/\\1"}
+    mirrors:
+    - destination: {host: b, subset: v2}
+      percentage: {value: 12.5}
+    - destination: {host: c}
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const HttpRoute& route = std::get<VirtualService>(good.documents[0].object).http[0];
+  ASSERT_TRUE(route.rewrite.has_value());
+  EXPECT_EQ(route.rewrite->regex_match, "^/service/([^/]+)(/.*)$");
+  EXPECT_EQ(route.rewrite->regex_rewrite, "\\2/instance/\\1");
+  EXPECT_TRUE(route.rewrite->uri.empty());
+  ASSERT_EQ(route.mirrors.size(), 2u);
+  EXPECT_TRUE(route.mirrors_listed);
+  EXPECT_EQ(route.mirrors[0].destination.subset, "v2");
+  EXPECT_DOUBLE_EQ(route.mirrors[0].percent, 12.5);
+  EXPECT_EQ(route.mirrors[1].destination.host, "c");
+  EXPECT_DOUBLE_EQ(route.mirrors[1].percent, 100);  // Istio's default: all of it
+}
+
+// Envoy NACKs a whole route configuration for one regex RE2 refuses or finds too large.
+TEST(YamlLoaderTest, ARegexEnvoyWouldRefuseIsAnErrorWhereverItIs) {
+  const std::string head = kOneRouteVirtualService;
+  const auto error_of = [&](const std::string& more) { return OnlyError(head + more); };
+  EXPECT_EQ(error_of("    match: [{uri: {regex: \"[a-\"}}]\n"),
+            "spec.http[0].match[0].uri.regex: is not an RE2 regular expression: missing ]: [a-");
+  // A backreference is Perl's, not RE2's.
+  EXPECT_EQ(error_of("    match: [{headers: {x-a: {regex: \"(a)\\\\1\"}}}]\n"),
+            "spec.http[0].match[0].headers.x-a.regex: is not an RE2 regular expression: invalid escape sequence: \\1");
+  const std::string big = OnlyError(head + "    match: [{authority: {regex: \"(abc|def){1,60}\"}}]\n");
+  EXPECT_TRUE(
+      absl::StartsWith(big, "spec.http[0].match[0].authority.regex: is too complex for Envoy: RE2 program size "))
+      << big;
+  EXPECT_TRUE(absl::EndsWith(big, ", Envoy's default limit is 100")) << big;
+  const ParsedFile fine = ParseConfigFile("x.yaml", head + "    match: [{uri: {regex: \"/api/v[0-9]+/.*\"}}]\n");
+  EXPECT_EQ(fine.documents.size(), 1u) << Errors(fine);
 }
 
 TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {

@@ -3,6 +3,7 @@
 // endpoint move and a route change cause.
 #include "model/generators.h"
 
+#include "absl/strings/str_replace.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
@@ -10,6 +11,7 @@
 #include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
+#include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/pgv_check.h"
 #include "fakes/stream_harness.h"
@@ -61,13 +63,16 @@ spec:
   egress: [{hosts: ["./*"]}]
 )";
 
-constexpr char kRoutes[] = R"(apiVersion: networking.istio.io/v1
+// The head of a VirtualService for inventory.mesh.local, to which tests append `http` routes.
+constexpr char kInventoryRoutesHead[] = R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: inventory}
 spec:
   hosts: [inventory.mesh.local]
   http:
-  - match: [{headers: {x-canary: {exact: "yes"}}}]
+)";
+
+const std::string kRoutes = std::string(kInventoryRoutesHead) + R"(  - match: [{headers: {x-canary: {exact: "yes"}}}]
     route: [{destination: {host: inventory.mesh.local, subset: v2}}]
   - route:
     - {destination: {host: inventory.mesh.local, subset: v1}, weight: 80}
@@ -414,13 +419,7 @@ spec:
 // typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
 // (gRPC implements the filter, gRFC A33).
 TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
-  Apply("routes.yaml", R"(apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: inventory}
-spec:
-  hosts: [inventory.mesh.local]
-  http:
-  - match: [{headers: {x-fault: {exact: delay}}}]
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - match: [{headers: {x-fault: {exact: delay}}}]
     fault: {delay: {fixedDelay: 1.5s, percentage: {value: 12.5}}}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
   - match: [{headers: {x-fault: {exact: abort}}}]
@@ -625,6 +624,97 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(grpc_routes[0].request_headers_to_add_size(), 0);
   EXPECT_TRUE(grpc_routes[0].route().prefix_rewrite().empty());
   EXPECT_EQ(grpc_routes[0].route().request_mirror_policies_size(), 0);
+}
+
+// rewrite.uriRegexRewrite is RouteAction.regex_rewrite; `mirrors` is one mirror policy each.
+// Envoy only: gRPC implements neither (gRFC A28).
+TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: api
+    rewrite:
+      uriRegexRewrite: {match: "^/service/([^/]+)(/.*)$", rewrite: "\\2/instance/\\1"}
+    mirrors:
+    - destination: {host: inventory.mesh.local, subset: v2}
+      percentage: {value: 12.5}
+    - destination: {host: inventory.mesh.local}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
+  ASSERT_EQ(config.virtual_hosts(0).routes_size(), 1);
+  const auto& action = config.virtual_hosts(0).routes(0).route();
+  EXPECT_EQ(action.regex_rewrite().pattern().regex(), "^/service/([^/]+)(/.*)$");
+  EXPECT_EQ(action.regex_rewrite().substitution(), "\\2/instance/\\1");
+  EXPECT_TRUE(action.prefix_rewrite().empty());
+  ASSERT_EQ(action.request_mirror_policies_size(), 2);
+  EXPECT_EQ(action.request_mirror_policies(0).cluster(), "outbound|8080|v2|inventory.mesh.local");
+  EXPECT_EQ(action.request_mirror_policies(0).runtime_fraction().default_value().numerator(), 125000u);
+  EXPECT_EQ(action.request_mirror_policies(0).runtime_fraction().default_value().denominator(),
+            envoy::type::v3::FractionalPercent::MILLION);
+  EXPECT_EQ(action.request_mirror_policies(1).cluster(), "outbound|8080||inventory.mesh.local");
+  EXPECT_EQ(action.request_mirror_policies(1).runtime_fraction().default_value().numerator(), 1000000u);
+
+  const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
+  ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
+  ASSERT_EQ(grpc_config.virtual_hosts(0).routes_size(), 1);
+  EXPECT_FALSE(grpc_config.virtual_hosts(0).routes(0).route().has_regex_rewrite());
+  EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).route().request_mirror_policies_size(), 0);
+  EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+}
+
+// connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
+// upstream HttpProtocolOptions (HTTP/1.1, as a cluster without options). Envoy only.
+TEST_F(GeneratorsTest, ConnectionTuningIsKeepaliveAndUpstreamHttpOptionsForEnvoyOnly) {
+  // The mesh's own rule for inventory, with a traffic policy.
+  const std::string subsets =
+      "  subsets:\n  - {name: v1, labels: {version: v1}}\n  - {name: v2, labels: {version: v2}}\n";
+  const std::string mesh(kMesh);
+  ASSERT_NE(mesh.find(subsets), std::string::npos);
+  Apply("mesh.yaml", absl::StrReplaceAll(mesh, {{subsets, R"(  trafficPolicy:
+    connectionPool:
+      tcp:
+        maxConnectionDuration: 30m
+        tcpKeepalive: {probes: 3, time: 7200s, interval: 1500ms}
+      http: {maxRequestsPerConnection: 10, idleTimeout: 90s}
+  subsets:
+  - name: v1
+    labels: {version: v1}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy: {connectionPool: {http: {maxRequestsPerConnection: 0}}}
+)"}}));
+
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const Cluster& plain = clusters["outbound|8080||inventory.mesh.local"];
+  const auto& keepalive = plain.upstream_connection_options().tcp_keepalive();
+  EXPECT_EQ(keepalive.keepalive_probes().value(), 3u);
+  EXPECT_EQ(keepalive.keepalive_time().value(), 7200u);
+  EXPECT_EQ(keepalive.keepalive_interval().value(), 1u) << "whole seconds, rounded down";
+  constexpr char kOptions[] = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+  ASSERT_TRUE(plain.typed_extension_protocol_options().contains(kOptions));
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  ASSERT_TRUE(plain.typed_extension_protocol_options().at(kOptions).UnpackTo(&options));
+  EXPECT_TRUE(options.explicit_http_config().has_http_protocol_options()) << "HTTP/1.1 upstream, as before";
+  EXPECT_EQ(options.common_http_protocol_options().max_requests_per_connection().value(), 10u);
+  EXPECT_EQ(options.common_http_protocol_options().idle_timeout().seconds(), 90);
+  EXPECT_EQ(options.common_http_protocol_options().max_connection_duration().seconds(), 1800);
+  EXPECT_TRUE(clusters["outbound|8080|v1|inventory.mesh.local"].typed_extension_protocol_options().contains(kOptions))
+      << "inherited by a subset without a pool of its own";
+  const Cluster& v2 = clusters["outbound|8080|v2|inventory.mesh.local"];
+  EXPECT_FALSE(v2.typed_extension_protocol_options().contains(kOptions))
+      << "the subset's pool replaces the rule's; 0 requests per connection is Istio's unlimited";
+  EXPECT_FALSE(v2.upstream_connection_options().has_tcp_keepalive());
+
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kClusterType), {"outbound|8080||inventory.mesh.local"}));
+  auto cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  const auto grpc_cluster = Decode<Cluster>(cds[0], 0);
+  EXPECT_FALSE(grpc_cluster.has_upstream_connection_options());
+  EXPECT_TRUE(grpc_cluster.typed_extension_protocol_options().empty());
 }
 
 constexpr char kAnswerRoutes[] = R"(apiVersion: networking.istio.io/v1

@@ -236,22 +236,46 @@ spec:
       << "the header hash is honoured by both";
 }
 
-TEST(MeshAnalysisTest, RoutesProxylessGrpcCannotTakeAreReported) {
-  ConfigStore store = AnalyzedStore();
+// Applies the mesh, then vs.yaml: a VirtualService for inventory.mesh.local with `http` routes.
+ConfigStore::Update ApplyInventoryRoutes(ConfigStore& store, const std::string& http) {
   store.ApplyFile("mesh.yaml", kMesh);
-  const ConfigStore::Update update = store.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+  return store.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: inventory}
 spec:
   hosts: [inventory.mesh.local]
   http:
-  - {match: [{uri: {prefix: /old}}], redirect: {uri: /new}}
+)" + http);
+}
+
+TEST(MeshAnalysisTest, RoutesProxylessGrpcCannotTakeAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update =
+      ApplyInventoryRoutes(store, R"(  - {match: [{uri: {prefix: /old}}], redirect: {uri: /new}}
   - route: [{destination: {host: inventory.mesh.local}}]
 )");
   EXPECT_THAT(Strings(update.warnings),
               ElementsAre("vs.yaml:1: VirtualService default/inventory: spec.http[0]: redirect (the route is left out "
                           "for gRPC): not implemented by proxyless gRPC clients (gRFC A28); Envoy nodes get them, gRPC "
                           "nodes do without [cxds_grpc_ignores]"));
+}
+
+// `mirrors` entries are destinations like any other: a missing host is said at its own entry.
+TEST(MeshAnalysisTest, AMirrorsEntryToAMissingHostIsReportedWhereItIs) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update =
+      ApplyInventoryRoutes(store, R"(  - route: [{destination: {host: inventory.mesh.local}}]
+    mirrors:
+    - destination: {host: inventory.mesh.local}
+    - destination: {host: shadow.mesh.local}
+)");
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains(::testing::HasSubstr(
+                            "spec.http[0].mirrors[1].destination.host: host shadow.mesh.local is not defined")))
+      << ::testing::PrintToString(warnings);
+  EXPECT_THAT(warnings, ::testing::Not(::testing::Contains(::testing::HasSubstr("mirrors[0]"))));
+  EXPECT_THAT(warnings, ::testing::Contains(::testing::HasSubstr(
+                            "spec.http[0]: mirrors: not implemented by proxyless gRPC clients (gRFC A28)")));
 }
 
 TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
