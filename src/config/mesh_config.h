@@ -202,6 +202,14 @@ struct HttpRoute {
     std::string body;     // at most kMaxDirectResponseBody bytes
   };
   std::optional<DirectResponse> direct_response;
+  // corsPolicy (Envoy's CORS filter, per route; proxyless gRPC has no CORS).
+  struct CorsPolicy {
+    std::vector<StringMatch> allow_origins;  // allowOrigins, and the deprecated allowOrigin as exact ones
+    std::vector<std::string> allow_methods, allow_headers, expose_headers;
+    std::optional<absl::Duration> max_age;  // Envoy takes whole seconds
+    std::optional<bool> allow_credentials;
+  };
+  std::optional<CorsPolicy> cors;
   // Envoy refuses a direct response body over this unless the route configuration raises it.
   static constexpr size_t kMaxDirectResponseBody = 4096;
 };

@@ -1003,6 +1003,53 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
+// http[].corsPolicy, as Istio takes it: origins as string matches (or the deprecated exact
+// strings), methods and header names, maxAge, allowCredentials.
+std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node& node, const std::string& f) {
+  if (!r.IsMap(node, f)) return std::nullopt;
+  r.OnlyKeys(
+      node, f,
+      {"allowOrigins", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowCredentials"},
+      {"unmatchedPreflights"});
+  HttpRoute::CorsPolicy cors;
+  if (const YAML::Node origins = node["allowOrigins"];
+      origins.IsDefined() && r.IsSeq(origins, Reader::Join(f, "allowOrigins"))) {
+    for (size_t i = 0; i < origins.size(); ++i) {
+      if (auto m = ReadStringMatch(r, origins[i], Reader::Index(Reader::Join(f, "allowOrigins"), i))) {
+        cors.allow_origins.push_back(*std::move(m));
+      }
+    }
+  }
+  // Envoy's CORS filter takes an exact "*" as any origin.
+  for (std::string& origin : r.Strings(node, "allowOrigin", f, false)) {
+    cors.allow_origins.push_back({StringMatch::Kind::kExact, std::move(origin)});
+  }
+  if (node["allowOrigins"].IsDefined() && node["allowOrigin"].IsDefined()) {
+    r.Error(node["allowOrigin"], Reader::Join(f, "allowOrigin"), "cannot be used with allowOrigins");
+  }
+  const auto tokens = [&](const char* key, std::vector<std::string>& into) {
+    into = r.Strings(node, key, f, false);
+    const YAML::Node list = node[key];
+    for (size_t i = 0; list.IsDefined() && list.IsSequence() && i < list.size(); ++i) {
+      if (!list[i].IsScalar()) continue;  // said by Strings
+      // Envoy joins them with commas: a name holding one would be two.
+      const std::string& token = list[i].Scalar();
+      if (token.empty() || token.size() > 256 || !std::all_of(token.begin(), token.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '*';
+          })) {
+        r.Error(list[i], Reader::Index(Reader::Join(f, key), i),
+                "must be a method or header name (letters, digits, '-', '_', or *)");
+      }
+    }
+  };
+  tokens("allowMethods", cors.allow_methods);
+  tokens("allowHeaders", cors.allow_headers);
+  tokens("exposeHeaders", cors.expose_headers);
+  cors.max_age = r.Duration(node, "maxAge", f);
+  cors.allow_credentials = r.Bool(node, "allowCredentials", f);
+  return cors;
+}
+
 // http[].redirect and http[].directResponse: what the proxy answers instead of routing. Either
 // replaces route[], and with it everything that acts on the request sent upstream.
 void ReadRedirectOrDirectResponse(Reader& r, const YAML::Node& h, const std::string& f, HttpRoute& route) {
@@ -1108,10 +1155,11 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     const std::string f = Reader::Index("spec.http", i);
     const YAML::Node h = http[i];
     if (!r.IsMap(h, f)) continue;
-    r.OnlyKeys(h, f,
-               {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror",
-                "mirrorPercentage", "mirrorPercent", "mirror_percent", "mirrors", "redirect", "directResponse"},
-               {"delegate", "corsPolicy"});
+    r.OnlyKeys(
+        h, f,
+        {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror", "mirrorPercentage",
+         "mirrorPercent", "mirror_percent", "mirrors", "redirect", "directResponse", "corsPolicy"},
+        {"delegate"});
     HttpRoute route;
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
@@ -1137,6 +1185,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         route.match.push_back(std::move(match));
       }
     }
+    if (h["corsPolicy"].IsDefined()) route.cors = ReadCorsPolicy(r, h["corsPolicy"], Reader::Join(f, "corsPolicy"));
     if (h["redirect"].IsDefined() || h["directResponse"].IsDefined()) {
       ReadRedirectOrDirectResponse(r, h, f, route);
       if (h["headers"].IsDefined()) route.headers = ReadHeaders(r, h["headers"], Reader::Join(f, "headers"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/strings.h"
@@ -10,6 +11,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
 #include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
@@ -347,15 +349,24 @@ std::optional<TcpRouteRef> TcpRouteLookup(const MeshContext& mesh, const std::st
 }
 
 constexpr char kFaultFilter[] = "envoy.filters.http.fault";
+constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
-HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix) {
+// `envoy`: the connection manager of an Envoy node, which lists the CORS filter too (proxyless
+// gRPC has none, and refuses a listener naming a filter it lacks).
+HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix, bool envoy) {
   HttpConnectionManager hcm;
   hcm.set_stat_prefix(stat_prefix);
   hcm.mutable_rds()->set_route_config_name(route_name);
   hcm.mutable_rds()->mutable_config_source()->mutable_ads();
   hcm.mutable_rds()->mutable_config_source()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
-  // The fault filter, empty: routes with a VirtualService fault configure it per route
-  // (typed_per_filter_config), as istiod does; gRPC honours it only when it is listed here.
+  // The CORS filter, then the fault filter, both empty and in istiod's order: routes with a
+  // corsPolicy or a fault configure them per route (typed_per_filter_config); gRPC honours a
+  // fault only when its filter is listed here.
+  if (envoy) {
+    auto* cors = hcm.add_http_filters();
+    cors->set_name(kCorsFilter);
+    cors->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::cors::v3::Cors());
+  }
   auto* fault = hcm.add_http_filters();
   fault->set_name(kFaultFilter);
   fault->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::fault::v3::HTTPFault());
@@ -379,14 +390,14 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     GeneratedResources out;
     const auto add_api_listener = [&](const ServiceInfo& service, const ServicePort& port) -> absl::Status {
       const std::string name = StrCat(service.host, ":", port.number);
-      auto resource =
-          cache.GetOrBuild({std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
-                           [&]() -> absl::StatusOr<ResourcePtr> {
-                             Listener listener;
-                             listener.set_name(name);
-                             listener.mutable_api_listener()->mutable_api_listener()->PackFrom(RdsManager(name, name));
-                             return Resource::FromMessage(listener);
-                           });
+      auto resource = cache.GetOrBuild(
+          {std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
+          [&]() -> absl::StatusOr<ResourcePtr> {
+            Listener listener;
+            listener.set_name(name);
+            listener.mutable_api_listener()->mutable_api_listener()->PackFrom(RdsManager(name, name, /*envoy=*/false));
+            return Resource::FromMessage(listener);
+          });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
       return absl::OkStatus();
@@ -429,44 +440,45 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     for (const auto& [port, tcp_service] : ports) {
       const std::string name = StrCat(options_.listener_address, "_", port);
       const bool http = tcp_service == nullptr;
-      auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, http ? "envoy" : StrCat("envoy|tcp|", tcp_service->host)}, {kWholeContext},
-          request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
-            Listener listener;
-            listener.set_name(name);
-            auto* address = listener.mutable_address()->mutable_socket_address();
-            address->set_address(options_.listener_address);
-            address->set_port_value(port);
-            auto* filter = listener.add_filter_chains()->add_filters();
-            if (http) {
-              filter->set_name("envoy.filters.network.http_connection_manager");
-              filter->mutable_typed_config()->PackFrom(RdsManager(std::to_string(port), StrCat("outbound_", port)));
-            } else {
-              const std::string cluster = ClusterName(port, "", tcp_service->host);
-              TcpProxy tcp;
-              tcp.set_stat_prefix(cluster);
-              const std::optional<TcpRouteRef> route = TcpRouteLookup(mesh, tcp_service->host, port);
-              const auto cluster_of = [&](const HttpRouteDestination& d) {
-                return ClusterName(d.port != 0 ? d.port : port, d.subset,
-                                   ResolveHost(d.host, route->namespace_name, mesh.domain_suffix()));
-              };
-              if (!route.has_value()) {
-                tcp.set_cluster(cluster);
-              } else if (route->route->route.size() == 1) {
-                tcp.set_cluster(cluster_of(route->route->route[0]));
-              } else {
-                for (const HttpRouteDestination& d : route->route->route) {
-                  if (d.weight == 0) continue;
-                  auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
-                  weighted->set_name(cluster_of(d));
-                  weighted->set_weight(d.weight);
-                }
-              }
-              filter->set_name("envoy.filters.network.tcp_proxy");
-              filter->mutable_typed_config()->PackFrom(tcp);
-            }
-            return Resource::FromMessage(listener);
-          });
+      auto resource =
+          cache.GetOrBuild({std::string(kListenerType), name, http ? "envoy" : StrCat("envoy|tcp|", tcp_service->host)},
+                           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+                             Listener listener;
+                             listener.set_name(name);
+                             auto* address = listener.mutable_address()->mutable_socket_address();
+                             address->set_address(options_.listener_address);
+                             address->set_port_value(port);
+                             auto* filter = listener.add_filter_chains()->add_filters();
+                             if (http) {
+                               filter->set_name("envoy.filters.network.http_connection_manager");
+                               filter->mutable_typed_config()->PackFrom(
+                                   RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
+                             } else {
+                               const std::string cluster = ClusterName(port, "", tcp_service->host);
+                               TcpProxy tcp;
+                               tcp.set_stat_prefix(cluster);
+                               const std::optional<TcpRouteRef> route = TcpRouteLookup(mesh, tcp_service->host, port);
+                               const auto cluster_of = [&](const HttpRouteDestination& d) {
+                                 return ClusterName(d.port != 0 ? d.port : port, d.subset,
+                                                    ResolveHost(d.host, route->namespace_name, mesh.domain_suffix()));
+                               };
+                               if (!route.has_value()) {
+                                 tcp.set_cluster(cluster);
+                               } else if (route->route->route.size() == 1) {
+                                 tcp.set_cluster(cluster_of(route->route->route[0]));
+                               } else {
+                                 for (const HttpRouteDestination& d : route->route->route) {
+                                   if (d.weight == 0) continue;
+                                   auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
+                                   weighted->set_name(cluster_of(d));
+                                   weighted->set_weight(d.weight);
+                                 }
+                               }
+                               filter->set_name("envoy.filters.network.tcp_proxy");
+                               filter->mutable_typed_config()->PackFrom(tcp);
+                             }
+                             return Resource::FromMessage(listener);
+                           });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
@@ -526,6 +538,19 @@ envoy::type::v3::FractionalPercent Fraction(double percent) {
   fraction.set_numerator(static_cast<uint32_t>(percent * 10000));
   fraction.set_denominator(envoy::type::v3::FractionalPercent::MILLION);
   return fraction;
+}
+
+// corsPolicy as istiod translates it: origins as string matchers, the lists comma-joined,
+// maxAge in whole seconds.
+envoy::extensions::filters::http::cors::v3::CorsPolicy CorsConfig(const HttpRoute::CorsPolicy& in) {
+  envoy::extensions::filters::http::cors::v3::CorsPolicy out;
+  for (const StringMatch& origin : in.allow_origins) SetStringMatch(origin, out.add_allow_origin_string_match());
+  out.set_allow_methods(absl::StrJoin(in.allow_methods, ","));
+  out.set_allow_headers(absl::StrJoin(in.allow_headers, ","));
+  out.set_expose_headers(absl::StrJoin(in.expose_headers, ","));
+  if (in.max_age.has_value()) out.set_max_age(std::to_string(absl::ToInt64Seconds(*in.max_age)));
+  if (in.allow_credentials.has_value()) out.mutable_allow_credentials()->set_value(*in.allow_credentials);
+  return out;
 }
 
 envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultInjection& fault) {
@@ -665,6 +690,9 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
             param->set_name(name);
             SetStringMatch(value, param->mutable_string_match());
           }
+        }
+        if (http.cors.has_value() && !grpc) {  // gRPC has no CORS
+          (*route->mutable_typed_per_filter_config())[kCorsFilter].PackFrom(CorsConfig(*http.cors));
         }
         if (answers) {
           AddHeaderOperations(http.headers, route);

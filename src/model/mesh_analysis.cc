@@ -139,6 +139,7 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
         if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
         if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
         if (!http.mirrors.empty()) fields.push_back(http.mirrors_listed ? "mirrors" : "mirror");
+        if (http.cors.has_value()) fields.push_back("corsPolicy");
         for (const HttpRoute::Match& m : http.match) {
           if (m.method.has_value() || m.authority.has_value() || m.scheme.has_value() || !m.query_params.empty()) {
             fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");

@@ -207,7 +207,7 @@ spec:
   http:
   - match: [{sourceLabels: {app: web}, port: 80}]
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
-    corsPolicy: {allowOrigins: [{exact: "https://example.com"}]}
+    corsPolicy: {allowOrigins: [{exact: "https://example.com"}], unmatchedPreflights: FORWARD}
     route: [{destination: {host: a.example.com}}]
     retries: {attempts: 2, retryRemoteLocalities: true}
 ---
@@ -248,7 +248,7 @@ spec:
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].port", "")) << "match.port is supported";
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy.unmatchedPreflights", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));

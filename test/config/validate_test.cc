@@ -35,10 +35,10 @@ TEST_F(ValidateTest, AValidDirectoryExitsZero) {
 TEST_F(ValidateTest, ErrorsAreListedAndTheExitIsOne) {
   Write("nested/vs.yaml",
         "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
-        "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    corsPolicy: {allowOrigins: []}\n");
+        "  hosts: [a]\n  http:\n  - route: [{destination: {host: a}}]\n    delegate: {name: d}\n");
   std::ostringstream out, err;
   EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 1);
-  EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].corsPolicy: is not supported "
+  EXPECT_NE(err.str().find("nested/vs.yaml:8: VirtualService default/v: spec.http[0].delegate: is not supported "
                            "by cxds"),
             std::string::npos)
       << err.str();

@@ -454,6 +454,45 @@ TEST(YamlLoaderTest, MirrorsAndARegexRewriteAreRead) {
   EXPECT_DOUBLE_EQ(route.mirrors[1].percent, 100);  // Istio's default: all of it
 }
 
+TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {
+  const ParsedFile good = ParseConfigFile("x.yaml", std::string(kOneRouteVirtualService) + R"(    corsPolicy:
+      allowOrigins: [{exact: "https://shop.example.com"}, {regex: "https://.*[.]example[.]org"}]
+      allowMethods: [GET, POST]
+      allowHeaders: [x-custom, content-type]
+      exposeHeaders: [x-trace]
+      maxAge: 24h
+      allowCredentials: true
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const HttpRoute& route = std::get<VirtualService>(good.documents[0].object).http[0];
+  ASSERT_TRUE(route.cors.has_value());
+  ASSERT_EQ(route.cors->allow_origins.size(), 2u);
+  EXPECT_EQ(route.cors->allow_origins[1].kind, StringMatch::Kind::kRegex);
+  EXPECT_THAT(route.cors->allow_methods, ::testing::ElementsAre("GET", "POST"));
+  EXPECT_THAT(route.cors->expose_headers, ::testing::ElementsAre("x-trace"));
+  EXPECT_EQ(route.cors->max_age, absl::Hours(24));
+  EXPECT_EQ(route.cors->allow_credentials, true);
+
+  const auto error_of = [](const std::string& more) { return OnlyError(kOneRouteVirtualService + more); };
+  EXPECT_EQ(
+      error_of("    corsPolicy: {allowMethods: [\"GET,POST\"]}\n"),
+      "spec.http[0].corsPolicy.allowMethods[0]: must be a method or header name (letters, digits, '-', '_', or *)");
+  EXPECT_EQ(error_of("    corsPolicy: {allowOrigins: [{regex: \"(\"}]}\n"),
+            "spec.http[0].corsPolicy.allowOrigins[0].regex: is not an RE2 regular expression: missing ): (");
+  EXPECT_EQ(error_of("    corsPolicy: {allowOrigin: [\"*\"], allowOrigins: [{exact: a}]}\n"),
+            "spec.http[0].corsPolicy.allowOrigin: cannot be used with allowOrigins");
+  EXPECT_EQ(error_of("    corsPolicy: {unmatchedPreflights: IGNORE}\n"),
+            "spec.http[0].corsPolicy.unmatchedPreflights: is not supported by cxds");
+  // The deprecated allowOrigin: exact strings.
+  const ParsedFile legacy =
+      ParseConfigFile("x.yaml", std::string(kOneRouteVirtualService) + "    corsPolicy: {allowOrigin: [\"*\"]}\n");
+  ASSERT_EQ(legacy.documents.size(), 1u) << Errors(legacy);
+  const auto& origins = std::get<VirtualService>(legacy.documents[0].object).http[0].cors->allow_origins;
+  ASSERT_EQ(origins.size(), 1u);
+  EXPECT_EQ(origins[0].kind, StringMatch::Kind::kExact);
+  EXPECT_EQ(origins[0].value, "*");
+}
+
 // Envoy NACKs a whole route configuration for one regex RE2 refuses or finds too large.
 TEST(YamlLoaderTest, ARegexEnvoyWouldRefuseIsAnErrorWhereverItIs) {
   const std::string head = kOneRouteVirtualService;

@@ -8,6 +8,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
 #include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
@@ -145,6 +146,17 @@ class GeneratorsTest : public ::testing::Test {
     EXPECT_EQ(rds.size(), 1u);
     return rds.empty() ? envoy::config::route::v3::RouteConfiguration()
                        : Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  }
+
+  // The one route of inventory.mesh.local port 8080 as a new Envoy (or gRPC) stream receives it.
+  envoy::config::route::v3::Route OnlyInventoryRoute(bool grpc) {
+    const auto config = grpc ? RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080")
+                             : RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+    EXPECT_EQ(config.virtual_hosts_size(), 1);
+    if (config.virtual_hosts_size() != 1) return {};
+    EXPECT_EQ(config.virtual_hosts(0).routes_size(), 1);
+    return config.virtual_hosts(0).routes_size() == 1 ? config.virtual_hosts(0).routes(0)
+                                                      : envoy::config::route::v3::Route();
   }
 
   SimulatedScheduler scheduler_;
@@ -447,10 +459,15 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
     ASSERT_TRUE(grpc ? listener.api_listener().api_listener().UnpackTo(&hcm)
                      : listener.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
-    ASSERT_EQ(hcm.http_filters_size(), 2);
-    EXPECT_EQ(hcm.http_filters(0).name(), "envoy.filters.http.fault");
-    EXPECT_TRUE(hcm.http_filters(0).typed_config().Is<HTTPFault>());
-    EXPECT_EQ(hcm.http_filters(1).name(), "envoy.filters.http.router") << "the router is last";
+    // Envoy's lists the CORS filter first, as istiod's does; gRPC has none.
+    const int fault_at = grpc ? 0 : 1;
+    ASSERT_EQ(hcm.http_filters_size(), fault_at + 2);
+    if (!grpc) {
+      EXPECT_EQ(hcm.http_filters(0).name(), "envoy.filters.http.cors");
+    }
+    EXPECT_EQ(hcm.http_filters(fault_at).name(), "envoy.filters.http.fault");
+    EXPECT_TRUE(hcm.http_filters(fault_at).typed_config().Is<HTTPFault>());
+    EXPECT_EQ(hcm.http_filters(fault_at + 1).name(), "envoy.filters.http.router") << "the router is last";
 
     proxy->Send(Request(std::string(kRouteType), {grpc ? "inventory.mesh.local:8080" : "8080"}));
     auto rds = proxy->Take();
@@ -639,10 +656,8 @@ TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
-  ASSERT_EQ(config.virtual_hosts_size(), 1);
-  ASSERT_EQ(config.virtual_hosts(0).routes_size(), 1);
-  const auto& action = config.virtual_hosts(0).routes(0).route();
+  const auto route = OnlyInventoryRoute(false);
+  const auto& action = route.route();
   EXPECT_EQ(action.regex_rewrite().pattern().regex(), "^/service/([^/]+)(/.*)$");
   EXPECT_EQ(action.regex_rewrite().substitution(), "\\2/instance/\\1");
   EXPECT_TRUE(action.prefix_rewrite().empty());
@@ -654,12 +669,42 @@ TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
   EXPECT_EQ(action.request_mirror_policies(1).cluster(), "outbound|8080||inventory.mesh.local");
   EXPECT_EQ(action.request_mirror_policies(1).runtime_fraction().default_value().numerator(), 1000000u);
 
-  const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
-  ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
-  ASSERT_EQ(grpc_config.virtual_hosts(0).routes_size(), 1);
-  EXPECT_FALSE(grpc_config.virtual_hosts(0).routes(0).route().has_regex_rewrite());
-  EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).route().request_mirror_policies_size(), 0);
-  EXPECT_EQ(grpc_config.virtual_hosts(0).routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+  const auto grpc_route = OnlyInventoryRoute(true);
+  EXPECT_FALSE(grpc_route.route().has_regex_rewrite());
+  EXPECT_EQ(grpc_route.route().request_mirror_policies_size(), 0);
+  EXPECT_EQ(grpc_route.route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+}
+
+// corsPolicy is the route's typed_per_filter_config for Envoy's CORS filter (which every Envoy
+// connection manager lists); gRPC nodes get neither.
+TEST_F(GeneratorsTest, ACorsPolicyIsTheCorsFiltersPerRouteConfigForEnvoyOnly) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: api
+    corsPolicy:
+      allowOrigins: [{exact: "https://shop.example.com"}, {prefix: "https://dev."}]
+      allowMethods: [GET, POST]
+      allowHeaders: [x-custom]
+      exposeHeaders: [x-trace, x-served-by]
+      maxAge: 1.5h
+      allowCredentials: false
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto route = OnlyInventoryRoute(false);
+  const auto& per_filter = route.typed_per_filter_config();
+  ASSERT_TRUE(per_filter.contains("envoy.filters.http.cors"));
+  envoy::extensions::filters::http::cors::v3::CorsPolicy cors;
+  ASSERT_TRUE(per_filter.at("envoy.filters.http.cors").UnpackTo(&cors));
+  ASSERT_EQ(cors.allow_origin_string_match_size(), 2);
+  EXPECT_EQ(cors.allow_origin_string_match(0).exact(), "https://shop.example.com");
+  EXPECT_EQ(cors.allow_origin_string_match(1).prefix(), "https://dev.");
+  EXPECT_EQ(cors.allow_methods(), "GET,POST");
+  EXPECT_EQ(cors.allow_headers(), "x-custom");
+  EXPECT_EQ(cors.expose_headers(), "x-trace,x-served-by");
+  EXPECT_EQ(cors.max_age(), "5400");
+  ASSERT_TRUE(cors.has_allow_credentials());
+  EXPECT_FALSE(cors.allow_credentials().value());
+
+  EXPECT_FALSE(OnlyInventoryRoute(true).typed_per_filter_config().contains("envoy.filters.http.cors"));
 }
 
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
