@@ -16,6 +16,8 @@
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "model/generators.h"
+#include "model/proxy.h"
 #include "pipeline/push_context.h"
 #include "protocol/resource.h"
 
@@ -161,6 +163,27 @@ std::string ConfigStatusJson(const ConfigStore& store) {
                   "],\"skipped\":", skipped, "],\"warnings\":", warnings, "]}");
   }
   return out + "]";
+}
+
+// /debug/config_status?proxy=ID: what the proxy is not given of the config that applies to it,
+// and why. Today that is what proxyless gRPC does not implement (model/generators.h,
+// GrpcConfigNotes); an Envoy node is given all of what cxds serves.
+std::string ProxyConfigStatusJson(const std::string& node_id, const envoy::config::core::v3::Node& node,
+                                  const Snapshot* view, const PushContext* context) {
+  const ProxyInfo proxy = ParseProxyInfo(node);
+  constexpr size_t kMaxNotes = 1000;
+  std::vector<ProxyConfigNote> notes;
+  const auto* mesh = dynamic_cast<const MeshContext*>(context);
+  if (proxy.grpc && mesh != nullptr && view != nullptr) notes = GrpcConfigNotes(*mesh, *view, kMaxNotes + 1);
+  const bool truncated = notes.size() > kMaxNotes;
+  if (truncated) notes.resize(kMaxNotes);
+  std::string out = StrCat("{\"proxy\":", Quote(node_id), ",\"generator\":", Quote(proxy.grpc ? "grpc" : "envoy"),
+                           ",\"not_served\":[");
+  for (size_t i = 0; i < notes.size(); ++i) {
+    out += StrCat(i ? "," : "", "{\"resource\":", Quote(notes[i].resource), ",\"object\":", Quote(notes[i].object),
+                  ",\"field\":", Quote(notes[i].field), ",\"reason\":", Quote(notes[i].reason), "}");
+  }
+  return StrCat(out, "],\"truncated\":", truncated ? "true" : "false", "}");
 }
 
 std::string ChangeJson(const ChangeStages& c) {
@@ -414,10 +437,25 @@ void AdminServer::Routes() {
   router_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, PushStatusJson(*sources_.pipeline));
   });
-  router_->Get("/debug/config_status", [this, json, source_headers](const httplib::Request&, httplib::Response& res) {
-    source_headers(res);
-    json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
-  });
+  router_->Get(
+      "/debug/config_status", [this, json, source_headers](const httplib::Request& req, httplib::Response& res) {
+        source_headers(res);
+        const std::string proxy = req.get_param_value("proxy");
+        if (proxy.empty()) {
+          json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
+          return;
+        }
+        const std::optional<envoy::config::core::v3::Node> node = sources_.pipeline->ProxyNode(proxy);
+        if (!node.has_value()) {
+          res.status = 404;
+          json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))),
+                           "}"));
+          return;
+        }
+        const SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
+        const std::shared_ptr<const PushContext> context = sources_.pipeline->context();
+        json(res, ProxyConfigStatusJson(proxy, *node, view.get(), context.get()));
+      });
   router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");
     if (proxy.empty()) {

@@ -19,6 +19,7 @@
 //   /debug/push_status         the last pushes: version, full or not, reasons, configs,
 //                              proxies pushed, durations
 //   /debug/config_status       input files (etcd: keys): objects accepted, errors
+//                              ?proxy=ID: what that proxy is not given, and why (gRPC nodes)
 //   /debug/config_source       the config source: connected or not, revision applied (also
 //                              as X-Cxds-Config-Revision/-Source-Connected on the two above)
 //   /debug/changes             recent change ids; /debug/changes/ID: that change's stages

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
@@ -826,6 +827,114 @@ void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, Translati
   pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
   pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
   pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());
+}
+
+std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
+  std::vector<std::string> fields;
+  if (!http.headers.empty() ||
+      std::any_of(http.route.begin(), http.route.end(), [](const auto& d) { return !d.headers.empty(); })) {
+    fields.push_back("headers");
+  }
+  if (http.rewrite.has_value()) fields.push_back("rewrite");
+  if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
+  if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
+  if (!http.mirrors.empty()) fields.push_back(http.mirrors_listed ? "mirrors" : "mirror");
+  if (http.cors.has_value()) fields.push_back("corsPolicy");
+  if (std::any_of(http.match.begin(), http.match.end(), MatchesWhatGrpcLacks)) {
+    fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");
+  }
+  return fields;
+}
+
+namespace {
+
+// The policy fields BuildCluster does not apply for a gRPC node.
+std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
+  std::vector<std::string> out;
+  if (policy.consistent_hash.has_value() && policy.consistent_hash->key != PolicyFields::ConsistentHash::Key::kHeader) {
+    out.push_back(
+        "loadBalancer.consistentHash by other than httpHeaderName (gRPC hashes on headers only: the ring hash "
+        "has no key and picks at random)");
+  }
+  if (policy.load_balancer == PolicyFields::LoadBalancer::kLeastRequest ||
+      policy.load_balancer == PolicyFields::LoadBalancer::kRandom) {
+    out.push_back("loadBalancer.simple (gRPC 1.51 clients balance round robin or by ring hash only)");
+  }
+  if (policy.connection_pool.has_value()) {
+    const auto& pool = *policy.connection_pool;
+    std::vector<std::string> fields;
+    if (pool.max_connections) fields.push_back("tcp.maxConnections");
+    if (pool.max_connection_duration) fields.push_back("tcp.maxConnectionDuration");
+    if (pool.tcp_keepalive) fields.push_back("tcp.tcpKeepalive");
+    if (pool.http1_max_pending_requests) fields.push_back("http.http1MaxPendingRequests");
+    if (pool.max_retries) fields.push_back("http.maxRetries");
+    if (pool.max_requests_per_connection) fields.push_back("http.maxRequestsPerConnection");
+    if (pool.idle_timeout) fields.push_back("http.idleTimeout");
+    if (!fields.empty()) {
+      out.push_back(StrCat("connectionPool ", absl::StrJoin(fields, ", "),
+                           " (gRPC honours http.http2MaxRequests and tcp.connectTimeout only)"));
+    }
+  }
+  if (policy.outlier_detection.has_value()) {
+    out.push_back(
+        "outlierDetection (gRPC ejects by success rate and failure percentage, not by the consecutive errors "
+        "Istio sets)");
+  }
+  return out;
+}
+
+std::string ObjectName(const char* kind, const ObjectMeta& meta) {
+  return StrCat(kind, " ", meta.namespace_name, "/", meta.name);
+}
+
+}  // namespace
+
+std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view, size_t limit) {
+  std::vector<ProxyConfigNote> notes;
+  const auto add = [&](ProxyConfigNote note) {
+    if (notes.size() < limit) notes.push_back(std::move(note));
+  };
+  if (const Snapshot::TypeResources* routes = view.resources(std::string(kRouteType)); routes != nullptr) {
+    for (const auto& [name, resource] : routes->items) {
+      // A gRPC node's route configuration is HOST:PORT.
+      const size_t colon = name.rfind(':');
+      uint32_t port = 0;
+      if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
+      const std::string host = name.substr(0, colon);
+      for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
+        for (size_t i = 0; i < vs->http.size(); ++i) {
+          const HttpRoute& http = vs->http[i];
+          const bool applies =
+              http.match.empty() || std::any_of(http.match.begin(), http.match.end(),
+                                                [&](const auto& m) { return m.port == 0 || m.port == port; });
+          if (!applies) continue;
+          const std::vector<std::string> fields = GrpcIgnoredRouteFields(http);
+          if (fields.empty()) continue;
+          add({name, ObjectName("VirtualService", vs->meta), StrCat("spec.http[", i, "]"),
+               StrCat(absl::StrJoin(fields, ", "), ": not implemented by proxyless gRPC clients (gRFC A28)")});
+        }
+      }
+    }
+  }
+  if (const Snapshot::TypeResources* clusters = view.resources(std::string(kClusterType)); clusters != nullptr) {
+    for (const auto& [name, resource] : clusters->items) {
+      const std::optional<ParsedCluster> cluster = ParseClusterName(name);
+      if (!cluster.has_value()) continue;
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+      const std::optional<PolicyFields> policy = PolicyFor(rule, cluster->subset, cluster->port);
+      if (!policy.has_value()) continue;
+      std::string field = "spec.trafficPolicy";
+      for (size_t i = 0; i < rule->subsets.size(); ++i) {
+        if (rule->subsets[i].name == cluster->subset && rule->subsets[i].traffic_policy.has_value()) {
+          field = StrCat("spec.trafficPolicy and spec.subsets[", i, "].trafficPolicy, merged");
+        }
+      }
+      for (std::string& reason : GrpcIgnoredPolicyFields(*policy)) {
+        add({name, ObjectName("DestinationRule", rule->meta), field, StrCat(reason, ": not applied for gRPC")});
+      }
+    }
+  }
+  return notes;
 }
 
 ProxyFilter MeshProxyFilter() {

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/mesh_model.h"
 #include "pipeline/generator.h"
@@ -41,5 +42,24 @@ ProxyFilter MeshProxyFilter();
 
 // "outbound|PORT|SUBSET|HOST"
 std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host);
+
+// What an HTTP route has that proxyless gRPC does not implement (gRFC A28), as the generators
+// leave it out for gRPC nodes: field names, with "(the route is left out for gRPC)" where the
+// whole route is. Empty: gRPC nodes get all of it. Shared with analysis (cxds_grpc_ignores).
+std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http);
+
+// One thing of the config that applies to a proxy and that it is not given, and why.
+struct ProxyConfigNote {
+  std::string resource;  // the route configuration or cluster it concerns
+  std::string object;    // "VirtualService shop/reviews"
+  std::string field;     // "spec.http[0]", "spec.subsets[1].trafficPolicy"
+  std::string reason;
+};
+
+// For a proxyless gRPC node holding `view` (its route configurations HOST:PORT and clusters):
+// the VirtualService route fields and DestinationRule policy fields of what it holds that it is
+// generated without, by the same rules as the generators. For /debug/config_status?proxy=ID.
+// At most `limit` notes (a proxy may hold thousands of clusters).
+std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view, size_t limit = 1000);
 
 }  // namespace cxds

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "common/strings.h"
+#include "model/generators.h"
 #include "model/mesh_model.h"
 
 namespace cxds {
@@ -130,22 +131,7 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
       for (size_t i = 0; i < vs->http.size(); ++i) {
         const HttpRoute& http = vs->http[i];
-        std::vector<std::string> fields;
-        if (!http.headers.empty() ||
-            std::any_of(http.route.begin(), http.route.end(), [](const auto& d) { return !d.headers.empty(); })) {
-          fields.push_back("headers");
-        }
-        if (http.rewrite.has_value()) fields.push_back("rewrite");
-        if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
-        if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
-        if (!http.mirrors.empty()) fields.push_back(http.mirrors_listed ? "mirrors" : "mirror");
-        if (http.cors.has_value()) fields.push_back("corsPolicy");
-        for (const HttpRoute::Match& m : http.match) {
-          if (m.method.has_value() || m.authority.has_value() || m.scheme.has_value() || !m.query_params.empty()) {
-            fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");
-            break;
-          }
-        }
+        const std::vector<std::string> fields = GrpcIgnoredRouteFields(http);
         if (fields.empty()) continue;
         out.push_back({key, StrCat("spec.http[", i, "]"), "cxds_grpc_ignores",
                        StrCat(absl::StrJoin(fields, ", "),

@@ -244,6 +244,12 @@ SnapshotPtr PushPipeline::ProxyView(const std::string& node_id) {
   return found != nullptr ? found->CurrentSnapshot() : nullptr;
 }
 
+std::optional<envoy::config::core::v3::Node> PushPipeline::ProxyNode(const std::string& node_id) {
+  std::shared_ptr<WatchCore> found = FindWatch(node_id);
+  if (found == nullptr) return std::nullopt;
+  return found->proxy().node;
+}
+
 std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline::RegenerateView(
     const std::string& node_id) {
   std::shared_ptr<WatchCore> core = FindWatch(node_id);

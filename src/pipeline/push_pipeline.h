@@ -114,6 +114,8 @@ class PushPipeline final : public ProxyGenerator {
   std::vector<PushRecord> RecentPushes() const;
   // What the proxy with node id `node_id` is served now (its first stream's view), or null.
   SnapshotPtr ProxyView(const std::string& node_id);
+  // The node the proxy `node_id` (its first stream) sent, or nullopt.
+  std::optional<envoy::config::core::v3::Node> ProxyNode(const std::string& node_id);
   // What the proxy `node_id` (its first stream) would be sent now: each type it subscribes to,
   // generated afresh from the current PushContext (through the shared resource cache) for its
   // current subscriptions, without changing its view or anything its stream does. For

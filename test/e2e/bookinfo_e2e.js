@@ -15,7 +15,9 @@
 //      replicas over 8 calls, and the sessions do not all land on one replica;
 //   4. without the Pods the subsets select nothing: each is a warning (file:line, field) in
 //      /debug/config_status and in the metrics, and the client gets UNAVAILABLE; putting the
-//      Pods back is an incremental (EDS) push and jason reaches v2 again.
+//      Pods back is an incremental (EDS) push and jason reaches v2 again;
+//   5. a DestinationRule gRPC cannot honour in full (LEAST_REQUEST, outlier detection): the
+//      gRPC node's /debug/config_status?proxy=ID names each part it is not given and why.
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -134,6 +136,33 @@ async function main() {
   check(pushes.length >= 1 && pushes.every((p) => p.full === false), 'putting the Pods back was an incremental push',
     pushes.map((p) => ({ full: p.full, reasons: p.reasons })));
   check((await status()).flatMap((f) => f.warnings).length === 0, 'and the warnings are gone');
+
+  // 5
+  writeAtomically(path.join(config, 'ratings-policy.yaml'), `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: ratings, namespace: bookinfo}
+spec:
+  host: ratings
+  trafficPolicy:
+    loadBalancer: {simple: LEAST_REQUEST}
+    outlierDetection: {consecutive5xxErrors: 3, interval: 5s}
+`);
+  await until('the ratings rule to be served', async () => (await status()).some((f) => f.file.endsWith('ratings-policy.yaml') && f.accepted.length === 1));
+  // The client holds its stream open while the proxy's page is read.
+  const held = client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '3', '--hold-ms', '15000']);
+  const notes = await until('the per-proxy notes', async () => {
+    const r = await get('/debug/config_status?proxy=productpage-1');
+    if (r.status !== 200) return null;
+    const page = JSON.parse(r.body);
+    return page.not_served.some((n) => n.resource === 'outbound|9080||ratings.bookinfo.svc.cluster.local') ? page : null;
+  });
+  const about = notes.not_served.filter((n) => n.resource === 'outbound|9080||ratings.bookinfo.svc.cluster.local');
+  check(notes.generator === 'grpc' && about.length === 2 && about.every((n) => n.object === 'DestinationRule bookinfo/ratings' && n.field === 'spec.trafficPolicy') &&
+    /^loadBalancer\.simple /.test(about[0].reason) && /^outlierDetection /.test(about[1].reason),
+    '/debug/config_status?proxy=ID: the gRPC node is told what of the rule it is not given, and why', notes);
+  check((await held).ok === 3, 'and its calls to ratings still succeed (round robin)');
+  const unknown = await get('/debug/config_status?proxy=nobody');
+  check(unknown.status === 404 && /no connected proxy nobody/.test(unknown.body), 'an unknown proxy is a 404 naming it', unknown);
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));

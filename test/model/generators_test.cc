@@ -707,6 +707,59 @@ TEST_F(GeneratorsTest, ACorsPolicyIsTheCorsFiltersPerRouteConfigForEnvoyOnly) {
   EXPECT_FALSE(OnlyInventoryRoute(true).typed_per_filter_config().contains("envoy.filters.http.cors"));
 }
 
+// What a gRPC node is generated without, per resource it holds, by the generators' rules: the
+// route fields gRPC lacks (only routes that apply to its port), and the merged policy fields of
+// each cluster's DestinationRule.
+TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
+  const std::string subsets =
+      "  subsets:\n  - {name: v1, labels: {version: v1}}\n  - {name: v2, labels: {version: v2}}\n";
+  Apply("mesh.yaml", absl::StrReplaceAll(std::string(kMesh), {{subsets, R"(  subsets:
+  - {name: v1, labels: {version: v1}}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy:
+      loadBalancer: {consistentHash: {useSourceIp: true}}
+      outlierDetection: {consecutive5xxErrors: 2}
+)"}}));
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: browser
+    corsPolicy: {allowOrigins: [{exact: "https://shop.example.com"}]}
+    headers: {request: {set: {x-a: b}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - name: other-port
+    match: [{port: 9999, headers: {x-b: {exact: c}}}]
+    rewrite: {authority: elsewhere}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kRouteType), {"inventory.mesh.local:8080"}));
+  ASSERT_EQ(grpc->Take().size(), 1u);
+  grpc->Send(Request(std::string(kClusterType),
+                     {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"}));
+  ASSERT_EQ(grpc->Take().size(), 1u);
+  const SnapshotPtr view = pipeline_->ProxyView("grpc-client-1");
+  ASSERT_NE(view, nullptr);
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  std::vector<std::string> notes;
+  for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view)) {
+    notes.push_back(StrCat(n.resource, " | ", n.object, " | ", n.field, " | ", n.reason));
+  }
+  EXPECT_THAT(
+      notes,
+      ::testing::ElementsAre(
+          "inventory.mesh.local:8080 | VirtualService default/inventory | spec.http[0] | headers, corsPolicy: not "
+          "implemented by proxyless gRPC clients (gRFC A28)",
+          "outbound|8080|v2|inventory.mesh.local | DestinationRule default/inventory | spec.trafficPolicy and "
+          "spec.subsets[1].trafficPolicy, merged | loadBalancer.consistentHash by other than httpHeaderName (gRPC "
+          "hashes on headers only: the ring hash has no key and picks at random): not applied for gRPC",
+          "outbound|8080|v2|inventory.mesh.local | DestinationRule default/inventory | spec.trafficPolicy and "
+          "spec.subsets[1].trafficPolicy, merged | outlierDetection (gRPC ejects by success rate and failure "
+          "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
+      << "nothing for the port-9999 route or the v1 cluster";
+  EXPECT_EQ(GrpcConfigNotes(*mesh, *view, /*limit=*/1).size(), 1u);
+}
+
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
 // upstream HttpProtocolOptions (HTTP/1.1, as a cluster without options). Envoy only.
 TEST_F(GeneratorsTest, ConnectionTuningIsKeepaliveAndUpstreamHttpOptionsForEnvoyOnly) {
