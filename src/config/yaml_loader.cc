@@ -763,6 +763,10 @@ MeshObject ReadWorkloadEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
 constexpr int kEnvoyMaxRegexProgramSize = 100;
 
 void CheckRegex(Reader& r, const YAML::Node& node, const std::string& field, const std::string& pattern) {
+  if (pattern.empty()) {  // as Istio; Envoy refuses an empty one too
+    r.Error(node, field, "must not be empty");
+    return;
+  }
   RE2::Options options;
   options.set_log_errors(false);
   const RE2 re(pattern, options);

@@ -545,7 +545,12 @@ envoy::type::v3::FractionalPercent Fraction(double percent) {
 // maxAge in whole seconds.
 envoy::extensions::filters::http::cors::v3::CorsPolicy CorsConfig(const HttpRoute::CorsPolicy& in) {
   envoy::extensions::filters::http::cors::v3::CorsPolicy out;
-  for (const StringMatch& origin : in.allow_origins) SetStringMatch(origin, out.add_allow_origin_string_match());
+  for (const StringMatch& origin : in.allow_origins) {
+    // An empty prefix matches every origin, which Envoy says as an exact "*" (it refuses an
+    // empty prefix).
+    const bool any = origin.kind == StringMatch::Kind::kPrefix && origin.value.empty();
+    SetStringMatch(any ? StringMatch{StringMatch::Kind::kExact, "*"} : origin, out.add_allow_origin_string_match());
+  }
   out.set_allow_methods(absl::StrJoin(in.allow_methods, ","));
   out.set_allow_headers(absl::StrJoin(in.allow_headers, ","));
   out.set_expose_headers(absl::StrJoin(in.expose_headers, ","));
@@ -678,7 +683,12 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           const auto add_header = [&](const std::string& name, const StringMatch& value, bool invert) {
             auto* header = m->add_headers();
             header->set_name(name);
-            SetStringMatch(value, header->mutable_string_match());
+            // An empty prefix is Istio's "the header is present" (Envoy refuses an empty prefix).
+            if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
+              header->set_present_match(true);
+            } else {
+              SetStringMatch(value, header->mutable_string_match());
+            }
             header->set_invert_match(invert);
           };
           for (const auto& [name, value] : match->headers) add_header(name, value, false);
@@ -689,7 +699,11 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
           for (const auto& [name, value] : match->query_params) {
             auto* param = m->add_query_parameters();
             param->set_name(name);
-            SetStringMatch(value, param->mutable_string_match());
+            if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
+              param->set_present_match(true);
+            } else {
+              SetStringMatch(value, param->mutable_string_match());
+            }
           }
         }
         if (http.cors.has_value() && !grpc) {  // gRPC has no CORS

@@ -507,6 +507,7 @@ TEST(YamlLoaderTest, ARegexEnvoyWouldRefuseIsAnErrorWhereverItIs) {
       absl::StartsWith(big, "spec.http[0].match[0].authority.regex: is too complex for Envoy: RE2 program size "))
       << big;
   EXPECT_TRUE(absl::EndsWith(big, ", Envoy's default limit is 100")) << big;
+  EXPECT_EQ(error_of("    match: [{uri: {regex: \"\"}}]\n"), "spec.http[0].match[0].uri.regex: must not be empty");
   const ParsedFile fine = ParseConfigFile("x.yaml", head + "    match: [{uri: {regex: \"/api/v[0-9]+/.*\"}}]\n");
   EXPECT_EQ(fine.documents.size(), 1u) << Errors(fine);
 }
