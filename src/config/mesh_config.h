@@ -94,8 +94,10 @@ struct ServiceEntry {
   ObjectMeta meta;
   std::vector<std::string> hosts;
   std::vector<ServicePort> ports;
-  // resolution: STATIC only (Istio's default NONE, DNS and DNS_ROUND_ROBIN are refused by the
-  // parser as not supported).
+  // resolution: STATIC (endpoints are IP addresses, served over EDS), or DNS / DNS_ROUND_ROBIN
+  // (endpoint addresses, or the hosts themselves, are names Envoy resolves: STRICT_DNS and
+  // LOGICAL_DNS clusters). Istio's default NONE is refused by the parser as not supported.
+  enum class Resolution { kStatic, kDns, kDnsRoundRobin } resolution = Resolution::kStatic;
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
 };

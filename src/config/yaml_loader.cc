@@ -533,7 +533,8 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   return ports;
 }
 
-WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::string& field) {
+// `names_allowed`: a ServiceEntry of resolution DNS, whose endpoint addresses may be names.
+WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::string& field, bool names_allowed = false) {
   WorkloadEndpoint w;
   r.OnlyKeys(node, field, {"address", "ports", "labels", "weight", "network", "locality", "serviceAccount"});
   for (const char* unsupported : {"network", "locality", "serviceAccount"}) {
@@ -543,9 +544,11 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
   }
   w.address = r.String(node, "address", field, true).value_or("");
   if (!w.address.empty()) {
-    if (std::string problem = AddressProblem(w.address); !problem.empty()) {
-      r.Error(node["address"], Reader::Join(field, "address"), problem);
+    std::string problem = AddressProblem(w.address);
+    if (!problem.empty() && names_allowed && !w.address.starts_with("unix://")) {
+      problem = HostProblem(w.address, /*allow_wildcard=*/false);
     }
+    if (!problem.empty()) r.Error(node["address"], Reader::Join(field, "address"), problem);
   }
   if (node["ports"].IsDefined() && r.IsMap(node["ports"], Reader::Join(field, "ports"))) {
     for (const auto& entry : node["ports"]) {
@@ -725,9 +728,7 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
                      "selects"));
     }
   } else if (resolution == "DNS" || resolution == "DNS_ROUND_ROBIN") {
-    // Refused rather than served wrongly: endpoints would need DNS resolution, not done yet.
-    r.Error(spec["resolution"], "spec.resolution",
-            StrCat("resolution ", resolution, " is not supported by cxds (it does not resolve names; use STATIC)"));
+    se.resolution = resolution == "DNS" ? ServiceEntry::Resolution::kDns : ServiceEntry::Resolution::kDnsRoundRobin;
   } else if (resolution != "STATIC") {
     r.Error(spec["resolution"], "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN");
   }
@@ -739,12 +740,35 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (endpoints.IsDefined() && r.IsSeq(endpoints, "spec.endpoints")) {
     for (size_t i = 0; i < endpoints.size(); ++i) {
       const std::string f = Reader::Index("spec.endpoints", i);
-      if (r.IsMap(endpoints[i], f)) se.endpoints.push_back(ReadWorkload(r, endpoints[i], f));
+      if (r.IsMap(endpoints[i], f)) {
+        se.endpoints.push_back(ReadWorkload(r, endpoints[i], f, se.resolution != ServiceEntry::Resolution::kStatic));
+      }
     }
   }
   se.workload_selector = Selector(r, spec, "spec");
   if (se.workload_selector.has_value() && !se.endpoints.empty()) {
     r.Error(spec["workloadSelector"], "spec.workloadSelector", "cannot be used together with spec.endpoints");
+  }
+  if (se.resolution != ServiceEntry::Resolution::kStatic) {
+    // Istio's rules: without endpoints the hosts are the names resolved, so they cannot be
+    // wildcards; DNS_ROUND_ROBIN (one connection to whatever the name resolves to) takes at most
+    // one endpoint.
+    if (se.endpoints.empty()) {
+      for (size_t i = 0; i < se.hosts.size(); ++i) {
+        if (se.hosts[i].starts_with("*")) {
+          r.Error(spec["hosts"][i], Reader::Index("spec.hosts", i),
+                  StrCat("a wildcard host needs spec.endpoints with resolution ", resolution,
+                         " (without them the host itself is the name resolved)"));
+        }
+      }
+    }
+    if (se.resolution == ServiceEntry::Resolution::kDnsRoundRobin && se.endpoints.size() > 1) {
+      r.Error(spec["endpoints"], "spec.endpoints", "resolution DNS_ROUND_ROBIN takes at most one endpoint");
+    }
+    if (se.workload_selector.has_value()) {
+      r.Error(spec["workloadSelector"], "spec.workloadSelector",
+              StrCat("with resolution ", resolution, " is not supported by cxds"));
+    }
   }
   return se;
 }

@@ -1,6 +1,7 @@
 #include "model/generators.h"
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -139,14 +140,60 @@ void SetConnectionTuning(const PolicyFields::ConnectionPool& pool, Cluster& clus
       .PackFrom(options);
 }
 
-absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy,
-                                         bool grpc) {
+// A cluster of a DNS ServiceEntry (Envoy nodes only): the names Envoy resolves.
+struct DnsTarget {
+  const ServiceInfo& service;
+  const ServicePort& port;
+  const LabelMap* subset_labels;  // null: every endpoint
+};
+
+// Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
+// endpoint), DNS_ROUND_ROBIN a LOGICAL_DNS one (one connection to the first address); its
+// endpoints (those a subset selects) are the names, or without endpoints the host itself.
+// Re-resolved every 60 s or at the record's TTL, as istiod's default.
+void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& cluster) {
+  auto* assignment = cluster.mutable_load_assignment();
+  assignment->set_cluster_name(name);
+  auto* locality = assignment->add_endpoints();
+  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight) {
+    auto* lb = locality->add_lb_endpoints();
+    auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
+    socket->set_address(address);
+    socket->set_port_value(port);
+    if (weight > 0) lb->mutable_load_balancing_weight()->set_value(weight);
+  };
+  const uint32_t service_port = dns.port.target_port != 0 ? dns.port.target_port : dns.port.number;
+  if (dns.service.dns_endpoints.empty()) {
+    add(dns.service.host, service_port, 0);
+  } else {
+    for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
+      if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
+      auto named = endpoint.ports.find(dns.port.name);
+      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight);
+    }
+  }
+  // Envoy refuses a LOGICAL_DNS cluster without exactly one endpoint: a subset that selects
+  // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
+  const bool logical =
+      dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && locality->lb_endpoints_size() == 1;
+  cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
+  cluster.set_dns_lookup_family(Cluster::V4_PREFERRED);
+  cluster.mutable_dns_refresh_rate()->set_seconds(60);
+  cluster.set_respect_dns_ttl(true);
+}
+
+absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
+                                         const DnsTarget* dns = nullptr) {
   Cluster cluster;
   cluster.set_name(name);
-  cluster.set_type(Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
-      envoy::config::core::v3::ApiVersion::V3);
+  if (dns != nullptr) {
+    SetDnsCluster(name, *dns, cluster);
+  } else {
+    cluster.set_type(Cluster::EDS);
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
+        envoy::config::core::v3::ApiVersion::V3);
+  }
   cluster.mutable_connect_timeout()->set_seconds(10);
   if (policy.has_value()) {
     if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
@@ -202,10 +249,23 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     GeneratedResources out;
     const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
                          const std::string& subset) -> absl::Status {
+      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic;
+      // Proxyless gRPC resolves no names from xDS clusters: a DNS ServiceEntry is not served to
+      // gRPC nodes (docs/config.md; analysis: cxds_grpc_ignores).
+      if (dns && proxy.grpc) return absl::OkStatus();
       const std::string name = ClusterName(port.number, subset, service.host);
+      const LabelMap* subset_labels = nullptr;
+      if (rule != nullptr && !subset.empty()) {
+        for (const auto& s : rule->subsets) {
+          if (s.name == subset) subset_labels = &s.labels;
+        }
+      }
+      const DnsTarget target{service, port, subset_labels};
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(service.host)},
-          request.push_sequence, [&] { return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc); });
+          request.push_sequence, [&] {
+            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, dns ? &target : nullptr);
+          });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
       return absl::OkStatus();
@@ -915,7 +975,28 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       uint32_t port = 0;
       if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
       const std::string host = name.substr(0, colon);
-      for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
+      // Destinations of DNS ServiceEntries: their clusters are not served to gRPC nodes.
+      std::set<std::string> dns_hosts;
+      const auto note_dns = [&](const std::string& destination) {
+        const ServiceInfo* service = mesh.FindService(destination);
+        if (service == nullptr || service->resolution == ServiceEntry::Resolution::kStatic) return;
+        if (!dns_hosts.insert(destination).second) return;
+        add({name, StrCat(service->key.kind, " ", service->key.namespace_name, "/", service->key.name),
+             "spec.resolution",
+             StrCat("host ", destination,
+                    " has resolution DNS: its clusters are not served to proxyless gRPC nodes (cxds does not resolve "
+                    "names for them), so calls routed to it fail")});
+      };
+      const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(host);
+      if (virtual_services.empty()) note_dns(host);
+      for (const VirtualService* vs : virtual_services) {
+        for (const HttpRoute& http : vs->http) {
+          for (const HttpRouteDestination& d : http.route) {
+            note_dns(ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()));
+          }
+        }
+      }
+      for (const VirtualService* vs : virtual_services) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];
           const bool applies =

@@ -66,7 +66,9 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
                       " with a port named \"", svc->ports[i].name, "\"",
                       svc->selector.empty() ? "" : ", and its selector selects no WorkloadEntry in its namespace"));
       }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
+               se != nullptr && se->resolution == ServiceEntry::Resolution::kStatic) {
+      // (A DNS ServiceEntry always has endpoints: its names, or its hosts, which Envoy resolves.)
       for (const std::string& host : se->hosts) {
         for (size_t i = 0; i < se->ports.size(); ++i) {
           if (endpoints_of(host, se->ports[i].number) != nullptr) continue;
@@ -138,6 +140,14 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                               ": not implemented by proxyless gRPC clients (gRFC A28); Envoy nodes get them, gRPC "
                               "nodes do without")});
       }
+      continue;
+    }
+    if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
+        se != nullptr && se->resolution != ServiceEntry::Resolution::kStatic) {
+      out.push_back({key, "spec.resolution", "cxds_grpc_ignores",
+                     "resolution DNS or DNS_ROUND_ROBIN: Envoy nodes resolve the names (STRICT_DNS or LOGICAL_DNS "
+                     "clusters); proxyless gRPC nodes are not served its clusters (cxds does not resolve names for "
+                     "them), so their calls to it fail"});
       continue;
     }
     const auto* dr = std::get_if<DestinationRule>(&stored->object);

@@ -53,6 +53,10 @@ uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
 }
 
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
+  // A DNS ServiceEntry's endpoints are in its clusters (Envoy resolves them), not in EDS.
+  if (a.resolution != ServiceEntry::Resolution::kStatic || b.resolution != ServiceEntry::Resolution::kStatic) {
+    return false;
+  }
   return a.hosts == b.hosts && a.ports == b.ports && a.workload_selector == b.workload_selector &&
          a.meta.labels == b.meta.labels;
 }
@@ -77,14 +81,15 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     : PushContext(std::move(version), sequence, created), objects_(std::move(objects)), domain_suffix_(domain_suffix) {
   // A host defined twice is served from the last definition in key order (kind, namespace,
   // name): a ServiceEntry over a Service of the same host.
-  const auto define = [&](const std::string& host, const ConfigKey& key, const std::string& ns,
-                          const std::vector<ServicePort>& ports) {
-    auto [it, inserted] = services_.try_emplace(host, ServiceInfo{host, ns, ports, key});
+  const auto define = [&](ServiceInfo info) {
+    const std::string host = info.host;
+    const ConfigKey key = info.key;
+    auto [it, inserted] = services_.try_emplace(host, info);
     if (inserted) return;
     findings_.push_back({it->second.key, "", "pilot_duplicate_envoy_clusters",
                          StrCat("host ", host, " is also defined by ", key.kind, " ", key.namespace_name, "/", key.name,
                                 ", which is served for it")});
-    it->second = ServiceInfo{host, ns, ports, key};
+    it->second = std::move(info);
   };
   struct Claim {
     const VirtualService* vs;
@@ -95,10 +100,14 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   for (const auto& [key, stored] : *objects_) {
     const MeshObject& object = stored->object;
     if (const auto* svc = std::get_if<K8sService>(&object)) {
-      define(StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_), key,
-             svc->meta.namespace_name, svc->ports);
+      define(ServiceInfo{StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_),
+                         svc->meta.namespace_name, svc->ports, key});
     } else if (const auto* se = std::get_if<ServiceEntry>(&object)) {
-      for (const std::string& host : se->hosts) define(host, key, se->meta.namespace_name, se->ports);
+      for (const std::string& host : se->hosts) {
+        define(ServiceInfo{
+            host, se->meta.namespace_name, se->ports, key, se->resolution,
+            se->resolution != ServiceEntry::Resolution::kStatic ? se->endpoints : std::vector<WorkloadEndpoint>{}});
+      }
     } else if (const auto* vs = std::get_if<VirtualService>(&object)) {
       for (size_t i = 0; i < vs->hosts.size(); ++i) {
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
@@ -421,7 +430,9 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           }
         }
       }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
+               se != nullptr && se->resolution == ServiceEntry::Resolution::kStatic) {
+      // DNS ServiceEntries have no EDS endpoints: Envoy resolves them (ServiceInfo::dns_endpoints).
       std::vector<const WorkloadEndpoint*> inline_endpoints;
       for (const WorkloadEndpoint& w : se->endpoints) inline_endpoints.push_back(&w);
       for (const std::string& host : se->hosts) {

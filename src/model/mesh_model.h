@@ -34,6 +34,10 @@ struct ServiceInfo {
   std::string namespace_name;
   std::vector<ServicePort> ports;
   ConfigKey key;  // the object that defines it
+  // A ServiceEntry of resolution DNS or DNS_ROUND_ROBIN: Envoy resolves the names of
+  // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
+  ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
+  std::vector<WorkloadEndpoint> dns_endpoints;
 };
 
 struct EndpointInfo {

@@ -793,5 +793,50 @@ spec:
   EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
 
+// DNS and DNS_ROUND_ROBIN: endpoint addresses may be names (Envoy resolves them), with Istio's
+// rules; STATIC endpoints stay IP addresses.
+TEST(YamlLoaderTest, DnsServiceEntriesTakeNamesWithIstiosRules) {
+  const ParsedFile good = ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+  resolution: DNS
+  endpoints:
+  - {address: us.api.example.com, labels: {region: us}}
+  - {address: 127.0.0.7, weight: 2}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ledger}
+spec: {hosts: [ledger.example.com], ports: [{number: 5432, name: tcp, protocol: TCP}], resolution: DNS_ROUND_ROBIN}
+)");
+  ASSERT_EQ(good.documents.size(), 2u) << Errors(good);
+  const auto& api = std::get<ServiceEntry>(good.documents[0].object);
+  EXPECT_EQ(api.resolution, ServiceEntry::Resolution::kDns);
+  ASSERT_EQ(api.endpoints.size(), 2u);
+  EXPECT_EQ(api.endpoints[0].address, "us.api.example.com");
+  EXPECT_EQ(std::get<ServiceEntry>(good.documents[1].object).resolution, ServiceEntry::Resolution::kDnsRoundRobin);
+
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: x}\nspec:\n"
+      "  ports: [{number: 80, name: http}]\n";
+  EXPECT_EQ(OnlyError(head + "  hosts: [\"*.example.com\"]\n  resolution: DNS\n"),
+            "spec.hosts[0]: a wildcard host needs spec.endpoints with resolution DNS (without them the host itself "
+            "is the name resolved)");
+  EXPECT_EQ(OnlyError(head + "  hosts: [a.example.com]\n  resolution: DNS_ROUND_ROBIN\n"
+                             "  endpoints: [{address: a1.example.com}, {address: a2.example.com}]\n"),
+            "spec.endpoints: resolution DNS_ROUND_ROBIN takes at most one endpoint");
+  EXPECT_EQ(OnlyError(head + "  hosts: [a.example.com]\n  resolution: DNS\n  workloadSelector: {labels: {app: a}}\n"),
+            "spec.workloadSelector: with resolution DNS is not supported by cxds");
+  EXPECT_EQ(OnlyError(head + "  hosts: [a.example.com]\n  resolution: DNS\n  endpoints: [{address: \"bad name!\"}]\n")
+                .substr(0, 27),
+            "spec.endpoints[0].address: ");
+  EXPECT_THAT(
+      OnlyError(head + "  hosts: [a.example.com]\n  resolution: STATIC\n  endpoints: [{address: a1.example.com}]\n"),
+      ::testing::HasSubstr("must be an IPv4 or IPv6 address"));
+}
+
 }  // namespace
 }  // namespace cxds

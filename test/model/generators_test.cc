@@ -760,6 +760,77 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   EXPECT_EQ(GrpcConfigNotes(*mesh, *view, /*limit=*/1).size(), 1u);
 }
 
+// A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
+// Envoy resolves, a subset's only those it selects; without endpoints, the host itself. Not
+// served to gRPC nodes, which are told why per proxy.
+TEST_F(GeneratorsTest, DnsServiceEntriesAreClustersOfNamesForEnvoyOnly) {
+  Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  ports: [{number: 8443, name: http-api, targetPort: 9443}]
+  resolution: DNS
+  endpoints:
+  - {address: us.api.example.com, labels: {region: us}, ports: {http-api: 7443}}
+  - {address: eu.api.example.com, labels: {region: eu}, weight: 3}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api}
+spec:
+  host: api.example.com
+  subsets: [{name: eu, labels: {region: eu}}, {name: none, labels: {region: mars}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db}
+spec:
+  hosts: [db.example.com]
+  ports: [{number: 8080, name: http}]
+  resolution: DNS_ROUND_ROBIN
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const Cluster& api = clusters["outbound|8443||api.example.com"];
+  EXPECT_EQ(api.type(), Cluster::STRICT_DNS);
+  EXPECT_FALSE(api.has_eds_cluster_config());
+  EXPECT_TRUE(api.respect_dns_ttl());
+  const auto& all = api.load_assignment().endpoints(0).lb_endpoints();
+  ASSERT_EQ(all.size(), 2);
+  EXPECT_EQ(all[0].endpoint().address().socket_address().address(), "us.api.example.com");
+  EXPECT_EQ(all[0].endpoint().address().socket_address().port_value(), 7443u) << "the endpoint's own port";
+  EXPECT_EQ(all[1].endpoint().address().socket_address().port_value(), 9443u) << "else the targetPort";
+  EXPECT_EQ(all[1].load_balancing_weight().value(), 3u);
+  const auto& eu = clusters["outbound|8443|eu|api.example.com"].load_assignment().endpoints(0).lb_endpoints();
+  ASSERT_EQ(eu.size(), 1);
+  EXPECT_EQ(eu[0].endpoint().address().socket_address().address(), "eu.api.example.com");
+  EXPECT_EQ(clusters["outbound|8443|none|api.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 0);
+  const Cluster& db = clusters["outbound|8080||db.example.com"];
+  EXPECT_EQ(db.type(), Cluster::LOGICAL_DNS);
+  ASSERT_EQ(db.load_assignment().endpoints(0).lb_endpoints_size(), 1);
+  EXPECT_EQ(db.load_assignment().endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address(),
+            "db.example.com")
+      << "without endpoints, the host itself";
+
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kClusterType), {"outbound|8080||db.example.com"}));
+  auto cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  EXPECT_EQ(cds[0].resources_size(), 0) << "not served to gRPC nodes";
+  grpc->Send(Request(std::string(kRouteType), {"db.example.com:8080"}));
+  ASSERT_EQ(grpc->Take().size(), 1u);
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  const std::vector<ProxyConfigNote> notes = GrpcConfigNotes(*mesh, *pipeline_->ProxyView("grpc-client-1"));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].resource, "db.example.com:8080");
+  EXPECT_EQ(notes[0].object, "ServiceEntry default/db");
+  EXPECT_THAT(notes[0].reason,
+              ::testing::HasSubstr("has resolution DNS: its clusters are not served to proxyless gRPC"));
+}
+
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
 // upstream HttpProtocolOptions (HTTP/1.1, as a cluster without options). Envoy only.
 TEST_F(GeneratorsTest, ConnectionTuningIsKeepaliveAndUpstreamHttpOptionsForEnvoyOnly) {
