@@ -87,6 +87,9 @@ int Main(int argc, char** argv) {
   flag("admin-address", serve.admin_address, "admin HTTP address");
   duration_flag("debounce-after", serve.controller.debounce.debounce_after, "quiet period before a push");
   duration_flag("debounce-max", serve.controller.debounce.debounce_max, "longest a batch may grow");
+  duration_flag("dns-refresh", serve.controller.dns_refresh,
+                "resolve DNS ServiceEntries' names for proxyless gRPC nodes this often (0s: never, gRPC nodes get "
+                "those clusters empty)");
   duration_flag("heap-release-interval", serve.heap_release.interval,
                 "this often, if over 64 MiB of freed heap is kept, give it back to the system (0s: never)");
   flag("eds-debounce", serve.controller.debounce.eds_debounce, "debounce endpoint-only changes too");

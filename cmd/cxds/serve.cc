@@ -30,6 +30,11 @@ int RunServe(const ServeOptions& options) {
   MeshController::Options controller_options = options.controller;
   controller_options.metrics = &metrics;
   controller_options.observer = &tracker;
+  std::unique_ptr<NameResolver> resolver;
+  if (controller_options.dns_refresh > absl::ZeroDuration()) {
+    resolver = SystemNameResolver();
+    controller_options.resolver = resolver.get();
+  }
   MeshController controller(controller_options, *std::move(source), pipeline_scheduler);
 
   absl::StatusOr<XdsSecurity> security = MakeXdsSecurity(options.security);

@@ -33,20 +33,14 @@ HeapAllocator HeapAllocator::Glibc() {
 }
 
 HeapReleaser::HeapReleaser(Scheduler& scheduler, HeapReleaseOptions options, HeapAllocator allocator)
-    : scheduler_(scheduler), options_(options), allocator_(std::move(allocator)) {
-  MutexLock lock(&mu_);
-  timer_ = scheduler_.Schedule(options_.interval, [this] { Check(); });
+    : scheduler_(scheduler),
+      options_(options),
+      allocator_(std::move(allocator)),
+      checks_(scheduler, options_.interval, [this] { Check(); }) {
+  checks_.Start();
 }
 
-HeapReleaser::~HeapReleaser() {
-  TimerPtr timer;
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;  // a running check does not reschedule
-    timer = std::move(timer_);
-  }
-  timer.reset();  // waits for a running check, or cancels the next one
-}
+HeapReleaser::~HeapReleaser() = default;
 
 void HeapReleaser::Check() {
   const size_t free_before = allocator_.free_bytes();
@@ -73,8 +67,6 @@ void HeapReleaser::Check() {
       stats_.last_trim_took = took;
     }
   }
-  MutexLock lock(&mu_);
-  if (!stopping_) timer_ = scheduler_.Schedule(options_.interval, [this] { Check(); });
 }
 
 HeapReleaser::Stats HeapReleaser::stats() const {

@@ -70,8 +70,7 @@ class HeapReleaser {
   const HeapAllocator allocator_;
   mutable Mutex mu_;
   Stats stats_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  TimerPtr timer_ ABSL_GUARDED_BY(mu_);  // the next check
+  PeriodicTask checks_;  // last: stops first
 };
 
 }  // namespace cxds

@@ -125,4 +125,28 @@ size_t SimulatedScheduler::pending() const {
   return timers_.size();
 }
 
+PeriodicTask::PeriodicTask(Scheduler& scheduler, absl::Duration interval, absl::AnyInvocable<void()> fn)
+    : scheduler_(scheduler), interval_(interval), fn_(std::move(fn)) {}
+
+PeriodicTask::~PeriodicTask() {
+  TimerPtr timer;
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;  // a run in progress does not reschedule
+    timer = std::move(timer_);
+  }
+  timer.reset();  // waits for a run in progress, or cancels the next one
+}
+
+void PeriodicTask::Start() {
+  MutexLock lock(&mu_);
+  if (!stopping_) timer_ = scheduler_.Schedule(interval_, [this] { Run(); });
+}
+
+void PeriodicTask::Run() {
+  fn_();
+  MutexLock lock(&mu_);
+  if (!stopping_) timer_ = scheduler_.Schedule(interval_, [this] { Run(); });
+}
+
 }  // namespace cxds

@@ -96,4 +96,27 @@ class SimulatedScheduler final : public Scheduler {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
+// Runs `fn` every `interval` on `scheduler`'s thread, the first time `interval` after Start.
+// The destructor returns once no run is in progress and none will follow (a run in progress
+// finishes first). Start and the destructor on the owner's thread; not from inside `fn`.
+class PeriodicTask {
+ public:
+  PeriodicTask(Scheduler& scheduler, absl::Duration interval, absl::AnyInvocable<void()> fn);
+  ~PeriodicTask();
+  PeriodicTask(const PeriodicTask&) = delete;
+  PeriodicTask& operator=(const PeriodicTask&) = delete;
+
+  void Start();
+
+ private:
+  void Run();
+
+  Scheduler& scheduler_;
+  const absl::Duration interval_;
+  absl::AnyInvocable<void()> fn_;  // the scheduler's thread only, once started
+  Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  TimerPtr timer_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace cxds

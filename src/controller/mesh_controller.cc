@@ -39,9 +39,17 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
   pipeline_options.proxy_filter = MeshProxyFilter();
   pipeline_ = std::make_unique<PushPipeline>(model_, pipeline_options);
   AddMeshGenerators(*pipeline_, *model_);
+  if (options_.resolver != nullptr) {
+    dns_scheduler_ = std::make_unique<RealScheduler>();  // the system resolver blocks
+    dns_refresher_ = std::make_unique<DnsRefresher>(DnsRefresher::Options{.interval = options_.dns_refresh}, store_,
+                                                    *model_, *pipeline_, *options_.resolver, *dns_scheduler_);
+  }
 }
 
-MeshController::~MeshController() { Stop(); }
+MeshController::~MeshController() {
+  Stop();
+  dns_refresher_.reset();  // before the pipeline and model it pushes to
+}
 
 ConfigStore::Update MeshController::Apply(const std::vector<FileRead>& batch) {
   ConfigStore::Update update = store_.ApplyFiles(batch);
@@ -82,6 +90,7 @@ absl::Status MeshController::Start() {
   if (!files.ok()) return files.status();
   Apply(*files);
   PushRequest initial = model_->OnUpdate({});
+  if (dns_refresher_ != nullptr) dns_refresher_->Refresh();  // part of the first (full) push
   initial.full = true;
   initial.reasons = {{reason::kConfig, 1}};
   absl::StatusOr<std::shared_ptr<const PushContext>> first = pipeline_->Push(initial);
@@ -89,6 +98,7 @@ absl::Status MeshController::Start() {
     return absl::Status(first.status().code(), StrCat("the first load failed: ", first.status().message()));
   }
   ready_ = true;
+  if (dns_refresher_ != nullptr) dns_refresher_->Start();
   Log().info("CONFIG loaded source=\"{}\" files={} objects={} errors={} version={}", source_->Describe(), files->size(),
              store_.Snapshot()->size(), store_.error_count(), (*first)->version());
   return source_->Start([this](std::vector<FileRead> batch) { ApplyBatch(batch); });

@@ -24,6 +24,7 @@
 #include "config/config_source.h"
 #include "config/config_store.h"
 #include "config/yaml_loader.h"
+#include "controller/dns_refresher.h"
 #include "metrics/metrics.h"
 #include "model/mesh_model.h"
 #include "pipeline/debouncer.h"
@@ -41,6 +42,11 @@ class MeshController {
     DebounceOptions debounce;
     MetricsRegistry* metrics = nullptr;  // null: a private registry
     PushObserver* observer = nullptr;    // may be null
+    // Resolves DNS ServiceEntries' names for proxyless gRPC nodes (controller/dns_refresher.h)
+    // on a thread of its own, every `dns_refresh` and once before the first push. Null: gRPC
+    // nodes get those clusters empty.
+    NameResolver* resolver = nullptr;
+    absl::Duration dns_refresh = absl::Seconds(30);
   };
 
   // `scheduler` runs the pipeline's timers; the source delivers batches on its own thread.
@@ -73,6 +79,9 @@ class MeshController {
   ConfigStore store_;
   std::shared_ptr<MeshModel> model_;
   std::unique_ptr<PushPipeline> pipeline_;
+  // Declared after what it uses, so that it stops first.
+  std::unique_ptr<RealScheduler> dns_scheduler_;
+  std::unique_ptr<DnsRefresher> dns_refresher_;
   Gauge& config_errors_;
   Gauge& config_skipped_;
   Counter& config_rejected_;

@@ -249,10 +249,9 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     GeneratedResources out;
     const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
                          const std::string& subset) -> absl::Status {
-      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic;
-      // Proxyless gRPC resolves no names from xDS clusters: a DNS ServiceEntry is not served to
-      // gRPC nodes (docs/config.md; analysis: cxds_grpc_ignores).
-      if (dns && proxy.grpc) return absl::OkStatus();
+      // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
+      // xDS, so gRPC nodes get an EDS cluster of what cxds resolved them to (DnsRefresher).
+      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic && !proxy.grpc;
       const std::string name = ClusterName(port.number, subset, service.host);
       const LabelMap* subset_labels = nullptr;
       if (rule != nullptr && !subset.empty()) {
@@ -975,28 +974,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       uint32_t port = 0;
       if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
       const std::string host = name.substr(0, colon);
-      // Destinations of DNS ServiceEntries: their clusters are not served to gRPC nodes.
-      std::set<std::string> dns_hosts;
-      const auto note_dns = [&](const std::string& destination) {
-        const ServiceInfo* service = mesh.FindService(destination);
-        if (service == nullptr || service->resolution == ServiceEntry::Resolution::kStatic) return;
-        if (!dns_hosts.insert(destination).second) return;
-        add({name, StrCat(service->key.kind, " ", service->key.namespace_name, "/", service->key.name),
-             "spec.resolution",
-             StrCat("host ", destination,
-                    " has resolution DNS: its clusters are not served to proxyless gRPC nodes (cxds does not resolve "
-                    "names for them), so calls routed to it fail")});
-      };
-      const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(host);
-      if (virtual_services.empty()) note_dns(host);
-      for (const VirtualService* vs : virtual_services) {
-        for (const HttpRoute& http : vs->http) {
-          for (const HttpRouteDestination& d : http.route) {
-            note_dns(ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()));
-          }
-        }
-      }
-      for (const VirtualService* vs : virtual_services) {
+      for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];
           const bool applies =

@@ -142,14 +142,6 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
       }
       continue;
     }
-    if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
-        se != nullptr && se->resolution != ServiceEntry::Resolution::kStatic) {
-      out.push_back({key, "spec.resolution", "cxds_grpc_ignores",
-                     "resolution DNS or DNS_ROUND_ROBIN: Envoy nodes resolve the names (STRICT_DNS or LOGICAL_DNS "
-                     "clusters); proxyless gRPC nodes are not served its clusters (cxds does not resolve names for "
-                     "them), so their calls to it fail"});
-      continue;
-    }
     const auto* dr = std::get_if<DestinationRule>(&stored->object);
     if (dr == nullptr) continue;
     check(key, dr->traffic_policy, "spec.trafficPolicy");

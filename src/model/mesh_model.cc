@@ -366,7 +366,19 @@ struct PodIndex {
 
 }  // namespace
 
-EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix) {
+std::vector<std::string> NamesToResolve(const ObjectMap& objects) {
+  std::set<std::string> names;
+  for (const auto& [key, stored] : objects) {
+    const auto* se = std::get_if<ServiceEntry>(&stored->object);
+    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic) continue;
+    if (se->endpoints.empty()) names.insert(se->hosts.begin(), se->hosts.end());
+    for (const WorkloadEndpoint& endpoint : se->endpoints) names.insert(endpoint.address);
+  }
+  return {names.begin(), names.end()};
+}
+
+EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
+                                 const ResolvedNames* resolved) {
   std::map<std::string, HostEndpoints> index;
   std::map<std::string, const K8sService*> services;  // host -> Service
   // WorkloadEntries by namespace, and by namespace and label: a selector's first label narrows
@@ -431,8 +443,26 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
         }
       }
     } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
-               se != nullptr && se->resolution == ServiceEntry::Resolution::kStatic) {
-      // DNS ServiceEntries have no EDS endpoints: Envoy resolves them (ServiceInfo::dns_endpoints).
+               se != nullptr && se->resolution != ServiceEntry::Resolution::kStatic) {
+      // Envoy resolves these itself (ServiceInfo::dns_endpoints); for gRPC nodes, what cxds
+      // resolved the names to.
+      if (resolved == nullptr) continue;
+      for (const std::string& host : se->hosts) {
+        for (const ServicePort& port : se->ports) {
+          const auto add = [&](const std::string& name, uint32_t port_number, const LabelMap& labels, uint32_t weight) {
+            auto it = resolved->find(name);
+            if (it == resolved->end()) return;
+            for (const std::string& address : it->second) {
+              index[host][port.number].push_back(EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1});
+            }
+          };
+          if (se->endpoints.empty()) add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0);
+          for (const WorkloadEndpoint& endpoint : se->endpoints) {
+            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight);
+          }
+        }
+      }
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
       std::vector<const WorkloadEndpoint*> inline_endpoints;
       for (const WorkloadEndpoint& w : se->endpoints) inline_endpoints.push_back(&w);
       for (const std::string& host : se->hosts) {
@@ -452,9 +482,45 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 }
 
 void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
-  auto built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_));
+  ResolvedNames resolved;
+  {
+    MutexLock lock(&mu_);
+    resolved = resolved_;
+  }
+  auto built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_, &resolved));
   MutexLock lock(&mu_);
   endpoints_ = std::move(built);
+}
+
+PushRequest MeshModel::SetResolvedNames(ResolvedNames names) {
+  PushRequest request;
+  const std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
+  std::set<std::string> changed;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, addresses] : names) {
+      auto it = resolved_.find(name);
+      if (it == resolved_.end() || it->second != addresses) changed.insert(name);
+    }
+    for (const auto& [name, addresses] : resolved_) {
+      if (!names.contains(name)) changed.insert(name);
+    }
+    if (changed.empty()) return request;
+    resolved_ = std::move(names);
+  }
+  // The hosts whose endpoints use a changed name.
+  for (const auto& [key, stored] : *objects) {
+    const auto* se = std::get_if<ServiceEntry>(&stored->object);
+    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic) continue;
+    bool uses = false;
+    for (const std::string& host : se->hosts) uses = uses || (se->endpoints.empty() && changed.contains(host));
+    for (const WorkloadEndpoint& endpoint : se->endpoints) uses = uses || changed.contains(endpoint.address);
+    if (!uses) continue;
+    for (const std::string& host : se->hosts) request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
+  }
+  RebuildEndpoints(*objects);
+  if (!request.configs.empty()) request.reasons[reason::kEndpoint] = static_cast<int>(request.configs.size());
+  return request;
 }
 
 std::shared_ptr<const EndpointIndex> MeshModel::endpoints() const {

@@ -64,6 +64,10 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
   return any != by_host.end() ? &any->second : nullptr;
 }
 
+// What cxds resolved the names of DNS ServiceEntries to, for proxyless gRPC nodes (Envoy
+// resolves them itself): name -> IP addresses (controller/dns_refresher.h).
+using ResolvedNames = std::map<std::string, std::vector<std::string>>;
+
 class MeshContext final : public PushContext {
  public:
   MeshContext(std::string version, uint64_t sequence, absl::Time created, std::shared_ptr<const ObjectMap> objects,
@@ -117,6 +121,10 @@ class MeshModel final : public PushContextBuilder {
                                                            uint64_t sequence, absl::Time now) override;
 
   std::shared_ptr<const EndpointIndex> endpoints() const;
+  // New resolutions of the DNS names (replacing all of the previous ones): rebuilds the
+  // endpoint index and returns the endpoint-only push they need (empty configs: nothing
+  // changed for any host).
+  PushRequest SetResolvedNames(ResolvedNames names);
   const std::string& domain_suffix() const { return domain_suffix_; }
   // The hosts a service object defines ("reviews.shop.svc.cluster.local" for a Service).
   std::vector<std::string> HostsOf(const MeshObject& object) const;
@@ -128,11 +136,19 @@ class MeshModel final : public PushContextBuilder {
   const std::string domain_suffix_;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
+  ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
 
 // The endpoints `objects` give each host, by the rules above (BuildEndpointIndex is what
-// MeshModel serves and what analysis checks).
-EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix);
+// MeshModel serves and what analysis checks). DNS ServiceEntries have endpoints only through
+// `resolved` (null: none): each address a name resolved to, with that endpoint's port, labels
+// and weight.
+EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
+                                 const ResolvedNames* resolved = nullptr);
+
+// The names of the DNS ServiceEntries in `objects`: their endpoint addresses, or their hosts
+// when they have none. Sorted, unique.
+std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
 // http[].route[], http[].mirror, tcp[].route[] ("spec.http[0].route[1].destination").

@@ -114,5 +114,23 @@ TEST(MutexTest, WaitingReleasesWakeOtherWaiters) {
   }
 }
 
+TEST(PeriodicTaskTest, RunsEveryIntervalFromStartAndNeverAfterItsDestructor) {
+  SimulatedScheduler scheduler;
+  int runs = 0;
+  {
+    PeriodicTask task(scheduler, absl::Seconds(10), [&] { ++runs; });
+    scheduler.AdvanceBy(absl::Seconds(30));
+    EXPECT_EQ(runs, 0) << "not before Start";
+    task.Start();
+    scheduler.AdvanceBy(absl::Seconds(9));
+    EXPECT_EQ(runs, 0);
+    scheduler.AdvanceBy(absl::Seconds(21));
+    EXPECT_EQ(runs, 3);
+  }
+  scheduler.AdvanceBy(absl::Seconds(60));
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(scheduler.pending(), 0u);
+}
+
 }  // namespace
 }  // namespace cxds

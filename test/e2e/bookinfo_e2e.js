@@ -17,7 +17,9 @@
 //      /debug/config_status and in the metrics, and the client gets UNAVAILABLE; putting the
 //      Pods back is an incremental (EDS) push and jason reaches v2 again;
 //   5. a DestinationRule gRPC cannot honour in full (LEAST_REQUEST, outlier detection): the
-//      gRPC node's /debug/config_status?proxy=ID names each part it is not given and why.
+//      gRPC node's /debug/config_status?proxy=ID names each part it is not given and why;
+//   6. a DNS ServiceEntry whose endpoint is `localhost`: cxds resolves it (/etc/hosts, no
+//      network) and serves the gRPC client the address over EDS; its calls reach 127.0.0.1.
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -53,7 +55,7 @@ async function main() {
       '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '170']);
   }
   const cxds = e2e.start('cxds', CXDS, ['serve', '--config-dir', config, '--xds-address', `127.0.0.1:${XDS}`,
-    '--admin-address', `127.0.0.1:${ADMIN}`, '--debounce-after', '50ms']);
+    '--admin-address', `127.0.0.1:${ADMIN}`, '--debounce-after', '50ms', '--dns-refresh', '1s']);
   await until('/ready', async () => (await get('/ready')).status === 200);
   const status = async () => { const r = await get("/debug/config_status"); if (!r.body) throw new Error(`config_status: HTTP ${r.status}`); return JSON.parse(r.body); };
 
@@ -163,6 +165,26 @@ spec:
   check((await held).ok === 3, 'and its calls to ratings still succeed (round robin)');
   const unknown = await get('/debug/config_status?proxy=nobody');
   check(unknown.status === 404 && /no connected proxy nobody/.test(unknown.body), 'an unknown proxy is a 404 naming it', unknown);
+
+  // 6
+  e2e.start('dns-backend', process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'),
+    '--name', 'dns-backend', '--host', '127.0.0.1', '--port', String(PORT), '--max-seconds', '60']);
+  writeAtomically(path.join(config, 'partner.yaml'), `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: partner, namespace: bookinfo}
+spec:
+  hosts: [partner.example]
+  ports: [{number: 9080, name: grpc-partner, protocol: GRPC}]
+  resolution: DNS
+  endpoints: [{address: localhost, ports: {grpc-partner: ${PORT}}}]
+`);
+  const viaDns = await until('calls through the name cxds resolved', async () => {
+    const r = await client(app, ['--target', 'xds:///partner.example:9080', '--calls', '5', '--deadline-ms', '2000']);
+    return r.ok === 5 ? r : null;
+  });
+  check(viaDns.by_inventory['dns-backend'] === 5, 'a DNS ServiceEntry: cxds resolved localhost for the gRPC client, whose calls reached 127.0.0.1', viaDns);
+  check(/DNS name=localhost addresses=\[127\.0\.0\.1/.test(cxds.log), 'and cxds logged what the name resolved to',
+    (cxds.log.match(/.*DNS name=.*/g) || []));
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));

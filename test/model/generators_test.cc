@@ -761,8 +761,7 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
 }
 
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
-// Envoy resolves, a subset's only those it selects; without endpoints, the host itself. Not
-// served to gRPC nodes, which are told why per proxy.
+// Envoy resolves, a subset's only those it selects; without endpoints, the host itself.
 TEST_F(GeneratorsTest, DnsServiceEntriesAreClustersOfNamesForEnvoyOnly) {
   Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -814,21 +813,24 @@ spec:
             "db.example.com")
       << "without endpoints, the host itself";
 
+  // gRPC nodes: an EDS cluster of what cxds resolved the names to (DnsRefresher), each address
+  // with its endpoint's port, labels and weight.
+  model_.SetResolvedNames(
+      {{"eu.api.example.com", {"127.0.0.61", "127.0.0.62"}}, {"us.api.example.com", {"127.0.0.63"}}});
   auto grpc = Connect("grpc-client-1", true);
-  grpc->Send(First(std::string(kClusterType), {"outbound|8080||db.example.com"}));
+  grpc->Send(First(std::string(kClusterType), {"outbound|8443|eu|api.example.com"}));
   auto cds = grpc->Take();
   ASSERT_EQ(cds.size(), 1u);
-  EXPECT_EQ(cds[0].resources_size(), 0) << "not served to gRPC nodes";
-  grpc->Send(Request(std::string(kRouteType), {"db.example.com:8080"}));
-  ASSERT_EQ(grpc->Take().size(), 1u);
-  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
-  ASSERT_NE(mesh, nullptr);
-  const std::vector<ProxyConfigNote> notes = GrpcConfigNotes(*mesh, *pipeline_->ProxyView("grpc-client-1"));
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].resource, "db.example.com:8080");
-  EXPECT_EQ(notes[0].object, "ServiceEntry default/db");
-  EXPECT_THAT(notes[0].reason,
-              ::testing::HasSubstr("has resolution DNS: its clusters are not served to proxyless gRPC"));
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  EXPECT_EQ(Decode<Cluster>(cds[0], 0).type(), Cluster::EDS);
+  grpc->Send(Request(std::string(kEndpointType), {"outbound|8443|eu|api.example.com"}));
+  auto eds = grpc->Take();
+  ASSERT_EQ(eds.size(), 1u);
+  const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+  ASSERT_EQ(cla.endpoints(0).lb_endpoints_size(), 2) << "the eu name's two addresses";
+  EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address(), "127.0.0.61");
+  EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 9443u);
+  EXPECT_EQ(cla.endpoints(0).lb_endpoints(1).load_balancing_weight().value(), 3u);
 }
 
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the

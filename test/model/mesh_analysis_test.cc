@@ -278,9 +278,8 @@ TEST(MeshAnalysisTest, AMirrorsEntryToAMissingHostIsReportedWhereItIs) {
                             "spec.http[0]: mirrors: not implemented by proxyless gRPC clients (gRFC A28)")));
 }
 
-// A DNS ServiceEntry has its endpoints in its names (no pilot_eds_no_instances); that gRPC
-// nodes are not served it is said once, on its resolution.
-TEST(MeshAnalysisTest, ADnsServiceEntryIsNotEmptyButIsNotServedToGrpc) {
+// A DNS ServiceEntry has its endpoints in its names: not pilot_eds_no_instances.
+TEST(MeshAnalysisTest, ADnsServiceEntryIsNotAServiceWithoutEndpoints) {
   ConfigStore store = AnalyzedStore();
   const ConfigStore::Update update = store.ApplyFile("se.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -290,11 +289,7 @@ spec:
   ports: [{number: 443, name: tls, protocol: TLS}]
   resolution: DNS
 )");
-  EXPECT_THAT(Strings(update.warnings),
-              ElementsAre("se.yaml:1: ServiceEntry default/api: spec.resolution: resolution DNS or DNS_ROUND_ROBIN: "
-                          "Envoy nodes resolve the names (STRICT_DNS or LOGICAL_DNS clusters); proxyless gRPC nodes "
-                          "are not served its clusters (cxds does not resolve names for them), so their calls to it "
-                          "fail [cxds_grpc_ignores]"));
+  EXPECT_THAT(Strings(update.warnings), ::testing::IsEmpty());
 }
 
 TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
