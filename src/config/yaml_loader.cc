@@ -389,7 +389,9 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
               "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName",
               "ownerReferences", "finalizers"});
   meta.name = r.String(node, "name", "metadata", true).value_or("");
-  if (!meta.name.empty() && !IsDnsName(meta.name)) {
+  if (node["name"].IsDefined() && !node["name"].IsNull() && meta.name.empty()) {
+    r.Error(node["name"], "metadata.name", "must not be empty");  // `name: ""` or `name: !!str`
+  } else if (!meta.name.empty() && !IsDnsName(meta.name)) {
     r.Error(node["name"], "metadata.name", "must be a lowercase DNS name (a-z, 0-9, '-', '.')");
   }
   meta.namespace_name = r.String(node, "namespace", "metadata", false).value_or("default");

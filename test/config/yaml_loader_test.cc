@@ -793,6 +793,16 @@ spec:
   EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
 
+// Found by the fuzzer: an empty name given as a string (quoted, or tagged !!str) was accepted.
+TEST(YamlLoaderTest, AnEmptyNameIsRefusedHoweverItIsWritten) {
+  for (const std::string name : {"\"\"", "!!str", "''"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(
+        OnlyError("apiVersion: v1\nkind: Service\nmetadata: {name: " + name + " }\nspec: {ports: [{port: 80}]}\n"),
+        "metadata.name: must not be empty");
+  }
+}
+
 // DNS and DNS_ROUND_ROBIN: endpoint addresses may be names (Envoy resolves them), with Istio's
 // rules; STATIC endpoints stay IP addresses.
 TEST(YamlLoaderTest, DnsServiceEntriesTakeNamesWithIstiosRules) {
