@@ -138,9 +138,10 @@ PeriodicTask::~PeriodicTask() {
   timer.reset();  // waits for a run in progress, or cancels the next one
 }
 
-void PeriodicTask::Start() {
+void PeriodicTask::Start(absl::Duration first_delay) {
   MutexLock lock(&mu_);
-  if (!stopping_) timer_ = scheduler_.Schedule(interval_, [this] { Run(); });
+  const absl::Duration delay = first_delay == absl::InfiniteDuration() ? interval_ : first_delay;
+  if (!stopping_) timer_ = scheduler_.Schedule(delay, [this] { Run(); });
 }
 
 void PeriodicTask::Run() {

@@ -106,7 +106,8 @@ class PeriodicTask {
   PeriodicTask(const PeriodicTask&) = delete;
   PeriodicTask& operator=(const PeriodicTask&) = delete;
 
-  void Start();
+  // The first run `first_delay` from now (default: one interval), then every interval.
+  void Start(absl::Duration first_delay = absl::InfiniteDuration());
 
  private:
   void Run();

@@ -93,7 +93,7 @@ PushRequest DnsRefresher::Refresh() {
   return model_.SetResolvedNames(std::move(next));
 }
 
-void DnsRefresher::Start() { ticks_.Start(); }
+void DnsRefresher::Start() { ticks_.Start(absl::ZeroDuration()); }
 
 void DnsRefresher::Tick() {
   PushRequest request = Refresh();

@@ -54,7 +54,8 @@ class DnsRefresher {
   // queues it, or makes it part of its first push). Call on the scheduler's thread, or before
   // Start.
   PushRequest Refresh();
-  // Refreshes every `interval` from now on, queueing the pushes.
+  // Refreshes at once, then every `interval`, queueing the pushes, on the scheduler's thread:
+  // the caller never waits on DNS.
   void Start();
 
  private:

@@ -90,7 +90,6 @@ absl::Status MeshController::Start() {
   if (!files.ok()) return files.status();
   Apply(*files);
   PushRequest initial = model_->OnUpdate({});
-  if (dns_refresher_ != nullptr) dns_refresher_->Refresh();  // part of the first (full) push
   initial.full = true;
   initial.reasons = {{reason::kConfig, 1}};
   absl::StatusOr<std::shared_ptr<const PushContext>> first = pipeline_->Push(initial);
@@ -98,6 +97,9 @@ absl::Status MeshController::Start() {
     return absl::Status(first.status().code(), StrCat("the first load failed: ", first.status().message()));
   }
   ready_ = true;
+  // On its own thread, at once: start-up never waits on DNS (a config naming many unresolvable
+  // names would otherwise hold readiness for each one's resolver timeout). Until the first
+  // answers, gRPC nodes get those clusters empty; the answers are an endpoint-only push.
   if (dns_refresher_ != nullptr) dns_refresher_->Start();
   Log().info("CONFIG loaded source=\"{}\" files={} objects={} errors={} version={}", source_->Describe(), files->size(),
              store_.Snapshot()->size(), store_.error_count(), (*first)->version());

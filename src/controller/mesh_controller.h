@@ -43,8 +43,8 @@ class MeshController {
     MetricsRegistry* metrics = nullptr;  // null: a private registry
     PushObserver* observer = nullptr;    // may be null
     // Resolves DNS ServiceEntries' names for proxyless gRPC nodes (controller/dns_refresher.h)
-    // on a thread of its own, every `dns_refresh` and once before the first push. Null: gRPC
-    // nodes get those clusters empty.
+    // on a thread of its own, once at start (not holding readiness) and every `dns_refresh`.
+    // Null: gRPC nodes get those clusters empty.
     NameResolver* resolver = nullptr;
     absl::Duration dns_refresh = absl::Seconds(30);
   };

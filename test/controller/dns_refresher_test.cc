@@ -91,8 +91,10 @@ TEST_F(DnsRefresherTest, ResolvedNamesAreTheEndpointsAndAChangeIsAnEndpointPushO
   ASSERT_TRUE(pipeline_->Push(PushRequest{.full = true, .reasons = {{reason::kConfig, 1}}}).ok());
   const uint64_t pushes = pipeline_->stats().incremental_pushes;
   refresher.Start();
+  scheduler_.RunUntilIdle();
+  EXPECT_EQ(resolver_.calls["ledger.example.com"], 3) << "Start refreshes at once";
   scheduler_.AdvanceBy(absl::Seconds(30));
-  EXPECT_EQ(resolver_.calls["ledger.example.com"], 3);
+  EXPECT_EQ(resolver_.calls["ledger.example.com"], 4);
   EXPECT_EQ(pipeline_->stats().incremental_pushes, pushes);
   resolver_.table["ledger.example.com"] = std::vector<std::string>{"127.0.0.72"};
   scheduler_.AdvanceBy(absl::Seconds(30));

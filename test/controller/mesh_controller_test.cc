@@ -5,6 +5,7 @@
 
 #include <deque>
 
+#include "absl/synchronization/notification.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "fakes/stream_harness.h"
 #include "gtest/gtest.h"
@@ -94,6 +95,37 @@ TEST_F(MeshControllerTest, ReadyOnlyAfterTheFirstFullPush) {
   EXPECT_EQ(PortOf(responses[0]), 18081u);
   controller_->Stop();
   EXPECT_TRUE(*stopped_);
+}
+
+// A resolver that answers only when the test lets it: DNS that does not answer.
+class HeldResolver final : public NameResolver {
+ public:
+  absl::StatusOr<std::vector<std::string>> Resolve(const std::string& name) override {
+    called.Notify();
+    release.WaitForNotification();
+    return std::vector<std::string>{"127.0.0.9"};
+  }
+  absl::Notification called, release;
+};
+
+// Start-up never waits on DNS: with the resolver stuck, the first push is made and the
+// controller is ready; the name is resolved on the refresher's own thread.
+TEST(MeshControllerDnsTest, StartDoesNotWaitForNamesToResolve) {
+  HeldResolver resolver;
+  SimulatedScheduler scheduler;
+  MeshController::Options options;
+  options.resolver = &resolver;
+  auto source = std::make_unique<FakeSource>(std::vector<FileRead>{
+      FileRead::Present("dns.yaml",
+                        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: api}\nspec:\n"
+                        "  hosts: [api.example.com]\n  ports: [{number: 80, name: http}]\n  resolution: DNS\n")});
+  {
+    MeshController controller(options, std::move(source), scheduler);
+    ASSERT_TRUE(controller.Start().ok());
+    EXPECT_TRUE(controller.ready());
+    resolver.called.WaitForNotification();  // on the refresher's thread, after Start returned
+    resolver.release.Notify();
+  }
 }
 
 TEST_F(MeshControllerTest, AnUnreadableSourceIsAnErrorAndNothingIsServed) {
