@@ -11,6 +11,7 @@ the Markdown and as null in the JSON):
   machine.json                  {"date", "cores", "kernel", "commit", "grpc", "build_type", "loadavg_start"}
   micro/*.json                  Google Benchmark JSON output, one file per binary
   load/{fanout,sotw,delta}-N.json  cxds-load JSON (see docs/load.md), N = stream count
+  load/sotwwhole-N.json, grpc-style/{sotw,delta,sotwwhole}-N.json  the demo SotW/Delta pairs (issue 16)
   mesh/scenario.json, mesh/*-N.json  cxds-load against `cxds serve` with a large config directory
   restart/delta-restart.json    cxds-load JSON with a top-level "reconnect" object
   metrics/serializations.json   {"resource_versions", "serializations"}
@@ -703,17 +704,18 @@ def run_table(named_runs):
 # Issue 16: SotW against Delta in one run, and the daemon against the raw fan-out
 
 
-def sotw_vs_delta(run_dir):
+def sotw_vs_delta(run_dir, kind_of_sotw="sotw"):
     """{(style, N): (p50 ratio, p99 ratio, sotw Run, delta Run)} for the demo runs: Envoy-style
     ones in load/, gRPC-style ones in grpc-style/, at the sizes grpc-style/ has. Ratios are SotW over Delta of the
-    medians over changes."""
+    medians over changes. `kind_of_sotw`: "sotw" (the demo with --keep-unchanged-types) or "sotwwhole"
+    (every type on every version)."""
     out = {}
     # The sizes bench/run.sh ran both styles at (BENCH_STYLE_SIZES, by default 5,000 and 10,000).
     sizes = {n for _, n in run_dir.sized("grpc-style")}
     for style, subdir in (("envoy", "load"), ("grpc", "grpc-style")):
         sized = run_dir.sized(subdir)
         for (kind, n), data in sized.items():
-            if kind != "sotw" or n not in sizes or ("delta", n) not in sized:
+            if kind != kind_of_sotw or n not in sizes or ("delta", n) not in sized:
                 continue
             sotw, delta = Run("sotw", data), Run("delta", sized[("delta", n)])
             out[(style, n)] = (ratio(median(sotw.p50), median(delta.p50)), ratio(median(sotw.p99), median(delta.p99)),
@@ -738,23 +740,31 @@ def daemon_runs(run_dir):
     return out
 
 
-def protocol_section(pairs, daemon):
+def pairs_table(pairs):
+    rows = []
+    for (style, n), (p50, p99, sotw, delta) in sorted(pairs.items()):
+        rows.append([style, fmt_int(n), f"{fmt_ms(median(sotw.p50))} / {fmt_ms(median(sotw.p99))}",
+                     f"{fmt_ms(median(delta.p50))} / {fmt_ms(median(delta.p99))}", fmt_ratio(p50), fmt_ratio(p99),
+                     sotw.status() if sotw.status() != "ok" else delta.status()])
+    return table(["proxies", "streams", "SotW p50 / p99 (ms)", "Delta p50 / p99 (ms)", "p50 ratio", "p99 ratio",
+                  "status"], rows)
+
+
+def protocol_section(pairs, whole_pairs, daemon):
     md = ["## SotW against Delta, and the daemon against the raw fan-out (issue 16)", ""]
     if not pairs:
         md += [f"SotW against Delta: {NOT_MEASURED}.", ""]
     else:
-        md += ["The demo (`cxds demo`, `--drive teaching`), SotW and Delta in the same run; ratios of the "
-               "medians over changes. At 5,000 streams and more these are bound by the server core (core 0, "
-               "saturated during the pushes: docs/load.md has the profile, where a quarter of it at 10,000 SotW "
-               "streams is libgrpc's completion-queue tag check).", ""]
-        rows = []
-        for (style, n), (p50, p99, sotw, delta) in sorted(pairs.items()):
-            rows.append([style, fmt_int(n), f"{fmt_ms(median(sotw.p50))} / {fmt_ms(median(sotw.p99))}",
-                         f"{fmt_ms(median(delta.p50))} / {fmt_ms(median(delta.p99))}", fmt_ratio(p50), fmt_ratio(p99),
-                         sotw.status() if sotw.status() != "ok" else delta.status()])
-        md.append(table(["proxies", "streams", "SotW p50 / p99 (ms)", "Delta p50 / p99 (ms)", "p50 ratio", "p99 ratio",
-                     "status"], rows))
-        md += [""]
+        md += ["The demo (`cxds demo --keep-unchanged-types`, `--drive teaching`: each change moves the "
+               "endpoint and so the EDS version alone), SotW and Delta in the same run; ratios of the medians "
+               "over changes. At 5,000 streams and more these are bound by the server core (core 0, saturated "
+               "during the pushes; docs/load.md has the profile).", ""]
+        md += [pairs_table(pairs), ""]
+    if whole_pairs:
+        md += ["The same SotW runs with every type on every version (`cxds demo` as in the teaching "
+               "walkthrough, and as go-control-plane's snapshot cache versions a snapshot), against the same "
+               "Delta runs: each change then costs a SotW stream four responses and four ACKs.", ""]
+        md += [pairs_table(whole_pairs), ""]
     if not daemon:
         md += [f"The daemon on the generated mesh: {NOT_MEASURED}.", ""]
     else:
@@ -987,7 +997,7 @@ def main(argv):
     for (kind, n), data in run_dir.sized("load").items():
         if kind in LABEL:
             runs[(kind, n)] = Run(kind, data)
-        else:
+        elif kind != "sotwwhole":  # read by sotw_vs_delta
             run_dir.problems.append(f"`load/{kind}-{n}.json` ignored: unknown server `{kind}`")
     sizes = sorted({n for _, n in runs})
     largest = sizes[-1] if sizes else None
@@ -1015,6 +1025,7 @@ def main(argv):
 
     target_rows = targets(largest, runs, serializations, reconnect)
     pairs = sotw_vs_delta(run_dir)
+    whole_pairs = sotw_vs_delta(run_dir, "sotwwhole")
     daemon = daemon_runs(run_dir)
 
     # Markdown ---------------------------------------------------------------------------------
@@ -1028,7 +1039,7 @@ def main(argv):
     sections = [machine_section(machine, runs), method_section(runs),
                 load_section(runs, sizes, plots, plotter.failure), send_section(runs, sizes),
                 mesh_section(scenario if isinstance(scenario, dict) else None, mesh_runs),
-                restart_section(restart), big_section(big), protocol_section(pairs, daemon), micro_section(run_dir),
+                restart_section(restart), big_section(big), protocol_section(pairs, whole_pairs, daemon), micro_section(run_dir),
                 targets_section(target_rows, largest, serial_line)]
     # After the sections: reading the micro-benchmark files can add problems too.
     if run_dir.problems:
@@ -1079,6 +1090,11 @@ def main(argv):
         "sotw_vs_delta_p99_ratio": rounded(worst(p99 for _, p99, _, _ in pairs.values()), 4),
         "sotw_vs_delta": {f"{style}-{n}": {"p50": rounded(p50, 4), "p99": rounded(p99, 4)}
                           for (style, n), (p50, p99, _, _) in sorted(pairs.items())},
+        # The same with every type on every version (the teaching walkthrough's versioning).
+        "sotw_whole_snapshot_vs_delta_p50_ratio": rounded(worst(p50 for p50, _, _, _ in whole_pairs.values()), 4),
+        "sotw_whole_snapshot_vs_delta_p99_ratio": rounded(worst(p99 for _, p99, _, _ in whole_pairs.values()), 4),
+        "sotw_whole_snapshot_vs_delta": {f"{style}-{n}": {"p50": rounded(p50, 4), "p99": rounded(p99, 4)}
+                                         for (style, n), (p50, p99, _, _) in sorted(whole_pairs.items())},
         "daemon_push_vs_raw_fanout_ratio": rounded(worst(f["push_vs_raw_fanout_ratio"] for f in daemon.values()), 4),
         "daemon_convergence_vs_raw_receipt_ratio":
             rounded(worst(f["convergence_vs_raw_receipt_ratio"] for f in daemon.values()), 4),

@@ -15,8 +15,9 @@
 #    cxds restarts and every proxy reconnects with the versions it holds.
 # 5. Big config: 1,000 and 10,000 services (BENCH_BIG=0 leaves it out), the full push context and
 #    an endpoint change to the last ACK for 1,000 gRPC-style proxies.
+# The demo runs use `cxds demo --keep-unchanged-types` (a change moves EDS alone).
 # Also, at BENCH_STYLE_SIZES (5,000 and 10,000): the demo with gRPC-style proxies over Delta and
-# SotW (grpc-style/), and cxds serve on the mesh with gRPC-style proxies against the raw fan-out
+# SotW (grpc-style/), SotW with every type on every version (sotwwhole-N, both styles), and cxds serve on the mesh with gRPC-style proxies against the raw fan-out
 # (daemon/).
 # 6. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
 #    bench/results/latest.json.
@@ -89,10 +90,16 @@ echo "== micro-benchmarks" >&2
     --benchmark_out="$run/micro/$name.json" --benchmark_out_format=json >/dev/null
 done
 
+# The demo versions its whole snapshot at each change; with --keep-unchanged-types (the runs
+# named sotw and delta) only the changed type gets a new version, as a control plane that pushes
+# only what a change touches does. The sotwwhole runs keep every type on every version, as the
+# teaching walkthrough does (and go-control-plane's snapshot cache), at BENCH_STYLE_SIZES.
+keep=--server-arg=--keep-unchanged-types
+read -r -a style_sizes <<<"${BENCH_STYLE_SIZES:-5000 10000}"
 for n in "${sizes[@]}"; do
   echo "== cxds demo, Delta and SotW, $n streams" >&2
-  load "$run/load/delta-$n" --drive teaching --cxds-binary "$build/cxds" --protocol delta --streams "$n"
-  load "$run/load/sotw-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --streams "$n"
+  load "$run/load/delta-$n" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol delta --streams "$n"
+  load "$run/load/sotw-$n" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol sotw --streams "$n"
   # The baseline writes what cxds wrote for a change: one EDS response of the same size.
   eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/load/delta-$n.json" 2>/dev/null || echo 1200)
   echo "== raw fan-out baseline, $n streams, $eds_bytes-byte pushes" >&2
@@ -101,12 +108,14 @@ done
 
 # Issue 16: SotW against Delta with proxyless-gRPC-style proxies too (LDS by name, following
 # references), at the sizes of its target.
-read -r -a style_sizes <<<"${BENCH_STYLE_SIZES:-5000 10000}"
 mkdir -p "$run/grpc-style"
 for n in "${style_sizes[@]}"; do
   echo "== cxds demo, gRPC-style proxies, Delta and SotW, $n streams" >&2
-  load "$run/grpc-style/delta-$n" --drive teaching --cxds-binary "$build/cxds" --protocol delta --node-style grpc --streams "$n"
-  load "$run/grpc-style/sotw-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --node-style grpc --streams "$n"
+  load "$run/grpc-style/delta-$n" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol delta --node-style grpc --streams "$n"
+  load "$run/grpc-style/sotw-$n" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol sotw --node-style grpc --streams "$n"
+  echo "== cxds demo, every type on every version, SotW, Envoy- and gRPC-style, $n streams" >&2
+  load "$run/load/sotwwhole-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --streams "$n"
+  load "$run/grpc-style/sotwwhole-$n" --drive teaching --cxds-binary "$build/cxds" --protocol sotw --node-style grpc --streams "$n"
 done
 
 echo "== mesh: 1,000 services, 10,000 endpoints, $mesh_streams Delta proxies" >&2

@@ -25,6 +25,10 @@ struct DemoOptions {
   int push_workers = 2;                             // dispatcher threads
   absl::Duration send_timeout = absl::Seconds(20);  // a stalled response write ends its stream
   XdsSecurityOptions security;                      // no files: plaintext
+  // SnapshotCache::Options::keep_unchanged_types: a published version moves only the types that
+  // changed (`port N` moves EDS alone). Off by default, as in the walkthrough, where every
+  // type takes every version (so the RDS NACK of version 3 names version 2 as accepted).
+  bool keep_unchanged_types = false;
 };
 
 // The teaching control plane (README.md, "The teaching control plane"): serves version 1,

@@ -50,7 +50,8 @@ class TeachingControlPlane {
   TeachingControlPlane(const DemoOptions& options, const XdsSecurity& security, std::ostream& out)
       : options_(options),
         out_(out),
-        cache_(SnapshotCache::Options{ConsistencyPolicy::kStrict, nullptr, nullptr}),
+        cache_(SnapshotCache::Options{.consistency = ConsistencyPolicy::kStrict,
+                                      .keep_unchanged_types = options.keep_unchanged_types}),
         security_mode_(security.mode),
         xds_(cache_, ServerOptions(options, security, &tracker_)) {}
 

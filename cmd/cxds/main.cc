@@ -63,6 +63,9 @@ int Main(int argc, char** argv) {
   demo_cmd->add_option("--client-ca", demo.security.files.client_ca_file, "CA for client certificates (mTLS)");
   demo_cmd->add_option("--trust-domain", demo.security.trust_domain, "SPIFFE trust domain of clients")
       ->capture_default_str();
+  demo_cmd->add_flag("--keep-unchanged-types", demo.keep_unchanged_types,
+                     "a new version moves only the types that changed (port N: EDS alone), so SotW clients are "
+                     "not resent the others");
   AddDurationOption(*demo_cmd, "--send-timeout", demo.send_timeout,
                     "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
 

@@ -1,5 +1,7 @@
 #include "cache/snapshot.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "protocol/references.h"
@@ -91,6 +93,36 @@ absl::StatusOr<SnapshotPtr> Snapshot::FromTypes(std::map<std::string, TypeResour
   std::shared_ptr<Snapshot> snapshot(new Snapshot());
   snapshot->types_ = std::move(types);
   return SnapshotPtr(std::move(snapshot));
+}
+
+namespace {
+bool SameResources(const Snapshot::TypeResources& a, const Snapshot::TypeResources& b) {
+  if (a.version_covers_all != b.version_covers_all || a.items.size() != b.items.size()) return false;
+  // Both maps are ordered by name: one pass in step.
+  return std::equal(a.items.begin(), a.items.end(), b.items.begin(), [](const auto& x, const auto& y) {
+    return x.first == y.first && (x.second == y.second || (x.second->content_version() == y.second->content_version() &&
+                                                           x.second->ttl() == y.second->ttl()));
+  });
+}
+}  // namespace
+
+SnapshotPtr Snapshot::KeepUnchangedTypes(const SnapshotPtr& previous, const SnapshotPtr& next) {
+  if (previous == nullptr || next == nullptr) return next;
+  std::map<std::string, TypeResourcesPtr> types;
+  bool all_kept = previous->types_.size() == next->types_.size();
+  for (const auto& [type_url, typed] : next->types_) {
+    auto before = previous->types_.find(type_url);
+    if (before != previous->types_.end() && SameResources(*before->second, *typed)) {
+      types.emplace(type_url, before->second);
+    } else {
+      types.emplace(type_url, typed);
+      all_kept = false;
+    }
+  }
+  if (all_kept) return previous;
+  std::shared_ptr<Snapshot> merged(new Snapshot());
+  merged->types_ = std::move(types);
+  return merged;
 }
 
 const std::string& Snapshot::version(const std::string& type_url) const {

@@ -47,6 +47,13 @@ class Snapshot {
   // Fails with InvalidArgument on a null part or an empty version.
   static absl::StatusOr<SnapshotPtr> FromTypes(std::map<std::string, TypeResourcesPtr> types);
 
+  // `next`, except that each type whose resources are the same as that type's in `previous`
+  // (same names, same content and TTL) is taken from `previous`, version and all. Versioning a
+  // whole snapshot at once then moves, for clients, only the versions of the types that really
+  // changed: a SotW stream is not resent a type it already holds (docs/protocol-rules.md, EA2).
+  // Returns `previous` itself when no type changed, `next` when `previous` is null.
+  static SnapshotPtr KeepUnchangedTypes(const SnapshotPtr& previous, const SnapshotPtr& next);
+
   // The version of `type_url`, or "" if the snapshot does not have that type.
   const std::string& version(const std::string& type_url) const;
   // The resources of `type_url`, or nullptr if the snapshot does not have that type.

@@ -70,13 +70,22 @@ absl::Status SnapshotCache::SetSnapshot(const std::string& node_key, SnapshotPtr
   }
   std::vector<std::shared_ptr<WatchCallback>> to_notify;
   SnapshotPtr previous;
-  {
+  for (bool stored = false; !stored;) {
+    // The merge compares every resource, so it runs outside the lock; it is redone if another
+    // SetSnapshot of this key came in between.
+    SnapshotPtr base = options_.keep_unchanged_types ? Current(node_key) : nullptr;
+    SnapshotPtr merged = Snapshot::KeepUnchangedTypes(base, snapshot);
     MutexLock lock(&mu_);
     NodeEntry& entry = nodes_[node_key];
-    previous = std::exchange(entry.snapshot, snapshot);
+    if (options_.keep_unchanged_types && entry.snapshot != base) continue;
+    previous = std::exchange(entry.snapshot, std::move(merged));
     entry.status.has_snapshot = true;
     for (const auto& [id, callback] : entry.watches) to_notify.push_back(callback);
+    snapshot = entry.snapshot;
+    stored = true;
   }
+  // Nothing changed (every type kept): no stream has anything to learn.
+  if (options_.keep_unchanged_types && previous == snapshot) return absl::OkStatus();
   if (!to_notify.empty()) {
     // Diffed once here, outside the lock, not once per stream.
     ConfigChange change = DiffSnapshots(previous.get(), snapshot.get());

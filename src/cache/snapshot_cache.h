@@ -61,6 +61,11 @@ class SnapshotCache final : public ConfigWatcher {
     ConsistencyPolicy consistency = ConsistencyPolicy::kConsistent;
     std::shared_ptr<const NodeHash> node_hash;  // defaults to IdHash
     Clock* clock = nullptr;                     // defaults to RealClock()
+    // When true, SetSnapshot keeps, from the node's current snapshot, every type whose
+    // resources did not change (Snapshot::KeepUnchangedTypes), so a snapshot versioned as a
+    // whole resends SotW clients only the types that changed. Off by default: then every type
+    // carries the version it was given, as in go-control-plane.
+    bool keep_unchanged_types = false;
   };
 
   SnapshotCache();
@@ -69,7 +74,8 @@ class SnapshotCache final : public ConfigWatcher {
   SnapshotCache(const SnapshotCache&) = delete;
   SnapshotCache& operator=(const SnapshotCache&) = delete;
 
-  // Stores `snapshot` under `node_key` and notifies the streams watching it. Returns
+  // Stores `snapshot` under `node_key` (with Options::keep_unchanged_types, merged with the
+  // current one) and notifies the streams watching it. Returns
   // FailedPrecondition (and keeps the previous snapshot) if the policy refuses it, or
   // InvalidArgument for a null snapshot.
   absl::Status SetSnapshot(const std::string& node_key, SnapshotPtr snapshot);

@@ -211,5 +211,40 @@ TEST(SnapshotDiffTest, WatchesReceiveTheDiff) {
   EXPECT_EQ(*seen[1].types.at(std::string(kClusterType)), (std::vector<std::string>{"c1"}));
 }
 
+// EA2: with keep_unchanged_types, a snapshot versioned as a whole stores new versions only for
+// the types that changed, watches hear only of those, and the same content again is silent.
+TEST(SnapshotCacheTest, KeepUnchangedTypesStoresNewVersionsOnlyForChangedTypes) {
+  SnapshotCache::Options options;
+  options.keep_unchanged_types = true;
+  SnapshotCache cache(options);
+  std::vector<ConfigChange> seen;
+  auto watch = cache.CreateWatch(NodeWithId("a"), [&](const ConfigChange& change) { seen.push_back(change); });
+  auto build = [](const std::string& version, uint32_t port) {
+    return MustSnapshot(version, {HttpListener("l", "r"), Routes("r", {"c"}), EdsCluster("c"), Endpoints("c", {port})});
+  };
+  ASSERT_OK(cache.SetSnapshot("a", build("1", 1)));
+  ASSERT_OK(cache.SetSnapshot("a", build("2", 2)));
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr stored, cache.GetSnapshot("a"));
+  EXPECT_EQ(stored->version(std::string(kEndpointType)), "2");
+  for (std::string_view kept : {kClusterType, kListenerType, kRouteType, kSecretType}) {
+    EXPECT_EQ(stored->version(std::string(kept)), "1") << kept;
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_EQ(seen[1].types.size(), 1u);
+  EXPECT_TRUE(seen[1].types.contains(std::string(kEndpointType)));
+
+  ASSERT_OK(cache.SetSnapshot("a", build("3", 2)));
+  EXPECT_EQ(seen.size(), 2u) << "the same content again notifies nobody";
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr unchanged, cache.GetSnapshot("a"));
+  EXPECT_EQ(unchanged, stored);
+
+  // Without the option every type carries the version it was given.
+  SnapshotCache plain;
+  ASSERT_OK(plain.SetSnapshot("a", build("1", 1)));
+  ASSERT_OK(plain.SetSnapshot("a", build("2", 2)));
+  ASSERT_OK_AND_ASSIGN(SnapshotPtr given, plain.GetSnapshot("a"));
+  EXPECT_EQ(given->version(std::string(kClusterType)), "2");
+}
+
 }  // namespace
 }  // namespace cxds

@@ -101,5 +101,32 @@ TEST(SnapshotTest, StrictCheckFindsMissingRouteCluster) {
   EXPECT_THAT(strict.message(), HasSubstr("Cluster \"ghost\" is referenced by a route configuration"));
 }
 
+// EA2: a type whose resources are the same (equal content, not only the same objects) keeps
+// the previous snapshot's part, version and all; a changed type, or one whose TTL changed,
+// takes the new one.
+TEST(SnapshotTest, KeepUnchangedTypesKeepsOnlyTheUnchanged) {
+  SnapshotPtr before = MustSnapshot("1", {EdsCluster("c1"), Endpoints("c1", {1})});
+  // Built anew: equal bytes in other Resource objects.
+  SnapshotPtr after = MustSnapshot("2", {EdsCluster("c1"), Endpoints("c1", {2})});
+  SnapshotPtr merged = Snapshot::KeepUnchangedTypes(before, after);
+  EXPECT_EQ(merged->version(kCds), "1");
+  EXPECT_EQ(merged->resources(kCds), before->resources(kCds)) << "the unchanged part is shared";
+  EXPECT_EQ(merged->version(kEds), "2");
+  EXPECT_EQ(merged->resources(kEds), after->resources(kEds));
+  // Types present only in `before` are gone, as in `after`; empty core types are kept.
+  EXPECT_EQ(merged->version(std::string(kListenerType)), "1");
+
+  EXPECT_EQ(Snapshot::KeepUnchangedTypes(before, MustSnapshot("3", {EdsCluster("c1"), Endpoints("c1", {1})})), before)
+      << "nothing changed: the previous snapshot itself";
+  EXPECT_EQ(Snapshot::KeepUnchangedTypes(nullptr, after), after);
+
+  ASSERT_OK_AND_ASSIGN(ResourcePtr with_ttl, Resource::FromMessage(EdsCluster("c1")->message(), absl::Seconds(5)));
+  SnapshotPtr ttl = MustSnapshot("4", {with_ttl, Endpoints("c1", {1})});
+  EXPECT_EQ(Snapshot::KeepUnchangedTypes(before, ttl)->version(kCds), "4") << "a new TTL is a change";
+
+  SnapshotPtr renamed = MustSnapshot("5", {EdsCluster("c2"), Endpoints("c2", {1})});
+  EXPECT_EQ(Snapshot::KeepUnchangedTypes(before, renamed)->version(kEds), "5") << "other names are a change";
+}
+
 }  // namespace
 }  // namespace cxds

@@ -445,6 +445,43 @@ TEST_F(SotwStreamTest, OnlyTypesWhoseVersionChangedAreSent) {
   EXPECT_EQ(second[0].version_info(), "e2");
 }
 
+// EA2 with E29: over a cache that keeps unchanged types, a snapshot versioned as a whole whose
+// only change is an endpoint answers EDS alone; every type changing answers every type.
+TEST(SotwStreamKeepUnchangedTest, AWholeSnapshotVersionResendsOnlyTheChangedTypes) {
+  SnapshotCache::Options options;
+  options.consistency = ConsistencyPolicy::kNone;
+  options.keep_unchanged_types = true;
+  SnapshotCache cache(options);
+  ASSERT_OK(cache.SetSnapshot("node-a", BaseSnapshot("1")));
+  StreamHarness h(cache);
+  h.Send(Request(kCds, {}));
+  h.Send(Request(kEds, {"c1", "c2"}));
+  h.Send(Request(kLds, {}));
+  h.Send(Request(kRds, {"r1"}));
+  auto first = h.Take();
+  ASSERT_EQ(first.size(), 4u);
+  h.Send(Ack(first[0], {}));
+  h.Send(Ack(first[1], {"c1", "c2"}));
+  h.Send(Ack(first[2], {}));
+  h.Send(Ack(first[3], {"r1"}));
+  ASSERT_OK(cache.SetSnapshot("node-a", BaseSnapshot("2", 8081)));
+  auto second = h.Take();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].type_url(), kEds);
+  EXPECT_EQ(second[0].version_info(), "2");
+  h.Send(Ack(second[0], {"c1", "c2"}));
+  ASSERT_OK(cache.SetSnapshot(
+      "node-a", MustSnapshot("3", {HttpListener("l1", "r1", 10001), Routes("r1", {"c2"}), EdsCluster("c1", "", 2),
+                                   EdsCluster("c2"), Endpoints("c1", {8082}), Endpoints("c2", {9090})})));
+  auto third = h.Take();
+  std::set<std::string> types;
+  for (const auto& response : third) {
+    EXPECT_EQ(response.version_info(), "3");
+    types.insert(response.type_url());
+  }
+  EXPECT_EQ(types, (std::set<std::string>{kCds, kEds, kLds, kRds}));
+}
+
 // E30 / R1.3: every response on a stream has a new nonce.
 TEST_F(SotwStreamTest, NoncesAreUnique) {
   Set(BaseSnapshot("1"));
