@@ -437,7 +437,7 @@ class Plotter:
         if not self.terminal:
             self.failure = "gnuplot has neither the pngcairo nor the png terminal"
 
-    def draw(self, name, title, ylabel, series, logy=False):
+    def draw(self, name, title, ylabel, series, logy=False, xlabel="streams (N)"):
         """series: [(title, colour, dash, point, [(x, y), ...])]. Returns the file name or None."""
         series = [s for s in series if s[4]]
         if not self.terminal or not series:
@@ -449,7 +449,7 @@ class Plotter:
             f"set terminal {self.terminal}",
             f"set output {quote(os.path.join(self.out_dir, file_name))}",
             f"set title {quote(title)}",
-            "set xlabel 'streams (N)'",
+            f"set xlabel {quote(xlabel)}",
             f"set ylabel {quote(ylabel)}",
             "set grid",
             "set key outside right top",
@@ -728,16 +728,12 @@ def worst(values):
     return max(values) if values else None
 
 
-def daemon_runs(run_dir):
-    """{N: figures} for cxds serve on the generated mesh (daemon/delta-N) against the raw fan-out
-    at the same N and message size (daemon/fanout-N)."""
+def daemon_run_pairs(run_dir):
+    """{N: (cxds Run, fan-out Run or None)} for cxds serve on the generated mesh (daemon/delta-N)
+    and the raw fan-out at the same N and message size (daemon/fanout-N)."""
     sized = run_dir.sized("daemon")
-    out = {}
-    for (kind, n), data in sized.items():
-        if kind == "delta":
-            base = sized.get(("fanout", n))
-            out[n] = figures(Run("delta", data), Run("fanout", base) if base else None)
-    return out
+    return {n: (Run("delta", data), Run("fanout", sized[("fanout", n)]) if ("fanout", n) in sized else None)
+            for (kind, n), data in sized.items() if kind == "delta"}
 
 
 def pairs_table(pairs):
@@ -750,7 +746,49 @@ def pairs_table(pairs):
                   "status"], rows)
 
 
-def protocol_section(pairs, whole_pairs, daemon):
+def draw_protocol_plots(plotter, pairs, whole_pairs, daemon_pairs, big):
+    """The plots of issue 16's scenarios: SotW against Delta per proxy style, the daemon against
+    the raw fan-out, and the big config's growth. {name: file or None}."""
+    drawn = {}
+    for style in ("envoy", "grpc"):
+        series = []
+        for label, colour, which, source in (("cxds Delta", COLOURS["delta"], 3, pairs),
+                                             ("cxds SotW, changed types", COLOURS["sotw"], 2, pairs),
+                                             ("cxds SotW, every type", "#7570b3", 2, whole_pairs)):
+            for stat, dash, point in (("p50", 1, 7), ("p99", 2, 5)):
+                pts = [(n, median(getattr(pair[which], stat))) for (s, n), pair in source.items() if s == style]
+                series.append((f"{label} {stat}", colour, dash, point,
+                               [(n, v) for n, v in pts if v is not None and v > 0]))
+        drawn[f"sotw-delta-{style}"] = plotter.draw(
+            f"sotw-delta-{style}", f"Demo, {style}-style proxies: EDS convergence (median over changes)",
+            "ms: change made → ACK", series, logy=True)
+    series = []
+    for label, colour, dash, point, value in (
+            ("cxds serve: push (change → last write)", COLOURS["delta"], 1, 7, lambda d, f: median(d.push_ms)),
+            ("fan-out: send", COLOURS["fanout"], 1, 5, lambda d, f: median(f.send_ms) if f else None),
+            ("cxds serve: last ACK", COLOURS["delta"], 2, 9, lambda d, f: d.last_ack_ms),
+            ("fan-out: last receipt", COLOURS["fanout"], 2, 13, lambda d, f: f.last_ack_ms if f else None)):
+        pts = [(n, value(d, f)) for n, (d, f) in daemon_pairs.items()]
+        series.append((label, colour, dash, point, [(n, v) for n, v in pts if v is not None and v > 0]))
+    drawn["daemon"] = plotter.draw("daemon", "cxds serve on the generated mesh against the raw fan-out",
+                                   "ms (median over changes)", series)
+    series = []
+    for label, colour, dash, point, key in (("full push context", "#1b9e77", 1, 7, "context_ms"),
+                                            ("endpoint change → last ACK (1,000 proxies)", "#d95f02", 1, 5,
+                                             "change_ms")):
+        pts = [(services, median(entry[key])) for services, entry in big.items()]
+        series.append((label, colour, dash, point, [(n, v) for n, v in pts if v is not None and v > 0]))
+    drawn["big-config"] = plotter.draw("big-config", "Big config: growth with the number of services",
+                                       "ms (median)", series, logy=True, xlabel="services")
+    return drawn
+
+
+def plot_line(plots, name, caption):
+    file_name = plots.get(name)
+    return [f"![{caption}]({file_name})", ""] if file_name else []
+
+
+def protocol_section(pairs, whole_pairs, daemon, plots):
     md = ["## SotW against Delta, and the daemon against the raw fan-out (issue 16)", ""]
     if not pairs:
         md += [f"SotW against Delta: {NOT_MEASURED}.", ""]
@@ -760,6 +798,8 @@ def protocol_section(pairs, whole_pairs, daemon):
                "over changes. At 5,000 streams and more these are bound by the server core (core 0, saturated "
                "during the pushes; docs/load.md has the profile).", ""]
         md += [pairs_table(pairs), ""]
+        md += plot_line(plots, "sotw-delta-envoy", "SotW against Delta, Envoy-style proxies")
+        md += plot_line(plots, "sotw-delta-grpc", "SotW against Delta, gRPC-style proxies")
     if whole_pairs:
         md += ["The same SotW runs with every type on every version (`cxds demo` as in the teaching "
                "walkthrough, and as go-control-plane's snapshot cache versions a snapshot), against the same "
@@ -778,7 +818,7 @@ def protocol_section(pairs, whole_pairs, daemon):
                 for n, f in sorted(daemon.items())]
         md.append(table(["streams", "push / fan-out send", "send / fan-out send", "last ACK / last receipt",
                      "last ACK (ms)", "status"], rows))
-        md += ["", "No plots for these two tables yet: the figures are tables only.", ""]
+        md += [""] + plot_line(plots, "daemon", "cxds serve against the raw fan-out")
     return md
 
 
@@ -824,7 +864,7 @@ def median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def big_section(big):
+def big_section(big, plots):
     out = ["## Big config (`cxds serve`, gRPC-style proxies)", ""]
     if not big:
         return out + [f"{NOT_MEASURED.capitalize()} (BENCH_BIG=0, or no `big/` results)."]
@@ -851,8 +891,8 @@ def big_section(big):
                            f"for {sizes[-1] / sizes[0]:.0f}x the services "
                            f"({'linear or better' if b / a <= sizes[-1] / sizes[0] else 'worse than linear'}).")
     out += ["", "Bound by: the context by the server's CPU on one thread; the change by the server's CPU "
-            "(re-reading the whole directory, then the push) and the one-core load client."]
-    return out
+            "(re-reading the whole directory, then the push) and the one-core load client.", ""]
+    return out + plot_line(plots, "big-config", "Big config growth")
 
 
 def mesh_section(scenario, mesh_runs):
@@ -1026,7 +1066,9 @@ def main(argv):
     target_rows = targets(largest, runs, serializations, reconnect)
     pairs = sotw_vs_delta(run_dir)
     whole_pairs = sotw_vs_delta(run_dir, "sotwwhole")
-    daemon = daemon_runs(run_dir)
+    daemon_pairs = daemon_run_pairs(run_dir)
+    daemon = {n: figures(run, base) for n, (run, base) in daemon_pairs.items()}
+    plots.update(draw_protocol_plots(plotter, pairs, whole_pairs, daemon_pairs, big))
 
     # Markdown ---------------------------------------------------------------------------------
     commit = (machine or {}).get("commit")
@@ -1039,7 +1081,7 @@ def main(argv):
     sections = [machine_section(machine, runs), method_section(runs),
                 load_section(runs, sizes, plots, plotter.failure), send_section(runs, sizes),
                 mesh_section(scenario if isinstance(scenario, dict) else None, mesh_runs),
-                restart_section(restart), big_section(big), protocol_section(pairs, whole_pairs, daemon), micro_section(run_dir),
+                restart_section(restart), big_section(big, plots), protocol_section(pairs, whole_pairs, daemon, plots), micro_section(run_dir),
                 targets_section(target_rows, largest, serial_line)]
     # After the sections: reading the micro-benchmark files can add problems too.
     if run_dir.problems:
