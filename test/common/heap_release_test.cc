@@ -20,8 +20,13 @@ struct FakeHeap {
   size_t in_use = 0;
   size_t resident = 0;
   int trims = 0;
+  int heap_reads = 0;
   HeapAllocator allocator() {
-    return {[this] { return free; }, [this] { return in_use; }, [this] { return resident; },
+    return {[this] {
+              ++heap_reads;
+              return HeapCounts{.free_bytes = free, .in_use_bytes = in_use};
+            },
+            [this] { return resident; },
             [this] {
               ++trims;
               resident -= free / 10 * 9;
@@ -57,6 +62,45 @@ TEST(HeapReleaserTest, TrimsOnlyAboveTheThresholdAndCountsWhatWasGivenBack) {
   EXPECT_EQ(releaser.stats().checks, 12u);
 }
 
+// The heap's counters cost a walk of every arena under its lock: a check reads them only when
+// the resident set grew by the threshold or the backoff (doubling after each read that found
+// nothing, up to max_heap_read_interval) ran out, and at once again after a trim.
+TEST(HeapReleaserTest, ReadsTheHeapOnGrowthOrWhenItsBackoffRunsOut) {
+  SimulatedScheduler scheduler;
+  FakeHeap heap;
+  heap.resident = 200 << 20;
+  heap.in_use = 190 << 20;
+  heap.free = 10 << 20;
+  HeapReleaser releaser(
+      scheduler, {.interval = absl::Seconds(1), .min_free_bytes = 64 << 20, .max_heap_read_interval = absl::Seconds(8)},
+      heap.allocator());
+  std::vector<int> read_at;
+  for (int tick = 1; tick <= 24; ++tick) {
+    const int before = heap.heap_reads;
+    scheduler.AdvanceBy(absl::Seconds(1));
+    if (heap.heap_reads > before) read_at.push_back(tick);
+  }
+  // Waits of 0, 1, 3, 7 checks, then 7 (8 s) at most.
+  EXPECT_EQ(read_at, (std::vector<int>{1, 3, 7, 15, 23}));
+  EXPECT_EQ(releaser.stats().checks, 24u);
+  EXPECT_EQ(releaser.stats().heap_reads, 5u);
+
+  // The resident set grows by the threshold: read at the next check, backoff or not.
+  heap.resident += 64 << 20;
+  heap.in_use += 64 << 20;
+  scheduler.AdvanceBy(absl::Seconds(1));
+  EXPECT_EQ(heap.heap_reads, 6);
+
+  // Freed and resident: the next read (within the backoff) trims, and the check after reads again.
+  heap.free = 200 << 20;
+  heap.in_use = 60 << 20;
+  scheduler.AdvanceBy(absl::Seconds(8));
+  EXPECT_EQ(heap.trims, 1);
+  const int after_trim = heap.heap_reads;
+  scheduler.AdvanceBy(absl::Seconds(1));
+  EXPECT_EQ(heap.heap_reads, after_trim + 1);
+}
+
 TEST(HeapReleaserTest, NoCheckRunsAfterItIsDestroyed) {
   SimulatedScheduler scheduler;
   FakeHeap heap;
@@ -84,7 +128,7 @@ TEST(HeapReleaserTest, GlibcKeepsFreedChunksResidentUntilTrimmed) {
   void* keep = malloc(64);  // above the chunks: the heap cannot simply shrink from its top
   for (void* chunk : chunks) free(chunk);
   // (glibc itself returns some on free: the chunks that merge with the heap's top.)
-  EXPECT_GT(glibc.free_bytes(), size_t{64} << 20);
+  EXPECT_GT(glibc.heap().free_bytes, size_t{64} << 20);
   const size_t resident_before = glibc.resident_bytes();
   glibc.trim();
   const size_t resident_after = glibc.resident_bytes();
