@@ -20,6 +20,8 @@
 //                                 hash by cookie, source IP or query parameter; header
 //                                 operations, rewrite, mirror, method/authority/scheme/query
 //                                 matches): Envoy nodes get it, gRPC nodes do without
+//   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
+//                                 hosts takes: no Envoy listener uses it
 #pragma once
 
 #include <string>

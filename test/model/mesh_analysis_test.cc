@@ -334,6 +334,51 @@ spec:
             "version is refused and the last good one keeps serving");
 }
 
+// tls routes apply to TLS and HTTPS ports only: a match that none of the hosts' ports takes
+// (a ServiceEntry port without a protocol is HTTP) is said, not silently unused.
+TEST(MeshAnalysisTest, TlsRouteMatchesNoTlsPortTakesAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("egress.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com, web.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}, {number: 80, name: http}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  tls:
+  - match: [{sniHosts: [api.example.com]}, {sniHosts: [api.example.com], port: 80}]
+    route: [{destination: {host: api.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: plain}
+spec:
+  hosts: [inventory.mesh.local]
+  tls:
+  - match: [{sniHosts: [inventory.mesh.local]}]
+    route: [{destination: {host: inventory.mesh.local}}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  std::vector<std::string> unused;
+  for (const std::string& w : Strings(update.warnings)) {
+    if (w.find("cxds_tls_route_unused") != std::string::npos) unused.push_back(w);
+  }
+  EXPECT_THAT(unused,
+              ElementsAre("egress.yaml:9: VirtualService default/api: spec.tls[0].match[1]: port 80 is not a TLS or "
+                          "HTTPS port of its hosts (tls routes apply to those only; a ServiceEntry port without a "
+                          "protocol is HTTP): Envoy proxies never use this match [cxds_tls_route_unused]",
+                          "egress.yaml:18: VirtualService default/plain: spec.tls[0].match[0]: no port of its hosts is "
+                          "a TLS or HTTPS port (tls routes apply to those only; a ServiceEntry port without a protocol "
+                          "is HTTP): Envoy proxies never use this match [cxds_tls_route_unused]"));
+}
+
 // A DNS ServiceEntry has its endpoints in its names: not pilot_eds_no_instances.
 TEST(MeshAnalysisTest, ADnsServiceEntryIsNotAServiceWithoutEndpoints) {
   ConfigStore store = AnalyzedStore();
