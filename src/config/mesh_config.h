@@ -45,6 +45,9 @@ struct ServicePort {
 // Whether ports of `protocol` get HTTP routing; the others are proxied as opaque TCP (Envoy) or
 // left out (proxyless gRPC, which speaks only HTTP/2).
 bool IsHttpProtocol(std::string_view protocol);
+// TLS and HTTPS (Istio's IsTLS): opaque ports whose connections Envoy tells apart by the SNI name
+// the client sends, so several services share one port; VirtualService tls routes apply to them.
+bool IsTlsProtocol(std::string_view protocol);
 
 // v1 Service.
 struct K8sService {
@@ -222,12 +225,26 @@ struct TcpRoute {
   std::vector<HttpRouteDestination> route;
 };
 
-// networking.istio.io VirtualService (HTTP and TCP routes).
+// A tls[] route: TLS connections to the host's TLS and HTTPS ports, by the SNI name the client
+// sends (Envoy nodes only: proxyless gRPC has no opaque ports).
+struct TlsRoute {
+  struct Match {
+    // Required; each is one of the VirtualService's hosts or under one ("a.example.com" under
+    // "*.example.com"), as Istio validates. "*": every name (and none).
+    std::vector<std::string> sni_hosts;
+    uint32_t port = 0;  // 0: any TLS port of the host
+  };
+  std::vector<Match> match;  // at least one
+  std::vector<HttpRouteDestination> route;
+};
+
+// networking.istio.io VirtualService (HTTP, TCP and TLS routes).
 struct VirtualService {
   ObjectMeta meta;
   std::vector<std::string> hosts;
   std::vector<HttpRoute> http;
   std::vector<TcpRoute> tcp;
+  std::vector<TlsRoute> tls;
 };
 
 // The fields of a traffic policy that a port's settings replace (loadBalancer, connectionPool,

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
 #include "re2/re2.h"
@@ -472,6 +473,8 @@ std::string KubernetesPortProtocol(std::string_view name, std::optional<std::str
 bool IsHttpProtocol(std::string_view protocol) {
   return protocol == "HTTP" || protocol == "HTTP2" || protocol == "GRPC";
 }
+
+bool IsTlsProtocol(std::string_view protocol) { return protocol == "TLS" || protocol == "HTTPS"; }
 
 namespace {
 
@@ -1033,6 +1036,64 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
+// Istio's Name.SubsetOf: every name `name` matches is one `of` matches ("a.example.com" and
+// "*.a.example.com" are under "*.example.com"; everything is under "*").
+bool HostSubsetOf(std::string_view name, std::string_view of) {
+  const auto wildcard = [](std::string_view h) { return h.starts_with('*'); };
+  if (wildcard(name)) return wildcard(of) && name.substr(1).ends_with(of.substr(1));
+  if (wildcard(of)) return name.ends_with(of.substr(1));
+  return name == of;
+}
+
+// spec.tls[]: TLS routes by SNI name, with Istio's rules: at least one match, each naming
+// sniHosts that are the VirtualService's hosts or under them. Reads after spec.hosts.
+void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
+  const YAML::Node tls = spec["tls"];
+  if (!tls.IsDefined() || !r.IsSeq(tls, "spec.tls")) return;
+  for (size_t i = 0; i < tls.size(); ++i) {
+    const std::string f = Reader::Index("spec.tls", i);
+    if (!r.IsMap(tls[i], f)) continue;
+    r.OnlyKeys(tls[i], f, {"match", "route"});
+    TlsRoute route;
+    const YAML::Node match = tls[i]["match"];
+    if (r.IsSeq(match, Reader::Join(f, "match")) && match.size() == 0) {
+      r.Error(match, Reader::Join(f, "match"), "must not be empty (a tls route matches by sniHosts)");
+    }
+    for (size_t j = 0; match.IsDefined() && match.IsSequence() && j < match.size(); ++j) {
+      const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
+      if (!r.IsMap(match[j], mf)) continue;
+      r.OnlyKeys(match[j], mf, {"sniHosts", "port", "gateways"},
+                 {"destinationSubnets", "sourceLabels", "sourceNamespace"});
+      for (const std::string& gateway : r.Strings(match[j], "gateways", mf, false)) {
+        if (gateway != "mesh") {
+          r.Error(
+              match[j]["gateways"], Reader::Join(mf, "gateways"),
+              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
+        }
+      }
+      TlsRoute::Match m;
+      m.sni_hosts = r.Strings(match[j], "sniHosts", mf, true);
+      for (size_t k = 0; k < m.sni_hosts.size(); ++k) {
+        const std::string& sni = m.sni_hosts[k];
+        const YAML::Node node = match[j]["sniHosts"][k];
+        const std::string sf = Reader::Index(Reader::Join(mf, "sniHosts"), k);
+        if (std::string problem = HostProblem(sni, /*allow_wildcard=*/true); !problem.empty()) {
+          r.Error(node, sf, problem);
+        } else if (!vs.hosts.empty() && std::none_of(vs.hosts.begin(), vs.hosts.end(),
+                                                     [&](const auto& h) { return HostSubsetOf(sni, h); })) {
+          r.Error(node, sf,
+                  StrCat("\"", sni, "\" is not one of the VirtualService's hosts nor under one (spec.hosts: ",
+                         absl::StrJoin(vs.hosts, ", ").substr(0, 256), ")"));
+        }
+      }
+      m.port = r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0);
+      route.match.push_back(std::move(m));
+    }
+    route.route = ReadWeightedDestinations(r, tls[i], f, /*http=*/false);
+    vs.tls.push_back(std::move(route));
+  }
+}
+
 // http[].corsPolicy, as Istio takes it: origins as string matches (or the deprecated exact
 // strings), methods and header names, maxAge, allowCredentials.
 std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node& node, const std::string& f) {
@@ -1158,7 +1219,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   vs.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return vs;
-  r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "gateways", "exportTo"}, {"tls"});
+  r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
   CheckExportTo(r, spec);
   // "mesh" is every sidecar, the default: the one gateway cxds serves.
   for (const std::string& gateway : r.Strings(spec, "gateways", "spec", false)) {
@@ -1172,11 +1233,11 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
   }
   ReadTcpRoutes(r, spec, vs);
+  ReadTlsRoutes(r, spec, vs);
   const YAML::Node http = spec["http"];
   if (!http.IsDefined()) {
-    // A tls-only VirtualService is refused for its tls alone.
     if (!spec["tcp"].IsDefined() && !spec["tls"].IsDefined()) {
-      r.Error(spec, "spec.http", "is required (or spec.tcp: cxds serves HTTP and TCP routes)");
+      r.Error(spec, "spec.http", "is required (or spec.tcp or spec.tls: cxds serves HTTP, TCP and TLS routes)");
     }
     return vs;
   }

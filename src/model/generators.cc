@@ -16,6 +16,7 @@
 #include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
 #include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
@@ -390,24 +391,6 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   const MeshModel& model_;
 };
 
-// The tcp route of `host`'s VirtualService for connections to `port`: the first whose match
-// names the port (or has none), as Istio picks it.
-struct TcpRouteRef {
-  const TcpRoute* route;
-  std::string namespace_name;  // of the VirtualService, for short destination hosts
-};
-std::optional<TcpRouteRef> TcpRouteLookup(const MeshContext& mesh, const std::string& host, uint32_t port) {
-  for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
-    for (const TcpRoute& route : vs->tcp) {
-      if (route.ports.empty() ||
-          std::any_of(route.ports.begin(), route.ports.end(), [&](uint32_t p) { return p == 0 || p == port; })) {
-        return TcpRouteRef{&route, vs->meta.namespace_name};
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
@@ -434,6 +417,54 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
   router->set_name("envoy.filters.http.router");
   router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
   return hcm;
+}
+
+// The TCP proxy of one opaque filter chain: to the chain's route's destinations (one, or
+// weighted), else to the service's own cluster.
+TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port) {
+  const std::string cluster = ClusterName(port, "", chain.host);
+  TcpProxy tcp;
+  tcp.set_stat_prefix(cluster);
+  const auto cluster_of = [&](const HttpRouteDestination& d) {
+    return ClusterName(d.port != 0 ? d.port : port, d.subset,
+                       ResolveHost(d.host, chain.route_namespace, mesh.domain_suffix()));
+  };
+  if (chain.route == nullptr) {
+    tcp.set_cluster(cluster);
+  } else if (chain.route->size() == 1) {
+    tcp.set_cluster(cluster_of(chain.route->front()));
+  } else {
+    for (const HttpRouteDestination& d : *chain.route) {
+      if (d.weight == 0) continue;
+      auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
+      weighted->set_name(cluster_of(d));
+      weighted->set_weight(d.weight);
+    }
+  }
+  return tcp;
+}
+
+// Adds `chain` to `listener`: a filter chain matching its SNI names (the listener then reads
+// them with the TLS inspector), or every connection.
+void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port, Listener& listener) {
+  auto* filter_chain = listener.add_filter_chains();
+  if (!chain.server_names.empty()) {
+    for (const std::string& name : chain.server_names) {
+      filter_chain->mutable_filter_chain_match()->add_server_names(name);
+    }
+    if (listener.listener_filters_size() == 0) {
+      auto* inspector = listener.add_listener_filters();
+      inspector->set_name("envoy.filters.listener.tls_inspector");
+      inspector->mutable_typed_config()->PackFrom(
+          envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector());
+      // A client that sends nothing first (a server-first protocol on the catch-all chain)
+      // reaches it when the inspector gives up, as istiod's outbound listeners do.
+      listener.set_continue_on_listener_filters_timeout(true);
+    }
+  }
+  auto* filter = filter_chain->add_filters();
+  filter->set_name("envoy.filters.network.tcp_proxy");
+  filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port));
 }
 
 class ListenerGenerator final : public TypedGenerator<MeshContext> {
@@ -480,10 +511,13 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       return out;
     }
     // Envoy: one listener per port. A port with an HTTP service gets the HTTP connection
-    // manager (routes by Host); otherwise it proxies TCP to the one service that owns it
-    // (MeshContext::TcpPortOwner, the same for every proxy, since one address cannot tell two
-    // opaque services apart).
-    std::map<uint32_t, const ServiceInfo*> ports;  // nullptr: HTTP
+    // manager (routes by Host); an opaque one the filter chains of MeshContext::OpaqueChains
+    // (the same for every proxy) whose services this proxy sees.
+    struct PortListener {
+      bool http = false;
+      std::vector<const MeshContext::OpaqueChain*> chains;
+    };
+    std::map<uint32_t, PortListener> ports;
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
       for (const ServicePort& port : service.ports) {
@@ -491,54 +525,36 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
           if (!IsHttp(port)) continue;
           if (absl::Status status = add_api_listener(service, port); !status.ok()) return status;
         } else if (IsHttp(port)) {
-          ports[port.number] = nullptr;
-        } else if (mesh.TcpPortOwner(port.number) == host) {
-          ports.emplace(port.number, &service);
+          ports[port.number].http = true;
+        } else if (auto [it, inserted] = ports.try_emplace(port.number); inserted) {
+          for (const MeshContext::OpaqueChain& chain : mesh.OpaqueChains(port.number)) {
+            if (scope.VisibleHost(chain.host)) it->second.chains.push_back(&chain);
+          }
         }
       }
     }
-    for (const auto& [port, tcp_service] : ports) {
+    for (const auto& [port, plan] : ports) {
+      if (!plan.http && plan.chains.empty()) continue;
       const std::string name = StrCat(options_.listener_address, "_", port);
-      const bool http = tcp_service == nullptr;
-      auto resource =
-          cache.GetOrBuild({std::string(kListenerType), name, http ? "envoy" : StrCat("envoy|tcp|", tcp_service->host)},
-                           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
-                             Listener listener;
-                             listener.set_name(name);
-                             auto* address = listener.mutable_address()->mutable_socket_address();
-                             address->set_address(options_.listener_address);
-                             address->set_port_value(port);
-                             auto* filter = listener.add_filter_chains()->add_filters();
-                             if (http) {
-                               filter->set_name("envoy.filters.network.http_connection_manager");
-                               filter->mutable_typed_config()->PackFrom(
-                                   RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
-                             } else {
-                               const std::string cluster = ClusterName(port, "", tcp_service->host);
-                               TcpProxy tcp;
-                               tcp.set_stat_prefix(cluster);
-                               const std::optional<TcpRouteRef> route = TcpRouteLookup(mesh, tcp_service->host, port);
-                               const auto cluster_of = [&](const HttpRouteDestination& d) {
-                                 return ClusterName(d.port != 0 ? d.port : port, d.subset,
-                                                    ResolveHost(d.host, route->namespace_name, mesh.domain_suffix()));
-                               };
-                               if (!route.has_value()) {
-                                 tcp.set_cluster(cluster);
-                               } else if (route->route->route.size() == 1) {
-                                 tcp.set_cluster(cluster_of(route->route->route[0]));
-                               } else {
-                                 for (const HttpRouteDestination& d : route->route->route) {
-                                   if (d.weight == 0) continue;
-                                   auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
-                                   weighted->set_name(cluster_of(d));
-                                   weighted->set_weight(d.weight);
-                                 }
-                               }
-                               filter->set_name("envoy.filters.network.tcp_proxy");
-                               filter->mutable_typed_config()->PackFrom(tcp);
-                             }
-                             return Resource::FromMessage(listener);
-                           });
+      // An opaque listener's chains follow from the proxy's scope alone (the context is the same).
+      auto resource = cache.GetOrBuild(
+          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.key())},
+          {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+            Listener listener;
+            listener.set_name(name);
+            auto* address = listener.mutable_address()->mutable_socket_address();
+            address->set_address(options_.listener_address);
+            address->set_port_value(port);
+            if (plan.http) {
+              auto* filter = listener.add_filter_chains()->add_filters();
+              filter->set_name("envoy.filters.network.http_connection_manager");
+              filter->mutable_typed_config()->PackFrom(
+                  RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
+            } else {
+              for (const MeshContext::OpaqueChain* chain : plan.chains) AddOpaqueChain(mesh, *chain, port, listener);
+            }
+            return Resource::FromMessage(listener);
+          });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }

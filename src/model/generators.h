@@ -7,8 +7,10 @@
 //        PushContext), filtered by the subset's labels. Endpoint-only pushes regenerate only the
 //        clusters of the hosts that changed.
 //   LDS  Envoy: one listener per port, ADDRESS_PORT, with the HTTP connection manager, RDS
-//        route configuration "PORT" and the router filter. Proxyless gRPC: one API listener per
-//        service port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
+//        route configuration "PORT" and the router filter; an opaque port (TCP, TLS, ...) gets
+//        TCP proxy filter chains instead (MeshContext::OpaqueChains: by SNI name for TLS and
+//        HTTPS, with the TLS inspector). Proxyless gRPC: one API listener per HTTP service
+//        port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
 //   RDS  Envoy: route configuration "PORT" with a virtual host per service on that port;
 //        gRPC: route configuration HOST:PORT with one virtual host. Routes from VirtualService
 //        HTTP routes (URI and header matches, weighted destinations, timeout, retries), else

@@ -1,5 +1,6 @@
 #include "model/mesh_analysis.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -36,6 +37,41 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
                        StrCat("port ", d.port, " is not a port of ", host, ": requests routed here fail")});
       }
     });
+  }
+}
+
+// tls route matches no Envoy listener uses: tls routes apply to the TLS and HTTPS ports of the
+// hosts the VirtualService is served for (as istiod's), so a match on a host with none (a
+// ServiceEntry port without a protocol is HTTP), or on another port, does nothing.
+void UnusedTlsRoutes(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
+                     std::vector<ConfigWarning>& out) {
+  for (const auto& [key, stored] : served) {
+    const auto* vs = std::get_if<VirtualService>(&stored->object);
+    if (vs == nullptr || vs->tls.empty()) continue;
+    std::vector<uint32_t> tls_ports;  // of the hosts it is served for
+    for (const std::string& name : vs->hosts) {
+      const std::string host = ResolveHost(name, vs->meta.namespace_name, suffix);
+      const std::vector<const VirtualService*> served_for = mesh.VirtualServicesFor(host);
+      const ServiceInfo* service = mesh.FindService(host);
+      if (service == nullptr || std::find(served_for.begin(), served_for.end(), vs) == served_for.end()) continue;
+      for (const ServicePort& port : service->ports) {
+        if (IsTlsProtocol(port.protocol)) tls_ports.push_back(port.number);
+      }
+    }
+    for (size_t i = 0; i < vs->tls.size(); ++i) {
+      for (size_t j = 0; j < vs->tls[i].match.size(); ++j) {
+        const uint32_t port = vs->tls[i].match[j].port;
+        if (std::any_of(tls_ports.begin(), tls_ports.end(), [&](uint32_t p) { return port == 0 || p == port; })) {
+          continue;
+        }
+        out.push_back(
+            {key, StrCat("spec.tls[", i, "].match[", j, "]"), "cxds_tls_route_unused",
+             StrCat(port == 0 ? "" : StrCat("port ", port, " is not "),
+                    port == 0 ? "no port of its hosts is a TLS or HTTPS port" : "a TLS or HTTPS port of its hosts",
+                    " (tls routes apply to those only; a ServiceEntry port without a protocol is HTTP): "
+                    "Envoy proxies never use this match")});
+      }
+    }
   }
 }
 
@@ -161,6 +197,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix) {
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
     NoInstances(served, mesh, suffix, out);
+    UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
     return out;
   };
@@ -173,7 +210,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "pilot_conflict_outbound_listener_tcp_over_current_tcp",
                                                   "pilot_conflict_outbound_listener_tcp_over_current_http",
                                                   "IST0101",
-                                                  "cxds_grpc_ignores"};
+                                                  "cxds_grpc_ignores",
+                                                  "cxds_tls_route_unused"};
   return kCodes;
 }
 

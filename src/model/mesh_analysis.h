@@ -12,13 +12,16 @@
 //   pilot_eds_no_instances        a service port without endpoints, or a DestinationRule subset
 //                                 that selects none of its host's endpoints
 //   pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http
-//                                 an opaque port no Envoy listener serves (MeshContext)
+//                                 an opaque port, or an SNI name of a TLS port or tls route,
+//                                 that another service's Envoy filter chain has (MeshContext)
 //   IST0101                       a route to a host no object defines, or to a port it lacks
 //                                 (istioctl's ReferencedResourceNotFound)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
 //                                 hash by cookie, source IP or query parameter; header
 //                                 operations, rewrite, mirror, method/authority/scheme/query
 //                                 matches): Envoy nodes get it, gRPC nodes do without
+//   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
+//                                 hosts takes: no Envoy listener uses it
 #pragma once
 
 #include <string>

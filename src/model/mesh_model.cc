@@ -35,6 +35,11 @@ void ForEachDestination(const VirtualService& vs,
       fn(vs.tcp[i].route[j], StrCat("spec.tcp[", i, "].route[", j, "].destination"));
     }
   }
+  for (size_t i = 0; i < vs.tls.size(); ++i) {
+    for (size_t j = 0; j < vs.tls[i].route.size(); ++j) {
+      fn(vs.tls[i].route[j], StrCat("spec.tls[", i, "].route[", j, "].destination"));
+    }
+  }
 }
 
 bool LabelsMatch(const LabelMap& selector, const LabelMap& labels) {
@@ -134,12 +139,20 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
                                   ", which is older (or first by name) and is served for it; these routes are not")});
     }
   }
+  BuildOpaqueChains();
+}
+
+void MeshContext::BuildOpaqueChains() {
   std::set<uint32_t> http_ports;
   for (const auto& [host, service] : services_) {
     for (const ServicePort& port : service.ports) {
       if (IsHttpProtocol(port.protocol)) http_ports.insert(port.number);
     }
   }
+  // Per port: the SNI names claimed so far ("" the catch-all) and by which host; the tls
+  // route matches already made chains (a VirtualService may be served for several hosts).
+  std::map<uint32_t, std::map<std::string, std::string>> claimed;
+  std::map<uint32_t, std::set<std::pair<const TlsRoute*, size_t>>> matches_done;
   for (const auto& [host, service] : services_) {
     for (const ServicePort& port : service.ports) {
       if (IsHttpProtocol(port.protocol)) continue;
@@ -147,18 +160,88 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_http",
                              StrCat(port.protocol, " port ", port.number, " of ", host,
                                     " is not served to Envoy proxies: an HTTP service has port ", port.number)});
-      } else if (auto [owner, inserted] = tcp_port_owners_.emplace(port.number, host); !inserted) {
-        findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_tcp",
-                             StrCat(port.protocol, " port ", port.number, " of ", host,
-                                    " is not served to Envoy proxies: ", owner->second, " has port ", port.number)});
+        continue;
       }
+      auto& names = claimed[port.number];
+      // Adds `chain` with the names of it no earlier chain has ("*" is every name: the
+      // catch-all); `report(name, owner)` says what another host keeps.
+      const auto add = [&](OpaqueChain chain,
+                           const std::function<void(const std::string&, const std::string&)>& report) {
+        std::vector<std::string> kept;
+        bool catch_all = chain.server_names.empty();
+        for (const std::string& name : chain.server_names) catch_all = catch_all || name == "*";
+        for (const std::string& name : catch_all ? std::vector<std::string>{""} : chain.server_names) {
+          auto [owner, inserted] = names.emplace(name, host);
+          if (inserted) {
+            kept.push_back(name);
+          } else if (owner->second != host) {
+            report(name, owner->second);
+          }  // (named twice for one host: the first chain has it, as Istio's first match)
+        }
+        if (kept.empty()) return;
+        chain.server_names = catch_all ? std::vector<std::string>{} : kept;
+        opaque_chains_[port.number].push_back(std::move(chain));
+      };
+      const auto lost = [&](const std::string& name, const std::string& owner) {
+        if (name.empty()) {
+          findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                               StrCat(port.protocol, " port ", port.number, " of ", host,
+                                      " is not served to Envoy proxies: ", owner, " has port ", port.number)});
+        } else {
+          findings_.push_back({service.key, "", "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                               StrCat(port.protocol, " port ", port.number, " of ", host,
+                                      " is not served to Envoy proxies for SNI name ", name, ": ", owner,
+                                      " has it on port ", port.number)});
+        }
+      };
+      if (!IsTlsProtocol(port.protocol)) {
+        // The catch-all, to the first tcp route of its VirtualService for the port, if any.
+        OpaqueChain chain{host};
+        for (const VirtualService* vs : VirtualServicesFor(host)) {
+          for (const TcpRoute& route : vs->tcp) {
+            if (chain.route == nullptr &&
+                (route.ports.empty() || std::any_of(route.ports.begin(), route.ports.end(),
+                                                    [&](uint32_t p) { return p == 0 || p == port.number; }))) {
+              chain.route = &route.route;
+              chain.route_namespace = vs->meta.namespace_name;
+            }
+          }
+        }
+        add(std::move(chain), lost);
+        continue;
+      }
+      // TLS and HTTPS, as istiod's sidecar outbound chains: each tls route match for the port
+      // (sniHosts to its destinations), else the host's own name to its cluster.
+      bool routed = false;
+      for (const VirtualService* vs : VirtualServicesFor(host)) {
+        for (size_t i = 0; i < vs->tls.size(); ++i) {
+          const TlsRoute& route = vs->tls[i];
+          for (size_t j = 0; j < route.match.size(); ++j) {
+            const TlsRoute::Match& match = route.match[j];
+            if (match.port != 0 && match.port != port.number) continue;
+            routed = true;
+            if (!matches_done[port.number].insert({&route, j}).second) continue;
+            const ConfigKey vs_key{kind::kVirtualService, vs->meta.namespace_name, vs->meta.name};
+            add(OpaqueChain{host, match.sni_hosts, &route.route, vs->meta.namespace_name},
+                [&](const std::string& name, const std::string& owner) {
+                  findings_.push_back({vs_key, StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
+                                       "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                                       StrCat("SNI name ", name.empty() ? "*" : name, " on port ", port.number,
+                                              " is not routed by this match for Envoy proxies: ", owner,
+                                              " has it on port ", port.number)});
+                });
+          }
+        }
+      }
+      if (!routed) add(OpaqueChain{host, {host}}, lost);
     }
   }
 }
 
-std::string MeshContext::TcpPortOwner(uint32_t port) const {
-  auto it = tcp_port_owners_.find(port);
-  return it == tcp_port_owners_.end() ? "" : it->second;
+const std::vector<MeshContext::OpaqueChain>& MeshContext::OpaqueChains(uint32_t port) const {
+  static const std::vector<OpaqueChain> kNone;
+  auto it = opaque_chains_.find(port);
+  return it == opaque_chains_.end() ? kNone : it->second;
 }
 
 const ServiceInfo* MeshContext::FindService(const std::string& host) const {

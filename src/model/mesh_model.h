@@ -83,26 +83,40 @@ class MeshContext final : public PushContext {
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   const std::string& domain_suffix() const { return domain_suffix_; }
-  // The service whose opaque TCP port (not HTTP: TCP, TLS, MONGO, ...) Envoy's listener on
-  // `port` proxies to, or "" when no service owns it. A listener address cannot tell two opaque
-  // services apart, so the first by host owns the port, and an HTTP service on the same port
-  // takes it (as istiod's outbound listener conflicts resolve); the losers are in
-  // listener_conflicts().
-  std::string TcpPortOwner(uint32_t port) const;
+  // One filter chain of the Envoy listener of an opaque (not HTTP) port. A listener address
+  // cannot tell services apart, so the chains do, as istiod's do for services without a VIP:
+  // each TLS or HTTPS service by the SNI name (its host, or its VirtualService's tls routes'
+  // sniHosts), and one other opaque service (TCP, MONGO, ...) takes the connections no name
+  // matches. The same for every proxy: those that see the chain's service get it.
+  struct OpaqueChain {
+    std::string host;                       // the service it is for
+    std::vector<std::string> server_names;  // SNI names; empty: every connection no other chain takes
+    // The destinations of the VirtualService tcp or tls route it follows (weighted), or when
+    // null the service's own cluster outbound|PORT||HOST.
+    const std::vector<HttpRouteDestination>* route = nullptr;
+    std::string route_namespace;  // of that VirtualService, for short destination hosts
+  };
+  // The chains of the Envoy listener of `port`, in (host, route) order; empty for an HTTP port
+  // (or none). A name (or the catch-all) two services would claim goes to the first by host,
+  // as istiod's outbound listener conflicts resolve; the losers are in findings().
+  const std::vector<OpaqueChain>& OpaqueChains(uint32_t port) const;
   // What this context had to choose between, as analysis warnings (config/config_store.h):
-  // opaque ports no Envoy listener serves (pilot_conflict_outbound_listener_tcp_over_current_tcp,
-  // ..._tcp_over_current_http), VirtualServices not served for a host (pilot_vservice_dup_domain),
-  // hosts defined by more than one object (pilot_duplicate_envoy_clusters).
+  // opaque ports, SNI names and tls route matches no Envoy listener serves
+  // (pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http),
+  // VirtualServices not served for a host (pilot_vservice_dup_domain), hosts defined by more
+  // than one object (pilot_duplicate_envoy_clusters).
   const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
+  void BuildOpaqueChains();  // after services_ and virtual_services_
+
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::map<std::string, const DestinationRule*> destination_rules_;
   std::vector<const Sidecar*> sidecars_;
-  std::map<uint32_t, std::string> tcp_port_owners_;
+  std::map<uint32_t, std::vector<OpaqueChain>> opaque_chains_;
   std::vector<ConfigWarning> findings_;
 };
 
@@ -151,7 +165,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
-// http[].route[], http[].mirror, tcp[].route[] ("spec.http[0].route[1].destination").
+// http[].route[], http[].mirror, tcp[].route[], tls[].route[] ("spec.http[0].route[1].destination").
 void ForEachDestination(const VirtualService& vs,
                         const std::function<void(const HttpRouteDestination&, const std::string&)>& fn);
 

@@ -203,7 +203,14 @@ metadata: {name: v}
 spec:
   hosts: [a.example.com]
   gateways: [mesh, istio-system/ingress]
-  tls: [{match: [{sniHosts: [a.example.com]}], route: [{destination: {host: a.example.com}}]}]
+  tls:
+  - match:
+    - sniHosts: [a.example.com]
+      destinationSubnets: [10.0.0.0/8]
+      sourceLabels: {app: web}
+      sourceNamespace: web
+      gateways: [mesh, istio-system/egress]
+    route: [{destination: {host: a.example.com}}]
   http:
   - match: [{sourceLabels: {app: web}, port: 80}]
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
@@ -243,7 +250,13 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.ports[1].protocol", "UDP ports are not supported by cxds"));
   EXPECT_TRUE(
       HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.tls", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.tls", "")) << "tls routes are supported";
+  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].destinationSubnets", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceLabels", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceNamespace", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].gateways",
+                       "gateway \"istio-system/egress\": gateways are not supported by cxds (only \"mesh\")"));
+  EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].port", "")) << "match.port is supported";
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));

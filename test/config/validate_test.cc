@@ -45,6 +45,22 @@ TEST_F(ValidateTest, ErrorsAreListedAndTheExitIsOne) {
   EXPECT_EQ(out.str(), "1 files, 0 objects accepted, 1 errors\n");
 }
 
+// A tls route's sniHost outside the VirtualService's hosts: invalid as Istio says, where it is.
+TEST_F(ValidateTest, ATlsRouteErrorNamesFileLineAndField) {
+  Write("vs.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+        "  hosts: [api.example.com]\n  tls:\n  - match:\n    - sniHosts: [web.example.com]\n"
+        "    route: [{destination: {host: api.example.com}}]\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(ValidateDirectory(dir_.string(), out, err), 1);
+  EXPECT_NE(err.str().find("vs.yaml:8: VirtualService default/v: spec.tls[0].match[0].sniHosts[0]: "
+                           "\"web.example.com\" is not one of the VirtualService's hosts nor under one (spec.hosts: "
+                           "api.example.com)"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(out.str(), "1 files, 0 objects accepted, 1 errors\n");
+}
+
 TEST_F(ValidateTest, AMissingDirectoryExitsTwo) {
   std::ostringstream out, err;
   EXPECT_EQ(ValidateDirectory((dir_ / "nope").string(), out, err), 2);

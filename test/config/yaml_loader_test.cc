@@ -525,14 +525,104 @@ TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
   ASSERT_EQ(vs.tcp.size(), 1u);
   EXPECT_EQ(vs.tcp[0].ports, std::vector<uint32_t>{3306});
   EXPECT_EQ(vs.tcp[0].route[1].weight, 40u);
-  EXPECT_EQ(OnlyError(head), "spec.http: is required (or spec.tcp: cxds serves HTTP and TCP routes)");
+  EXPECT_EQ(OnlyError(head), "spec.http: is required (or spec.tcp or spec.tls: cxds serves HTTP, TCP and TLS routes)");
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, weight: 60}, {destination: {host: db}}]}]\n"),
             "spec.tcp[0].route: weights must add up to 100, got 60");
   EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceLabels: {a: b}}], route: [{destination: {host: db}}]}]\n"),
             "spec.tcp[0].match[0].sourceLabels: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, headers: {}}]}]\n"),
             "spec.tcp[0].route[0].headers: unknown field");
-  EXPECT_EQ(OnlyError(head + "  tls: []\n"), "spec.tls: is not supported by cxds");
+}
+
+// tls routes by SNI name, with Istio's validation: matches are required, each names sniHosts
+// that are the VirtualService's hosts or under them; weights as for tcp routes.
+TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+      "  hosts: [api.example.com, \"*.cdn.example.com\"]\n";
+  const ParsedFile good = ParseConfigFile(
+      "x.yaml", head +
+                    "  tls:\n  - match:\n    - {sniHosts: [api.example.com], port: 443, gateways: [mesh]}\n"
+                    "    - sniHosts: [\"*.cdn.example.com\", a.cdn.example.com, \"*.eu.cdn.example.com\"]\n"
+                    "    route:\n    - {destination: {host: api.example.com, subset: a}, weight: 60}\n"
+                    "    - {destination: {host: api.example.com, subset: b, port: {number: 8443}}, weight: 40}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& vs = std::get<VirtualService>(good.documents[0].object);
+  EXPECT_TRUE(vs.http.empty());
+  ASSERT_EQ(vs.tls.size(), 1u);
+  ASSERT_EQ(vs.tls[0].match.size(), 2u);
+  EXPECT_EQ(vs.tls[0].match[0].sni_hosts, std::vector<std::string>{"api.example.com"});
+  EXPECT_EQ(vs.tls[0].match[0].port, 443u);
+  EXPECT_EQ(vs.tls[0].match[1].sni_hosts,
+            (std::vector<std::string>{"*.cdn.example.com", "a.cdn.example.com", "*.eu.cdn.example.com"}));
+  EXPECT_EQ(vs.tls[0].match[1].port, 0u) << "no port: every TLS port of the host";
+  ASSERT_EQ(vs.tls[0].route.size(), 2u);
+  EXPECT_EQ(vs.tls[0].route[0].subset, "a");
+  EXPECT_EQ(vs.tls[0].route[0].weight, 60u);
+  EXPECT_EQ(vs.tls[0].route[1].port, 8443u);
+
+  const ParsedFile any =
+      ParseConfigFile("x.yaml",
+                      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
+                      "  hosts: [\"*\"]\n  tls: [{match: [{sniHosts: [\"*\", x.example.com]}], route: [{destination: "
+                      "{host: x.example.com}}]}]\n");
+  EXPECT_EQ(any.documents.size(), 1u) << "everything is under the host *: " << Errors(any);
+
+  const auto route = [](const std::string& match) {
+    return "  tls:\n  - match: [" + match + "]\n    route: [{destination: {host: api.example.com}}]\n";
+  };
+  // Invalid, as Istio says it.
+  EXPECT_EQ(OnlyError(head + "  tls: [{route: [{destination: {host: api.example.com}}]}]\n"),
+            "spec.tls[0].match: is required");
+  EXPECT_EQ(OnlyError(head + "  tls: [{match: [], route: [{destination: {host: api.example.com}}]}]\n"),
+            "spec.tls[0].match: must not be empty (a tls route matches by sniHosts)");
+  EXPECT_EQ(OnlyError(head + route("{port: 443}")), "spec.tls[0].match[0].sniHosts: is required");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: []}")), "spec.tls[0].match[0].sniHosts: must not be empty");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com, web.example.com]}")),
+            "spec.tls[0].match[0].sniHosts[1]: \"web.example.com\" is not one of the VirtualService's hosts nor "
+            "under one (spec.hosts: api.example.com, *.cdn.example.com)");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [\"*.example.com\"]}")),
+            "spec.tls[0].match[0].sniHosts[0]: \"*.example.com\" is not one of the VirtualService's hosts nor under "
+            "one (spec.hosts: api.example.com, *.cdn.example.com)")
+      << "a wildcard wider than the hosts";
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [cdn.example.com]}")),
+            "spec.tls[0].match[0].sniHosts[0]: \"cdn.example.com\" is not one of the VirtualService's hosts nor "
+            "under one (spec.hosts: api.example.com, *.cdn.example.com)")
+      << "*.cdn.example.com does not match cdn.example.com itself";
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [\"API.example.com\"]}")),
+            "spec.tls[0].match[0].sniHosts[0]: must contain only lowercase letters, digits, '-' and '.'");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], port: 0}")),
+            "spec.tls[0].match[0].port: must be an integer from 1 to 65535, got \"0\"");
+  EXPECT_EQ(OnlyError(head + "  tls:\n  - match: [{sniHosts: [api.example.com]}]\n    route:\n"
+                             "    - {destination: {host: api.example.com, subset: a}, weight: 60}\n"
+                             "    - {destination: {host: api.example.com, subset: b}, weight: 30}\n"),
+            "spec.tls[0].route: weights must add up to 100, got 90");
+  EXPECT_EQ(OnlyError(head + "  tls: [{match: [{sniHosts: [api.example.com]}]}]\n"), "spec.tls[0].route: is required");
+  EXPECT_EQ(OnlyError(head + "  tls: [{match: [{sniHosts: [api.example.com]}], route: [{destination: {host: "
+                             "api.example.com}, headers: {}}]}]\n"),
+            "spec.tls[0].route[0].headers: unknown field");
+  EXPECT_NE(OnlyError(head + route("{sniHost: [api.example.com]}"))
+                .find("spec.tls[0].match[0].sniHost: unknown field (did you mean \"sniHosts\"?)"),
+            std::string::npos);
+  // Valid Istio that cxds does not serve.
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], destinationSubnets: [10.0.0.0/8]}")),
+            "spec.tls[0].match[0].destinationSubnets: is not supported by cxds");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceLabels: {app: web}}")),
+            "spec.tls[0].match[0].sourceLabels: is not supported by cxds");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceNamespace: web}")),
+            "spec.tls[0].match[0].sourceNamespace: is not supported by cxds");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], gateways: [mesh, istio-system/egress]}")),
+            "spec.tls[0].match[0].gateways: gateway \"istio-system/egress\": gateways are not supported by cxds "
+            "(only \"mesh\")");
+  // Line numbers: the error is at the offending sniHost.
+  const ParsedFile bad = ParseConfigFile(
+      "vs.yaml", head +
+                     "  tls:\n  - match:\n    - sniHosts:\n      - api.example.com\n      - other.example.org\n"
+                     "    route: [{destination: {host: api.example.com}}]\n");
+  ASSERT_EQ(bad.errors.size(), 1u) << Errors(bad);
+  EXPECT_EQ(bad.errors[0].file, "vs.yaml");
+  EXPECT_EQ(bad.errors[0].line, 10);
+  EXPECT_EQ(bad.errors[0].field, "spec.tls[0].match[0].sniHosts[1]");
 }
 
 TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {

@@ -3,6 +3,7 @@
 // endpoint move and a route change cause.
 #include "model/generators.h"
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
@@ -10,6 +11,7 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
 #include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
+#include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
@@ -285,8 +287,10 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
   ASSERT_NE(context, nullptr);
-  EXPECT_EQ(context->TcpPortOwner(3306), "mysql.shop.svc.cluster.local");
-  EXPECT_EQ(context->TcpPortOwner(9080), "") << "reviews serves HTTP on 9080";
+  ASSERT_EQ(context->OpaqueChains(3306).size(), 1u);
+  EXPECT_EQ(context->OpaqueChains(3306)[0].host, "mysql.shop.svc.cluster.local");
+  EXPECT_TRUE(context->OpaqueChains(3306)[0].server_names.empty()) << "TCP: every connection";
+  EXPECT_TRUE(context->OpaqueChains(9080).empty()) << "reviews serves HTTP on 9080";
   std::vector<std::string> conflicts;
   for (const ConfigWarning& w : context->findings())
     conflicts.push_back(w.key.name + ": " + w.message + " [" + w.code + "]");
@@ -375,6 +379,252 @@ spec:
   EXPECT_EQ(split.weighted_clusters().clusters(1).name(), "outbound|3306|replica|mysql.shop.svc.cluster.local");
   EXPECT_EQ(split.weighted_clusters().clusters(1).weight(), 30u);
   EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
+}
+
+// The filter chains of an opaque listener, decoded: SNI names -> the TCP proxy's cluster, or
+// "weighted:" its weighted clusters ("" names: the catch-all chain).
+std::vector<std::string> ChainsOf(const envoy::config::listener::v3::Listener& listener) {
+  std::vector<std::string> out;
+  for (const auto& chain : listener.filter_chains()) {
+    envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+    EXPECT_EQ(chain.filters_size(), 1);
+    EXPECT_EQ(chain.filters(0).name(), "envoy.filters.network.tcp_proxy");
+    EXPECT_TRUE(chain.filters(0).typed_config().UnpackTo(&tcp));
+    std::string to = tcp.cluster();
+    for (const auto& weighted : tcp.weighted_clusters().clusters()) {
+      to += StrCat(to.empty() ? "weighted: " : ", ", weighted.name(), " ", weighted.weight());
+    }
+    out.push_back(StrCat(absl::StrJoin(chain.filter_chain_match().server_names(), ","), " -> ", to));
+  }
+  return out;
+}
+
+constexpr char kEgress[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: cdn, namespace: egress}
+spec:
+  hosts: ["*.cdn.example.com"]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.60}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: img, namespace: egress}
+spec:
+  hosts: [img.cdn.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.61}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pay, namespace: egress}
+spec:
+  hosts: [pay.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: search, namespace: egress}
+spec:
+  hosts: [search.example.com, maps.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}, {number: 8443, name: tls-alt, protocol: TLS}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: maps, namespace: egress}
+spec:
+  host: maps.example.com
+  subsets: [{name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: search, namespace: egress}
+spec:
+  hosts: [search.example.com, maps.example.com]
+  tls:
+  - match: [{sniHosts: [search.example.com], port: 443}]
+    route:
+    - {destination: {host: search.example.com}, weight: 70}
+    - {destination: {host: maps.example.com}, weight: 30}
+  - match: [{sniHosts: [maps.example.com]}]
+    route: [{destination: {host: maps.example.com, subset: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: mail, namespace: shop}
+spec:
+  hosts: [mail.example.com]
+  ports: [{number: 443, name: smtps, protocol: TCP}]
+  resolution: DNS
+)";
+
+// Istio's sidecar outbound TLS: the listener of a port with TLS or HTTPS services reads the SNI
+// name (TLS inspector) and has a filter chain per name: a service's own host (a wildcard host
+// as Envoy's "*." server name) to its cluster, or its VirtualService's tls route matches for
+// that port to their destinations, weighted; one other opaque service takes what no name
+// matches. So several HTTPS ServiceEntries share 443. gRPC nodes get no opaque ports.
+TEST_F(GeneratorsTest, TlsPortsGetAFilterChainPerSniNameAndTlsRoutesChooseTheirDestinations) {
+  Apply("egress.yaml", kEgress);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
+  ASSERT_NE(context, nullptr);
+  EXPECT_TRUE(context->findings().empty()) << context->findings()[0].message;
+
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(NamesOf(lds[0]),
+            (std::vector<std::string>{"127.0.0.1_443", "127.0.0.1_8080", "127.0.0.1_8443", "127.0.0.1_9080"}));
+  const auto tls = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  ASSERT_EQ(tls.listener_filters_size(), 1);
+  EXPECT_EQ(tls.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
+  EXPECT_TRUE(tls.listener_filters(0)
+                  .typed_config()
+                  .Is<envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector>());
+  EXPECT_TRUE(tls.continue_on_listener_filters_timeout()) << "the catch-all serves clients that send nothing first";
+  EXPECT_THAT(ChainsOf(tls),
+              ::testing::ElementsAre("*.cdn.example.com -> outbound|443||*.cdn.example.com",
+                                     "img.cdn.example.com -> outbound|443||img.cdn.example.com",
+                                     " -> outbound|443||mail.example.com",
+                                     "search.example.com -> weighted: outbound|443||search.example.com 70, "
+                                     "outbound|443||maps.example.com 30",
+                                     "maps.example.com -> outbound|443|v2|maps.example.com",
+                                     "pay.example.com -> outbound|443||pay.example.com"));
+  // On 8443 only the match without a port applies; the VirtualService decides for both hosts
+  // (as in istiod, search.example.com has no chain of its own there).
+  EXPECT_THAT(ChainsOf(Decode<envoy::config::listener::v3::Listener>(lds[0], 2)),
+              ::testing::ElementsAre("maps.example.com -> outbound|8443|v2|maps.example.com"));
+
+  // A Sidecar scoping the proxy to its namespace: only mail, the catch-all, and no inspector.
+  auto scoped = Connect("sidecar~127.0.0.6~web-1.shop~shop.svc.cluster.local", false);
+  scoped->Send(First(std::string(kListenerType), {}));
+  auto scoped_lds = scoped->Take();
+  ASSERT_EQ(scoped_lds.size(), 1u);
+  ASSERT_EQ(NamesOf(scoped_lds[0]), (std::vector<std::string>{"127.0.0.1_443", "127.0.0.1_9080"}));
+  const auto scoped_tls = Decode<envoy::config::listener::v3::Listener>(scoped_lds[0], 0);
+  EXPECT_EQ(scoped_tls.listener_filters_size(), 0);
+  EXPECT_THAT(ChainsOf(scoped_tls), ::testing::ElementsAre(" -> outbound|443||mail.example.com"));
+
+  // The clusters the chains name exist for Envoy; gRPC nodes get none of it.
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters =
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  for (const char* name : {"outbound|443||*.cdn.example.com", "outbound|443||search.example.com",
+                           "outbound|443|v2|maps.example.com", "outbound|8443|v2|maps.example.com"}) {
+    EXPECT_TRUE(clusters.contains(name)) << name;
+  }
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {"maps.example.com:443", "pay.example.com:443"}));
+  auto grpc_lds = grpc->Take();
+  ASSERT_EQ(grpc_lds.size(), 1u);
+  EXPECT_EQ(grpc_lds[0].resources_size(), 0) << "opaque ports are Envoy-only";
+}
+
+// Two chains cannot match one SNI name (Envoy refuses the listener): the first by host keeps
+// it, the other is a finding, like two TCP services on a port. A tls route match that applies
+// to the port decides for its host, so the host's own name is not added beside it.
+TEST_F(GeneratorsTest, AnSniNameTwoServicesClaimGoesToTheFirstByHost) {
+  Apply("egress.yaml", std::string(kEgress) + R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: cdn, namespace: egress}
+spec:
+  hosts: ["*.cdn.example.com"]
+  tls:
+  - match: [{sniHosts: [img.cdn.example.com, static.cdn.example.com, "*.cdn.example.com"]}]
+    route: [{destination: {host: img.cdn.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: img, namespace: egress}
+spec:
+  hosts: [img.cdn.example.com]
+  tls:
+  - match: [{sniHosts: [img.cdn.example.com]}]
+    route: [{destination: {host: img.cdn.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: static, namespace: egress}
+spec:
+  hosts: [static.cdn.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.62}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: relay, namespace: egress}
+spec:
+  hosts: [relay.example.com]
+  ports: [{number: 443, name: tcp, protocol: TCP}]
+  resolution: DNS
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
+  ASSERT_NE(context, nullptr);
+  std::vector<std::string> conflicts;
+  for (const ConfigWarning& w : context->findings()) {
+    conflicts.push_back(StrCat(w.key.ToString(), " ", w.field, ": ", w.message, " [", w.code, "]"));
+  }
+  EXPECT_THAT(conflicts,
+              ::testing::ElementsAre(
+                  "VirtualService/egress/img spec.tls[0].match[0].sniHosts: SNI name img.cdn.example.com on port "
+                  "443 is not routed by this match for Envoy proxies: *.cdn.example.com has it on port 443 "
+                  "[pilot_conflict_outbound_listener_tcp_over_current_tcp]",
+                  "ServiceEntry/egress/relay : TCP port 443 of relay.example.com is not served to Envoy proxies: "
+                  "mail.example.com has port 443 [pilot_conflict_outbound_listener_tcp_over_current_tcp]",
+                  "ServiceEntry/egress/static : TLS port 443 of static.cdn.example.com is not served to Envoy "
+                  "proxies for SNI name static.cdn.example.com: *.cdn.example.com has it on port 443 "
+                  "[pilot_conflict_outbound_listener_tcp_over_current_tcp]"));
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  EXPECT_THAT(
+      ChainsOf(Decode<envoy::config::listener::v3::Listener>(lds[0], 0)),
+      ::testing::ElementsAre(
+          "img.cdn.example.com,static.cdn.example.com,*.cdn.example.com -> outbound|443||img.cdn.example.com",
+          " -> outbound|443||mail.example.com",
+          "search.example.com -> weighted: outbound|443||search.example.com 70, "
+          "outbound|443||maps.example.com 30",
+          "maps.example.com -> outbound|443|v2|maps.example.com", "pay.example.com -> outbound|443||pay.example.com"));
+}
+
+// The host "*" matches every SNI name, and none: Envoy has no "*" server name, so its chain is
+// the one without a match, which takes what the named chains do not.
+TEST_F(GeneratorsTest, TheHostStarIsTheChainWithoutAMatch) {
+  Apply("egress.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: any, namespace: egress}
+spec:
+  hosts: ["*"]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.80}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pay, namespace: egress}
+spec:
+  hosts: [pay.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+  resolution: DNS
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kListenerType), {}));
+  auto lds = envoy->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(NamesOf(lds[0])[0], "127.0.0.1_443");
+  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  EXPECT_EQ(listener.listener_filters_size(), 1) << "pay.example.com is matched by name";
+  EXPECT_THAT(ChainsOf(listener),
+              ::testing::ElementsAre(" -> outbound|443||*", "pay.example.com -> outbound|443||pay.example.com"));
 }
 
 // Istio's policy merge: a port's settings replace the rule's policy whole; a subset's fields

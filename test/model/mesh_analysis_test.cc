@@ -278,6 +278,107 @@ TEST(MeshAnalysisTest, AMirrorsEntryToAMissingHostIsReportedWhereItIs) {
                             "spec.http[0]: mirrors: not implemented by proxyless gRPC clients (gRFC A28)")));
 }
 
+// tls routes are checked as the other routes are: a destination no object defines is IST0101,
+// a subset no DestinationRule defines is refused; and an SNI name another service's Envoy
+// filter chain already matches is reported on the match that does not get it.
+TEST(MeshAnalysisTest, TlsRouteDestinationsAndSniNameConflictsAreChecked) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const std::string egress = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api, namespace: egress}
+spec:
+  hosts: [api.example.com, "*.example.com"]
+  ports: [{number: 443, name: https, protocol: HTTPS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.70}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: wide, namespace: egress}
+spec:
+  hosts: ["*.example.com"]
+  tls:
+  - match: [{sniHosts: [api.example.com, "*.example.com"]}]
+    route: [{destination: {host: api.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api, namespace: egress}
+spec:
+  hosts: [api.example.com]
+  tls:
+  - match: [{sniHosts: [api.example.com]}]
+    route: [{destination: {host: gone.example.com)";
+  const ConfigStore::Update update = store.ApplyFile("egress.yaml", egress + "}}]\n");
+  EXPECT_THAT(update.errors, IsEmpty());
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains(
+                            "egress.yaml:19: VirtualService egress/api: spec.tls[0].route[0].destination.host: host "
+                            "gone.example.com is not defined by any Service or ServiceEntry: requests routed here "
+                            "fail [IST0101]"))
+      << ::testing::PrintToString(warnings);
+  EXPECT_THAT(warnings, ::testing::Contains(
+                            "egress.yaml:19: VirtualService egress/api: spec.tls[0].match[0].sniHosts: SNI name "
+                            "api.example.com on port 443 is not routed by this match for Envoy proxies: "
+                            "*.example.com has it on port 443 [pilot_conflict_outbound_listener_tcp_over_current_tcp]"))
+      << ::testing::PrintToString(warnings);
+  EXPECT_EQ(store.WarningCounts().at("pilot_conflict_outbound_listener_tcp_over_current_tcp"), 1u);
+
+  const ConfigStore::Update subset =
+      store.ApplyFile("egress.yaml", egress.substr(0, egress.rfind("gone")) + "api.example.com, subset: v9}}]\n");
+  ASSERT_EQ(subset.errors.size(), 1u) << Strings(subset.errors)[0];
+  EXPECT_EQ(subset.errors[0].field, "spec.tls[0].route[0].destination.subset");
+  EXPECT_EQ(subset.errors[0].message,
+            "subset \"v9\" of api.example.com is not defined: no DestinationRule has host api.example.com; this "
+            "version is refused and the last good one keeps serving");
+}
+
+// tls routes apply to TLS and HTTPS ports only: a match that none of the hosts' ports takes
+// (a ServiceEntry port without a protocol is HTTP) is said, not silently unused.
+TEST(MeshAnalysisTest, TlsRouteMatchesNoTlsPortTakesAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("egress.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com, web.example.com]
+  ports: [{number: 443, name: https, protocol: HTTPS}, {number: 80, name: http}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  tls:
+  - match: [{sniHosts: [api.example.com]}, {sniHosts: [api.example.com], port: 80}]
+    route: [{destination: {host: api.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: plain}
+spec:
+  hosts: [inventory.mesh.local]
+  tls:
+  - match: [{sniHosts: [inventory.mesh.local]}]
+    route: [{destination: {host: inventory.mesh.local}}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  std::vector<std::string> unused;
+  for (const std::string& w : Strings(update.warnings)) {
+    if (w.find("cxds_tls_route_unused") != std::string::npos) unused.push_back(w);
+  }
+  EXPECT_THAT(unused,
+              ElementsAre("egress.yaml:9: VirtualService default/api: spec.tls[0].match[1]: port 80 is not a TLS or "
+                          "HTTPS port of its hosts (tls routes apply to those only; a ServiceEntry port without a "
+                          "protocol is HTTP): Envoy proxies never use this match [cxds_tls_route_unused]",
+                          "egress.yaml:18: VirtualService default/plain: spec.tls[0].match[0]: no port of its hosts is "
+                          "a TLS or HTTPS port (tls routes apply to those only; a ServiceEntry port without a protocol "
+                          "is HTTP): Envoy proxies never use this match [cxds_tls_route_unused]"));
+}
+
 // A DNS ServiceEntry has its endpoints in its names: not pilot_eds_no_instances.
 TEST(MeshAnalysisTest, ADnsServiceEntryIsNotAServiceWithoutEndpoints) {
   ConfigStore store = AnalyzedStore();
