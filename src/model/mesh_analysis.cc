@@ -211,7 +211,9 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "pilot_conflict_outbound_listener_tcp_over_current_http",
                                                   "IST0101",
                                                   "cxds_grpc_ignores",
-                                                  "cxds_tls_route_unused"};
+                                                  "cxds_tls_route_unused",
+                                                  "pilot_destrule_subsets",
+                                                  "cxds_destination_rule_not_served"};
   return kCodes;
 }
 

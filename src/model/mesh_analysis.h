@@ -22,6 +22,10 @@
 //                                 matches): Envoy nodes get it, gRPC nodes do without
 //   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
 //                                 hosts takes: no Envoy listener uses it
+//   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
+//                                 namespace defines too (rules are merged; the older one's is served)
+//   cxds_destination_rule_not_served a DestinationRule for a host an older rule of another
+//                                 namespace has: only that namespace's rules are served
 #pragma once
 
 #include <string>

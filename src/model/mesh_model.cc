@@ -117,8 +117,6 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
       for (size_t i = 0; i < vs->hosts.size(); ++i) {
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
-    } else if (const auto* dr = std::get_if<DestinationRule>(&object)) {
-      destination_rules_.emplace(ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix_), dr);
     } else if (const auto* sc = std::get_if<Sidecar>(&object)) {
       sidecars_.push_back(sc);
     }
@@ -139,6 +137,8 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
                                   ", which is older (or first by name) and is served for it; these routes are not")});
     }
   }
+  destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_);
+  findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
   BuildOpaqueChains();
 }
 
@@ -255,23 +255,71 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::st
 }
 
 const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host) const {
-  const DestinationRule* const* rule = FindForHost(destination_rules_, host);
-  return rule != nullptr ? *rule : nullptr;
+  const MergedDestinationRules::Entry* entry = FindForHost(destination_rules_.by_host, host);
+  return entry != nullptr ? entry->rule : nullptr;
+}
+
+MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix) {
+  struct Claim {
+    const DestinationRule* rule;
+    ConfigKey key;
+  };
+  std::map<std::string, std::vector<Claim>> claims;  // resolved host -> rules naming it
+  for (const auto& [key, object] : objects) {
+    if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
+      claims[ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix)].push_back({dr, key});
+    }
+  }
+  MergedDestinationRules out;
+  for (auto& [host, list] : claims) {
+    const auto created = [](const Claim& c) {
+      return c.rule->meta.creation_timestamp.value_or(absl::InfiniteFuture());
+    };
+    std::stable_sort(list.begin(), list.end(), [&](const Claim& a, const Claim& b) {
+      if (created(a) != created(b)) return created(a) < created(b);
+      return std::tie(a.key.name, a.key.namespace_name) < std::tie(b.key.name, b.key.namespace_name);
+    });
+    const Claim& first = list.front();
+    MergedDestinationRules::Entry& entry = out.by_host[host];
+    entry.rule = first.rule;
+    entry.key = first.key;
+    for (const auto& subset : first.rule->subsets) entry.subset_owners.try_emplace(subset.name, first.key);
+    DestinationRule* merged = nullptr;  // made at the first rule merged in
+    for (size_t i = 1; i < list.size(); ++i) {
+      const Claim& other = list[i];
+      const std::string served = StrCat(first.key.namespace_name, "/", first.key.name);
+      if (other.key.namespace_name != first.key.namespace_name) {
+        out.findings.push_back({other.key, "spec.host", "cxds_destination_rule_not_served",
+                                StrCat("host ", host, " has the older DestinationRule ", served,
+                                       " in another namespace, which is served for it; this one is not (cxds serves "
+                                       "one namespace's rules per host, not a choice by the proxy's namespace)")});
+        continue;
+      }
+      if (merged == nullptr) {
+        merged = &out.merged.emplace_back(*first.rule);
+        entry.rule = merged;
+      }
+      for (size_t j = 0; j < other.rule->subsets.size(); ++j) {
+        const auto& subset = other.rule->subsets[j];
+        if (entry.subset_owners.try_emplace(subset.name, other.key).second) {
+          merged->subsets.push_back(subset);
+        } else {
+          out.findings.push_back(
+              {other.key, StrCat("spec.subsets[", j, "].name"), "pilot_destrule_subsets",
+               StrCat("subset \"", subset.name, "\" of ", host, " is also defined by ",
+                      entry.subset_owners.at(subset.name).namespace_name, "/", entry.subset_owners.at(subset.name).name,
+                      ", whose definition is served; this one is not")});
+        }
+      }
+      if (!merged->traffic_policy.has_value() && other.rule->traffic_policy.has_value()) {
+        merged->traffic_policy = other.rule->traffic_policy;
+      }
+    }
+  }
+  return out;
 }
 
 namespace {
-
-// DestinationRules by resolved host; the first by (namespace, name) wins, as in MeshContext.
-std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> RulesByHost(const ObjectMap& objects,
-                                                                                const std::string& suffix) {
-  std::map<std::string, std::pair<ConfigKey, const DestinationRule*>> rules;
-  for (const auto& [key, object] : objects) {
-    if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
-      rules.emplace(ResolveHost(dr->host, dr->meta.namespace_name, suffix), std::make_pair(key, dr));
-    }
-  }
-  return rules;
-}
 
 bool DefinesSubset(const DestinationRule& rule, const std::string& subset) {
   return std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return s.name == subset; });
@@ -282,8 +330,8 @@ bool DefinesSubset(const DestinationRule& rule, const std::string& subset) {
 ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
   return [suffix = std::move(domain_suffix)](const ObjectMap& candidate, const ObjectMap& current) {
     std::vector<ReferenceError> errors;
-    const auto rules = RulesByHost(candidate, suffix);
-    std::optional<std::map<std::string, std::pair<ConfigKey, const DestinationRule*>>> before;  // when needed
+    const MergedDestinationRules rules = MergeDestinationRules(candidate, suffix);
+    std::optional<MergedDestinationRules> before;  // when needed
     for (const auto& entry : candidate) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& object = entry.second;
@@ -292,22 +340,22 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
         const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        const auto* rule = FindForHost(rules, host);
-        if (rule != nullptr && DefinesSubset(*rule->second, d.subset)) return;
+        const auto* rule = FindForHost(rules.by_host, host);
+        if (rule != nullptr && DefinesSubset(*rule->rule, d.subset)) return;
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
-        error.message =
-            rule == nullptr
-                ? StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host)
-                : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ", rule->first.namespace_name,
-                         "/", rule->first.name, " (host ", host, ")");
+        error.message = rule == nullptr ? StrCat("subset \"", d.subset, "\" of ", host,
+                                                 " is not defined: no DestinationRule has host ", host)
+                                        : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
+                                                 rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
         // The rule that defined the subset in the served state, if any, is what changed.
-        if (!before.has_value()) before = RulesByHost(current, suffix);
-        if (const auto* old = FindForHost(*before, host); old != nullptr && DefinesSubset(*old->second, d.subset)) {
-          error.target = old->first;
+        if (!before.has_value()) before = MergeDestinationRules(current, suffix);
+        if (const auto* old = FindForHost(before->by_host, host);
+            old != nullptr && old->subset_owners.contains(d.subset)) {
+          error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {
-          error.target = rule->first;
+          error.target = rule->key;
         }
         errors.push_back(std::move(error));
       });

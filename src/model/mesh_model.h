@@ -14,6 +14,7 @@
 // Endpoints); DestinationRules by host; VirtualServices and Sidecars by name.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,6 +65,25 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
   return any != by_host.end() ? &any->second : nullptr;
 }
 
+// The DestinationRules of one ObjectMap by resolved host, as istiod consolidates them: of the
+// rules for one host, oldest first (metadata.creationTimestamp; unset counts as newest), then
+// by name, the first is served, and the others of its namespace are merged into it (every
+// subset whose name is new; its traffic policy only if the first has none). A duplicate subset
+// is a finding (pilot_destrule_subsets, istiod's metric); so is a rule of another namespace,
+// which is not served (istiod would choose by the proxy's namespace; cxds serves one rule per
+// host: cxds_destination_rule_not_served).
+struct MergedDestinationRules {
+  struct Entry {
+    const DestinationRule* rule = nullptr;           // the original, or the merge in `merged`
+    ConfigKey key;                                   // the served (first) rule
+    std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
+  };
+  std::map<std::string, Entry> by_host;
+  std::deque<DestinationRule> merged;  // stable addresses for by_host
+  std::vector<ConfigWarning> findings;
+};
+MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix);
+
 // What cxds resolved the names of DNS ServiceEntries to, for proxyless gRPC nodes (Envoy
 // resolves them itself): name -> IP addresses (controller/dns_refresher.h).
 using ResolvedNames = std::map<std::string, std::vector<std::string>>;
@@ -79,7 +99,8 @@ class MeshContext final : public PushContext {
   // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
   // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
-  // The DestinationRule for `host`: its own, else the most specific wildcard one (FindForHost).
+  // The DestinationRule for `host`: its own, else the most specific wildcard one (FindForHost);
+  // several for one host are merged (MergeDestinationRules).
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   const std::string& domain_suffix() const { return domain_suffix_; }
@@ -104,7 +125,8 @@ class MeshContext final : public PushContext {
   // opaque ports, SNI names and tls route matches no Envoy listener serves
   // (pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http),
   // VirtualServices not served for a host (pilot_vservice_dup_domain), hosts defined by more
-  // than one object (pilot_duplicate_envoy_clusters).
+  // than one object (pilot_duplicate_envoy_clusters), DestinationRules merged or not served
+  // (pilot_destrule_subsets, cxds_destination_rule_not_served).
   const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
@@ -114,7 +136,7 @@ class MeshContext final : public PushContext {
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
-  std::map<std::string, const DestinationRule*> destination_rules_;
+  MergedDestinationRules destination_rules_;
   std::vector<const Sidecar*> sidecars_;
   std::map<uint32_t, std::vector<OpaqueChain>> opaque_chains_;
   std::vector<ConfigWarning> findings_;

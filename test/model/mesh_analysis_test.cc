@@ -100,6 +100,75 @@ spec:
   EXPECT_EQ(served[0]->meta.name, "z-old");
 }
 
+// DestinationRules of one host are merged as istiod merges them (the oldest first; new subsets
+// added; a traffic policy only where the oldest has none); a duplicate subset and a rule of
+// another namespace are reported, and routes may name a subset only a merged-in rule defines.
+TEST(MeshAnalysisTest, DestinationRulesOfOneHostAreMergedAndTheRestReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: z-old, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: inventory.mesh.local
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: a-new, creationTimestamp: "2026-12-01T00:00:00Z"}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+  subsets:
+  - {name: v2, labels: {version: v2}}
+  - {name: v1, labels: {version: other}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory, namespace: shop}
+spec:
+  host: inventory.mesh.local
+  subsets: [{name: v9, labels: {version: v9}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory}
+spec:
+  hosts: [inventory.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local, subset: v2}}]}]
+)");
+  EXPECT_THAT(Strings(update.errors), IsEmpty()) << "v2 is defined by the rule merged in";
+  EXPECT_THAT(Strings(update.warnings),
+              ::testing::Contains(::testing::HasSubstr(
+                  "DestinationRule default/a-new: spec.subsets[1].name: subset \"v1\" of inventory.mesh.local is also "
+                  "defined by default/z-old, whose definition is served; this one is not [pilot_destrule_subsets]")));
+  EXPECT_THAT(Strings(update.warnings),
+              ::testing::Contains(::testing::HasSubstr(
+                  "DestinationRule shop/inventory: spec.host: host inventory.mesh.local has the older DestinationRule "
+                  "default/z-old in another namespace")));
+
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const DestinationRule* rule = context.DestinationRuleFor("inventory.mesh.local");
+  ASSERT_NE(rule, nullptr);
+  ASSERT_EQ(rule->subsets.size(), 2u);
+  EXPECT_EQ(rule->subsets[0].name, "v1");
+  EXPECT_EQ(rule->subsets[0].labels.at("version"), "v1") << "the older rule's v1";
+  EXPECT_EQ(rule->subsets[1].name, "v2");
+  EXPECT_TRUE(rule->traffic_policy.has_value()) << "the oldest has none: the next one's";
+
+  // v9 is only in the rule of another namespace, which is not served: a route to it is refused.
+  const ConfigStore::Update refused = store.ApplyFile("vs9.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: nine}
+spec:
+  hosts: [nine.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local, subset: v9}}]}]
+)");
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_THAT(refused.errors[0].ToString(), ::testing::HasSubstr("subset \"v9\" is not defined by DestinationRule "
+                                                                 "default/z-old (host inventory.mesh.local)"));
+}
+
 TEST(MeshAnalysisTest, WithoutTimestampsTheFirstByNameIsServed) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);
