@@ -153,7 +153,10 @@ void MeshContext::BuildOpaqueChains() {
   // route matches already made chains (a VirtualService may be served for several hosts).
   std::map<uint32_t, std::map<std::string, std::string>> claimed;
   std::map<uint32_t, std::set<std::pair<const TlsRoute*, size_t>>> matches_done;
-  for (const auto& [host, service] : services_) {
+  for (const auto& entry : services_) {
+    // Not a structured binding: the lambdas below capture these (clang 14 refuses that).
+    const std::string& host = entry.first;
+    const ServiceInfo& service = entry.second;
     for (const ServicePort& port : service.ports) {
       if (IsHttpProtocol(port.protocol)) continue;
       if (http_ports.contains(port.number)) {
