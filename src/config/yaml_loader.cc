@@ -1036,6 +1036,17 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
+// `gateways` of `node` (field `f`): "mesh", every sidecar and the default, is the one gateway
+// cxds serves; any other is refused as not supported.
+void CheckMeshGatewayOnly(Reader& r, const YAML::Node& node, const std::string& f) {
+  for (const std::string& gateway : r.Strings(node, "gateways", f, false)) {
+    if (gateway != "mesh") {
+      r.Error(node["gateways"], Reader::Join(f, "gateways"),
+              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
+    }
+  }
+}
+
 // Istio's Name.SubsetOf: every name `name` matches is one `of` matches ("a.example.com" and
 // "*.a.example.com" are under "*.example.com"; everything is under "*").
 bool HostSubsetOf(std::string_view name, std::string_view of) {
@@ -1064,13 +1075,7 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
       if (!r.IsMap(match[j], mf)) continue;
       r.OnlyKeys(match[j], mf, {"sniHosts", "port", "gateways"},
                  {"destinationSubnets", "sourceLabels", "sourceNamespace"});
-      for (const std::string& gateway : r.Strings(match[j], "gateways", mf, false)) {
-        if (gateway != "mesh") {
-          r.Error(
-              match[j]["gateways"], Reader::Join(mf, "gateways"),
-              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
-        }
-      }
+      CheckMeshGatewayOnly(r, match[j], mf);
       TlsRoute::Match m;
       m.sni_hosts = r.Strings(match[j], "sniHosts", mf, true);
       for (size_t k = 0; k < m.sni_hosts.size(); ++k) {
@@ -1221,13 +1226,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   if (!r.IsMap(spec, "spec")) return vs;
   r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
   CheckExportTo(r, spec);
-  // "mesh" is every sidecar, the default: the one gateway cxds serves.
-  for (const std::string& gateway : r.Strings(spec, "gateways", "spec", false)) {
-    if (gateway != "mesh") {
-      r.Error(spec["gateways"], "spec.gateways",
-              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
-    }
-  }
+  CheckMeshGatewayOnly(r, spec, "spec");
   vs.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);

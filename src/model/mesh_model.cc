@@ -12,6 +12,17 @@
 
 namespace cxds {
 
+namespace {
+// Of several objects claiming one host, istiod keeps the oldest: by metadata.creationTimestamp
+// (unset counts as newest), then name, then namespace.
+bool OlderFirst(const ObjectMeta& a_meta, const ConfigKey& a, const ObjectMeta& b_meta, const ConfigKey& b) {
+  const absl::Time a_created = a_meta.creation_timestamp.value_or(absl::InfiniteFuture());
+  const absl::Time b_created = b_meta.creation_timestamp.value_or(absl::InfiniteFuture());
+  if (a_created != b_created) return a_created < b_created;
+  return std::tie(a.name, a.namespace_name) < std::tie(b.name, b.namespace_name);
+}
+}  // namespace
+
 // Istio resolves a short host relative to the object's namespace.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix) {
   if (host.find('.') != std::string::npos || host == "*") return host;
@@ -122,12 +133,8 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     }
   }
   for (auto& [host, list] : claims) {
-    const auto created = [](const Claim& c) { return c.vs->meta.creation_timestamp.value_or(absl::InfiniteFuture()); };
-    std::stable_sort(list.begin(), list.end(), [&](const Claim& a, const Claim& b) {
-      if (created(a) != created(b)) return created(a) < created(b);
-      if (a.key.name != b.key.name) return a.key.name < b.key.name;
-      return a.key.namespace_name < b.key.namespace_name;
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Claim& a, const Claim& b) { return OlderFirst(a.vs->meta, a.key, b.vs->meta, b.key); });
     virtual_services_[host] = {list.front().vs};
     for (size_t i = 1; i < list.size(); ++i) {
       if (list[i].vs == list.front().vs) continue;  // one VirtualService naming a host twice
@@ -275,12 +282,8 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
   }
   MergedDestinationRules out;
   for (auto& [host, list] : claims) {
-    const auto created = [](const Claim& c) {
-      return c.rule->meta.creation_timestamp.value_or(absl::InfiniteFuture());
-    };
-    std::stable_sort(list.begin(), list.end(), [&](const Claim& a, const Claim& b) {
-      if (created(a) != created(b)) return created(a) < created(b);
-      return std::tie(a.key.name, a.key.namespace_name) < std::tie(b.key.name, b.key.namespace_name);
+    std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
+      return OlderFirst(a.rule->meta, a.key, b.rule->meta, b.key);
     });
     const Claim& first = list.front();
     MergedDestinationRules::Entry& entry = out.by_host[host];
