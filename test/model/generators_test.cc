@@ -129,16 +129,25 @@ class GeneratorsTest : public ::testing::Test {
   }
   // Every cluster, by name, as a new Envoy stream of node `id` receives them (CDS wildcard).
   std::map<std::string, envoy::config::cluster::v3::Cluster> ClustersFor(const std::string& id) {
+    return WildcardFor<envoy::config::cluster::v3::Cluster>(id, std::string(kClusterType));
+  }
+  // Every listener, by name, as a new Envoy stream of node `id` receives them (LDS wildcard).
+  std::map<std::string, envoy::config::listener::v3::Listener> ListenersFor(const std::string& id) {
+    return WildcardFor<envoy::config::listener::v3::Listener>(id, std::string(kListenerType));
+  }
+  // Every resource of a wildcard `type`, by name, as a new Envoy stream of node `id` gets them.
+  template <typename Message>
+  std::map<std::string, Message> WildcardFor(const std::string& id, const std::string& type) {
     auto h = Connect(id, false);
-    h->Send(First(std::string(kClusterType), {}));
-    auto cds = h->Take();
-    EXPECT_EQ(cds.size(), 1u);
-    std::map<std::string, envoy::config::cluster::v3::Cluster> clusters;
-    for (int i = 0; !cds.empty() && i < cds[0].resources_size(); ++i) {
-      auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
-      clusters[cluster.name()] = cluster;
+    h->Send(First(type, {}));
+    auto responses = h->Take();
+    EXPECT_EQ(responses.size(), 1u);
+    std::map<std::string, Message> by_name;
+    for (int i = 0; !responses.empty() && i < responses[0].resources_size(); ++i) {
+      auto resource = Decode<Message>(responses[0], i);
+      by_name[resource.name()] = resource;
     }
-    return clusters;
+    return by_name;
   }
   // The route configuration `name` as a new stream of node `id` receives it.
   envoy::config::route::v3::RouteConfiguration RoutesFor(const std::string& id, bool grpc, const std::string& name) {
@@ -381,6 +390,13 @@ spec:
   EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
 }
 
+template <typename Value>
+std::vector<std::string> KeysOf(const std::map<std::string, Value>& by_name) {
+  std::vector<std::string> keys;
+  for (const auto& entry : by_name) keys.push_back(entry.first);
+  return keys;
+}
+
 // The filter chains of an opaque listener, decoded: SNI names -> the TCP proxy's cluster, or
 // "weighted:" its weighted clusters ("" names: the catch-all chain).
 std::vector<std::string> ChainsOf(const envoy::config::listener::v3::Listener& listener) {
@@ -474,13 +490,10 @@ TEST_F(GeneratorsTest, TlsPortsGetAFilterChainPerSniNameAndTlsRoutesChooseTheirD
   ASSERT_NE(context, nullptr);
   EXPECT_TRUE(context->findings().empty()) << context->findings()[0].message;
 
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kListenerType), {}));
-  auto lds = envoy->Take();
-  ASSERT_EQ(lds.size(), 1u);
-  ASSERT_EQ(NamesOf(lds[0]),
+  auto listeners = ListenersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  ASSERT_EQ(KeysOf(listeners),
             (std::vector<std::string>{"127.0.0.1_443", "127.0.0.1_8080", "127.0.0.1_8443", "127.0.0.1_9080"}));
-  const auto tls = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  const auto& tls = listeners["127.0.0.1_443"];
   ASSERT_EQ(tls.listener_filters_size(), 1);
   EXPECT_EQ(tls.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
   EXPECT_TRUE(tls.listener_filters(0)
@@ -497,16 +510,13 @@ TEST_F(GeneratorsTest, TlsPortsGetAFilterChainPerSniNameAndTlsRoutesChooseTheirD
                                      "pay.example.com -> outbound|443||pay.example.com"));
   // On 8443 only the match without a port applies; the VirtualService decides for both hosts
   // (as in istiod, search.example.com has no chain of its own there).
-  EXPECT_THAT(ChainsOf(Decode<envoy::config::listener::v3::Listener>(lds[0], 2)),
+  EXPECT_THAT(ChainsOf(listeners["127.0.0.1_8443"]),
               ::testing::ElementsAre("maps.example.com -> outbound|8443|v2|maps.example.com"));
 
   // A Sidecar scoping the proxy to its namespace: only mail, the catch-all, and no inspector.
-  auto scoped = Connect("sidecar~127.0.0.6~web-1.shop~shop.svc.cluster.local", false);
-  scoped->Send(First(std::string(kListenerType), {}));
-  auto scoped_lds = scoped->Take();
-  ASSERT_EQ(scoped_lds.size(), 1u);
-  ASSERT_EQ(NamesOf(scoped_lds[0]), (std::vector<std::string>{"127.0.0.1_443", "127.0.0.1_9080"}));
-  const auto scoped_tls = Decode<envoy::config::listener::v3::Listener>(scoped_lds[0], 0);
+  auto scoped = ListenersFor("sidecar~127.0.0.6~web-1.shop~shop.svc.cluster.local");
+  ASSERT_EQ(KeysOf(scoped), (std::vector<std::string>{"127.0.0.1_443", "127.0.0.1_9080"}));
+  const auto& scoped_tls = scoped["127.0.0.1_443"];
   EXPECT_EQ(scoped_tls.listener_filters_size(), 0);
   EXPECT_THAT(ChainsOf(scoped_tls), ::testing::ElementsAre(" -> outbound|443||mail.example.com"));
 
@@ -581,12 +591,8 @@ spec:
                   "ServiceEntry/egress/static : TLS port 443 of static.cdn.example.com is not served to Envoy "
                   "proxies for SNI name static.cdn.example.com: *.cdn.example.com has it on port 443 "
                   "[pilot_conflict_outbound_listener_tcp_over_current_tcp]"));
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kListenerType), {}));
-  auto lds = envoy->Take();
-  ASSERT_EQ(lds.size(), 1u);
   EXPECT_THAT(
-      ChainsOf(Decode<envoy::config::listener::v3::Listener>(lds[0], 0)),
+      ChainsOf(ListenersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local")["127.0.0.1_443"]),
       ::testing::ElementsAre(
           "img.cdn.example.com,static.cdn.example.com,*.cdn.example.com -> outbound|443||img.cdn.example.com",
           " -> outbound|443||mail.example.com",
@@ -616,12 +622,9 @@ spec:
   resolution: DNS
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
-  envoy->Send(First(std::string(kListenerType), {}));
-  auto lds = envoy->Take();
-  ASSERT_EQ(lds.size(), 1u);
-  ASSERT_EQ(NamesOf(lds[0])[0], "127.0.0.1_443");
-  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  auto listeners = ListenersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  ASSERT_TRUE(listeners.contains("127.0.0.1_443"));
+  const auto& listener = listeners["127.0.0.1_443"];
   EXPECT_EQ(listener.listener_filters_size(), 1) << "pay.example.com is matched by name";
   EXPECT_THAT(ChainsOf(listener),
               ::testing::ElementsAre(" -> outbound|443||*", "pay.example.com -> outbound|443||pay.example.com"));
