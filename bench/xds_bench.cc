@@ -10,6 +10,9 @@
 //   SetSnapshot     with 0..10,000 open watches on one node key, or one watch on each of
 //                   1,000/10,000 node keys (one node updated, or all of them), against
 //                   Snapshot::Create alone and SetSnapshot with no watches.
+//   BuildPushContext  the daemon's full push context (MeshModel::Build) for 1,000 and 10,000
+//                   services of 10 endpoints each, the shape of bench/gen_mesh.py: the ratio of
+//                   the two rows, against the 10x of their size, says whether it grows linearly.
 //
 // The resources come from cxds's own mesh generators (the PushPipeline run on a synthetic mesh
 // of Kubernetes Services, EndpointSlices, DestinationRules and VirtualServices), so they have
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "cache/snapshot_cache.h"
 #include "common/logging.h"
@@ -508,6 +512,54 @@ void BM_LedgerRecordSent(benchmark::State& state) {
   state.counters["resources"] = benchmark::Counter(static_cast<double>(resources.size()));
 }
 
+// A mesh like bench/gen_mesh.py's: SERVICES Services in namespace bench, one EndpointSlice of
+// 10 loopback endpoints each, 100 services per file.
+std::vector<FileRead> GeneratedMeshFiles(int services) {
+  std::vector<FileRead> files;
+  int endpoint = 0;
+  for (int s = 0; s < services; ++s) {
+    if (s % 100 == 0) files.push_back(FileRead{StrCat("services-", s / 100, ".yaml")});
+    std::string& yaml = files.back().content;
+    const std::string name = StrCat("svc-", s);
+    absl::StrAppend(&yaml, "apiVersion: v1\nkind: Service\nmetadata: {name: ", name,
+              ", namespace: bench}\nspec:\n  selector: {app: ", name,
+              "}\n  ports:\n  - {name: http, port: 8080, appProtocol: http}\n---\n");
+    absl::StrAppend(&yaml, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ", name,
+              "-1\n  namespace: bench\n  labels: {kubernetes.io/service-name: ", name,
+              "}\naddressType: IPv4\nports: [{name: http, port: 8080}]\nendpoints:\n");
+    for (int e = 0; e < 10; ++e, ++endpoint) {
+      const int i = endpoint + 1;
+      absl::StrAppend(&yaml, "- addresses: [127.", 1 + i / 65025, ".", (i / 255) % 255, ".", 1 + i % 255, "]\n");
+    }
+    yaml += "---\n";
+  }
+  return files;
+}
+
+void BM_BuildPushContext(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFiles(GeneratedMeshFiles(services));
+  if (!update.errors.empty()) {
+    state.SkipWithError(update.errors.front().ToString().c_str());
+    return;
+  }
+  MeshModel model(store, "cluster.local");
+  model.OnUpdate(update);
+  uint64_t sequence = 0;
+  for (auto _ : state) {
+    auto built = model.Build(nullptr, PushRequest{}, ++sequence, absl::UnixEpoch());
+    benchmark::DoNotOptimize(built);
+    // The daemon frees the previous context after the push, outside its context time.
+    state.PauseTiming();
+    built = absl::InternalError("freed");
+    state.ResumeTiming();
+  }
+  state.counters["services"] = benchmark::Counter(services);
+  state.counters["per_service_ns"] = benchmark::Counter(
+      static_cast<double>(services), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 // Registered from main (not with BENCHMARK) so that the serialization rows, named after their
 // message, come first and the mesh is generated once, before anything is timed.
 void RegisterBenchmarks() {
@@ -562,6 +614,13 @@ void RegisterBenchmarks() {
       ->Args({1000, 1})
       ->Args({10000, 0})
       ->Args({10000, 1})
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_BuildPushContext", BM_BuildPushContext)
+      ->ArgName("services")
+      ->Arg(1000)
+      ->Arg(3000)
+      ->Arg(10000)
+      ->Arg(30000)
       ->Unit(benchmark::kMillisecond);
 }
 

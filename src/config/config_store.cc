@@ -7,6 +7,14 @@
 
 namespace cxds {
 
+std::ranges::subrange<ObjectMap::const_iterator> ObjectsOfKind(const ObjectMap& objects, std::string_view kind) {
+  // Every key of `kind` is at least {kind, "", ""} and below {kind + '\0', "", ""}, the next
+  // string after kind.
+  std::string after(kind);
+  after.push_back('\0');
+  return {objects.lower_bound(ConfigKey{std::string(kind), "", ""}), objects.lower_bound(ConfigKey{after, "", ""})};
+}
+
 namespace {
 
 std::string Describe(const ConfigKey& key) { return StrCat(key.kind, " ", key.namespace_name, "/", key.name); }

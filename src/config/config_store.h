@@ -27,8 +27,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -46,6 +48,11 @@ struct StoredObject {
 };
 
 using ObjectMap = std::map<ConfigKey, std::shared_ptr<const StoredObject>>;
+
+// The objects of one kind ("Service", "DestinationRule", ...), in key order. Keys sort by kind
+// first, so they are one range of the map: found in O(log n), without visiting (and missing the
+// cache on) the objects of every other kind, such as 10,000 EndpointSlices.
+std::ranges::subrange<ObjectMap::const_iterator> ObjectsOfKind(const ObjectMap& objects, std::string_view kind);
 
 // One file as a config source found it.
 struct FileRead {

@@ -84,12 +84,19 @@ bool IsEndpointKind(const std::string& kind) {
 }  // namespace
 
 std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds) {
-  std::string bytes;
-  for (const auto& [key, stored] : objects) {
-    if (!include_endpoint_kinds && IsEndpointKind(key.kind)) continue;
-    bytes += StrCat(key.ToString(), "=", stored->content_hash, "\n");
+  ContentHasher hasher;
+  std::string line;
+  for (auto it = objects.begin(); it != objects.end(); ++it) {
+    if (!include_endpoint_kinds && IsEndpointKind(it->first.kind)) {
+      it = std::prev(ObjectsOfKind(objects, it->first.kind).end());  // past the whole kind
+      continue;
+    }
+    const auto& [key, stored] = *it;
+    line.clear();
+    absl::StrAppend(&line, key.kind, "/", key.namespace_name, "/", key.name, "=", stored->content_hash, "\n");
+    hasher.Update(line);
   }
-  return ContentHash(bytes).substr(0, 16);
+  return hasher.Finish().substr(0, 16);
 }
 
 MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time created,
@@ -98,10 +105,13 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   // A host defined twice is served from the last definition in key order (kind, namespace,
   // name): a ServiceEntry over a Service of the same host.
   const auto define = [&](ServiceInfo info) {
-    const std::string host = info.host;
-    const ConfigKey key = info.key;
-    auto [it, inserted] = services_.try_emplace(host, info);
-    if (inserted) return;
+    auto it = services_.find(info.host);
+    if (it == services_.end()) {
+      services_.emplace_hint(it, info.host, std::move(info));
+      return;
+    }
+    const std::string& host = it->first;
+    const ConfigKey& key = info.key;
     findings_.push_back({it->second.key, "", "pilot_duplicate_envoy_clusters",
                          StrCat("host ", host, " is also defined by ", key.kind, " ", key.namespace_name, "/", key.name,
                                 ", which is served for it")});
@@ -113,24 +123,33 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     size_t host_index;
   };
   std::map<std::string, std::vector<Claim>> claims;  // resolved host -> VirtualServices naming it
-  for (const auto& [key, stored] : *objects_) {
-    const MeshObject& object = stored->object;
-    if (const auto* svc = std::get_if<K8sService>(&object)) {
+  // Kind by kind ("Service" before "ServiceEntry", as in key order): the endpoint kinds, most of
+  // a big mesh's objects, are never visited.
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, "Service")) {
+    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
       define(ServiceInfo{StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_),
                          svc->meta.namespace_name, svc->ports, key});
-    } else if (const auto* se = std::get_if<ServiceEntry>(&object)) {
+    }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kServiceEntry)) {
+    if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
       for (const std::string& host : se->hosts) {
         define(ServiceInfo{
             host, se->meta.namespace_name, se->ports, key, se->resolution,
-            se->resolution != ServiceEntry::Resolution::kStatic ? se->endpoints : std::vector<WorkloadEndpoint>{}});
+            se->resolution != ServiceEntry::Resolution::kStatic ? std::span<const WorkloadEndpoint>(se->endpoints)
+                                                                : std::span<const WorkloadEndpoint>{}});
       }
-    } else if (const auto* vs = std::get_if<VirtualService>(&object)) {
+    }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
+    if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
       for (size_t i = 0; i < vs->hosts.size(); ++i) {
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
-    } else if (const auto* sc = std::get_if<Sidecar>(&object)) {
-      sidecars_.push_back(sc);
     }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kSidecar)) {
+    if (const auto* sc = std::get_if<Sidecar>(&stored->object)) sidecars_.push_back(sc);
   }
   for (auto& [host, list] : claims) {
     std::stable_sort(list.begin(), list.end(),
@@ -275,7 +294,7 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
     ConfigKey key;
   };
   std::map<std::string, std::vector<Claim>> claims;  // resolved host -> rules naming it
-  for (const auto& [key, object] : objects) {
+  for (const auto& [key, object] : ObjectsOfKind(objects, kind::kDestinationRule)) {
     if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
       claims[ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix)].push_back({dr, key});
     }

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,15 +31,18 @@
 
 namespace cxds {
 
+// A host as a MeshContext serves it. The spans point into the defining object, which the
+// context holds (MeshContext::objects_) for as long as it lives: not copied, as a full push
+// context of 10,000 services would copy every port list once more.
 struct ServiceInfo {
   std::string host;
   std::string namespace_name;
-  std::vector<ServicePort> ports;
+  std::span<const ServicePort> ports;
   ConfigKey key;  // the object that defines it
   // A ServiceEntry of resolution DNS or DNS_ROUND_ROBIN: Envoy resolves the names of
   // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
   ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
-  std::vector<WorkloadEndpoint> dns_endpoints;
+  std::span<const WorkloadEndpoint> dns_endpoints;
 };
 
 struct EndpointInfo {

@@ -1,5 +1,6 @@
 #include "protocol/resource.h"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
@@ -55,6 +56,38 @@ std::string ResourceNameOf(const google::protobuf::Message& message) {
 std::string ContentHash(std::string_view bytes) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
+}
+
+struct ContentHasher::State {
+  ~State() { EVP_MD_CTX_free(context); }
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  std::string fallback;  // the bytes, when OpenSSL could not give a digest context
+};
+
+ContentHasher::ContentHasher() : state_(std::make_unique<State>()) {
+  // Only allocation can fail here; then the bytes are kept and hashed whole by Finish().
+  if (state_->context != nullptr && EVP_DigestInit_ex(state_->context, EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(state_->context);
+    state_->context = nullptr;
+  }
+}
+ContentHasher::~ContentHasher() = default;
+
+void ContentHasher::Update(std::string_view bytes) {
+  // SHA-256 over an initialised context does not fail.
+  if (state_->context != nullptr) {
+    EVP_DigestUpdate(state_->context, bytes.data(), bytes.size());
+  } else {
+    state_->fallback.append(bytes);
+  }
+}
+
+std::string ContentHasher::Finish() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (state_->context == nullptr) return ContentHash(state_->fallback);
+  if (EVP_DigestFinal_ex(state_->context, digest, &length) != 1 || length < 16) return ContentHash("");
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
 }
 

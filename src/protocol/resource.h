@@ -89,6 +89,22 @@ std::string ResourceNameOf(const google::protobuf::Message& message);
 // Hex-encoded, truncated SHA-256 of `bytes` (32 hex digits).
 std::string ContentHash(std::string_view bytes);
 
+// ContentHash of the concatenation of every Update's bytes, without holding them all: a
+// version over 10,000 objects need not build a megabyte string first.
+class ContentHasher {
+ public:
+  ContentHasher();
+  ~ContentHasher();
+  ContentHasher(const ContentHasher&) = delete;
+  ContentHasher& operator=(const ContentHasher&) = delete;
+  void Update(std::string_view bytes);
+  std::string Finish();  // once; equal to ContentHash of all the bytes
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // How many resource serializations this process has performed (every Resource::Create is one).
 // Tests and benchmarks use it to prove that a resource is serialized once per version.
 uint64_t ResourceSerializationCount();

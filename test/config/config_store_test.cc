@@ -14,6 +14,28 @@ std::string We(const std::string& name, const std::string& address) {
 const ConfigKey kA{"WorkloadEntry", "default", "a"};
 const ConfigKey kB{"WorkloadEntry", "default", "b"};
 
+// ObjectsOfKind is the kind's whole range and nothing else, also where one kind's name is the
+// start of another's ("Service" and "ServiceEntry").
+TEST(ConfigStoreTest, ObjectsOfKindIsExactlyThatKind) {
+  ObjectMap objects;
+  for (const ConfigKey& key : {ConfigKey{"EndpointSlice", "a", "x"}, ConfigKey{"Service", "a", "x"},
+                               ConfigKey{"Service", "b", ""}, ConfigKey{"Service", "b", "y"},
+                               ConfigKey{"ServiceEntry", "a", "x"}, ConfigKey{"Sidecar", "", ""}}) {
+    objects[key] = std::make_shared<StoredObject>();
+  }
+  const auto keys = [&](std::string_view kind) {
+    std::vector<ConfigKey> out;
+    for (const auto& [key, object] : ObjectsOfKind(objects, kind)) out.push_back(key);
+    return out;
+  };
+  EXPECT_EQ(keys("Service"), (std::vector<ConfigKey>{{"Service", "a", "x"}, {"Service", "b", ""}, {"Service", "b", "y"}}));
+  EXPECT_EQ(keys("ServiceEntry"), (std::vector<ConfigKey>{{"ServiceEntry", "a", "x"}}));
+  EXPECT_EQ(keys("Sidecar"), (std::vector<ConfigKey>{{"Sidecar", "", ""}}));
+  EXPECT_TRUE(keys("Servic").empty());
+  EXPECT_TRUE(keys("Pod").empty());
+  EXPECT_TRUE(ObjectsOfKind(ObjectMap{}, "Service").empty());
+}
+
 TEST(ConfigStoreTest, AddChangeUnchangedAndRemove) {
   ConfigStore store;
   auto u = store.ApplyFile("f.yaml", We("a", "127.0.0.1") + We("b", "127.0.0.2"));

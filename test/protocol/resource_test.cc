@@ -19,6 +19,21 @@ TEST(ResourceTest, ContentHashIsStableAcrossProcesses) {
   EXPECT_EQ(ContentHash("abc"), "ba7816bf8f01cfea414140de5dae2223");
 }
 
+// The streaming hasher gives what ContentHash gives for all its bytes at once, however they
+// were split; a hasher of nothing is the hash of "".
+TEST(ResourceTest, ContentHasherEqualsContentHashOfTheConcatenation) {
+  ContentHasher split;
+  split.Update("a");
+  split.Update("");
+  split.Update("bc");
+  EXPECT_EQ(split.Finish(), ContentHash("abc"));
+  ContentHasher empty;
+  EXPECT_EQ(empty.Finish(), ContentHash(""));
+  ContentHasher other;
+  other.Update("abd");
+  EXPECT_NE(other.Finish(), ContentHash("abc"));
+}
+
 // Equal messages give equal versions; a one-field change gives a different version.
 TEST(ResourceTest, ContentVersionFollowsContent) {
   auto a = EdsCluster("c1");
