@@ -166,6 +166,13 @@ struct HttpRoute {
     std::optional<StringMatch> method, authority, scheme;
     std::map<std::string, StringMatch> query_params;  // Envoy only, likewise
     uint32_t port = 0;                                // the host's port it applies to; 0: every port
+    // Which client proxies the match is for (Istio's sourceMatchHTTP): those whose labels
+    // include `source_labels` and, when set, of namespace `source_namespace`; the others get
+    // no route for it. With `gateways` given (only "mesh" is supported), Istio looks at the
+    // gateways alone: every sidecar, whatever the source conditions say.
+    LabelMap source_labels;
+    std::string source_namespace;
+    bool gateways_given = false;
   };
   std::vector<Match> match;  // empty: everything
   std::vector<HttpRouteDestination> route;

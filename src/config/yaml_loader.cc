@@ -1259,9 +1259,20 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         if (!r.IsMap(m, mf)) continue;
         r.OnlyKeys(m, mf,
                    {"name", "uri", "headers", "withoutHeaders", "ignoreUriCase", "method", "authority", "scheme",
-                    "queryParams", "port"},
-                   {"sourceLabels", "gateways", "sourceNamespace", "statPrefix"});
+                    "queryParams", "port", "sourceLabels", "sourceNamespace", "gateways"},
+                   {"statPrefix"});
         HttpRoute::Match match;
+        match.source_labels = r.Labels(m, "sourceLabels", mf);
+        for (const auto& [key, value] : match.source_labels) {
+          if (key.empty()) r.Error(m["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
+        }
+        match.source_namespace = r.String(m, "sourceNamespace", mf, false).value_or("");
+        if (m["sourceNamespace"].IsDefined() && !IsDnsLabel(match.source_namespace)) {
+          r.Error(m["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
+                  "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+        }
+        CheckMeshGatewayOnly(r, m, mf);
+        match.gateways_given = m["gateways"].IsDefined() && m["gateways"].IsSequence() && m["gateways"].size() > 0;
         if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
         match.ignore_uri_case = r.Bool(m, "ignoreUriCase", mf).value_or(false);
         match.headers = ReadMatchMap(r, m["headers"], Reader::Join(mf, "headers"), true);

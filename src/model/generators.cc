@@ -723,7 +723,7 @@ void SetAnswer(const HttpRoute& http, envoy::config::route::v3::Route* route) {
 
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
 // else (a VirtualService decides) or, without one, a catch-all to the service.
-void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, bool grpc,
+void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, const ProxyScope& scope, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
   const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
   for (const VirtualService* vs : virtual_services) {
@@ -741,6 +741,8 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
         // A match on another of the host's ports has no place in this port's routes.
         if (match != nullptr && match->port != 0 && match->port != port) continue;
+        // A match for other clients (sourceLabels, sourceNamespace) is not in this proxy's routes.
+        if (match != nullptr && !scope.Applies(*match)) continue;
         auto* route = vhost->add_routes();
         if (!http.name.empty()) route->set_name(http.name);
         auto* m = route->mutable_match();
@@ -865,7 +867,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
     out.incremental = request.delta_scope.has_value();
     for (const std::string& name : *watched.names) {
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.key())}, {kWholeContext},
+          {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.route_key())}, {kWholeContext},
           request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             RouteConfiguration config;
             config.set_name(name);
@@ -882,7 +884,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
               vhost->set_name(name);
               vhost->add_domains(name);
               vhost->add_domains(service->host);
-              AddRoutes(mesh, *service, port, proxy.grpc, vhost);
+              AddRoutes(mesh, *service, port, scope, proxy.grpc, vhost);
             } else {
               uint32_t port = 0;
               if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
@@ -896,7 +898,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 vhost->set_name(StrCat(host, ":", port));
                 vhost->add_domains(host);
                 vhost->add_domains(StrCat(host, ":", port));
-                AddRoutes(mesh, service, port, proxy.grpc, vhost);
+                AddRoutes(mesh, service, port, scope, proxy.grpc, vhost);
               }
             }
             return Resource::FromMessage(config);

@@ -163,6 +163,18 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
                                   ", which is older (or first by name) and is served for it; these routes are not")});
     }
   }
+  std::set<SourceCondition> conditions;
+  for (const auto& [host, served] : virtual_services_) {
+    for (const VirtualService* vs : served) {
+      for (const HttpRoute& http : vs->http) {
+        for (const HttpRoute::Match& match : http.match) {
+          if (match.gateways_given || (match.source_labels.empty() && match.source_namespace.empty())) continue;
+          conditions.insert({match.source_labels, match.source_namespace});
+        }
+      }
+    }
+  }
+  source_conditions_.assign(conditions.begin(), conditions.end());
   destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_);
   findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
   BuildOpaqueChains();

@@ -108,6 +108,15 @@ class MeshContext final : public PushContext {
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   const std::string& domain_suffix() const { return domain_suffix_; }
+  // The distinct source conditions (sourceLabels, sourceNamespace) of the served
+  // VirtualServices' HTTP matches without `gateways`. Which of them a proxy meets decides
+  // which of those matches its routes have, so proxies meeting the same ones share routes.
+  struct SourceCondition {
+    LabelMap labels;
+    std::string namespace_name;  // "": any
+    auto operator<=>(const SourceCondition&) const = default;
+  };
+  const std::vector<SourceCondition>& source_conditions() const { return source_conditions_; }
   // One filter chain of the Envoy listener of an opaque (not HTTP) port. A listener address
   // cannot tell services apart, so the chains do, as istiod's do for services without a VIP:
   // each TLS or HTTPS service by the SNI name (its host, or its VirtualService's tls routes'
@@ -142,6 +151,7 @@ class MeshContext final : public PushContext {
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   MergedDestinationRules destination_rules_;
   std::vector<const Sidecar*> sidecars_;
+  std::vector<SourceCondition> source_conditions_;
   std::map<uint32_t, std::vector<OpaqueChain>> opaque_chains_;
   std::vector<ConfigWarning> findings_;
 };

@@ -41,7 +41,8 @@ bool HostMatches(const std::string& pattern, const std::string& host) {
 }
 }  // namespace
 
-ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context) : context_(context) {
+ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
+    : context_(context), labels_(proxy.labels), namespace_name_(proxy.namespace_name) {
   const Sidecar* fallback = nullptr;
   for (const Sidecar* sidecar : context.sidecars()) {
     if (sidecar->meta.namespace_name != proxy.namespace_name) continue;
@@ -53,6 +54,22 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context) : con
   }
   if (sidecar_ == nullptr) sidecar_ = fallback;
   if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
+  route_key_ = key_;
+  if (!context.source_conditions().empty()) {
+    route_key_ += "|source:";
+    for (const MeshContext::SourceCondition& condition : context.source_conditions()) {
+      const bool meets = LabelsMatch(condition.labels, labels_) &&
+                         (condition.namespace_name.empty() || condition.namespace_name == namespace_name_);
+      route_key_ += meets ? '1' : '0';
+    }
+  }
+}
+
+bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& labels,
+                               const std::string& namespace_name) {
+  if (match.gateways_given) return true;
+  return LabelsMatch(match.source_labels, labels) &&
+         (match.source_namespace.empty() || match.source_namespace == namespace_name);
 }
 
 bool ProxyScope::Visible(const ServiceInfo& service) const {

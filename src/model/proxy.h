@@ -35,11 +35,25 @@ class ProxyScope {
   bool VisibleHost(const std::string& host) const;
   // Identifies the scope (for cache keys): "all" or "sidecar:ns/name".
   const std::string& key() const { return key_; }
+  // Whether an HTTP route match is for this proxy as a client (sourceLabels, sourceNamespace,
+  // gateways: SourceMatches).
+  bool Applies(const HttpRoute::Match& match) const { return SourceMatches(match, labels_, namespace_name_); }
+  // key() and which of the context's source conditions the proxy meets: what its routes
+  // depend on. key() alone while no VirtualService has any.
+  const std::string& route_key() const { return route_key_; }
+
+  // Istio's sourceMatchHTTP for "mesh": with `gateways` given (only "mesh" is supported) every
+  // sidecar; else the proxy's labels include sourceLabels and its namespace is sourceNamespace
+  // when that is set.
+  static bool SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name);
 
  private:
   const MeshContext& context_;
   const Sidecar* sidecar_ = nullptr;
   std::string key_ = "all";
+  LabelMap labels_;
+  std::string namespace_name_;
+  std::string route_key_;
 };
 
 }  // namespace cxds

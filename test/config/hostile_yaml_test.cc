@@ -212,7 +212,7 @@ spec:
       gateways: [mesh, istio-system/egress]
     route: [{destination: {host: a.example.com}}]
   http:
-  - match: [{sourceLabels: {app: web}, port: 80}]
+  - match: [{sourceLabels: {app: web}, port: 80, statPrefix: web}]
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
     corsPolicy: {allowOrigins: [{exact: "https://example.com"}], unmatchedPreflights: FORWARD}
     route: [{destination: {host: a.example.com}}]
@@ -257,7 +257,8 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].gateways",
                        "gateway \"istio-system/egress\": gateways are not supported by cxds (only \"mesh\")"));
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "")) << "http sourceLabels are supported";
+  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].statPrefix", "is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].port", "")) << "match.port is supported";
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));

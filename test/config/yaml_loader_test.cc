@@ -415,8 +415,29 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "spec.http[0].mirror.subset: must be a DNS label (a-z, 0-9, '-')");
   EXPECT_EQ(error_of("    match: [{queryParams: {q: {prefx: x}}}]\n"),
             "spec.http[0].match[0].queryParams.q.prefx: unknown field (did you mean \"prefix\"?)");
-  EXPECT_EQ(error_of("    match: [{method: {exact: GET}, sourceLabels: {app: x}}]\n"),
-            "spec.http[0].match[0].sourceLabels: is not supported by cxds");
+  EXPECT_EQ(error_of("    match: [{method: {exact: GET}, statPrefix: x}]\n"),
+            "spec.http[0].match[0].statPrefix: is not supported by cxds");
+  EXPECT_EQ(error_of("    match: [{sourceNamespace: Web}]\n"),
+            "spec.http[0].match[0].sourceNamespace: must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 "
+            "characters)");
+  EXPECT_EQ(error_of("    match: [{sourceLabels: {app: [x]}}]\n"),
+            "spec.http[0].match[0].sourceLabels.app: must be a string");
+  EXPECT_EQ(error_of("    match: [{gateways: [mesh, istio-system/ingress]}]\n"),
+            "spec.http[0].match[0].gateways: gateway \"istio-system/ingress\": gateways are not supported by cxds "
+            "(only \"mesh\")");
+  {
+    const ParsedFile sourced = ParseConfigFile(
+        "x.yaml", head + "    match: [{sourceLabels: {app: web, track: canary}, sourceNamespace: shop}, "
+                         "{gateways: [mesh]}, {gateways: []}]\n");
+    ASSERT_EQ(sourced.documents.size(), 1u) << Errors(sourced);
+    const auto& matches = std::get<VirtualService>(sourced.documents[0].object).http[0].match;
+    ASSERT_EQ(matches.size(), 3u);
+    EXPECT_EQ(matches[0].source_labels, (LabelMap{{"app", "web"}, {"track", "canary"}}));
+    EXPECT_EQ(matches[0].source_namespace, "shop");
+    EXPECT_FALSE(matches[0].gateways_given);
+    EXPECT_TRUE(matches[1].gateways_given);
+    EXPECT_FALSE(matches[2].gateways_given) << "an empty list is no gateways, as in Istio";
+  }
   const ParsedFile good = ParseConfigFile(
       "x.yaml", head +
                     "    mirror: {host: b}\n    mirrorPercent: 5\n    match: [{withoutHeaders: {x-a: {prefix: b}}, "

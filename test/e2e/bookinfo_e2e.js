@@ -6,7 +6,8 @@
 //      5 documents skipped, nothing refused, no analysis warning;
 //   2. reviews on Kubernetes Services is split by subset: the EndpointSlice endpoints carry the
 //      labels of the Pods their targetRefs name, so 80/20 over v1/v3 holds (v1 in 140..180 of
-//      200) and the header end-user: jason reaches v2 only;
+//      200) and the header end-user: jason reaches v2 only; a client whose node LABELS have
+//      track: canary reaches v3 only (the route's sourceLabels), jason still v2;
 //   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it; its
 //      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
 //      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
@@ -74,6 +75,16 @@ async function main() {
     'subsets select the Pods of the slice endpoints: 80/20 over v1/v3 (v1 in 140..180 of 200)', split.by_inventory);
   const jason = await client(app, [...reviews, '--calls', '20', '--header', 'end-user=jason']);
   check(jason.ok === 20 && jason.by_inventory['reviews-v2'] === 20, 'end-user: jason reaches v2 only', jason.by_inventory);
+  // The same target from a client labelled track: canary: the sourceLabels route is in its
+  // routes only, so it reaches v3 alone (jason's header match still comes first).
+  const canaryApp = makeBootstrap(path.join(dir, 'canary.json'), XDS, 'productpage-canary-1', 'bookinfo',
+    { app: 'productpage', track: 'canary' });
+  const canary = await client(canaryApp, [...reviews, '--calls', '20']);
+  check(canary.ok === 20 && canary.by_inventory['reviews-v3'] === 20,
+    'sourceLabels: a client labelled track: canary reaches v3 only', canary.by_inventory);
+  const canaryJason = await client(canaryApp, [...reviews, '--calls', '5', '--header', 'end-user=jason']);
+  check(canaryJason.ok === 5 && canaryJason.by_inventory['reviews-v2'] === 5,
+    'and its jason still reaches v2 (the earlier route)', canaryJason.by_inventory);
 
   // 3
   const ratings = await client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);

@@ -92,6 +92,28 @@ M Decode(const DiscoveryResponse& response, int i) {
   return message;
 }
 
+// An HTTP ServiceEntry, shop.mesh.local port 8080, for tests to add routes and rules to.
+const std::string kShopEntry = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: shop}
+spec:
+  resolution: STATIC
+  hosts: [shop.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+---
+)";
+
+// The names of the routes of virtual host `vhost` in `config`.
+std::vector<std::string> RouteNames(const envoy::config::route::v3::RouteConfiguration& config,
+                                    const std::string& vhost) {
+  std::vector<std::string> names;
+  for (const auto& host : config.virtual_hosts()) {
+    if (host.name() != vhost) continue;
+    for (const auto& route : host.routes()) names.push_back(route.name());
+  }
+  return names;
+}
+
 class GeneratorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -1220,31 +1242,85 @@ spec:
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     const std::string node = grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
     const auto names_of = [&](uint32_t port) {
-      const auto config = RoutesFor(node, grpc, grpc ? StrCat("shop.mesh.local:", port) : StrCat(port));
-      std::vector<std::string> names;
-      for (const auto& vhost : config.virtual_hosts()) {
-        if (vhost.name() != StrCat("shop.mesh.local:", port)) continue;
-        for (const auto& route : vhost.routes()) names.push_back(route.name());
-      }
-      return names;
+      return RouteNames(RoutesFor(node, grpc, grpc ? StrCat("shop.mesh.local:", port) : StrCat(port)),
+                        StrCat("shop.mesh.local:", port));
     };
     EXPECT_THAT(names_of(8080), ::testing::ElementsAre("rest"));
     EXPECT_THAT(names_of(8081), ::testing::ElementsAre("admin-only", "rest"));
   }
 }
 
+// sourceLabels and sourceNamespace choose, per client proxy, which matches its routes have (as
+// istiod's sourceMatchHTTP): the others are left out; `gateways: [mesh]` makes Istio ignore the
+// source conditions. Proxies meeting the same conditions share one serialized configuration.
+TEST_F(GeneratorsTest, SourceLabelsAndNamespaceChooseTheMatchesPerClient) {
+  Apply("shop.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop}
+spec:
+  hosts: [shop.mesh.local]
+  http:
+  - name: from-canary
+    match: [{sourceLabels: {app: web, track: canary}}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: from-ops
+    match: [{sourceNamespace: ops}, {uri: {prefix: /admin}, sourceLabels: {app: admin}}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: mesh-wide
+    match: [{gateways: [mesh], sourceLabels: {app: nobody}}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: rest
+    route: [{destination: {host: shop.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  struct Client {
+    LabelMap labels;
+    std::string ns;
+    std::vector<std::string> routes;
+  };
+  const std::vector<Client> clients = {
+      {{}, "default", {"mesh-wide", "rest"}},
+      {{{"app", "web"}}, "default", {"mesh-wide", "rest"}},
+      {{{"app", "web"}, {"track", "canary"}, {"version", "v2"}}, "default", {"from-canary", "mesh-wide", "rest"}},
+      {{}, "ops", {"from-ops", "mesh-wide", "rest"}},
+      {{{"app", "admin"}}, "default", {"from-ops", "mesh-wide", "rest"}},
+      {{{"app", "admin"}}, "ops", {"from-ops", "from-ops", "mesh-wide", "rest"}},
+  };
+  for (bool grpc : {false, true}) {
+    for (const Client& client : clients) {
+      SCOPED_TRACE(StrCat(grpc ? "gRPC" : "Envoy", " ns ", client.ns, " labels ", client.labels.size()));
+      const std::string name = grpc ? "shop.mesh.local:8080" : "8080";
+      auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc,
+                       client.ns);
+      auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+      for (const auto& [key, value] : client.labels) (*labels->mutable_fields())[key].set_string_value(value);
+      h->Send(First(std::string(kRouteType), {name}));
+      auto rds = h->Take();
+      ASSERT_EQ(rds.size(), 1u);
+      EXPECT_EQ(RouteNames(Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0), "shop.mesh.local:8080"),
+                client.routes);
+    }
+  }
+  // Same conditions met, same bytes: two canary web proxies of other names share the resource.
+  std::vector<std::string> bytes;
+  for (const char* pod : {"web-1", "web-2"}) {
+    auto h = Connect(StrCat("sidecar~127.0.0.7~", pod, ".default~default.svc.cluster.local"), false);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["app"].set_string_value("web");
+    (*labels->mutable_fields())["track"].set_string_value("canary");
+    (*labels->mutable_fields())["pod"].set_string_value(pod);  // a label no condition names
+    h->Send(First(std::string(kRouteType), {"8080"}));
+    auto rds = h->Take();
+    ASSERT_EQ(rds.size(), 1u);
+    bytes.push_back(rds[0].resources(0).value());
+  }
+  EXPECT_EQ(bytes[0], bytes[1]);
+}
+
 // A DestinationRule for "*.mesh.local" applies to every host under it that has no rule of its
 // own (the most specific host wins), and its subsets can be routed to.
 TEST_F(GeneratorsTest, AWildcardDestinationRuleAppliesWhereNoOwnRuleDoes) {
-  Apply("shop.yaml", R"(apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: shop}
-spec:
-  resolution: STATIC
-  hosts: [shop.mesh.local]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
----
-apiVersion: networking.istio.io/v1
+  Apply("shop.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: everything}
 spec:
