@@ -7,7 +7,7 @@
 
 namespace cxds {
 
-std::ranges::subrange<ObjectMap::const_iterator> ObjectsOfKind(const ObjectMap& objects, std::string_view kind) {
+ObjectRange ObjectsOfKind(const ObjectMap& objects, std::string_view kind) {
   // Every key of `kind` is at least {kind, "", ""} and below {kind + '\0', "", ""}, the next
   // string after kind.
   std::string after(kind);

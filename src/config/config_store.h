@@ -27,7 +27,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <ranges>
 #include <set>
 #include <string>
 #include <string_view>
@@ -52,7 +51,15 @@ using ObjectMap = std::map<ConfigKey, std::shared_ptr<const StoredObject>>;
 // The objects of one kind ("Service", "DestinationRule", ...), in key order. Keys sort by kind
 // first, so they are one range of the map: found in O(log n), without visiting (and missing the
 // cache on) the objects of every other kind, such as 10,000 EndpointSlices.
-std::ranges::subrange<ObjectMap::const_iterator> ObjectsOfKind(const ObjectMap& objects, std::string_view kind);
+// (A plain pair of iterators: clang 14 with libstdc++ 12 cannot check std::ranges::subrange.)
+struct ObjectRange {
+  ObjectMap::const_iterator first;
+  ObjectMap::const_iterator last;
+  ObjectMap::const_iterator begin() const { return first; }
+  ObjectMap::const_iterator end() const { return last; }
+  bool empty() const { return first == last; }
+};
+ObjectRange ObjectsOfKind(const ObjectMap& objects, std::string_view kind);
 
 // One file as a config source found it.
 struct FileRead {
