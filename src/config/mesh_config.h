@@ -287,9 +287,15 @@ struct PolicyFields {
   std::optional<ConnectionPool> connection_pool;
   struct OutlierDetection {
     std::optional<uint32_t> consecutive_5xx_errors;
+    std::optional<uint32_t> consecutive_gateway_errors;  // 502, 503, 504 and connection failures
     std::optional<absl::Duration> interval;
     std::optional<absl::Duration> base_ejection_time;
     std::optional<uint32_t> max_ejection_percent;
+    // Local-origin errors (timeouts, resets, refused connections) counted apart from the
+    // upstream's answers; consecutive_local_origin_failures needs it.
+    bool split_external_local_origin_errors = false;
+    std::optional<uint32_t> consecutive_local_origin_failures;
+    uint32_t min_health_percent = 0;  // Envoy's panic threshold; Istio's 0 turns panic off
   };
   std::optional<OutlierDetection> outlier_detection;
 };

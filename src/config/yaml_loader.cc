@@ -1510,14 +1510,25 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
   if (node["outlierDetection"].IsDefined() && r.IsMap(node["outlierDetection"], Reader::Join(f, "outlierDetection"))) {
     const std::string of = Reader::Join(f, "outlierDetection");
     const YAML::Node od = node["outlierDetection"];
-    r.OnlyKeys(od, of, {"consecutive5xxErrors", "interval", "baseEjectionTime", "maxEjectionPercent"},
-               {"consecutiveGatewayErrors", "consecutiveLocalOriginFailures", "splitExternalLocalOriginErrors",
-                "minHealthPercent", "consecutiveErrors"});
+    r.OnlyKeys(od, of,
+               {"consecutive5xxErrors", "consecutiveGatewayErrors", "interval", "baseEjectionTime",
+                "maxEjectionPercent", "splitExternalLocalOriginErrors", "consecutiveLocalOriginFailures",
+                "minHealthPercent"},
+               {"consecutiveErrors"});
     TrafficPolicy::OutlierDetection o;
     o.consecutive_5xx_errors = r.Uint(od, "consecutive5xxErrors", of, false, 0, 1u << 31);
+    o.consecutive_gateway_errors = r.Uint(od, "consecutiveGatewayErrors", of, false, 0, 1u << 31);
     o.interval = r.Duration(od, "interval", of);
     o.base_ejection_time = r.Duration(od, "baseEjectionTime", of);
     o.max_ejection_percent = r.Uint(od, "maxEjectionPercent", of, false, 0, 100);
+    o.split_external_local_origin_errors = r.Bool(od, "splitExternalLocalOriginErrors", of).value_or(false);
+    o.consecutive_local_origin_failures = r.Uint(od, "consecutiveLocalOriginFailures", of, false, 0, 1u << 31);
+    o.min_health_percent = r.Uint(od, "minHealthPercent", of, false, 0, 100).value_or(0);
+    // As Istio validates: the count of local-origin failures means nothing unless they are split.
+    if (o.consecutive_local_origin_failures.value_or(0) > 0 && !o.split_external_local_origin_errors) {
+      r.Error(od["consecutiveLocalOriginFailures"], Reader::Join(of, "consecutiveLocalOriginFailures"),
+              "needs splitExternalLocalOriginErrors: true (local-origin failures are counted apart only then)");
+    }
     p.outlier_detection = o;
   }
 }

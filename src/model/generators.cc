@@ -227,12 +227,35 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       }
     }
     if (policy->outlier_detection.has_value() && !grpc) {
+      // As istiod translates it: ejection by the consecutive errors Istio names only (Envoy's
+      // success-rate ejection, on by default, is turned off), a count of 0 turning its kind off.
       const auto& od = *policy->outlier_detection;
       auto* out = cluster.mutable_outlier_detection();
-      if (od.consecutive_5xx_errors) out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
+      out->mutable_enforcing_success_rate()->set_value(0);
+      if (od.consecutive_5xx_errors) {
+        out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
+        out->mutable_enforcing_consecutive_5xx()->set_value(*od.consecutive_5xx_errors > 0 ? 100 : 0);
+      }
+      if (od.consecutive_gateway_errors) {
+        out->mutable_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors);
+        out->mutable_enforcing_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors > 0 ? 100 : 0);
+      }
       if (od.interval) SetDuration(*od.interval, out->mutable_interval());
       if (od.base_ejection_time) SetDuration(*od.base_ejection_time, out->mutable_base_ejection_time());
-      if (od.max_ejection_percent) out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
+      if (od.max_ejection_percent.value_or(0) > 0) {
+        out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
+      }
+      if (od.split_external_local_origin_errors) {
+        out->set_split_external_local_origin_errors(true);
+        if (od.consecutive_local_origin_failures.value_or(0) > 0) {
+          out->mutable_consecutive_local_origin_failure()->set_value(*od.consecutive_local_origin_failures);
+          out->mutable_enforcing_consecutive_local_origin_failure()->set_value(100);
+        }
+        out->mutable_enforcing_local_origin_success_rate()->set_value(0);
+      }
+      // Istio sets the panic threshold whenever outlier detection is given: with few endpoints
+      // per service, Envoy's default of 50% would send traffic to ejected ones.
+      cluster.mutable_common_lb_config()->mutable_healthy_panic_threshold()->set_value(od.min_health_percent);
     }
   }
   return Resource::FromMessage(cluster);

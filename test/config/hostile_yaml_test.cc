@@ -227,7 +227,7 @@ spec:
     tls: {mode: ISTIO_MUTUAL}
     loadBalancer: {consistentHash: {maglev: {tableSize: 65537}}}
     connectionPool: {tcp: {idleTimeout: 1s, tcpKeepalive: {time: 1s}}, http: {h2UpgradePolicy: UPGRADE, idleTimeout: 1s}}
-    outlierDetection: {consecutiveGatewayErrors: 5}
+    outlierDetection: {consecutiveErrors: 5}
   subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: PASSTHROUGH}}}]
 ---
 apiVersion: networking.istio.io/v1
@@ -271,7 +271,7 @@ spec:
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "")) << "supported";
   EXPECT_TRUE(
-      HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveGatewayErrors", "is not supported by cxds"));
+      HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveErrors", "is not supported by cxds"));
   EXPECT_TRUE(
       HasError(parsed, "spec.subsets[0].trafficPolicy.loadBalancer.simple", "PASSTHROUGH is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.ingress", "is not supported by cxds"));

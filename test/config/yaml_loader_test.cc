@@ -128,6 +128,28 @@ spec:
   EXPECT_EQ(parsed.failed[0].name, "inventory");
 }
 
+// As Istio validates it: a count of local-origin failures without splitting them out means
+// nothing, so it is an error at the field, and minHealthPercent is a percentage.
+TEST(YamlLoaderTest, OutlierLocalOriginFailuresNeedTheSplit) {
+  const ParsedFile parsed = ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api}
+spec:
+  host: api
+  trafficPolicy:
+    outlierDetection:
+      consecutiveLocalOriginFailures: 3
+      minHealthPercent: 101
+)");
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  EXPECT_THAT(Errors(parsed), ::testing::HasSubstr(
+                                  "dr.yaml:8: DestinationRule default/api: "
+                                  "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: needs "
+                                  "splitExternalLocalOriginErrors: true"));
+  EXPECT_THAT(Errors(parsed), ::testing::HasSubstr("spec.trafficPolicy.outlierDetection.minHealthPercent"));
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

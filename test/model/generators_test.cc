@@ -701,6 +701,58 @@ spec:
   EXPECT_EQ(v1_admin.lb_policy(), Cluster::ROUND_ROBIN);
 }
 
+// Outlier detection as istiod translates it: ejection is enforced only for the error counts a
+// rule sets, success-rate ejection is off, local-origin failures count apart only when split, and
+// minHealthPercent becomes the panic threshold (0, no panic routing, when unset).
+TEST_F(GeneratorsTest, OutlierDetectionEnforcesOnlyTheCountsItSets) {
+  Apply("outlier.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api, namespace: shop}
+spec:
+  host: api
+  trafficPolicy:
+    outlierDetection:
+      consecutiveGatewayErrors: 4
+      splitExternalLocalOriginErrors: true
+      consecutiveLocalOriginFailures: 6
+      minHealthPercent: 30
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {outlierDetection: {consecutive5xxErrors: 2, maxEjectionPercent: 20}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters =
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const auto& plain = clusters["outbound|7000||api.shop.svc.cluster.local"];
+  const auto& od = plain.outlier_detection();
+  EXPECT_EQ(od.consecutive_gateway_failure().value(), 4u);
+  EXPECT_EQ(od.enforcing_consecutive_gateway_failure().value(), 100u);
+  EXPECT_EQ(od.enforcing_consecutive_5xx().value(), 0u) << "5xx errors are not a rule's unless it sets them";
+  EXPECT_TRUE(od.has_enforcing_success_rate());
+  EXPECT_EQ(od.enforcing_success_rate().value(), 0u);
+  EXPECT_TRUE(od.split_external_local_origin_errors());
+  EXPECT_EQ(od.consecutive_local_origin_failure().value(), 6u);
+  EXPECT_EQ(od.enforcing_consecutive_local_origin_failure().value(), 100u);
+  EXPECT_FALSE(od.has_max_ejection_percent()) << "Envoy's default when unset";
+  EXPECT_EQ(plain.common_lb_config().healthy_panic_threshold().value(), 30.0);
+
+  const auto& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
+  EXPECT_EQ(v1.outlier_detection().consecutive_5xx().value(), 2u) << "the subset's outlier detection replaces the rule's";
+  EXPECT_EQ(v1.outlier_detection().enforcing_consecutive_5xx().value(), 100u);
+  EXPECT_EQ(v1.outlier_detection().enforcing_consecutive_gateway_failure().value(), 0u);
+  EXPECT_FALSE(v1.outlier_detection().split_external_local_origin_errors());
+  EXPECT_EQ(v1.outlier_detection().max_ejection_percent().value(), 20u);
+  EXPECT_TRUE(v1.common_lb_config().has_healthy_panic_threshold());
+  EXPECT_EQ(v1.common_lb_config().healthy_panic_threshold().value(), 0.0);
+}
+
 // VirtualService fault injection as istiod translates it: the fault filter (empty) before the
 // router in every HTTP connection manager, and each faulty route's own HTTPFault in
 // typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
