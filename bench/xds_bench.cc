@@ -522,11 +522,11 @@ std::vector<FileRead> GeneratedMeshFiles(int services) {
     std::string& yaml = files.back().content;
     const std::string name = StrCat("svc-", s);
     absl::StrAppend(&yaml, "apiVersion: v1\nkind: Service\nmetadata: {name: ", name,
-              ", namespace: bench}\nspec:\n  selector: {app: ", name,
-              "}\n  ports:\n  - {name: http, port: 8080, appProtocol: http}\n---\n");
+                    ", namespace: bench}\nspec:\n  selector: {app: ", name,
+                    "}\n  ports:\n  - {name: http, port: 8080, appProtocol: http}\n---\n");
     absl::StrAppend(&yaml, "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ", name,
-              "-1\n  namespace: bench\n  labels: {kubernetes.io/service-name: ", name,
-              "}\naddressType: IPv4\nports: [{name: http, port: 8080}]\nendpoints:\n");
+                    "-1\n  namespace: bench\n  labels: {kubernetes.io/service-name: ", name,
+                    "}\naddressType: IPv4\nports: [{name: http, port: 8080}]\nendpoints:\n");
     for (int e = 0; e < 10; ++e, ++endpoint) {
       const int i = endpoint + 1;
       absl::StrAppend(&yaml, "- addresses: [127.", 1 + i / 65025, ".", (i / 255) % 255, ".", 1 + i % 255, "]\n");

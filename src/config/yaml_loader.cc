@@ -1264,7 +1264,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         HttpRoute::Match match;
         match.source_labels = r.Labels(m, "sourceLabels", mf);
         for (const auto& [key, value] : match.source_labels) {
-          if (key.empty()) r.Error(m["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
+          if (key.empty())
+            r.Error(m["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
         }
         match.source_namespace = r.String(m, "sourceNamespace", mf, false).value_or("");
         if (m["sourceNamespace"].IsDefined() && !IsDnsLabel(match.source_namespace)) {
@@ -1510,11 +1511,11 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
   if (node["outlierDetection"].IsDefined() && r.IsMap(node["outlierDetection"], Reader::Join(f, "outlierDetection"))) {
     const std::string of = Reader::Join(f, "outlierDetection");
     const YAML::Node od = node["outlierDetection"];
-    r.OnlyKeys(od, of,
-               {"consecutive5xxErrors", "consecutiveGatewayErrors", "interval", "baseEjectionTime",
-                "maxEjectionPercent", "splitExternalLocalOriginErrors", "consecutiveLocalOriginFailures",
-                "minHealthPercent"},
-               {"consecutiveErrors"});
+    r.OnlyKeys(
+        od, of,
+        {"consecutive5xxErrors", "consecutiveGatewayErrors", "interval", "baseEjectionTime", "maxEjectionPercent",
+         "splitExternalLocalOriginErrors", "consecutiveLocalOriginFailures", "minHealthPercent"},
+        {"consecutiveErrors"});
     TrafficPolicy::OutlierDetection o;
     o.consecutive_5xx_errors = r.Uint(od, "consecutive5xxErrors", of, false, 0, 1u << 31);
     o.consecutive_gateway_errors = r.Uint(od, "consecutiveGatewayErrors", of, false, 0, 1u << 31);

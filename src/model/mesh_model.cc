@@ -134,10 +134,10 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kServiceEntry)) {
     if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
       for (const std::string& host : se->hosts) {
-        define(ServiceInfo{
-            host, se->meta.namespace_name, se->ports, key, se->resolution,
-            se->resolution != ServiceEntry::Resolution::kStatic ? std::span<const WorkloadEndpoint>(se->endpoints)
-                                                                : std::span<const WorkloadEndpoint>{}});
+        define(ServiceInfo{host, se->meta.namespace_name, se->ports, key, se->resolution,
+                           se->resolution != ServiceEntry::Resolution::kStatic
+                               ? std::span<const WorkloadEndpoint>(se->endpoints)
+                               : std::span<const WorkloadEndpoint>{}});
       }
     }
   }

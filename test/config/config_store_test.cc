@@ -18,9 +18,9 @@ const ConfigKey kB{"WorkloadEntry", "default", "b"};
 // start of another's ("Service" and "ServiceEntry").
 TEST(ConfigStoreTest, ObjectsOfKindIsExactlyThatKind) {
   ObjectMap objects;
-  for (const ConfigKey& key : {ConfigKey{"EndpointSlice", "a", "x"}, ConfigKey{"Service", "a", "x"},
-                               ConfigKey{"Service", "b", ""}, ConfigKey{"Service", "b", "y"},
-                               ConfigKey{"ServiceEntry", "a", "x"}, ConfigKey{"Sidecar", "", ""}}) {
+  for (const ConfigKey& key :
+       {ConfigKey{"EndpointSlice", "a", "x"}, ConfigKey{"Service", "a", "x"}, ConfigKey{"Service", "b", ""},
+        ConfigKey{"Service", "b", "y"}, ConfigKey{"ServiceEntry", "a", "x"}, ConfigKey{"Sidecar", "", ""}}) {
     objects[key] = std::make_shared<StoredObject>();
   }
   const auto keys = [&](std::string_view kind) {
@@ -28,7 +28,8 @@ TEST(ConfigStoreTest, ObjectsOfKindIsExactlyThatKind) {
     for (const auto& [key, object] : ObjectsOfKind(objects, kind)) out.push_back(key);
     return out;
   };
-  EXPECT_EQ(keys("Service"), (std::vector<ConfigKey>{{"Service", "a", "x"}, {"Service", "b", ""}, {"Service", "b", "y"}}));
+  EXPECT_EQ(keys("Service"),
+            (std::vector<ConfigKey>{{"Service", "a", "x"}, {"Service", "b", ""}, {"Service", "b", "y"}}));
   EXPECT_EQ(keys("ServiceEntry"), (std::vector<ConfigKey>{{"ServiceEntry", "a", "x"}}));
   EXPECT_EQ(keys("Sidecar"), (std::vector<ConfigKey>{{"Sidecar", "", ""}}));
   EXPECT_TRUE(keys("Servic").empty());

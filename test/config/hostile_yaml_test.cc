@@ -270,8 +270,7 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.h2UpgradePolicy", "is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "")) << "supported";
-  EXPECT_TRUE(
-      HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveErrors", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveErrors", "is not supported by cxds"));
   EXPECT_TRUE(
       HasError(parsed, "spec.subsets[0].trafficPolicy.loadBalancer.simple", "PASSTHROUGH is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.ingress", "is not supported by cxds"));

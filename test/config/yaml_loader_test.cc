@@ -142,10 +142,10 @@ spec:
       minHealthPercent: 101
 )");
   ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
-  EXPECT_THAT(Errors(parsed), ::testing::HasSubstr(
-                                  "dr.yaml:8: DestinationRule default/api: "
-                                  "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: needs "
-                                  "splitExternalLocalOriginErrors: true"));
+  EXPECT_THAT(Errors(parsed),
+              ::testing::HasSubstr("dr.yaml:8: DestinationRule default/api: "
+                                   "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: needs "
+                                   "splitExternalLocalOriginErrors: true"));
   EXPECT_THAT(Errors(parsed), ::testing::HasSubstr("spec.trafficPolicy.outlierDetection.minHealthPercent"));
   EXPECT_TRUE(parsed.documents.empty());
 }
@@ -448,9 +448,10 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "spec.http[0].match[0].gateways: gateway \"istio-system/ingress\": gateways are not supported by cxds "
             "(only \"mesh\")");
   {
-    const ParsedFile sourced = ParseConfigFile(
-        "x.yaml", head + "    match: [{sourceLabels: {app: web, track: canary}, sourceNamespace: shop}, "
-                         "{gateways: [mesh]}, {gateways: []}]\n");
+    const ParsedFile sourced =
+        ParseConfigFile("x.yaml", head +
+                                      "    match: [{sourceLabels: {app: web, track: canary}, sourceNamespace: shop}, "
+                                      "{gateways: [mesh]}, {gateways: []}]\n");
     ASSERT_EQ(sourced.documents.size(), 1u) << Errors(sourced);
     const auto& matches = std::get<VirtualService>(sourced.documents[0].object).http[0].match;
     ASSERT_EQ(matches.size(), 3u);

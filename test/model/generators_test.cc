@@ -744,7 +744,8 @@ spec:
   EXPECT_EQ(plain.common_lb_config().healthy_panic_threshold().value(), 30.0);
 
   const auto& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
-  EXPECT_EQ(v1.outlier_detection().consecutive_5xx().value(), 2u) << "the subset's outlier detection replaces the rule's";
+  EXPECT_EQ(v1.outlier_detection().consecutive_5xx().value(), 2u)
+      << "the subset's outlier detection replaces the rule's";
   EXPECT_EQ(v1.outlier_detection().enforcing_consecutive_5xx().value(), 100u);
   EXPECT_EQ(v1.outlier_detection().enforcing_consecutive_gateway_failure().value(), 0u);
   EXPECT_FALSE(v1.outlier_detection().split_external_local_origin_errors());
