@@ -15,6 +15,8 @@
 //   --exit-on-eof     exit when stdin reaches end of file (used by run_checkpoints.js, so the
 //                     backend goes away with its parent even if the parent is killed)
 //   --max-seconds N   exit by itself after N seconds (default 900; 0 disables)
+//   --fail-every N    answer every Nth call (the 1st, N+1st, ...) with UNAVAILABLE instead (a
+//                     flaky backend, for retry tests; default 0: never)
 'use strict';
 
 const grpc = require('@grpc/grpc-js');
@@ -22,7 +24,7 @@ const grpc = require('@grpc/grpc-js');
 const METHOD_PATH = '/cxds.teaching.Inventory/GetQuote';
 
 function parseArgs(argv) {
-  const opts = { name: 'v1', host: '127.0.0.1', port: 18080, exitOnEof: false, maxSeconds: 900 };
+  const opts = { name: 'v1', host: '127.0.0.1', port: 18080, exitOnEof: false, maxSeconds: 900, failEvery: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -34,8 +36,9 @@ function parseArgs(argv) {
     else if (a === '--host') opts.host = next();
     else if (a === '--exit-on-eof') opts.exitOnEof = true;
     else if (a === '--max-seconds') opts.maxSeconds = Number(next());
+    else if (a === '--fail-every') opts.failEvery = Number(next());
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: inventory_server.js --name v1 --port 18080 [--host 127.0.0.N] [--exit-on-eof] [--max-seconds N]\n');
+      process.stdout.write('usage: inventory_server.js --name v1 --port 18080 [--host 127.0.0.N] [--exit-on-eof] [--max-seconds N] [--fail-every N]\n');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -47,6 +50,9 @@ function parseArgs(argv) {
   }
   if (!Number.isFinite(opts.maxSeconds) || opts.maxSeconds < 0) {
     throw new Error(`bad --max-seconds ${opts.maxSeconds}`);
+  }
+  if (!Number.isInteger(opts.failEvery) || opts.failEvery < 0) {
+    throw new Error(`bad --fail-every ${opts.failEvery}`);
   }
   return opts;
 }
@@ -85,9 +91,16 @@ function main() {
   };
 
   const server = new grpc.Server();
+  let calls = 0;
   server.addService(service, {
     GetQuote(call, callback) {
       const req = call.request && typeof call.request === 'object' ? call.request : {};
+      calls++;
+      if (opts.failEvery > 0 && (calls - 1) % opts.failEvery === 0) {
+        emit({ event: 'failed', method: METHOD_PATH, peer: call.getPeer(), inventory: opts.name, call: calls });
+        callback({ code: grpc.status.UNAVAILABLE, details: `${opts.name}: call ${calls} fails (--fail-every ${opts.failEvery})` });
+        return;
+      }
       const reply = {
         inventory: opts.name,
         port: opts.port,

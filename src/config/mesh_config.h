@@ -192,10 +192,16 @@ struct HttpRoute {
   std::vector<Mirror> mirrors;  // `mirror` (one) or `mirrors` (several), not both
   bool mirrors_listed = false;  // given as `mirrors` (field names in messages follow the file)
   std::optional<absl::Duration> timeout;
+  // Istio's HTTPRetry. A route without one gets istiod's default retries on Envoy nodes
+  // (generators.cc, SetRetryPolicy); attempts 0 turns retries off.
   struct Retries {
     uint32_t attempts = 0;
     std::optional<absl::Duration> per_try_timeout;
-    std::string retry_on;
+    std::string retry_on;                  // the conditions of retryOn, numbers taken out
+    std::vector<uint32_t> status_codes;    // the HTTP status codes listed in retryOn
+    std::optional<bool> ignore_previous_hosts;  // retryIgnorePreviousHosts; unset: true
+    bool remote_localities = false;        // retryRemoteLocalities
+    std::optional<absl::Duration> backoff;  // the base interval
   };
   std::optional<Retries> retries;
   std::optional<FaultInjection> fault;

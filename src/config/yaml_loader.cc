@@ -13,6 +13,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/strings.h"
 #include "protocol/resource.h"
 #include "re2/re2.h"
@@ -1099,6 +1101,58 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
+// The retry conditions Istio accepts in retryOn (Envoy's x-envoy-retry-on and
+// x-envoy-retry-grpc-on policies); a number among them is an HTTP status code to retry on.
+constexpr std::string_view kRetryConditions[] = {
+    "5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "refused-stream", "retriable-status-codes",
+    "retriable-headers", "envoy-ratelimited", "http3-post-connect-failure", "cancelled", "deadline-exceeded",
+    "internal", "resource-exhausted", "unavailable"};
+
+// http[].retries, as istiod converts it: retryOn split into conditions and status codes.
+HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::string& f) {
+  r.OnlyKeys(node, f,
+             {"attempts", "perTryTimeout", "retryOn", "retryRemoteLocalities", "retryIgnorePreviousHosts", "backoff"},
+             {});
+  HttpRoute::Retries retries;
+  // Not required: Istio reads a missing attempts as 0, which turns retries off.
+  retries.attempts = r.Uint(node, "attempts", f, false, 0, 100).value_or(0);
+  // As Istio validates durations: at least 1ms.
+  const auto at_least_1ms = [&](const char* key) -> std::optional<absl::Duration> {
+    const std::optional<absl::Duration> d = r.Duration(node, key, f);
+    if (!d.has_value() || *d >= absl::Milliseconds(1)) return d;
+    r.Error(node[key], Reader::Join(f, key), "must be at least 1ms");
+    return std::nullopt;
+  };
+  retries.per_try_timeout = at_least_1ms("perTryTimeout");
+  retries.backoff = at_least_1ms("backoff");
+  std::vector<std::string_view> conditions;
+  const std::string retry_on = r.String(node, "retryOn", f, false).value_or("");
+  for (const std::string_view part : absl::StrSplit(retry_on, ',')) {
+    const std::string_view condition = absl::StripAsciiWhitespace(part);
+    if (condition.empty()) continue;
+    uint32_t code = 0;
+    if (absl::SimpleAtoi(condition, &code)) {
+      if (code >= 100 && code <= 599) {
+        retries.status_codes.push_back(code);
+      } else {
+        r.Error(node["retryOn"], Reader::Join(f, "retryOn"),
+                StrCat("\"", condition, "\" is not an HTTP status code (100 to 599)"));
+      }
+    } else if (std::find(std::begin(kRetryConditions), std::end(kRetryConditions), condition) !=
+               std::end(kRetryConditions)) {
+      conditions.push_back(condition);
+    } else {
+      r.Error(node["retryOn"], Reader::Join(f, "retryOn"),
+              StrCat("\"", condition, "\" is not a retry condition (one of ", absl::StrJoin(kRetryConditions, ", "),
+                     ", or an HTTP status code)"));
+    }
+  }
+  retries.retry_on = absl::StrJoin(conditions, ",");
+  retries.ignore_previous_hosts = r.Bool(node, "retryIgnorePreviousHosts", f);
+  retries.remote_localities = r.Bool(node, "retryRemoteLocalities", f).value_or(false);
+  return retries;
+}
+
 // http[].corsPolicy, as Istio takes it: origins as string matches (or the deprecated exact
 // strings), methods and header names, maxAge, allowCredentials.
 std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node& node, const std::string& f) {
@@ -1298,13 +1352,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     route.timeout = r.Duration(h, "timeout", f);
     if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
       const std::string rf = Reader::Join(f, "retries");
-      r.OnlyKeys(h["retries"], rf, {"attempts", "perTryTimeout", "retryOn"},
-                 {"retryRemoteLocalities", "retryIgnorePreviousHosts", "backoff"});
-      HttpRoute::Retries retries;
-      retries.attempts = r.Uint(h["retries"], "attempts", rf, true, 0, 100).value_or(0);
-      retries.per_try_timeout = r.Duration(h["retries"], "perTryTimeout", rf);
-      retries.retry_on = r.String(h["retries"], "retryOn", rf, false).value_or("");
-      route.retries = retries;
+      route.retries = ReadRetries(r, h["retries"], rf);
     }
     if (h["fault"].IsDefined()) route.fault = ReadFault(r, h["fault"], Reader::Join(f, "fault"));
     if (h["headers"].IsDefined()) route.headers = ReadHeaders(r, h["headers"], Reader::Join(f, "headers"));

@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -19,6 +20,8 @@
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
+#include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
+#include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "model/mesh_kinds.h"
 #include "model/proxy.h"
@@ -711,6 +714,61 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
   *action->add_hash_policy() = std::move(out);
 }
 
+// The retry policy of a route, as istiod converts Istio's HTTPRetry (its retry.ConvertPolicy).
+// Without `retries`, Envoy nodes get istiod's default: 2 retries on connect failure, refused
+// stream, gRPC unavailable or cancelled and HTTP 503, each to a host not tried yet (unless the
+// route hashes to a host: then the same one), up to 5 host picks. `attempts: 0` turns retries
+// off. Given retries start from that default and replace what they set.
+//
+// gRPC nodes get a policy only where the route sets one, and only what gRPC reads (gRFC A44:
+// the count, the gRPC conditions in retryOn, the backoff): istiod also sends them its Envoy
+// default, which would make every proxyless client retry UNAVAILABLE and CANCELLED calls twice
+// where the application asked for nothing.
+void SetRetryPolicy(const std::optional<HttpRoute::Retries>& retries, bool grpc,
+                    envoy::config::route::v3::RouteAction* action) {
+  if (grpc && !retries.has_value()) return;
+  if (retries.has_value() && retries->attempts == 0) return;
+  auto* policy = action->mutable_retry_policy();
+  policy->mutable_num_retries()->set_value(retries.has_value() ? retries->attempts : 2);
+  policy->set_retry_on("connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes");
+  if (retries.has_value() && (!retries->retry_on.empty() || !retries->status_codes.empty())) {
+    std::string retry_on = retries->retry_on;
+    // Status codes are retried only under this condition; istiod adds it when codes are listed.
+    if (!retries->status_codes.empty() && !absl::StrContains(retry_on, "retriable-status-codes")) {
+      retry_on = retry_on.empty() ? "retriable-status-codes" : StrCat(retry_on, ",retriable-status-codes");
+    }
+    policy->set_retry_on(retry_on);
+  }
+  if (retries.has_value() && retries->backoff.has_value()) {
+    SetDuration(*retries->backoff, policy->mutable_retry_back_off()->mutable_base_interval());
+  }
+  if (grpc) return;
+  if (retries.has_value() && (!retries->retry_on.empty() || !retries->status_codes.empty())) {
+    for (uint32_t code : retries->status_codes) policy->add_retriable_status_codes(code);
+  } else {
+    policy->add_retriable_status_codes(503);
+  }
+  policy->set_host_selection_retry_max_attempts(5);
+  const bool avoid_previous_hosts = retries.has_value() && retries->ignore_previous_hosts.has_value()
+                                        ? *retries->ignore_previous_hosts
+                                        : action->hash_policy_size() == 0;
+  if (avoid_previous_hosts) {
+    auto* predicate = policy->add_retry_host_predicate();
+    predicate->set_name("envoy.retry_host_predicates.previous_hosts");
+    predicate->mutable_typed_config()->PackFrom(envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate());
+  }
+  if (retries.has_value() && retries->remote_localities) {
+    envoy::extensions::retry::priority::previous_priorities::v3::PreviousPrioritiesConfig priorities;
+    priorities.set_update_frequency(2);
+    auto* priority = policy->mutable_retry_priority();
+    priority->set_name("envoy.retry_priorities.previous_priorities");
+    priority->mutable_typed_config()->PackFrom(priorities);
+  }
+  if (retries.has_value() && retries->per_try_timeout.has_value()) {
+    SetDuration(*retries->per_try_timeout, policy->mutable_per_try_timeout());
+  }
+}
+
 // A route the proxy answers itself: an HTTP redirect or a direct response.
 void SetAnswer(const HttpRoute& http, envoy::config::route::v3::Route* route) {
   if (http.redirect.has_value()) {
@@ -858,14 +916,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         if (http.fault.has_value()) {
           (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
         }
-        if (http.retries.has_value()) {
-          auto* retry = action->mutable_retry_policy();
-          retry->mutable_num_retries()->set_value(http.retries->attempts);
-          if (!http.retries->retry_on.empty()) retry->set_retry_on(http.retries->retry_on);
-          if (http.retries->per_try_timeout.has_value()) {
-            SetDuration(*http.retries->per_try_timeout, retry->mutable_per_try_timeout());
-          }
-        }
+        SetRetryPolicy(http.retries, grpc, action);
       }
     }
   }
@@ -874,6 +925,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
     AddHashPolicy(mesh, service.host, "", port, grpc, route->mutable_route());
+    SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
   }
 }
 
@@ -954,6 +1006,22 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
   if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
   if (!http.mirrors.empty()) fields.push_back(http.mirrors_listed ? "mirrors" : "mirror");
   if (http.cors.has_value()) fields.push_back("corsPolicy");
+  if (http.retries.has_value() && http.retries->attempts > 0) {
+    // gRFC A44: gRPC reads the count, the gRPC status names in retryOn and the backoff.
+    const HttpRoute::Retries& r = *http.retries;
+    constexpr std::string_view kGrpcConditions[] = {"cancelled", "deadline-exceeded", "internal",
+                                                    "resource-exhausted", "unavailable"};
+    bool http_conditions = !r.status_codes.empty();
+    for (const std::string_view condition : absl::StrSplit(r.retry_on, ',', absl::SkipEmpty())) {
+      if (std::find(std::begin(kGrpcConditions), std::end(kGrpcConditions), condition) == std::end(kGrpcConditions)) {
+        http_conditions = true;
+      }
+    }
+    if (http_conditions) fields.push_back("retries.retryOn conditions other than gRPC status names");
+    if (r.per_try_timeout.has_value()) fields.push_back("retries.perTryTimeout");
+    if (r.remote_localities) fields.push_back("retries.retryRemoteLocalities");
+    if (r.ignore_previous_hosts.has_value()) fields.push_back("retries.retryIgnorePreviousHosts");
+  }
   if (std::any_of(http.match.begin(), http.match.end(), MatchesWhatGrpcLacks)) {
     fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");
   }

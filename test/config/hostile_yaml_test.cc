@@ -216,7 +216,7 @@ spec:
     fault: {abort: {http2Error: CANCEL}, delay: {exponentialDelay: 1s}}
     corsPolicy: {allowOrigins: [{exact: "https://example.com"}], unmatchedPreflights: FORWARD}
     route: [{destination: {host: a.example.com}}]
-    retries: {attempts: 2, retryRemoteLocalities: true}
+    retries: {attempts: 2, retryRemoteLocalities: true, retryOn: "5xx,503"}
 ---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -263,7 +263,7 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy.unmatchedPreflights", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].retries.retryRemoteLocalities", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.http[0].retries", "")) << "retries as Istio takes them are supported";
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.idleTimeout", "is not supported by cxds"));

@@ -150,6 +150,47 @@ spec:
   EXPECT_TRUE(parsed.documents.empty());
 }
 
+// retries as Istio validates them: retryOn lists Envoy's retry conditions and HTTP status codes
+// (taken apart here, as istiod does), attempts may be left out (then 0: no retries), and
+// durations are at least 1ms.
+TEST(YamlLoaderTest, RetriesSplitStatusCodesFromConditions) {
+  const ParsedFile parsed = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api]
+  http:
+  - route: [{destination: {host: api}}]
+    retries: {attempts: 3, retryOn: "5xx, 503,unavailable,,504", backoff: 50ms, retryIgnorePreviousHosts: false}
+  - route: [{destination: {host: api}}]
+    retries: {retryOn: reset}
+)");
+  ASSERT_TRUE(parsed.errors.empty()) << Errors(parsed);
+  const auto& vs = std::get<VirtualService>(parsed.documents.at(0).object);
+  const HttpRoute::Retries& retries = *vs.http[0].retries;
+  EXPECT_EQ(retries.retry_on, "5xx,unavailable");
+  EXPECT_EQ(retries.status_codes, (std::vector<uint32_t>{503, 504}));
+  EXPECT_EQ(retries.backoff, absl::Milliseconds(50));
+  EXPECT_EQ(retries.ignore_previous_hosts, false);
+  EXPECT_FALSE(retries.remote_localities);
+  EXPECT_EQ(vs.http[1].retries->attempts, 0u) << "no attempts: retries off, not an error";
+
+  const ParsedFile bad = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api]
+  http:
+  - route: [{destination: {host: api}}]
+    retries: {attempts: 2, retryOn: "5xx,on-tuesdays,700", perTryTimeout: 0s}
+)");
+  EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.retryOn: \"on-tuesdays\" is not a retry "
+                                                "condition (one of 5xx, gateway-error"));
+  EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.retryOn: \"700\" is not an HTTP status code"));
+  EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.perTryTimeout: must be at least 1ms"));
+  EXPECT_TRUE(bad.documents.empty());
+}
+
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

@@ -20,7 +20,11 @@
 //   5. a DestinationRule gRPC cannot honour in full (LEAST_REQUEST, outlier detection): the
 //      gRPC node's /debug/config_status?proxy=ID names each part it is not given and why;
 //   6. a DNS ServiceEntry whose endpoint is `localhost`: cxds resolves it (/etc/hosts, no
-//      network) and serves the gRPC client the address over EDS; its calls reach 127.0.0.1.
+//      network) and serves the gRPC client the address over EDS; its calls reach 127.0.0.1;
+//   7. retries happen in the client (gRFC A44): a backend that fails every other call with
+//      UNAVAILABLE answers all 20 calls of the route with `retries: {attempts: 2, retryOn:
+//      unavailable}` (40 attempts reach it), and 10 of 20 on a route without retries (gRPC
+//      nodes get no default retry policy).
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -196,6 +200,46 @@ spec:
   check(viaDns.by_inventory['dns-backend'] === 5, 'a DNS ServiceEntry: cxds resolved localhost for the gRPC client, whose calls reached 127.0.0.1', viaDns);
   check(/DNS name=localhost addresses=\[127\.0\.0\.1/.test(cxds.log), 'and cxds logged what the name resolved to',
     (cxds.log.match(/.*DNS name=.*/g) || []));
+
+  // 7
+  const flaky = e2e.start('flaky', process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching',
+    'inventory_server.js'), '--name', 'flaky', '--host', '127.0.0.31', '--port', String(PORT), '--max-seconds', '60',
+  '--fail-every', '2']);
+  writeAtomically(path.join(config, 'flaky.yaml'), `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: flaky, namespace: bookinfo}
+spec:
+  hosts: [flaky.example]
+  ports: [{number: 9080, name: grpc-flaky, protocol: GRPC}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.31, ports: {grpc-flaky: ${PORT}}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: flaky, namespace: bookinfo}
+spec:
+  hosts: [flaky.example]
+  http:
+  - match: [{headers: {x-retry: {exact: "yes"}}}]
+    retries: {attempts: 2, retryOn: unavailable}
+    route: [{destination: {host: flaky.example}}]
+  - route: [{destination: {host: flaky.example}}]
+`);
+  const flakyTarget = ['--target', 'xds:///flaky.example:9080', '--deadline-ms', '2000'];
+  await until('the flaky service to be served', async () => {
+    const r = await client(app, [...flakyTarget, '--calls', '2']);
+    return r.ok + r.errors === 2 && r.ok > 0 ? r : null;
+  });
+  const attemptsBefore = (flaky.log.match(/"event":"(request|failed)"/g) || []).length;
+  const retried = await client(app, [...flakyTarget, '--calls', '20', '--header', 'x-retry=yes']);
+  const attemptsSeen = () => (flaky.log.match(/"event":"(request|failed)"/g) || []).length - attemptsBefore;
+  // The backend logs each attempt before answering it; its last lines may still be in the pipe.
+  await until('the backend to log 40 attempts', async () => attemptsSeen() >= 40, 2000).catch(() => null);
+  const attempts = attemptsSeen();
+  check(retried.ok === 20 && attempts === 40,
+    'retries: {attempts: 2, retryOn: unavailable}: every call succeeds, each on its second attempt', { ...retried.by_code, attempts });
+  const plain = await client(app, [...flakyTarget, '--calls', '20']);
+  check(plain.ok === 10 && plain.by_code['14'] === 10, 'without retries half the calls fail UNAVAILABLE', plain.by_code);
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));

@@ -17,6 +17,8 @@
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/pgv_check.h"
+#include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
+#include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
 #include "fakes/stream_harness.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -752,6 +754,99 @@ spec:
   EXPECT_EQ(v1.outlier_detection().max_ejection_percent().value(), 20u);
   EXPECT_TRUE(v1.common_lb_config().has_healthy_panic_threshold());
   EXPECT_EQ(v1.common_lb_config().healthy_panic_threshold().value(), 0.0);
+}
+
+// Retries as istiod converts them (retry.ConvertPolicy): a route without `retries` retries twice
+// on Envoy, to hosts not tried yet unless it hashes to one; `attempts: 0` turns that off; given
+// fields replace the default's, status codes in retryOn become retriable codes. gRPC nodes get
+// a policy only where a route sets one, and only what gRPC reads (gRFC A44).
+TEST_F(GeneratorsTest, RetriesAreIstiodsDefaultUnlessTheRouteSetsThem) {
+  using envoy::config::route::v3::Route;
+  const std::string envoy_node = "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
+  const Route plain = OnlyInventoryRoute(false);
+  const auto& by_default = plain.route().retry_policy();
+  EXPECT_EQ(by_default.num_retries().value(), 2u);
+  EXPECT_EQ(by_default.retry_on(), "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes");
+  EXPECT_THAT(by_default.retriable_status_codes(), ::testing::ElementsAre(503u));
+  EXPECT_EQ(by_default.host_selection_retry_max_attempts(), 5);
+  ASSERT_EQ(by_default.retry_host_predicate_size(), 1);
+  EXPECT_EQ(by_default.retry_host_predicate(0).name(), "envoy.retry_host_predicates.previous_hosts");
+  EXPECT_TRUE(by_default.retry_host_predicate(0).typed_config().Is<
+              envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate>());
+  EXPECT_FALSE(OnlyInventoryRoute(true).route().has_retry_policy()) << "no retries a gRPC application did not ask for";
+
+  Apply("routes.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop}
+spec:
+  host: shop.mesh.local
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+---
+)" + kInventoryRoutesHead + R"(  - match: [{headers: {x-retry: {exact: default}}}]
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-retry: {exact: "off"}}}]
+    retries: {attempts: 0}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-retry: {exact: set}}}]
+    retries:
+      attempts: 4
+      retryOn: gateway-error,504
+      perTryTimeout: 250ms
+      backoff: 40ms
+      retryRemoteLocalities: true
+      retryIgnorePreviousHosts: false
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - retries: {attempts: 3, retryOn: unavailable}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto envoy_config = RoutesFor(envoy_node, false, "8080");
+  std::map<std::string, std::vector<Route>> envoy_routes;
+  for (const auto& host : envoy_config.virtual_hosts()) {
+    envoy_routes[host.name()] = {host.routes().begin(), host.routes().end()};
+  }
+  ASSERT_EQ(envoy_routes["shop.mesh.local:8080"].size(), 1u);
+  const auto& hashed = envoy_routes["shop.mesh.local:8080"][0].route();
+  ASSERT_EQ(hashed.hash_policy_size(), 1);
+  EXPECT_EQ(hashed.retry_policy().num_retries().value(), 2u);
+  EXPECT_EQ(hashed.retry_policy().retry_host_predicate_size(), 0) << "a hashed request retries its own host";
+
+  const std::vector<Route>& inventory = envoy_routes["inventory.mesh.local:8080"];
+  ASSERT_EQ(inventory.size(), 4u);
+  EXPECT_EQ(inventory[0].route().retry_policy().SerializeAsString(), by_default.SerializeAsString());
+  EXPECT_FALSE(inventory[1].route().has_retry_policy()) << "attempts: 0";
+  const auto& set = inventory[2].route().retry_policy();
+  EXPECT_EQ(set.num_retries().value(), 4u);
+  EXPECT_EQ(set.retry_on(), "gateway-error,retriable-status-codes");
+  EXPECT_THAT(set.retriable_status_codes(), ::testing::ElementsAre(504u));
+  EXPECT_EQ(set.per_try_timeout().nanos(), 250000000);
+  EXPECT_EQ(set.retry_back_off().base_interval().nanos(), 40000000);
+  EXPECT_EQ(set.retry_host_predicate_size(), 0) << "retryIgnorePreviousHosts: false";
+  EXPECT_EQ(set.retry_priority().name(), "envoy.retry_priorities.previous_priorities");
+  envoy::extensions::retry::priority::previous_priorities::v3::PreviousPrioritiesConfig priorities;
+  ASSERT_TRUE(set.retry_priority().typed_config().UnpackTo(&priorities));
+  EXPECT_EQ(priorities.update_frequency(), 2);
+  const auto& unavailable = inventory[3].route().retry_policy();
+  EXPECT_EQ(unavailable.retry_on(), "unavailable");
+  EXPECT_THAT(unavailable.retriable_status_codes(), ::testing::IsEmpty()) << "retryOn replaces the default's codes";
+  EXPECT_EQ(unavailable.retry_host_predicate_size(), 1);
+
+  const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
+  ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
+  const auto& grpc_routes = grpc_config.virtual_hosts(0).routes();
+  ASSERT_EQ(grpc_routes.size(), 4);
+  EXPECT_FALSE(grpc_routes[0].route().has_retry_policy());
+  EXPECT_FALSE(grpc_routes[1].route().has_retry_policy());
+  const auto& grpc_set = grpc_routes[2].route().retry_policy();
+  EXPECT_EQ(grpc_set.num_retries().value(), 4u);
+  EXPECT_EQ(grpc_set.retry_on(), "gateway-error,retriable-status-codes");
+  EXPECT_EQ(grpc_set.retry_back_off().base_interval().nanos(), 40000000);
+  EXPECT_FALSE(grpc_set.has_per_try_timeout());
+  EXPECT_EQ(grpc_set.retriable_status_codes_size(), 0);
+  EXPECT_EQ(grpc_set.retry_host_predicate_size(), 0);
+  EXPECT_FALSE(grpc_set.has_retry_priority());
+  EXPECT_EQ(grpc_routes[3].route().retry_policy().num_retries().value(), 3u);
+  EXPECT_EQ(grpc_routes[3].route().retry_policy().retry_on(), "unavailable");
 }
 
 // VirtualService fault injection as istiod translates it: the fault filter (empty) before the
