@@ -284,6 +284,14 @@ struct PolicyFields {
     std::optional<uint32_t> max_requests_per_connection;    // http.maxRequestsPerConnection
     std::optional<absl::Duration> idle_timeout;             // http.idleTimeout
     std::optional<absl::Duration> max_connection_duration;  // tcp.maxConnectionDuration
+    std::optional<absl::Duration> tcp_idle_timeout;         // tcp.idleTimeout: idle_timeout unless http's is set
+    // The upstream HTTP protocol (Envoy only; gRPC always speaks HTTP/2). As istiod decides it:
+    // HTTP/2 for HTTP2 and GRPC ports and under UPGRADE, else the client's protocol under
+    // useClientProtocol, else HTTP/1.1.
+    enum class H2Upgrade { kDefault, kDoNotUpgrade, kUpgrade };
+    H2Upgrade h2_upgrade = H2Upgrade::kDefault;       // http.h2UpgradePolicy
+    bool use_client_protocol = false;                 // http.useClientProtocol
+    std::optional<uint32_t> max_concurrent_streams;  // http.maxConcurrentStreams (HTTP/2 upstreams)
     struct TcpKeepalive {                                   // tcp.tcpKeepalive (Envoy counts whole seconds)
       std::optional<uint32_t> probes;
       std::optional<absl::Duration> time, interval;

@@ -1509,8 +1509,7 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     if (pool["tcp"].IsDefined() && r.IsMap(pool["tcp"], Reader::Join(cf, "tcp"))) {
       const std::string tf = Reader::Join(cf, "tcp");
       const YAML::Node tcp = pool["tcp"];
-      r.OnlyKeys(tcp, tf, {"maxConnections", "connectTimeout", "tcpKeepalive", "maxConnectionDuration"},
-                 {"idleTimeout"});
+      r.OnlyKeys(tcp, tf, {"maxConnections", "connectTimeout", "tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
       cp.max_connections = r.Uint(tcp, "maxConnections", tf, false, 1, 1u << 31);
       cp.connect_timeout = r.Duration(tcp, "connectTimeout", tf);
       if (cp.connect_timeout.has_value() && *cp.connect_timeout < absl::Milliseconds(1)) {
@@ -1520,6 +1519,10 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       cp.max_connection_duration = r.Duration(tcp, "maxConnectionDuration", tf);
       if (cp.max_connection_duration.has_value() && *cp.max_connection_duration < absl::Milliseconds(1)) {
         r.Error(tcp["maxConnectionDuration"], Reader::Join(tf, "maxConnectionDuration"), "must be at least 1ms");
+      }
+      cp.tcp_idle_timeout = r.Duration(tcp, "idleTimeout", tf);
+      if (cp.tcp_idle_timeout.has_value() && *cp.tcp_idle_timeout < absl::Milliseconds(1)) {
+        r.Error(tcp["idleTimeout"], Reader::Join(tf, "idleTimeout"), "must be at least 1ms");
       }
       if (const YAML::Node keepalive = tcp["tcpKeepalive"];
           keepalive.IsDefined() && r.IsMap(keepalive, Reader::Join(tf, "tcpKeepalive"))) {
@@ -1539,10 +1542,23 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     }
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
-      r.OnlyKeys(
-          pool["http"], hf,
-          {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries", "maxRequestsPerConnection", "idleTimeout"},
-          {"h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
+      r.OnlyKeys(pool["http"], hf,
+                 {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries", "maxRequestsPerConnection", "idleTimeout",
+                  "h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
+      using H2Upgrade = TrafficPolicy::ConnectionPool::H2Upgrade;
+      const std::string upgrade = r.String(pool["http"], "h2UpgradePolicy", hf, false).value_or("DEFAULT");
+      if (upgrade == "UPGRADE") {
+        cp.h2_upgrade = H2Upgrade::kUpgrade;
+      } else if (upgrade == "DO_NOT_UPGRADE") {
+        cp.h2_upgrade = H2Upgrade::kDoNotUpgrade;
+      } else if (upgrade != "DEFAULT") {
+        r.Error(pool["http"]["h2UpgradePolicy"], Reader::Join(hf, "h2UpgradePolicy"),
+                "must be one of DEFAULT, DO_NOT_UPGRADE, UPGRADE");
+      }
+      cp.use_client_protocol = r.Bool(pool["http"], "useClientProtocol", hf).value_or(false);
+      // 0 is Istio's "unset" (Envoy's default).
+      cp.max_concurrent_streams = r.Uint(pool["http"], "maxConcurrentStreams", hf, false, 0, (1u << 31) - 1);
+      if (cp.max_concurrent_streams == 0u) cp.max_concurrent_streams.reset();
       cp.max_retries = r.Uint(pool["http"], "maxRetries", hf, false, 0, 1u << 31);
       // 0 is Istio's "unlimited": nothing is set.
       cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 0, 1u << 31);

@@ -112,34 +112,57 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
   return merged;
 }
 
-// connectionPool's connection tuning, for Envoy: TCP keepalive on the upstream sockets, and
-// the upstream HTTP protocol options (requests per connection, idle timeout, connection
-// lifetime).
-void SetConnectionTuning(const PolicyFields::ConnectionPool& pool, Cluster& cluster) {
-  if (pool.tcp_keepalive.has_value()) {
-    auto* keepalive = cluster.mutable_upstream_connection_options()->mutable_tcp_keepalive();
-    if (pool.tcp_keepalive->probes) keepalive->mutable_keepalive_probes()->set_value(*pool.tcp_keepalive->probes);
-    // Envoy takes whole seconds; Istio truncates, and at least 1 keeps a sub-second setting
-    // from meaning "the kernel's default".
-    const auto seconds = [](absl::Duration d) {
-      return static_cast<uint32_t>(std::clamp<int64_t>(absl::ToInt64Seconds(d), 1, UINT32_MAX));
-    };
-    if (pool.tcp_keepalive->time) keepalive->mutable_keepalive_time()->set_value(seconds(*pool.tcp_keepalive->time));
-    if (pool.tcp_keepalive->interval) {
-      keepalive->mutable_keepalive_interval()->set_value(seconds(*pool.tcp_keepalive->interval));
+// connectionPool's TCP keepalive on the upstream sockets, for Envoy.
+void SetTcpKeepalive(const PolicyFields::ConnectionPool& pool, Cluster& cluster) {
+  if (!pool.tcp_keepalive.has_value()) return;
+  auto* keepalive = cluster.mutable_upstream_connection_options()->mutable_tcp_keepalive();
+  if (pool.tcp_keepalive->probes) keepalive->mutable_keepalive_probes()->set_value(*pool.tcp_keepalive->probes);
+  // Envoy takes whole seconds; Istio truncates, and at least 1 keeps a sub-second setting
+  // from meaning "the kernel's default".
+  const auto seconds = [](absl::Duration d) {
+    return static_cast<uint32_t>(std::clamp<int64_t>(absl::ToInt64Seconds(d), 1, UINT32_MAX));
+  };
+  if (pool.tcp_keepalive->time) keepalive->mutable_keepalive_time()->set_value(seconds(*pool.tcp_keepalive->time));
+  if (pool.tcp_keepalive->interval) {
+    keepalive->mutable_keepalive_interval()->set_value(seconds(*pool.tcp_keepalive->interval));
+  }
+}
+
+// The upstream HTTP protocol options of an Envoy cluster, as istiod sets them: HTTP/2 to ports
+// of protocol HTTP2 or GRPC and under h2UpgradePolicy UPGRADE (with maxConcurrentStreams), else
+// the client's protocol under useClientProtocol, else HTTP/1.1 (what a cluster without options
+// uses: then options are sent only for the connection tuning: requests per connection, idle
+// timeout, from http or else tcp, connection lifetime).
+void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, bool http2_port, Cluster& cluster) {
+  using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
+  const bool http2 = http2_port || (pool != nullptr && pool->h2_upgrade == H2Upgrade::kUpgrade);
+  const bool downstream = !http2 && pool != nullptr && pool->use_client_protocol;
+  const std::optional<absl::Duration> idle_timeout =
+      pool == nullptr ? std::nullopt : pool->idle_timeout ? pool->idle_timeout : pool->tcp_idle_timeout;
+  const bool tuned = pool != nullptr && (pool->max_requests_per_connection || idle_timeout || pool->max_connection_duration);
+  if (!http2 && !downstream && !tuned) return;
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  if (http2) {
+    auto* h2 = options.mutable_explicit_http_config()->mutable_http2_protocol_options();
+    if (pool != nullptr && pool->max_concurrent_streams) {
+      h2->mutable_max_concurrent_streams()->set_value(*pool->max_concurrent_streams);
+    }
+  } else if (downstream) {
+    options.mutable_use_downstream_protocol_config()->mutable_http_protocol_options();
+    options.mutable_use_downstream_protocol_config()->mutable_http2_protocol_options();
+  } else {
+    options.mutable_explicit_http_config()->mutable_http_protocol_options();
+  }
+  if (tuned) {
+    auto* common = options.mutable_common_http_protocol_options();
+    if (pool->max_requests_per_connection) {
+      common->mutable_max_requests_per_connection()->set_value(*pool->max_requests_per_connection);
+    }
+    if (idle_timeout) SetDuration(*idle_timeout, common->mutable_idle_timeout());
+    if (pool->max_connection_duration) {
+      SetDuration(*pool->max_connection_duration, common->mutable_max_connection_duration());
     }
   }
-  if (!pool.max_requests_per_connection && !pool.idle_timeout && !pool.max_connection_duration) return;
-  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
-  // HTTP/1.1 upstream, which is what a cluster without protocol options uses.
-  options.mutable_explicit_http_config()->mutable_http_protocol_options();
-  auto* common = options.mutable_common_http_protocol_options();
-  if (pool.max_requests_per_connection) {
-    common->mutable_max_requests_per_connection()->set_value(*pool.max_requests_per_connection);
-  }
-  if (pool.idle_timeout) SetDuration(*pool.idle_timeout, common->mutable_idle_timeout());
-  if (pool.max_connection_duration)
-    SetDuration(*pool.max_connection_duration, common->mutable_max_connection_duration());
   (*cluster.mutable_typed_extension_protocol_options())["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
       .PackFrom(options);
 }
@@ -186,8 +209,9 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   cluster.set_respect_dns_ttl(true);
 }
 
+// `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
 absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
-                                         const DnsTarget* dns = nullptr) {
+                                         bool http2_port, const DnsTarget* dns = nullptr) {
   Cluster cluster;
   cluster.set_name(name);
   if (dns != nullptr) {
@@ -226,7 +250,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
         if (pool.http1_max_pending_requests) {
           thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
         }
-        SetConnectionTuning(pool, cluster);
+        SetTcpKeepalive(pool, cluster);
       }
     }
     if (policy->outlier_detection.has_value() && !grpc) {
@@ -261,6 +285,10 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       cluster.mutable_common_lb_config()->mutable_healthy_panic_threshold()->set_value(od.min_health_percent);
     }
   }
+  if (!grpc) {
+    SetHttpProtocolOptions(policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
+                           http2_port, cluster);
+  }
   return Resource::FromMessage(cluster);
 }
 
@@ -290,7 +318,8 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(service.host)},
           request.push_sequence, [&] {
-            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, dns ? &target : nullptr);
+            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc,
+                                port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
           });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
@@ -1052,6 +1081,10 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
     if (pool.max_retries) fields.push_back("http.maxRetries");
     if (pool.max_requests_per_connection) fields.push_back("http.maxRequestsPerConnection");
     if (pool.idle_timeout) fields.push_back("http.idleTimeout");
+    if (pool.tcp_idle_timeout) fields.push_back("tcp.idleTimeout");
+    if (pool.h2_upgrade != PolicyFields::ConnectionPool::H2Upgrade::kDefault) fields.push_back("http.h2UpgradePolicy");
+    if (pool.use_client_protocol) fields.push_back("http.useClientProtocol");
+    if (pool.max_concurrent_streams) fields.push_back("http.maxConcurrentStreams");
     if (!fields.empty()) {
       out.push_back(StrCat("connectionPool ", absl::StrJoin(fields, ", "),
                            " (gRPC honours http.http2MaxRequests and tcp.connectTimeout only)"));

@@ -266,8 +266,8 @@ spec:
   EXPECT_FALSE(HasError(parsed, "spec.http[0].retries", "")) << "retries as Istio takes them are supported";
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.idleTimeout", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.h2UpgradePolicy", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.idleTimeout", "")) << "supported";
+  EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.h2UpgradePolicy", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.tcp.tcpKeepalive", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.trafficPolicy.connectionPool.http.idleTimeout", "")) << "supported";
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.outlierDetection.consecutiveErrors", "is not supported by cxds"));

@@ -128,9 +128,10 @@ spec:
   EXPECT_EQ(parsed.failed[0].name, "inventory");
 }
 
-// As Istio validates it: a count of local-origin failures without splitting them out means
-// nothing, so it is an error at the field, and minHealthPercent is a percentage.
-TEST(YamlLoaderTest, OutlierLocalOriginFailuresNeedTheSplit) {
+// As Istio validates them: a count of local-origin failures without splitting them out means
+// nothing, so it is an error at the field; minHealthPercent is a percentage; h2UpgradePolicy is
+// one of its three names.
+TEST(YamlLoaderTest, TrafficPolicyValuesAreCheckedAsIstioChecksThem) {
   const ParsedFile parsed = ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: api}
@@ -140,13 +141,16 @@ spec:
     outlierDetection:
       consecutiveLocalOriginFailures: 3
       minHealthPercent: 101
+    connectionPool: {http: {h2UpgradePolicy: SOMETIMES}}
 )");
-  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
   EXPECT_THAT(Errors(parsed),
               ::testing::HasSubstr("dr.yaml:8: DestinationRule default/api: "
                                    "spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: needs "
                                    "splitExternalLocalOriginErrors: true"));
   EXPECT_THAT(Errors(parsed), ::testing::HasSubstr("spec.trafficPolicy.outlierDetection.minHealthPercent"));
+  EXPECT_THAT(Errors(parsed), ::testing::HasSubstr("spec.trafficPolicy.connectionPool.http.h2UpgradePolicy: must be "
+                                                   "one of DEFAULT, DO_NOT_UPGRADE, UPGRADE"));
   EXPECT_TRUE(parsed.documents.empty());
 }
 
@@ -204,7 +208,7 @@ kind: Gateway
 metadata: {name: g}
 spec: {}
 )");
-  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tunnel");
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
@@ -291,7 +295,7 @@ spec:
     - {destination: {host: a}, weight: 40}
     timeout: soon
 )");
-  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].message, "weights must add up to 100, got 90");
   EXPECT_EQ(parsed.errors[1].field, "spec.http[0].timeout");
 }
@@ -957,7 +961,7 @@ spec:
   resolution: STATIC
   endpoints: [{address: 127.0.0.1}]
 )");
-  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.endpoints");
   EXPECT_EQ(parsed.errors[0].message,
             "cannot be used with resolution NONE (NONE is Istio's default when spec.resolution is not set); set "

@@ -703,6 +703,75 @@ spec:
   EXPECT_EQ(v1_admin.lb_policy(), Cluster::ROUND_ROBIN);
 }
 
+// The upstream HTTP protocol as istiod chooses it, for Envoy: HTTP/2 to GRPC and HTTP2 ports
+// and under h2UpgradePolicy UPGRADE (with maxConcurrentStreams), the client's protocol under
+// useClientProtocol, else HTTP/1.1 with options only when the pool tunes connections (the idle
+// timeout from http, else from tcp). gRPC nodes get no protocol options: gRPC is HTTP/2.
+TEST_F(GeneratorsTest, UpstreamHttpProtocolFollowsThePortAndThePool) {
+  Apply("shop.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop}
+spec:
+  host: shop.mesh.local
+  trafficPolicy: {connectionPool: {tcp: {idleTimeout: 90s}, http: {useClientProtocol: true}}}
+  subsets:
+  - name: h2
+    labels: {version: h2}
+    trafficPolicy:
+      connectionPool: {http: {h2UpgradePolicy: UPGRADE, maxConcurrentStreams: 64, useClientProtocol: true}}
+  - name: tuned
+    labels: {version: tuned}
+    trafficPolicy: {connectionPool: {tcp: {idleTimeout: 90s}, http: {idleTimeout: 5s}}}
+  - name: plain
+    labels: {version: plain}
+    trafficPolicy: {connectionPool: {http: {h2UpgradePolicy: DO_NOT_UPGRADE}}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::extensions::upstreams::http::v3::HttpProtocolOptions;
+  const auto options_of = [](const envoy::config::cluster::v3::Cluster& cluster) -> std::optional<HttpProtocolOptions> {
+    const auto it = cluster.typed_extension_protocol_options().find("envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
+    if (it == cluster.typed_extension_protocol_options().end()) return std::nullopt;
+    HttpProtocolOptions options;
+    EXPECT_TRUE(it->second.UnpackTo(&options));
+    return options;
+  };
+  auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+
+  const auto grpc_port = options_of(clusters["outbound|8080||inventory.mesh.local"]);
+  ASSERT_TRUE(grpc_port.has_value()) << "a GRPC port is HTTP/2 upstream";
+  EXPECT_TRUE(grpc_port->explicit_http_config().has_http2_protocol_options());
+  EXPECT_FALSE(grpc_port->explicit_http_config().http2_protocol_options().has_max_concurrent_streams());
+
+  const auto client_protocol = options_of(clusters["outbound|8080||shop.mesh.local"]);
+  ASSERT_TRUE(client_protocol.has_value());
+  EXPECT_TRUE(client_protocol->use_downstream_protocol_config().has_http_protocol_options());
+  EXPECT_TRUE(client_protocol->use_downstream_protocol_config().has_http2_protocol_options());
+  EXPECT_EQ(client_protocol->common_http_protocol_options().idle_timeout().seconds(), 90) << "tcp.idleTimeout";
+
+  const auto upgraded = options_of(clusters["outbound|8080|h2|shop.mesh.local"]);
+  ASSERT_TRUE(upgraded.has_value());
+  EXPECT_EQ(upgraded->explicit_http_config().http2_protocol_options().max_concurrent_streams().value(), 64u)
+      << "UPGRADE wins over useClientProtocol, as in istiod";
+  EXPECT_FALSE(upgraded->has_common_http_protocol_options()) << "the subset's pool replaces the rule's";
+
+  const auto tuned = options_of(clusters["outbound|8080|tuned|shop.mesh.local"]);
+  ASSERT_TRUE(tuned.has_value());
+  EXPECT_TRUE(tuned->explicit_http_config().has_http_protocol_options());
+  EXPECT_EQ(tuned->common_http_protocol_options().idle_timeout().seconds(), 5) << "http.idleTimeout before tcp's";
+
+  EXPECT_FALSE(options_of(clusters["outbound|8080|plain|shop.mesh.local"]).has_value())
+      << "HTTP/1.1 with nothing to tune: no options, as a cluster without them speaks HTTP/1.1";
+
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kClusterType), {"outbound|8080||inventory.mesh.local", "outbound|8080|h2|shop.mesh.local"}));
+  auto cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(Decode<envoy::config::cluster::v3::Cluster>(cds[0], i).typed_extension_protocol_options().empty());
+  }
+}
+
 // Outlier detection as istiod translates it: ejection is enforced only for the error counts a
 // rule sets, success-rate ejection is off, local-origin failures count apart only when split, and
 // minHealthPercent becomes the panic threshold (0, no panic routing, when unset).
