@@ -197,11 +197,11 @@ struct HttpRoute {
   struct Retries {
     uint32_t attempts = 0;
     std::optional<absl::Duration> per_try_timeout;
-    std::string retry_on;                  // the conditions of retryOn, numbers taken out
-    std::vector<uint32_t> status_codes;    // the HTTP status codes listed in retryOn
+    std::string retry_on;                       // the conditions of retryOn, numbers taken out
+    std::vector<uint32_t> status_codes;         // the HTTP status codes listed in retryOn
     std::optional<bool> ignore_previous_hosts;  // retryIgnorePreviousHosts; unset: true
-    bool remote_localities = false;        // retryRemoteLocalities
-    std::optional<absl::Duration> backoff;  // the base interval
+    bool remote_localities = false;             // retryRemoteLocalities
+    std::optional<absl::Duration> backoff;      // the base interval
   };
   std::optional<Retries> retries;
   std::optional<FaultInjection> fault;
@@ -289,10 +289,10 @@ struct PolicyFields {
     // HTTP/2 for HTTP2 and GRPC ports and under UPGRADE, else the client's protocol under
     // useClientProtocol, else HTTP/1.1.
     enum class H2Upgrade { kDefault, kDoNotUpgrade, kUpgrade };
-    H2Upgrade h2_upgrade = H2Upgrade::kDefault;       // http.h2UpgradePolicy
-    bool use_client_protocol = false;                 // http.useClientProtocol
+    H2Upgrade h2_upgrade = H2Upgrade::kDefault;      // http.h2UpgradePolicy
+    bool use_client_protocol = false;                // http.useClientProtocol
     std::optional<uint32_t> max_concurrent_streams;  // http.maxConcurrentStreams (HTTP/2 upstreams)
-    struct TcpKeepalive {                                   // tcp.tcpKeepalive (Envoy counts whole seconds)
+    struct TcpKeepalive {                            // tcp.tcpKeepalive (Envoy counts whole seconds)
       std::optional<uint32_t> probes;
       std::optional<absl::Duration> time, interval;
     };

@@ -1103,10 +1103,21 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
 
 // The retry conditions Istio accepts in retryOn (Envoy's x-envoy-retry-on and
 // x-envoy-retry-grpc-on policies); a number among them is an HTTP status code to retry on.
-constexpr std::string_view kRetryConditions[] = {
-    "5xx", "gateway-error", "reset", "connect-failure", "retriable-4xx", "refused-stream", "retriable-status-codes",
-    "retriable-headers", "envoy-ratelimited", "http3-post-connect-failure", "cancelled", "deadline-exceeded",
-    "internal", "resource-exhausted", "unavailable"};
+constexpr absl::string_view kRetryConditions[] = {"5xx",
+                                                  "gateway-error",
+                                                  "reset",
+                                                  "connect-failure",
+                                                  "retriable-4xx",
+                                                  "refused-stream",
+                                                  "retriable-status-codes",
+                                                  "retriable-headers",
+                                                  "envoy-ratelimited",
+                                                  "http3-post-connect-failure",
+                                                  "cancelled",
+                                                  "deadline-exceeded",
+                                                  "internal",
+                                                  "resource-exhausted",
+                                                  "unavailable"};
 
 // http[].retries, as istiod converts it: retryOn split into conditions and status codes.
 HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::string& f) {
@@ -1125,10 +1136,10 @@ HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::str
   };
   retries.per_try_timeout = at_least_1ms("perTryTimeout");
   retries.backoff = at_least_1ms("backoff");
-  std::vector<std::string_view> conditions;
+  std::vector<std::string> conditions;
   const std::string retry_on = r.String(node, "retryOn", f, false).value_or("");
-  for (const std::string_view part : absl::StrSplit(retry_on, ',')) {
-    const std::string_view condition = absl::StripAsciiWhitespace(part);
+  for (const absl::string_view part : absl::StrSplit(retry_on, ',')) {
+    const absl::string_view condition = absl::StripAsciiWhitespace(part);
     if (condition.empty()) continue;
     uint32_t code = 0;
     if (absl::SimpleAtoi(condition, &code)) {
@@ -1140,7 +1151,7 @@ HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::str
       }
     } else if (std::find(std::begin(kRetryConditions), std::end(kRetryConditions), condition) !=
                std::end(kRetryConditions)) {
-      conditions.push_back(condition);
+      conditions.emplace_back(condition);
     } else {
       r.Error(node["retryOn"], Reader::Join(f, "retryOn"),
               StrCat("\"", condition, "\" is not a retry condition (one of ", absl::StrJoin(kRetryConditions, ", "),
@@ -1543,8 +1554,8 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     if (pool["http"].IsDefined() && r.IsMap(pool["http"], Reader::Join(cf, "http"))) {
       const std::string hf = Reader::Join(cf, "http");
       r.OnlyKeys(pool["http"], hf,
-                 {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries", "maxRequestsPerConnection", "idleTimeout",
-                  "h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
+                 {"http1MaxPendingRequests", "http2MaxRequests", "maxRetries", "maxRequestsPerConnection",
+                  "idleTimeout", "h2UpgradePolicy", "useClientProtocol", "maxConcurrentStreams"});
       using H2Upgrade = TrafficPolicy::ConnectionPool::H2Upgrade;
       const std::string upgrade = r.String(pool["http"], "h2UpgradePolicy", hf, false).value_or("DEFAULT");
       if (upgrade == "UPGRADE") {

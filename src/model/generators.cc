@@ -137,9 +137,11 @@ void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, bool http2
   using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
   const bool http2 = http2_port || (pool != nullptr && pool->h2_upgrade == H2Upgrade::kUpgrade);
   const bool downstream = !http2 && pool != nullptr && pool->use_client_protocol;
-  const std::optional<absl::Duration> idle_timeout =
-      pool == nullptr ? std::nullopt : pool->idle_timeout ? pool->idle_timeout : pool->tcp_idle_timeout;
-  const bool tuned = pool != nullptr && (pool->max_requests_per_connection || idle_timeout || pool->max_connection_duration);
+  const std::optional<absl::Duration> idle_timeout = pool == nullptr      ? std::nullopt
+                                                     : pool->idle_timeout ? pool->idle_timeout
+                                                                          : pool->tcp_idle_timeout;
+  const bool tuned =
+      pool != nullptr && (pool->max_requests_per_connection || idle_timeout || pool->max_connection_duration);
   if (!http2 && !downstream && !tuned) return;
   envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
   if (http2) {
@@ -286,8 +288,9 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
     }
   }
   if (!grpc) {
-    SetHttpProtocolOptions(policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
-                           http2_port, cluster);
+    SetHttpProtocolOptions(
+        policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr, http2_port,
+        cluster);
   }
   return Resource::FromMessage(cluster);
 }
@@ -784,7 +787,8 @@ void SetRetryPolicy(const std::optional<HttpRoute::Retries>& retries, bool grpc,
   if (avoid_previous_hosts) {
     auto* predicate = policy->add_retry_host_predicate();
     predicate->set_name("envoy.retry_host_predicates.previous_hosts");
-    predicate->mutable_typed_config()->PackFrom(envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate());
+    predicate->mutable_typed_config()->PackFrom(
+        envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate());
   }
   if (retries.has_value() && retries->remote_localities) {
     envoy::extensions::retry::priority::previous_priorities::v3::PreviousPrioritiesConfig priorities;
@@ -1038,10 +1042,10 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
   if (http.retries.has_value() && http.retries->attempts > 0) {
     // gRFC A44: gRPC reads the count, the gRPC status names in retryOn and the backoff.
     const HttpRoute::Retries& r = *http.retries;
-    constexpr std::string_view kGrpcConditions[] = {"cancelled", "deadline-exceeded", "internal",
-                                                    "resource-exhausted", "unavailable"};
+    constexpr absl::string_view kGrpcConditions[] = {"cancelled", "deadline-exceeded", "internal", "resource-exhausted",
+                                                     "unavailable"};
     bool http_conditions = !r.status_codes.empty();
-    for (const std::string_view condition : absl::StrSplit(r.retry_on, ',', absl::SkipEmpty())) {
+    for (const absl::string_view condition : absl::StrSplit(r.retry_on, ',', absl::SkipEmpty())) {
       if (std::find(std::begin(kGrpcConditions), std::end(kGrpcConditions), condition) == std::end(kGrpcConditions)) {
         http_conditions = true;
       }

@@ -208,7 +208,7 @@ kind: Gateway
 metadata: {name: g}
 spec: {}
 )");
-  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tunnel");
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
@@ -295,7 +295,7 @@ spec:
     - {destination: {host: a}, weight: 40}
     timeout: soon
 )");
-  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].message, "weights must add up to 100, got 90");
   EXPECT_EQ(parsed.errors[1].field, "spec.http[0].timeout");
 }
@@ -961,7 +961,7 @@ spec:
   resolution: STATIC
   endpoints: [{address: 127.0.0.1}]
 )");
-  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.endpoints");
   EXPECT_EQ(parsed.errors[0].message,
             "cannot be used with resolution NONE (NONE is Istio's default when spec.resolution is not set); set "

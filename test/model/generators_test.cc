@@ -14,11 +14,11 @@
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
+#include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
+#include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/pgv_check.h"
-#include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
-#include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
 #include "fakes/stream_harness.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -729,7 +729,8 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::extensions::upstreams::http::v3::HttpProtocolOptions;
   const auto options_of = [](const envoy::config::cluster::v3::Cluster& cluster) -> std::optional<HttpProtocolOptions> {
-    const auto it = cluster.typed_extension_protocol_options().find("envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
+    const auto it =
+        cluster.typed_extension_protocol_options().find("envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
     if (it == cluster.typed_extension_protocol_options().end()) return std::nullopt;
     HttpProtocolOptions options;
     EXPECT_TRUE(it->second.UnpackTo(&options));
@@ -763,7 +764,8 @@ spec:
       << "HTTP/1.1 with nothing to tune: no options, as a cluster without them speaks HTTP/1.1";
 
   auto grpc = Connect("grpc-client-1", true);
-  grpc->Send(First(std::string(kClusterType), {"outbound|8080||inventory.mesh.local", "outbound|8080|h2|shop.mesh.local"}));
+  grpc->Send(
+      First(std::string(kClusterType), {"outbound|8080||inventory.mesh.local", "outbound|8080|h2|shop.mesh.local"}));
   auto cds = grpc->Take();
   ASSERT_EQ(cds.size(), 1u);
   ASSERT_EQ(cds[0].resources_size(), 2);
@@ -832,7 +834,27 @@ spec:
 TEST_F(GeneratorsTest, RetriesAreIstiodsDefaultUnlessTheRouteSetsThem) {
   using envoy::config::route::v3::Route;
   const std::string envoy_node = "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
-  const Route plain = OnlyInventoryRoute(false);
+  // A service without a VirtualService: its default route.
+  Apply("plain.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: plain}
+spec:
+  resolution: STATIC
+  hosts: [plain.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto plain_route = [&](bool grpc) {
+    const auto config = RoutesFor(grpc ? "grpc-client-1" : envoy_node, grpc, grpc ? "plain.mesh.local:8080" : "8080");
+    for (const auto& host : config.virtual_hosts()) {
+      if (host.name() == "plain.mesh.local:8080" || grpc) {
+        return host.routes_size() == 1 ? host.routes(0) : Route();
+      }
+    }
+    return Route();
+  };
+  const Route plain = plain_route(false);
+  ASSERT_TRUE(plain.has_route());
   const auto& by_default = plain.route().retry_policy();
   EXPECT_EQ(by_default.num_retries().value(), 2u);
   EXPECT_EQ(by_default.retry_on(), "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes");
@@ -840,9 +862,12 @@ TEST_F(GeneratorsTest, RetriesAreIstiodsDefaultUnlessTheRouteSetsThem) {
   EXPECT_EQ(by_default.host_selection_retry_max_attempts(), 5);
   ASSERT_EQ(by_default.retry_host_predicate_size(), 1);
   EXPECT_EQ(by_default.retry_host_predicate(0).name(), "envoy.retry_host_predicates.previous_hosts");
-  EXPECT_TRUE(by_default.retry_host_predicate(0).typed_config().Is<
-              envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate>());
-  EXPECT_FALSE(OnlyInventoryRoute(true).route().has_retry_policy()) << "no retries a gRPC application did not ask for";
+  EXPECT_TRUE(by_default.retry_host_predicate(0)
+                  .typed_config()
+                  .Is<envoy::extensions::retry::host::previous_hosts::v3::PreviousHostsPredicate>());
+  const Route grpc_plain = plain_route(true);
+  ASSERT_TRUE(grpc_plain.has_route());
+  EXPECT_FALSE(grpc_plain.route().has_retry_policy()) << "no retries a gRPC application did not ask for";
 
   Apply("routes.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -1326,7 +1351,7 @@ spec:
 }
 
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
-// upstream HttpProtocolOptions (HTTP/1.1, as a cluster without options). Envoy only.
+// upstream HttpProtocolOptions (HTTP/2 here: inventory's port is GRPC). Envoy only.
 TEST_F(GeneratorsTest, ConnectionTuningIsKeepaliveAndUpstreamHttpOptionsForEnvoyOnly) {
   // The mesh's own rule for inventory, with a traffic policy.
   const std::string subsets =
@@ -1359,14 +1384,16 @@ TEST_F(GeneratorsTest, ConnectionTuningIsKeepaliveAndUpstreamHttpOptionsForEnvoy
   ASSERT_TRUE(plain.typed_extension_protocol_options().contains(kOptions));
   envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
   ASSERT_TRUE(plain.typed_extension_protocol_options().at(kOptions).UnpackTo(&options));
-  EXPECT_TRUE(options.explicit_http_config().has_http_protocol_options()) << "HTTP/1.1 upstream, as before";
+  EXPECT_TRUE(options.explicit_http_config().has_http2_protocol_options()) << "inventory's port is GRPC: HTTP/2";
   EXPECT_EQ(options.common_http_protocol_options().max_requests_per_connection().value(), 10u);
   EXPECT_EQ(options.common_http_protocol_options().idle_timeout().seconds(), 90);
   EXPECT_EQ(options.common_http_protocol_options().max_connection_duration().seconds(), 1800);
   EXPECT_TRUE(clusters["outbound|8080|v1|inventory.mesh.local"].typed_extension_protocol_options().contains(kOptions))
       << "inherited by a subset without a pool of its own";
   const Cluster& v2 = clusters["outbound|8080|v2|inventory.mesh.local"];
-  EXPECT_FALSE(v2.typed_extension_protocol_options().contains(kOptions))
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions v2_options;
+  ASSERT_TRUE(v2.typed_extension_protocol_options().at(kOptions).UnpackTo(&v2_options));
+  EXPECT_FALSE(v2_options.has_common_http_protocol_options())
       << "the subset's pool replaces the rule's; 0 requests per connection is Istio's unlimited";
   EXPECT_FALSE(v2.upstream_connection_options().has_tcp_keepalive());
 
