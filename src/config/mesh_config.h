@@ -173,6 +173,7 @@ struct HttpRoute {
     LabelMap source_labels;
     std::string source_namespace;
     bool gateways_given = false;
+    std::string stat_prefix;  // Envoy's per-route statistics prefix (gRPC keeps none)
   };
   std::vector<Match> match;  // empty: everything
   std::vector<HttpRouteDestination> route;
@@ -211,8 +212,11 @@ struct HttpRoute {
     std::string uri;        // the new path ("" keeps it)
     std::string authority;  // the new Host ("" keeps it)
     uint32_t port = 0;      // 0 keeps it
-    std::string scheme;     // "" keeps it
-    uint32_t code = 301;    // 301, 302, 303, 307 or 308
+    // derivePort: FROM_REQUEST_PORT redirects to the port the request came to (the route's
+    // port); FROM_PROTOCOL_DEFAULT leaves the port out, so the scheme's default applies.
+    bool port_from_request = false;
+    std::string scheme;   // "" keeps it
+    uint32_t code = 301;  // 301, 302, 303, 307 or 308
   };
   std::optional<Redirect> redirect;
   struct DirectResponse {
@@ -226,6 +230,9 @@ struct HttpRoute {
     std::vector<std::string> allow_methods, allow_headers, expose_headers;
     std::optional<absl::Duration> max_age;  // Envoy takes whole seconds
     std::optional<bool> allow_credentials;
+    // unmatchedPreflights: FORWARD (true) or IGNORE (false) a preflight from an origin not
+    // allowed; unset: Envoy's default, forward.
+    std::optional<bool> forward_unmatched_preflights;
   };
   std::optional<CorsPolicy> cors;
   // Envoy refuses a direct response body over this unless the route configuration raises it.

@@ -1168,10 +1168,9 @@ HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::str
 // strings), methods and header names, maxAge, allowCredentials.
 std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node& node, const std::string& f) {
   if (!r.IsMap(node, f)) return std::nullopt;
-  r.OnlyKeys(
-      node, f,
-      {"allowOrigins", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge", "allowCredentials"},
-      {"unmatchedPreflights"});
+  r.OnlyKeys(node, f,
+             {"allowOrigins", "allowOrigin", "allowMethods", "allowHeaders", "exposeHeaders", "maxAge",
+              "allowCredentials", "unmatchedPreflights"});
   HttpRoute::CorsPolicy cors;
   if (const YAML::Node origins = node["allowOrigins"];
       origins.IsDefined() && r.IsSeq(origins, Reader::Join(f, "allowOrigins"))) {
@@ -1208,6 +1207,13 @@ std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node&
   tokens("exposeHeaders", cors.expose_headers);
   cors.max_age = r.Duration(node, "maxAge", f);
   cors.allow_credentials = r.Bool(node, "allowCredentials", f);
+  const std::string preflights = r.String(node, "unmatchedPreflights", f, false).value_or("UNSPECIFIED");
+  if (preflights == "FORWARD" || preflights == "IGNORE") {
+    cors.forward_unmatched_preflights = preflights == "FORWARD";
+  } else if (preflights != "UNSPECIFIED") {
+    r.Error(node["unmatchedPreflights"], Reader::Join(f, "unmatchedPreflights"),
+            "must be one of UNSPECIFIED, FORWARD, IGNORE");
+  }
   return cors;
 }
 
@@ -1235,12 +1241,23 @@ void ReadRedirectOrDirectResponse(Reader& r, const YAML::Node& h, const std::str
   if (redirect.IsDefined()) {
     const std::string rf = Reader::Join(f, "redirect");
     if (!r.IsMap(redirect, rf)) return;
-    r.OnlyKeys(redirect, rf, {"uri", "authority", "port", "scheme", "redirectCode"}, {"derivePort"});
+    r.OnlyKeys(redirect, rf, {"uri", "authority", "port", "scheme", "redirectCode", "derivePort"});
     HttpRoute::Redirect out;
     out.uri = r.String(redirect, "uri", rf, false).value_or("");
     out.authority = r.String(redirect, "authority", rf, false).value_or("");
     out.port = r.Uint(redirect, "port", rf, false, 1, 65535).value_or(0);
     out.scheme = r.String(redirect, "scheme", rf, false).value_or("");
+    if (redirect["derivePort"].IsDefined()) {
+      const std::string derive = r.String(redirect, "derivePort", rf, false).value_or("");
+      if (redirect["port"].IsDefined()) {
+        r.Error(redirect["derivePort"], Reader::Join(rf, "derivePort"), "give port or derivePort, not both");
+      } else if (derive == "FROM_REQUEST_PORT") {
+        out.port_from_request = true;
+      } else if (derive != "FROM_PROTOCOL_DEFAULT") {
+        r.Error(redirect["derivePort"], Reader::Join(rf, "derivePort"),
+                "must be one of FROM_PROTOCOL_DEFAULT, FROM_REQUEST_PORT");
+      }
+    }
     if (!out.uri.empty() && out.uri.front() != '/')
       r.Error(redirect["uri"], Reader::Join(rf, "uri"), "must start with /");
     if (out.uri.empty() && out.authority.empty() && out.port == 0 && out.scheme.empty() &&
@@ -1324,8 +1341,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
         if (!r.IsMap(m, mf)) continue;
         r.OnlyKeys(m, mf,
                    {"name", "uri", "headers", "withoutHeaders", "ignoreUriCase", "method", "authority", "scheme",
-                    "queryParams", "port", "sourceLabels", "sourceNamespace", "gateways"},
-                   {"statPrefix"});
+                    "queryParams", "port", "sourceLabels", "sourceNamespace", "gateways", "statPrefix"});
         HttpRoute::Match match;
         match.source_labels = r.Labels(m, "sourceLabels", mf);
         for (const auto& [key, value] : match.source_labels) {
@@ -1333,6 +1349,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
             r.Error(m["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
         }
         match.source_namespace = r.String(m, "sourceNamespace", mf, false).value_or("");
+        match.stat_prefix = r.String(m, "statPrefix", mf, false).value_or("");
         if (m["sourceNamespace"].IsDefined() && !IsDnsLabel(match.source_namespace)) {
           r.Error(m["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
                   "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");

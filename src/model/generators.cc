@@ -689,6 +689,9 @@ envoy::extensions::filters::http::cors::v3::CorsPolicy CorsConfig(const HttpRout
   out.set_expose_headers(absl::StrJoin(in.expose_headers, ","));
   if (in.max_age.has_value()) out.set_max_age(std::to_string(absl::ToInt64Seconds(*in.max_age)));
   if (in.allow_credentials.has_value()) out.mutable_allow_credentials()->set_value(*in.allow_credentials);
+  if (in.forward_unmatched_preflights.has_value()) {
+    out.mutable_forward_not_matching_preflights()->set_value(*in.forward_unmatched_preflights);
+  }
   return out;
 }
 
@@ -803,13 +806,16 @@ void SetRetryPolicy(const std::optional<HttpRoute::Retries>& retries, bool grpc,
 }
 
 // A route the proxy answers itself: an HTTP redirect or a direct response.
-void SetAnswer(const HttpRoute& http, envoy::config::route::v3::Route* route) {
+// `port`: the port the route configuration is for, where the request came in.
+void SetAnswer(const HttpRoute& http, uint32_t port, envoy::config::route::v3::Route* route) {
   if (http.redirect.has_value()) {
     using Code = envoy::config::route::v3::RedirectAction;
     auto* redirect = route->mutable_redirect();
     if (!http.redirect->uri.empty()) redirect->set_path_redirect(http.redirect->uri);
     if (!http.redirect->authority.empty()) redirect->set_host_redirect(http.redirect->authority);
     if (http.redirect->port != 0) redirect->set_port_redirect(http.redirect->port);
+    // Envoy cannot take the port from the request, but these routes are for one port.
+    if (http.redirect->port_from_request) redirect->set_port_redirect(port);
     if (!http.redirect->scheme.empty()) redirect->set_scheme_redirect(http.redirect->scheme);
     switch (http.redirect->code) {
       case 302:
@@ -859,6 +865,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         if (match != nullptr && !scope.Applies(*match)) continue;
         auto* route = vhost->add_routes();
         if (!http.name.empty()) route->set_name(http.name);
+        if (match != nullptr && !match->stat_prefix.empty() && !grpc) route->set_stat_prefix(match->stat_prefix);
         auto* m = route->mutable_match();
         if (match == nullptr || !match->uri.has_value()) {
           m->set_prefix("/");
@@ -902,7 +909,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
         }
         if (answers) {
           AddHeaderOperations(http.headers, route);
-          SetAnswer(http, route);
+          SetAnswer(http, port, route);
           continue;
         }
         auto* action = route->mutable_route();

@@ -258,11 +258,11 @@ spec:
                        "gateway \"istio-system/egress\": gateways are not supported by cxds (only \"mesh\")"));
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "")) << "http sourceLabels are supported";
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].match[0].statPrefix", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].statPrefix", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].port", "")) << "match.port is supported";
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.abort.http2Error", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.http[0].fault.delay.exponentialDelay", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.http[0].corsPolicy.unmatchedPreflights", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.http[0].corsPolicy.unmatchedPreflights", "")) << "supported";
   EXPECT_FALSE(HasError(parsed, "spec.http[0].retries", "")) << "retries as Istio takes them are supported";
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.tls.mode", "TLS mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.trafficPolicy.loadBalancer.consistentHash.maglev", "is not supported by cxds"));

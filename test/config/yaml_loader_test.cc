@@ -400,8 +400,10 @@ spec:
   EXPECT_EQ(error_of("{redirect: {uri: /b, redirectCode: 304}}"),
             "spec.http[0].redirect.redirectCode: 304 is not supported by cxds (Envoy redirects with 301, 302, 303, "
             "307 or 308)");
-  EXPECT_EQ(error_of("{redirect: {derivePort: FROM_REQUEST_PORT}}"),
-            "spec.http[0].redirect.derivePort: is not supported by cxds");
+  EXPECT_EQ(error_of("{redirect: {derivePort: FROM_SOMEWHERE}}"),
+            "spec.http[0].redirect.derivePort: must be one of FROM_PROTOCOL_DEFAULT, FROM_REQUEST_PORT");
+  EXPECT_EQ(error_of("{redirect: {port: 8443, derivePort: FROM_REQUEST_PORT}}"),
+            "spec.http[0].redirect.derivePort: give port or derivePort, not both");
   EXPECT_EQ(error_of("{directResponse: {body: {string: x}}}"), "spec.http[0].directResponse.status: is required");
   EXPECT_EQ(error_of("{directResponse: {status: 200, body: {bytes: \"%%%\"}}}"),
             "spec.http[0].directResponse.body.bytes: is not base64");
@@ -482,8 +484,8 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "spec.http[0].mirror.subset: must be a DNS label (a-z, 0-9, '-')");
   EXPECT_EQ(error_of("    match: [{queryParams: {q: {prefx: x}}}]\n"),
             "spec.http[0].match[0].queryParams.q.prefx: unknown field (did you mean \"prefix\"?)");
-  EXPECT_EQ(error_of("    match: [{method: {exact: GET}, statPrefix: x}]\n"),
-            "spec.http[0].match[0].statPrefix: is not supported by cxds");
+  EXPECT_EQ(error_of("    match: [{method: {exact: GET}, statPrefix: [x]}]\n"),
+            "spec.http[0].match[0].statPrefix: must be a string");
   EXPECT_EQ(error_of("    match: [{sourceNamespace: Web}]\n"),
             "spec.http[0].match[0].sourceNamespace: must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 "
             "characters)");
@@ -570,8 +572,8 @@ TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {
             "spec.http[0].corsPolicy.allowOrigins[0].regex: is not an RE2 regular expression: missing ): (");
   EXPECT_EQ(error_of("    corsPolicy: {allowOrigin: [\"*\"], allowOrigins: [{exact: a}]}\n"),
             "spec.http[0].corsPolicy.allowOrigin: cannot be used with allowOrigins");
-  EXPECT_EQ(error_of("    corsPolicy: {unmatchedPreflights: IGNORE}\n"),
-            "spec.http[0].corsPolicy.unmatchedPreflights: is not supported by cxds");
+  EXPECT_EQ(error_of("    corsPolicy: {unmatchedPreflights: DROP}\n"),
+            "spec.http[0].corsPolicy.unmatchedPreflights: must be one of UNSPECIFIED, FORWARD, IGNORE");
   // The deprecated allowOrigin: exact strings.
   const ParsedFile legacy =
       ParseConfigFile("x.yaml", std::string(kOneRouteVirtualService) + "    corsPolicy: {allowOrigin: [\"*\"]}\n");

@@ -1203,6 +1203,7 @@ TEST_F(GeneratorsTest, ACorsPolicyIsTheCorsFiltersPerRouteConfigForEnvoyOnly) {
       exposeHeaders: [x-trace, x-served-by]
       maxAge: 1.5h
       allowCredentials: false
+      unmatchedPreflights: IGNORE
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
@@ -1220,6 +1221,8 @@ TEST_F(GeneratorsTest, ACorsPolicyIsTheCorsFiltersPerRouteConfigForEnvoyOnly) {
   EXPECT_EQ(cors.max_age(), "5400");
   ASSERT_TRUE(cors.has_allow_credentials());
   EXPECT_FALSE(cors.allow_credentials().value());
+  ASSERT_TRUE(cors.has_forward_not_matching_preflights());
+  EXPECT_FALSE(cors.forward_not_matching_preflights().value()) << "unmatchedPreflights: IGNORE";
 
   EXPECT_FALSE(OnlyInventoryRoute(true).typed_per_filter_config().contains("envoy.filters.http.cors"));
 }
@@ -1423,6 +1426,12 @@ spec:
   - name: teapot
     match: [{uri: {exact: /tea}}]
     directResponse: {status: 418, body: {bytes: "aGVsbG8="}}
+  - name: same-port
+    match: [{uri: {prefix: /v1/}, statPrefix: v1-moves}]
+    redirect: {uri: /v2/, derivePort: FROM_REQUEST_PORT}
+  - name: default-port
+    match: [{uri: {prefix: /plain/}}]
+    redirect: {scheme: https, derivePort: FROM_PROTOCOL_DEFAULT}
   - name: rest
     route: [{destination: {host: inventory.mesh.local}}]
 )";
@@ -1435,7 +1444,7 @@ TEST_F(GeneratorsTest, RedirectsAndDirectResponsesForEnvoyOnly) {
   const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
   ASSERT_EQ(config.virtual_hosts_size(), 1);
   const auto& routes = config.virtual_hosts(0).routes();
-  ASSERT_EQ(routes.size(), 4);
+  ASSERT_EQ(routes.size(), 6);
   ASSERT_TRUE(routes[0].has_redirect());
   const auto& redirect = routes[0].redirect();
   EXPECT_EQ(routes[0].match().prefix(), "/old/");
@@ -1451,7 +1460,12 @@ TEST_F(GeneratorsTest, RedirectsAndDirectResponsesForEnvoyOnly) {
   EXPECT_EQ(routes[1].response_headers_to_add(0).header().key(), "retry-after");
   EXPECT_EQ(routes[2].direct_response().status(), 418u);
   EXPECT_EQ(routes[2].direct_response().body().inline_bytes(), "hello") << "bytes are base64 in YAML";
-  EXPECT_EQ(routes[3].route().cluster(), "outbound|8080||inventory.mesh.local");
+  EXPECT_EQ(routes[3].redirect().port_redirect(), 8080u) << "FROM_REQUEST_PORT: the port these routes are for";
+  EXPECT_EQ(routes[3].stat_prefix(), "v1-moves");
+  EXPECT_EQ(routes[4].redirect().scheme_redirect(), "https");
+  EXPECT_EQ(routes[4].redirect().port_redirect(), 0u) << "FROM_PROTOCOL_DEFAULT: no port, the scheme's default";
+  EXPECT_TRUE(routes[4].stat_prefix().empty());
+  EXPECT_EQ(routes[5].route().cluster(), "outbound|8080||inventory.mesh.local");
 
   const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
   ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
