@@ -103,6 +103,9 @@ struct ServiceEntry {
   enum class Resolution { kStatic, kDns, kDnsRoundRobin } resolution = Resolution::kStatic;
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
+  // exportTo: the namespaces whose proxies see the hosts: "*" (every one), "." (the entry's
+  // own), "~" (none) or names. Empty: every namespace, Istio's default.
+  std::vector<std::string> export_to;
 };
 
 // networking.istio.io WorkloadEntry.

@@ -581,6 +581,26 @@ void CheckExportTo(Reader& r, const YAML::Node& spec) {
   }
 }
 
+// A ServiceEntry's exportTo, as Istio validates it: "*", ".", "~" or namespace names, each
+// once; "*" and "~" only alone.
+std::vector<std::string> ReadServiceExportTo(Reader& r, const YAML::Node& spec) {
+  std::vector<std::string> out = r.Strings(spec, "exportTo", "spec", false);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string& to = out[i];
+    const std::string f = Reader::Index("spec.exportTo", i);
+    if (!seen.insert(to).second) {
+      r.Error(spec["exportTo"][i], f, StrCat("\"", to.substr(0, 64), "\" is listed twice"));
+    } else if ((to == "*" || to == "~") && out.size() > 1) {
+      r.Error(spec["exportTo"][i], f, StrCat("\"", to, "\" must be the only entry"));
+    } else if (to != "*" && to != "~" && to != "." && !IsDnsLabel(to)) {
+      r.Error(spec["exportTo"][i], f,
+              "must be \"*\", \".\", \"~\" or a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+    }
+  }
+  return out;
+}
+
 std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::string& field) {
   const YAML::Node node = spec["workloadSelector"];
   if (!node.IsDefined()) return std::nullopt;
@@ -710,9 +730,9 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return se;
-  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location"},
+  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location", "exportTo"},
              {"addresses", "subjectAltNames"});
-  CheckExportTo(r, spec);
+  se.export_to = ReadServiceExportTo(r, spec);
   se.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < se.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), se.hosts[i], /*allow_wildcard=*/true);

@@ -137,7 +137,11 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         define(ServiceInfo{host, se->meta.namespace_name, se->ports, key, se->resolution,
                            se->resolution != ServiceEntry::Resolution::kStatic
                                ? std::span<const WorkloadEndpoint>(se->endpoints)
-                               : std::span<const WorkloadEndpoint>{}});
+                               : std::span<const WorkloadEndpoint>{},
+                           se->export_to});
+      }
+      if (!se->export_to.empty() && !(se->export_to.size() == 1 && se->export_to[0] == "*")) {
+        exports_restricted_ = true;
       }
     }
   }

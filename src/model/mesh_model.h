@@ -43,6 +43,8 @@ struct ServiceInfo {
   // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
   ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
   std::span<const WorkloadEndpoint> dns_endpoints;
+  // The ServiceEntry's exportTo: which namespaces' proxies see the host (empty: all).
+  std::span<const std::string> export_to;
 };
 
 struct EndpointInfo {
@@ -117,6 +119,9 @@ class MeshContext final : public PushContext {
     auto operator<=>(const SourceCondition&) const = default;
   };
   const std::vector<SourceCondition>& source_conditions() const { return source_conditions_; }
+  // Whether some service is exported to fewer than all namespaces: what a proxy sees then
+  // depends on its namespace (ProxyScope).
+  bool exports_restricted() const { return exports_restricted_; }
   // One filter chain of the Envoy listener of an opaque (not HTTP) port. A listener address
   // cannot tell services apart, so the chains do, as istiod's do for services without a VIP:
   // each TLS or HTTPS service by the SNI name (its host, or its VirtualService's tls routes'
@@ -152,6 +157,7 @@ class MeshContext final : public PushContext {
   MergedDestinationRules destination_rules_;
   std::vector<const Sidecar*> sidecars_;
   std::vector<SourceCondition> source_conditions_;
+  bool exports_restricted_ = false;
   std::map<uint32_t, std::vector<OpaqueChain>> opaque_chains_;
   std::vector<ConfigWarning> findings_;
 };

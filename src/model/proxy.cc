@@ -54,6 +54,7 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
   }
   if (sidecar_ == nullptr) sidecar_ = fallback;
   if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
+  if (context.exports_restricted()) key_ = StrCat(key_, "|ns:", proxy.namespace_name);
   route_key_ = key_;
   if (!context.source_conditions().empty()) {
     route_key_ += "|source:";
@@ -72,7 +73,16 @@ bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& la
          (match.source_namespace.empty() || match.source_namespace == namespace_name);
 }
 
+bool ProxyScope::Exported(const ServiceInfo& service) const {
+  if (service.export_to.empty()) return true;
+  for (const std::string& to : service.export_to) {
+    if (to == "*" || to == namespace_name_ || (to == "." && service.namespace_name == namespace_name_)) return true;
+  }
+  return false;  // "~", or not among the namespaces listed
+}
+
 bool ProxyScope::Visible(const ServiceInfo& service) const {
+  if (!Exported(service)) return false;
   if (sidecar_ == nullptr) return true;
   for (const std::string& pattern : sidecar_->egress_hosts) {
     const size_t slash = pattern.find('/');

@@ -31,9 +31,12 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
 class ProxyScope {
  public:
   ProxyScope(const ProxyInfo& proxy, const MeshContext& context);
+  // Whether the proxy sees `service`: exported to its namespace (ServiceEntry exportTo), and
+  // among its Sidecar's egress hosts when one applies.
   bool Visible(const ServiceInfo& service) const;
   bool VisibleHost(const std::string& host) const;
-  // Identifies the scope (for cache keys): "all" or "sidecar:ns/name".
+  // Identifies the scope (for cache keys): "all" or "sidecar:ns/name", followed by
+  // "|ns:NAMESPACE" when some service is exported to fewer than all namespaces.
   const std::string& key() const { return key_; }
   // Whether an HTTP route match is for this proxy as a client (sourceLabels, sourceNamespace,
   // gateways: SourceMatches).
@@ -48,6 +51,8 @@ class ProxyScope {
   static bool SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name);
 
  private:
+  bool Exported(const ServiceInfo& service) const;
+
   const MeshContext& context_;
   const Sidecar* sidecar_ = nullptr;
   std::string key_ = "all";

@@ -195,6 +195,35 @@ spec:
   EXPECT_TRUE(bad.documents.empty());
 }
 
+// ServiceEntry exportTo as Istio validates it; VirtualService and DestinationRule still take
+// only "*".
+TEST(YamlLoaderTest, ServiceEntryExportToIsCheckedAsIstioChecksIt) {
+  const auto errors_of = [](const std::string& export_to) {
+    return Errors(ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: a}
+spec:
+  resolution: STATIC
+  hosts: [a.mesh.local]
+  ports: [{number: 80, name: http}]
+  exportTo: )" + export_to + "\n"));
+  };
+  EXPECT_EQ(errors_of("[\".\", web, shop]"), "");
+  EXPECT_EQ(errors_of("[\"~\"]"), "");
+  EXPECT_THAT(errors_of("[\"*\", web]"), ::testing::HasSubstr("spec.exportTo[0]: \"*\" must be the only entry"));
+  EXPECT_THAT(errors_of("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
+  EXPECT_THAT(errors_of("[Web]"), ::testing::HasSubstr("spec.exportTo[0]: must be \"*\", \".\", \"~\" or a namespace"));
+  const ParsedFile vs = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: a}
+spec:
+  hosts: [a.mesh.local]
+  exportTo: ["."]
+  http: [{route: [{destination: {host: a.mesh.local}}]}]
+)");
+  EXPECT_THAT(Errors(vs), ::testing::HasSubstr("exportTo \".\" is not supported by cxds"));
+}
+
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

@@ -774,6 +774,62 @@ spec:
   }
 }
 
+// ServiceEntry exportTo: a proxy sees a host only if the entry is exported to its namespace
+// ("." its own, names, "*"; "~" none). What a proxy is served then depends on its namespace, so
+// alike proxies of two namespaces do not share routes or clusters lists.
+TEST_F(GeneratorsTest, ExportToDecidesWhichNamespacesSeeAServiceEntry) {
+  Apply("exports.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: partner}
+spec:
+  resolution: STATIC
+  hosts: [partner.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  exportTo: ["."]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: billing}
+spec:
+  resolution: STATIC
+  hosts: [billing.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  exportTo: [web]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: hidden}
+spec:
+  resolution: STATIC
+  hosts: [hidden.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  exportTo: ["~"]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto sees = [&](const std::string& node) {
+    std::set<std::string> hosts;
+    for (const auto& [name, cluster] : ClustersFor(node)) {
+      if (name.ends_with("partner.mesh.local") || name.ends_with("billing.mesh.local") ||
+          name.ends_with("hidden.mesh.local")) {
+        hosts.insert(name.substr(name.rfind('|') + 1));
+      }
+    }
+    std::set<std::string> vhosts;
+    for (const auto& vhost : RoutesFor(node, false, "8080").virtual_hosts()) {
+      if (vhost.name().find("partner") != std::string::npos || vhost.name().find("billing") != std::string::npos ||
+          vhost.name().find("hidden") != std::string::npos) {
+        vhosts.insert(vhost.name());
+      }
+    }
+    EXPECT_EQ(hosts.size(), vhosts.size()) << node << ": clusters and routes agree";
+    return hosts;
+  };
+  // The default namespace's proxy first, so a cached route configuration would leak to web's.
+  EXPECT_THAT(sees("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local"),
+              ::testing::ElementsAre("partner.mesh.local"));
+  EXPECT_THAT(sees("sidecar~127.0.0.7~app-3.web~web.svc.cluster.local"), ::testing::ElementsAre("billing.mesh.local"));
+}
+
 // Outlier detection as istiod translates it: ejection is enforced only for the error counts a
 // rule sets, success-rate ejection is off, local-origin failures count apart only when split, and
 // minHealthPercent becomes the panic threshold (0, no panic routing, when unset).
