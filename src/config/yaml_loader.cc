@@ -612,6 +612,14 @@ std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::s
 
 MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sService s{std::move(meta), {}, {}};
+  // Istio narrows a Service's visibility by this annotation; ignoring it would widen it.
+  if (const YAML::Node annotations = doc["metadata"]["annotations"]; annotations.IsDefined() && annotations.IsMap()) {
+    const YAML::Node exported = annotations["networking.istio.io/exportTo"];
+    if (exported.IsDefined() && !(exported.IsScalar() && exported.Scalar() == "*")) {
+      r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
+              "exportTo other than \"*\" on a Service is not supported by cxds (a ServiceEntry's spec.exportTo is)");
+    }
+  }
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return s;
   // Addressing and node-level fields mean nothing to a proxy that routes by host: ignored.

@@ -190,7 +190,7 @@ spec: {}
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: s}
+metadata: {name: s, annotations: {networking.istio.io/exportTo: "."}}
 spec:
   type: NodePort
   sessionAffinity: ClientIP
@@ -242,9 +242,11 @@ spec:
                        "resolution NONE (pass-through to the address dialled) is not supported by cxds"))
       << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol GRPC-WEB is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.exportTo", "exportTo \".\" is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.exportTo", "")) << "a ServiceEntry's exportTo is supported";
   EXPECT_TRUE(HasError(parsed, "kind", "kind \"Gateway\" is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.type", "type NodePort is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "metadata.annotations.networking.istio.io/exportTo",
+                       "exportTo other than \"*\" on a Service is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.sessionAffinity", "ClientIP (client IP stickiness) is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.externalIPs", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.ports[1].protocol", "UDP ports are not supported by cxds"));

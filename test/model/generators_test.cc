@@ -815,7 +815,8 @@ spec:
       }
     }
     std::set<std::string> vhosts;
-    for (const auto& vhost : RoutesFor(node, false, "8080").virtual_hosts()) {
+    const auto routes = RoutesFor(node, false, "8080");
+    for (const auto& vhost : routes.virtual_hosts()) {
       if (vhost.name().find("partner") != std::string::npos || vhost.name().find("billing") != std::string::npos ||
           vhost.name().find("hidden") != std::string::npos) {
         vhosts.insert(vhost.name());

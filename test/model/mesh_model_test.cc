@@ -1,8 +1,10 @@
 #include "model/mesh_model.h"
 
+#include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/mesh_kinds.h"
+#include "model/proxy.h"
 
 namespace cxds {
 namespace {
@@ -218,6 +220,35 @@ TEST_F(MeshModelTest, ContextHasServicesByHostAndAContentVersion) {
   moved.replace(moved.find("18081"), 5, "18089");
   Apply("mesh.yaml", moved);
   EXPECT_EQ((*model_.Build(nullptr, {}, 2, absl::UnixEpoch()))->version(), context.version());
+}
+
+// The scope key (what routes and listeners are cached by) carries the proxy's namespace once a
+// ServiceEntry is exported to fewer than every namespace, and only then: proxies of two
+// namespaces see different hosts then, and must not share what was built for the other.
+TEST(ProxyScopeTest, TheKeyCarriesTheNamespaceOnlyWhenExportsAreRestricted) {
+  const auto keys = [](const std::string& export_to) {
+    ConfigStore store;
+    store.ApplyFile("se.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: partner}
+spec:
+  resolution: STATIC
+  hosts: [partner.mesh.local]
+  ports: [{number: 8080, name: http}]
+  exportTo: )",
+                                      export_to, "\n"));
+    EXPECT_EQ(store.error_count(), 0u);
+    const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+    std::vector<std::string> out;
+    for (const std::string ns : {"default", "web"}) {
+      ProxyInfo proxy;
+      proxy.namespace_name = ns;
+      out.push_back(ProxyScope(proxy, mesh).key());
+    }
+    return out;
+  };
+  EXPECT_THAT(keys("[\"*\"]"), ::testing::ElementsAre("all", "all"));
+  EXPECT_THAT(keys("[\".\"]"), ::testing::ElementsAre("all|ns:default", "all|ns:web"));
 }
 
 }  // namespace
