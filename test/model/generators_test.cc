@@ -775,8 +775,8 @@ spec:
 }
 
 // ServiceEntry exportTo: a proxy sees a host only if the entry is exported to its namespace
-// ("." its own, names, "*"; "~" none). What a proxy is served then depends on its namespace, so
-// alike proxies of two namespaces do not share routes or clusters lists.
+// ("." its own, names, "*"; "~" none), in its clusters and its routes alike. That proxies of two
+// namespaces get different cache keys is ProxyScopeTest's: this test passes without that.
 TEST_F(GeneratorsTest, ExportToDecidesWhichNamespacesSeeAServiceEntry) {
   Apply("exports.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -825,7 +825,6 @@ spec:
     EXPECT_EQ(hosts.size(), vhosts.size()) << node << ": clusters and routes agree";
     return hosts;
   };
-  // The default namespace's proxy first, so a cached route configuration would leak to web's.
   EXPECT_THAT(sees("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local"),
               ::testing::ElementsAre("partner.mesh.local"));
   EXPECT_THAT(sees("sidecar~127.0.0.7~app-3.web~web.svc.cluster.local"), ::testing::ElementsAre("billing.mesh.local"));
