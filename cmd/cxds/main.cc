@@ -102,6 +102,10 @@ int Main(int argc, char** argv) {
        "admission rate of new streams (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   flag("domain-suffix", serve.controller.domain_suffix, "Kubernetes service domain suffix");
+  flag("listener-address", serve.controller.translation.listener_address,
+       "address Envoy sidecars' outbound listeners bind (listener names ADDRESS_PORT)");
+  flag("gateway-address", serve.controller.translation.gateway_address,
+       "address gateway proxies' listeners bind (0.0.0.0 for a gateway taking traffic from outside)");
   flag("max-config-file-bytes", serve.controller.max_config_file_bytes,
        "larger config files are refused whole (their last good objects keep serving)")
       ->check(CLI::Range(size_t{1024}, size_t{64} << 20));

@@ -42,6 +42,10 @@ struct ServicePort {
   bool operator==(const ServicePort&) const = default;
 };
 
+// Istio's Name.SubsetOf: every name `name` matches is one `of` matches ("a.example.com" and
+// "*.a.example.com" are under "*.example.com"; everything is under "*").
+bool HostSubsetOf(std::string_view name, std::string_view of);
+
 // Whether ports of `protocol` get HTTP routing; the others are proxied as opaque TCP (Envoy) or
 // left out (proxyless gRPC, which speaks only HTTP/2).
 bool IsHttpProtocol(std::string_view protocol);
@@ -171,12 +175,12 @@ struct HttpRoute {
     uint32_t port = 0;                                // the host's port it applies to; 0: every port
     // Which client proxies the match is for (Istio's sourceMatchHTTP): those whose labels
     // include `source_labels` and, when set, of namespace `source_namespace`; the others get
-    // no route for it. With `gateways` given (only "mesh" is supported), Istio looks at the
-    // gateways alone: every sidecar, whatever the source conditions say.
+    // no route for it. With `gateways` given, Istio looks at the gateways alone: "mesh" is
+    // every sidecar, whatever the source conditions say; a Gateway is its gateway proxies.
     LabelMap source_labels;
     std::string source_namespace;
-    bool gateways_given = false;
-    std::string stat_prefix;  // Envoy's per-route statistics prefix (gRPC keeps none)
+    std::vector<std::string> gateways;  // as VirtualService::gateways; empty: the VirtualService's
+    std::string stat_prefix;            // Envoy's per-route statistics prefix (gRPC keeps none)
   };
   std::vector<Match> match;  // empty: everything
   std::vector<HttpRouteDestination> route;
@@ -265,6 +269,10 @@ struct TlsRoute {
 struct VirtualService {
   ObjectMeta meta;
   std::vector<std::string> hosts;
+  // What the routes apply to: "mesh" (every sidecar and proxyless client) and Gateways, as
+  // "namespace/name" (a bare name in the file is of the VirtualService's namespace). Empty in
+  // the file: ["mesh"].
+  std::vector<std::string> gateways = {"mesh"};
   std::vector<HttpRoute> http;
   std::vector<TcpRoute> tcp;
   std::vector<TlsRoute> tls;
@@ -352,8 +360,28 @@ struct Sidecar {
   std::vector<std::string> egress_hosts;  // "namespace/host" patterns
 };
 
+// networking.istio.io Gateway: the servers of the gateway proxies (router~ nodes) whose labels
+// include the selector. cxds serves plain HTTP servers (HTTP, HTTP2, GRPC), optionally
+// redirecting to HTTPS; TLS termination and TCP servers are not supported.
+struct Gateway {
+  ObjectMeta meta;
+  LabelMap selector;  // empty: every gateway proxy
+  struct Server {
+    std::string name;
+    uint32_t port = 0;
+    std::string port_name;
+    std::string protocol;  // HTTP, HTTP2 or GRPC
+    // "namespace/host": VirtualServices of that namespace ("*": any, ".": the Gateway's) bound
+    // to the Gateway serve the host (a wildcard such as "*.example.com" or "*" allowed). A
+    // host without a namespace in the file is "*/host".
+    std::vector<std::string> hosts;
+    bool https_redirect = false;  // tls.httpsRedirect: answer every request with a 301 to https
+  };
+  std::vector<Server> servers;
+};
+
 using MeshObject = std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
-                                Sidecar, K8sPod>;
+                                Sidecar, K8sPod, Gateway>;
 
 // "Service", "EndpointSlice", ...
 std::string KindOf(const MeshObject& object);

@@ -56,8 +56,8 @@ std::string ConfigError::ToString() const {
 }
 
 std::string KindOf(const MeshObject& object) {
-  static const char* kNames[] = {"Service",        "EndpointSlice",   "ServiceEntry", "WorkloadEntry",
-                                 "VirtualService", "DestinationRule", "Sidecar",      "Pod"};
+  static const char* kNames[] = {"Service",         "EndpointSlice", "ServiceEntry", "WorkloadEntry", "VirtualService",
+                                 "DestinationRule", "Sidecar",       "Pod",          "Gateway"};
   static_assert(std::size(kNames) == std::variant_size_v<MeshObject>);
   return kNames[object.index()];
 }
@@ -470,6 +470,13 @@ std::string KubernetesPortProtocol(std::string_view name, std::optional<std::str
   upper = upper.substr(0, upper.find('-'));
   if (ServedProtocols().contains(upper) || IsUnservedIstioProtocol(upper)) return upper;
   return "";
+}
+
+bool HostSubsetOf(std::string_view name, std::string_view of) {
+  const auto wildcard = [](std::string_view h) { return h.starts_with('*'); };
+  if (wildcard(name)) return wildcard(of) && name.substr(1).ends_with(of.substr(1));
+  if (wildcard(of)) return name.ends_with(of.substr(1));
+  return name == of;
 }
 
 bool IsHttpProtocol(std::string_view protocol) {
@@ -1066,24 +1073,49 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   }
 }
 
-// `gateways` of `node` (field `f`): "mesh", every sidecar and the default, is the one gateway
-// cxds serves; any other is refused as not supported.
+// `gateways` of `node` (field `f`) of a VirtualService of namespace `ns`: "mesh", or a Gateway
+// as "namespace/name" or "name" (of `ns`), returned as "mesh" and "namespace/name". Istio's
+// older "name.namespace" form is refused as not supported (cxds cannot tell it from a name).
+std::vector<std::string> ReadGatewayNames(Reader& r, const YAML::Node& node, const std::string& f,
+                                          const std::string& ns) {
+  std::vector<std::string> out;
+  const std::vector<std::string> names = r.Strings(node, "gateways", f, false);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    const std::string field = Reader::Index(Reader::Join(f, "gateways"), i);
+    const YAML::Node at = node["gateways"][i];
+    if (name == "mesh") {
+      out.push_back(name);
+      continue;
+    }
+    const size_t slash = name.find('/');
+    const std::string gateway_ns = slash == std::string::npos ? ns : name.substr(0, slash);
+    const std::string gateway_name = slash == std::string::npos ? name : name.substr(slash + 1);
+    if (slash == std::string::npos && name.find('.') != std::string::npos) {
+      r.Error(at, field,
+              StrCat("gateway \"", name.substr(0, 64),
+                     "\": the name.namespace form is not supported by cxds (write namespace/name)"));
+    } else if (!IsDnsLabel(gateway_ns)) {
+      r.Error(at, field,
+              StrCat("gateway \"", name.substr(0, 64), "\": the namespace must be a DNS label (a-z, 0-9, '-')"));
+    } else if (std::string problem = HostProblem(gateway_name, false); !problem.empty()) {
+      r.Error(at, field, StrCat("gateway \"", name.substr(0, 64), "\": the name ", problem));
+    } else {
+      out.push_back(StrCat(gateway_ns, "/", gateway_name));
+    }
+  }
+  return out;
+}
+
+// `gateways` of a tcp or tls route match: only "mesh" (cxds serves no TCP or TLS Gateway servers).
 void CheckMeshGatewayOnly(Reader& r, const YAML::Node& node, const std::string& f) {
   for (const std::string& gateway : r.Strings(node, "gateways", f, false)) {
     if (gateway != "mesh") {
       r.Error(node["gateways"], Reader::Join(f, "gateways"),
-              StrCat("gateway \"", gateway.substr(0, 64), "\": gateways are not supported by cxds (only \"mesh\")"));
+              StrCat("gateway \"", gateway.substr(0, 64),
+                     "\": tcp and tls routes at a Gateway are not supported by cxds (only \"mesh\")"));
     }
   }
-}
-
-// Istio's Name.SubsetOf: every name `name` matches is one `of` matches ("a.example.com" and
-// "*.a.example.com" are under "*.example.com"; everything is under "*").
-bool HostSubsetOf(std::string_view name, std::string_view of) {
-  const auto wildcard = [](std::string_view h) { return h.starts_with('*'); };
-  if (wildcard(name)) return wildcard(of) && name.substr(1).ends_with(of.substr(1));
-  if (wildcard(of)) return name.ends_with(of.substr(1));
-  return name == of;
 }
 
 // spec.tls[]: TLS routes by SNI name, with Istio's rules: at least one match, each naming
@@ -1336,7 +1368,19 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   if (!r.IsMap(spec, "spec")) return vs;
   r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
   CheckExportTo(r, spec);
-  CheckMeshGatewayOnly(r, spec, "spec");
+  if (spec["gateways"].IsDefined()) {
+    vs.gateways = ReadGatewayNames(r, spec, "spec", vs.meta.namespace_name);
+    if (vs.gateways.empty() && r.IsSeq(spec["gateways"], "spec.gateways") && spec["gateways"].size() == 0) {
+      vs.gateways = {"mesh"};  // an empty list is the default, as in Istio
+    }
+  }
+  const bool for_mesh = std::find(vs.gateways.begin(), vs.gateways.end(), "mesh") != vs.gateways.end();
+  for (const char* opaque : {"tcp", "tls"}) {
+    if (spec[opaque].IsDefined() && !for_mesh && !vs.gateways.empty()) {
+      r.Error(spec[opaque], Reader::Join("spec", opaque),
+              StrCat(opaque, " routes at a Gateway are not supported by cxds (only with \"mesh\" in spec.gateways)"));
+    }
+  }
   vs.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
@@ -1382,8 +1426,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
           r.Error(m["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
                   "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
         }
-        CheckMeshGatewayOnly(r, m, mf);
-        match.gateways_given = m["gateways"].IsDefined() && m["gateways"].IsSequence() && m["gateways"].size() > 0;
+        match.gateways = ReadGatewayNames(r, m, mf, vs.meta.namespace_name);
         if (m["uri"].IsDefined()) match.uri = ReadStringMatch(r, m["uri"], Reader::Join(mf, "uri"));
         match.ignore_uri_case = r.Bool(m, "ignoreUriCase", mf).value_or(false);
         match.headers = ReadMatchMap(r, m["headers"], Reader::Join(mf, "headers"), true);
@@ -1758,6 +1801,98 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   return sc;
 }
 
+// A Gateway server's hosts as Istio validates them: "namespace/host" or "host" ("*/host"),
+// the namespace "*", "." or a DNS label, the host a DNS name or wildcard.
+std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, const std::string& f) {
+  std::vector<std::string> out;
+  const std::vector<std::string> hosts = r.Strings(server, "hosts", f, true);  // required: at least one
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const std::string hf = Reader::Index(Reader::Join(f, "hosts"), i);
+    const size_t slash = hosts[i].find('/');
+    const std::string ns = slash == std::string::npos ? "*" : hosts[i].substr(0, slash);
+    const std::string host = slash == std::string::npos ? hosts[i] : hosts[i].substr(slash + 1);
+    if (ns != "*" && ns != "." && !IsDnsLabel(ns)) {
+      r.Error(server["hosts"][i], hf,
+              StrCat("the namespace of \"", hosts[i].substr(0, 64), "\" must be *, . or a namespace"));
+    } else if (std::string problem = HostProblem(host, true); !problem.empty()) {
+      r.Error(server["hosts"][i], hf, StrCat("host \"", host.substr(0, 64), "\" ", problem));
+    } else {
+      out.push_back(StrCat(ns, "/", host));
+    }
+  }
+  return out;
+}
+
+MeshObject ReadGateway(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  Gateway gw;
+  gw.meta = std::move(meta);
+  const YAML::Node spec = doc["spec"];
+  if (!r.IsMap(spec, "spec")) return gw;
+  r.OnlyKeys(spec, "spec", {"selector", "servers"});
+  gw.selector = r.Labels(spec, "selector", "spec");
+  const YAML::Node servers = spec["servers"];
+  if (!r.IsSeq(servers, "spec.servers")) return gw;
+  if (servers.size() == 0) r.Error(servers, "spec.servers", "must list at least one server");
+  std::set<std::string> server_names, port_names;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const std::string f = Reader::Index("spec.servers", i);
+    const YAML::Node s = servers[i];
+    if (!r.IsMap(s, f)) continue;
+    r.OnlyKeys(s, f, {"port", "hosts", "tls", "name"}, {"bind", "defaultEndpoint"});
+    Gateway::Server server;
+    server.name = r.String(s, "name", f, false).value_or("");
+    if (!server.name.empty() && !server_names.insert(server.name).second) {
+      r.Error(s["name"], Reader::Join(f, "name"),
+              StrCat("server name \"", server.name.substr(0, 64), "\" is used twice"));
+    }
+    const std::string pf = Reader::Join(f, "port");
+    if (r.IsMap(s["port"], pf)) {
+      const YAML::Node port = s["port"];
+      r.OnlyKeys(port, pf, {"number", "protocol", "name", "targetPort"});
+      if (port["targetPort"].IsDefined()) {
+        r.Error(port["targetPort"], Reader::Join(pf, "targetPort"),
+                "has no effect at a Gateway (Istio refuses it too)");
+      }
+      server.port = r.Uint(port, "number", pf, true, 1, 65535).value_or(0);
+      server.port_name = r.String(port, "name", pf, true).value_or("");
+      if (!server.port_name.empty() && !port_names.insert(server.port_name).second) {
+        r.Error(port["name"], Reader::Join(pf, "name"),
+                StrCat("port name \"", server.port_name.substr(0, 64), "\" is used by another server"));
+      }
+      const std::string protocol = absl::AsciiStrToUpper(r.String(port, "protocol", pf, true).value_or(""));
+      server.protocol = protocol;
+      static constexpr std::string_view kIstioProtocols[] = {"HTTP",  "HTTPS", "GRPC", "GRPC-WEB", "HTTP2", "MONGO",
+                                                             "REDIS", "MYSQL", "TCP",  "TLS",      "UDP"};
+      if (protocol.empty()) {
+        // reported as required
+      } else if (std::find(std::begin(kIstioProtocols), std::end(kIstioProtocols), protocol) ==
+                 std::end(kIstioProtocols)) {
+        r.Error(port["protocol"], Reader::Join(pf, "protocol"),
+                StrCat("protocol \"", protocol.substr(0, 32),
+                       "\" must be one of HTTP, HTTPS, GRPC, GRPC-WEB, HTTP2, MONGO, REDIS, MYSQL, TCP, TLS, UDP"));
+      } else if (protocol != "HTTP" && protocol != "HTTP2" && protocol != "GRPC") {
+        r.Error(port["protocol"], Reader::Join(pf, "protocol"),
+                StrCat("protocol ", protocol,
+                       " at a Gateway is not supported by cxds (only HTTP, HTTP2 and GRPC servers: no TLS "
+                       "termination or TCP proxying at gateways)"));
+      }
+    }
+    server.hosts = ReadServerHosts(r, s, f);
+    if (const YAML::Node tls = s["tls"]; tls.IsDefined()) {
+      const std::string tf = Reader::Join(f, "tls");
+      if (r.IsMap(tls, tf)) {
+        r.OnlyKeys(tls, tf, {"httpsRedirect"},
+                   {"mode", "serverCertificate", "privateKey", "caCertificates", "caCrl", "credentialName",
+                    "credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki",
+                    "verifyCertificateHash", "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
+        server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
+      }
+    }
+    gw.servers.push_back(std::move(server));
+  }
+  return gw;
+}
+
 struct KindInfo {
   const char* kind;
   std::vector<std::string> api_versions;
@@ -1781,6 +1916,7 @@ const std::vector<KindInfo>& Kinds() {
       {"DestinationRule", kIstio, ReadDestinationRule, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"Pod", {"v1"}, ReadPod, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      {"Gateway", kIstio, ReadGateway, {"apiVersion", "kind", "metadata", "spec", "status"}},
   };
   return kinds;
 }
@@ -1914,7 +2050,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
                            : StrCat("kind \"", kind.substr(0, 64),
                                     "\" is not supported by cxds (supported: Service, EndpointSlice, "
                                     "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
-                                    "Sidecar)"));
+                                    "Sidecar, Gateway)"));
       out.unidentified_failure = true;
       continue;
     }

@@ -38,7 +38,7 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
   pipeline_options.observer = options_.observer;
   pipeline_options.proxy_filter = MeshProxyFilter();
   pipeline_ = std::make_unique<PushPipeline>(model_, pipeline_options);
-  AddMeshGenerators(*pipeline_, *model_);
+  AddMeshGenerators(*pipeline_, *model_, options_.translation);
   if (options_.resolver != nullptr) {
     dns_scheduler_ = std::make_unique<RealScheduler>();  // the system resolver blocks
     dns_refresher_ = std::make_unique<DnsRefresher>(DnsRefresher::Options{.interval = options_.dns_refresh}, store_,

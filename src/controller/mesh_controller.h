@@ -26,6 +26,7 @@
 #include "config/yaml_loader.h"
 #include "controller/dns_refresher.h"
 #include "metrics/metrics.h"
+#include "model/generators.h"
 #include "model/mesh_model.h"
 #include "pipeline/debouncer.h"
 #include "pipeline/push_pipeline.h"
@@ -47,6 +48,7 @@ class MeshController {
     // Null: gRPC nodes get those clusters empty.
     NameResolver* resolver = nullptr;
     absl::Duration dns_refresh = absl::Seconds(30);
+    TranslationOptions translation;  // where the Envoy listeners bind
   };
 
   // `scheduler` runs the pipeline's timers; the source delivers batches on its own thread.

@@ -1,6 +1,7 @@
 #include "model/generators.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -449,6 +450,15 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   const MeshModel& model_;
 };
 
+// The port of the cluster a destination names, as istiod's GetDestinationCluster picks it:
+// the destination's own, else its service's only port, else `port`, where the request came in.
+uint32_t DestinationPort(const MeshContext& mesh, const std::string& host, const HttpRouteDestination& d,
+                         uint32_t port) {
+  if (d.port != 0) return d.port;
+  const ServiceInfo* service = mesh.FindService(host);
+  return service != nullptr && service->ports.size() == 1 ? service->ports.front().number : port;
+}
+
 constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
@@ -484,8 +494,8 @@ TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& ch
   TcpProxy tcp;
   tcp.set_stat_prefix(cluster);
   const auto cluster_of = [&](const HttpRouteDestination& d) {
-    return ClusterName(d.port != 0 ? d.port : port, d.subset,
-                       ResolveHost(d.host, chain.route_namespace, mesh.domain_suffix()));
+    const std::string host = ResolveHost(d.host, chain.route_namespace, mesh.domain_suffix());
+    return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
   };
   if (chain.route == nullptr) {
     tcp.set_cluster(cluster);
@@ -568,6 +578,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       }
       return out;
     }
+    if (proxy.type == "router" && !proxy.grpc) return GatewayListeners(proxy, request, mesh, cache);
     // Envoy: one listener per port. A port with an HTTP service gets the HTTP connection
     // manager (routes by Host); an opaque one the filter chains of MeshContext::OpaqueChains
     // (the same for every proxy) whose services this proxy sees.
@@ -620,6 +631,44 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
   }
 
  private:
+  // A gateway proxy's listeners, as istiod names them: ADDRESS_PORT per port of the servers of
+  // the Gateways that pick it, with the HTTP connection manager and route configuration
+  // http.PORT. Nothing else: a gateway has no outbound listeners.
+  absl::StatusOr<std::optional<GeneratedResources>> GatewayListeners(const ProxyInfo& proxy, const PushRequest& request,
+                                                                     const MeshContext& mesh, ResourceCache& cache) {
+    std::set<uint32_t> ports;
+    for (const Gateway* gateway : mesh.GatewaysFor(proxy.labels)) {
+      for (const Gateway::Server& server : gateway->servers) ports.insert(server.port);
+    }
+    GeneratedResources out;
+    for (uint32_t port : ports) {
+      const std::string name = StrCat(options_.gateway_address, "_", port);
+      // The same for every gateway proxy with this port.
+      auto resource = cache.GetOrBuild(
+          {std::string(kListenerType), name, "router"}, {kWholeContext}, request.push_sequence,
+          [&]() -> absl::StatusOr<ResourcePtr> { return Resource::FromMessage(GatewayListener(name, port)); });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+    }
+    return out;
+  }
+
+  // A gateway proxy's listener on `port`: the HTTP connection manager with the client's
+  // address as the peer's (a gateway is where requests enter the mesh), routes http.PORT.
+  Listener GatewayListener(const std::string& name, uint32_t port) const {
+    Listener listener;
+    listener.set_name(name);
+    auto* address = listener.mutable_address()->mutable_socket_address();
+    address->set_address(options_.gateway_address);
+    address->set_port_value(port);
+    HttpConnectionManager hcm = RdsManager(StrCat("http.", port), StrCat("outbound_", name), /*envoy=*/true);
+    hcm.mutable_use_remote_address()->set_value(true);
+    auto* filter = listener.add_filter_chains()->add_filters();
+    filter->set_name("envoy.filters.network.http_connection_manager");
+    filter->mutable_typed_config()->PackFrom(hcm);
+    return listener;
+  }
+
   const TranslationOptions options_;
 };
 
@@ -841,124 +890,134 @@ void SetAnswer(const HttpRoute& http, uint32_t port, envoy::config::route::v3::R
   if (!http.direct_response->body.empty()) direct->mutable_body()->set_inline_bytes(http.direct_response->body);
 }
 
+// The routes of one VirtualService's HTTP routes for requests on `port` (a service port, or a
+// gateway's), in order: those of its matches `applies` keeps.
+void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, uint32_t port,
+                             const std::function<bool(const HttpRoute::Match&)>& applies, bool grpc,
+                             envoy::config::route::v3::VirtualHost* vhost) {
+  for (const HttpRoute& http : vs->http) {
+    const bool answers = http.redirect.has_value() || http.direct_response.has_value();
+    // gRPC routes only to clusters: grpc-js refuses the whole route configuration for one
+    // redirect, so the route is left out (analysis says so, cxds_grpc_ignores).
+    if (grpc && answers) continue;
+    std::vector<const HttpRoute::Match*> matches;
+    for (const auto& m : http.match) matches.push_back(&m);
+    if (matches.empty()) matches.push_back(nullptr);
+    for (const HttpRoute::Match* match : matches) {
+      // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
+      // there, so it is left out (analysis says so, cxds_grpc_ignores).
+      if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
+      // A match on another of the host's ports has no place in this port's routes.
+      if (match != nullptr && match->port != 0 && match->port != port) continue;
+      // A match for other clients (sourceLabels, sourceNamespace, gateways) is not in this
+      // proxy's routes.
+      if (match != nullptr && !applies(*match)) continue;
+      auto* route = vhost->add_routes();
+      if (!http.name.empty()) route->set_name(http.name);
+      if (match != nullptr && !match->stat_prefix.empty() && !grpc) route->set_stat_prefix(match->stat_prefix);
+      auto* m = route->mutable_match();
+      if (match == nullptr || !match->uri.has_value()) {
+        m->set_prefix("/");
+      } else if (match->uri->kind == StringMatch::Kind::kExact) {
+        m->set_path(match->uri->value);
+      } else if (match->uri->kind == StringMatch::Kind::kPrefix) {
+        m->set_prefix(match->uri->value);
+      } else {
+        m->mutable_safe_regex()->set_regex(match->uri->value);
+      }
+      if (match != nullptr) {
+        if (match->ignore_uri_case) m->mutable_case_sensitive()->set_value(false);
+        const auto add_header = [&](const std::string& name, const StringMatch& value, bool invert) {
+          auto* header = m->add_headers();
+          header->set_name(name);
+          // An empty prefix is Istio's "the header is present" (Envoy refuses an empty prefix).
+          if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
+            header->set_present_match(true);
+          } else {
+            SetStringMatch(value, header->mutable_string_match());
+          }
+          header->set_invert_match(invert);
+        };
+        for (const auto& [name, value] : match->headers) add_header(name, value, false);
+        for (const auto& [name, value] : match->without_headers) add_header(name, value, true);
+        if (match->method.has_value()) add_header(":method", *match->method, false);
+        if (match->authority.has_value()) add_header(":authority", *match->authority, false);
+        if (match->scheme.has_value()) add_header(":scheme", *match->scheme, false);
+        for (const auto& [name, value] : match->query_params) {
+          auto* param = m->add_query_parameters();
+          param->set_name(name);
+          if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
+            param->set_present_match(true);
+          } else {
+            SetStringMatch(value, param->mutable_string_match());
+          }
+        }
+      }
+      if (http.cors.has_value() && !grpc) {  // gRPC has no CORS
+        (*route->mutable_typed_per_filter_config())[kCorsFilter].PackFrom(CorsConfig(*http.cors));
+      }
+      if (answers) {
+        AddHeaderOperations(http.headers, route);
+        SetAnswer(http, port, route);
+        continue;
+      }
+      auto* action = route->mutable_route();
+      auto destination_cluster = [&](const HttpRouteDestination& d) {
+        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
+        return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
+      };
+      for (const HttpRouteDestination& d : http.route) {
+        if (http.route.size() == 1 || d.weight != 0) {
+          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
+          AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), grpc, action);
+        }
+      }
+      if (http.route.size() == 1) {
+        action->set_cluster(destination_cluster(http.route[0]));
+        if (!grpc) AddHeaderOperations(http.route[0].headers, route);
+      } else {
+        for (const HttpRouteDestination& d : http.route) {
+          if (d.weight == 0) continue;
+          auto* weighted = action->mutable_weighted_clusters()->add_clusters();
+          weighted->set_name(destination_cluster(d));
+          weighted->mutable_weight()->set_value(d.weight);
+          if (!grpc) AddHeaderOperations(d.headers, weighted);
+        }
+      }
+      // gRPC implements none of these (gRFC A28): Envoy nodes only.
+      if (!grpc) {
+        AddHeaderOperations(http.headers, route);
+        if (http.rewrite.has_value()) {
+          if (!http.rewrite->uri.empty()) action->set_prefix_rewrite(http.rewrite->uri);
+          if (!http.rewrite->authority.empty()) action->set_host_rewrite_literal(http.rewrite->authority);
+          if (!http.rewrite->regex_match.empty()) {
+            action->mutable_regex_rewrite()->mutable_pattern()->set_regex(http.rewrite->regex_match);
+            action->mutable_regex_rewrite()->set_substitution(http.rewrite->regex_rewrite);
+          }
+        }
+        for (const HttpRoute::Mirror& m : http.mirrors) {
+          auto* mirror = action->add_request_mirror_policies();
+          mirror->set_cluster(destination_cluster(m.destination));
+          *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(m.percent);
+        }
+      }
+      if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());
+      if (http.fault.has_value()) {
+        (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
+      }
+      SetRetryPolicy(http.retries, grpc, action);
+    }
+  }
+}
+
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
 // else (a VirtualService decides) or, without one, a catch-all to the service.
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, const ProxyScope& scope, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
   const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
   for (const VirtualService* vs : virtual_services) {
-    for (const HttpRoute& http : vs->http) {
-      const bool answers = http.redirect.has_value() || http.direct_response.has_value();
-      // gRPC routes only to clusters: grpc-js refuses the whole route configuration for one
-      // redirect, so the route is left out (analysis says so, cxds_grpc_ignores).
-      if (grpc && answers) continue;
-      std::vector<const HttpRoute::Match*> matches;
-      for (const auto& m : http.match) matches.push_back(&m);
-      if (matches.empty()) matches.push_back(nullptr);
-      for (const HttpRoute::Match* match : matches) {
-        // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
-        // there, so it is left out (analysis says so, cxds_grpc_ignores).
-        if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
-        // A match on another of the host's ports has no place in this port's routes.
-        if (match != nullptr && match->port != 0 && match->port != port) continue;
-        // A match for other clients (sourceLabels, sourceNamespace) is not in this proxy's routes.
-        if (match != nullptr && !scope.Applies(*match)) continue;
-        auto* route = vhost->add_routes();
-        if (!http.name.empty()) route->set_name(http.name);
-        if (match != nullptr && !match->stat_prefix.empty() && !grpc) route->set_stat_prefix(match->stat_prefix);
-        auto* m = route->mutable_match();
-        if (match == nullptr || !match->uri.has_value()) {
-          m->set_prefix("/");
-        } else if (match->uri->kind == StringMatch::Kind::kExact) {
-          m->set_path(match->uri->value);
-        } else if (match->uri->kind == StringMatch::Kind::kPrefix) {
-          m->set_prefix(match->uri->value);
-        } else {
-          m->mutable_safe_regex()->set_regex(match->uri->value);
-        }
-        if (match != nullptr) {
-          if (match->ignore_uri_case) m->mutable_case_sensitive()->set_value(false);
-          const auto add_header = [&](const std::string& name, const StringMatch& value, bool invert) {
-            auto* header = m->add_headers();
-            header->set_name(name);
-            // An empty prefix is Istio's "the header is present" (Envoy refuses an empty prefix).
-            if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
-              header->set_present_match(true);
-            } else {
-              SetStringMatch(value, header->mutable_string_match());
-            }
-            header->set_invert_match(invert);
-          };
-          for (const auto& [name, value] : match->headers) add_header(name, value, false);
-          for (const auto& [name, value] : match->without_headers) add_header(name, value, true);
-          if (match->method.has_value()) add_header(":method", *match->method, false);
-          if (match->authority.has_value()) add_header(":authority", *match->authority, false);
-          if (match->scheme.has_value()) add_header(":scheme", *match->scheme, false);
-          for (const auto& [name, value] : match->query_params) {
-            auto* param = m->add_query_parameters();
-            param->set_name(name);
-            if (value.kind == StringMatch::Kind::kPrefix && value.value.empty()) {
-              param->set_present_match(true);
-            } else {
-              SetStringMatch(value, param->mutable_string_match());
-            }
-          }
-        }
-        if (http.cors.has_value() && !grpc) {  // gRPC has no CORS
-          (*route->mutable_typed_per_filter_config())[kCorsFilter].PackFrom(CorsConfig(*http.cors));
-        }
-        if (answers) {
-          AddHeaderOperations(http.headers, route);
-          SetAnswer(http, port, route);
-          continue;
-        }
-        auto* action = route->mutable_route();
-        auto destination_cluster = [&](const HttpRouteDestination& d) {
-          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
-          return ClusterName(d.port != 0 ? d.port : port, d.subset, host);
-        };
-        for (const HttpRouteDestination& d : http.route) {
-          if (http.route.size() == 1 || d.weight != 0) {
-            AddHashPolicy(mesh, ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()), d.subset,
-                          d.port != 0 ? d.port : port, grpc, action);
-          }
-        }
-        if (http.route.size() == 1) {
-          action->set_cluster(destination_cluster(http.route[0]));
-          if (!grpc) AddHeaderOperations(http.route[0].headers, route);
-        } else {
-          for (const HttpRouteDestination& d : http.route) {
-            if (d.weight == 0) continue;
-            auto* weighted = action->mutable_weighted_clusters()->add_clusters();
-            weighted->set_name(destination_cluster(d));
-            weighted->mutable_weight()->set_value(d.weight);
-            if (!grpc) AddHeaderOperations(d.headers, weighted);
-          }
-        }
-        // gRPC implements none of these (gRFC A28): Envoy nodes only.
-        if (!grpc) {
-          AddHeaderOperations(http.headers, route);
-          if (http.rewrite.has_value()) {
-            if (!http.rewrite->uri.empty()) action->set_prefix_rewrite(http.rewrite->uri);
-            if (!http.rewrite->authority.empty()) action->set_host_rewrite_literal(http.rewrite->authority);
-            if (!http.rewrite->regex_match.empty()) {
-              action->mutable_regex_rewrite()->mutable_pattern()->set_regex(http.rewrite->regex_match);
-              action->mutable_regex_rewrite()->set_substitution(http.rewrite->regex_rewrite);
-            }
-          }
-          for (const HttpRoute::Mirror& m : http.mirrors) {
-            auto* mirror = action->add_request_mirror_policies();
-            mirror->set_cluster(destination_cluster(m.destination));
-            *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(m.percent);
-          }
-        }
-        if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());
-        if (http.fault.has_value()) {
-          (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
-        }
-        SetRetryPolicy(http.retries, grpc, action);
-      }
-    }
+    AddVirtualServiceRoutes(
+        mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, grpc, vhost);
   }
   if (virtual_services.empty()) {
     auto* route = vhost->add_routes();
@@ -966,6 +1025,77 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
     AddHashPolicy(mesh, service.host, "", port, grpc, route->mutable_route());
     SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
+  }
+}
+
+// The virtual hosts of a gateway proxy's route configuration http.PORT, as istiod builds them:
+// for each server on `port` of `gateways`, each VirtualService bound to its Gateway whose
+// namespace the server's host allows, and each of its hosts the server's host matches, a
+// virtual host for the narrower of the two names (HOST:PORT, domains HOST and HOST:PORT).
+// Several VirtualServices for one name merge their routes, oldest first. No virtual host at
+// all: istiod's blackhole, a 404 for every request.
+void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways, uint32_t port,
+                            const ProxyScope& scope, RouteConfiguration& config) {
+  struct Binding {
+    const VirtualService* vs;
+    std::string gateway;  // "namespace/name": what the VirtualService's match gateways name
+  };
+  struct Domain {
+    std::vector<Binding> bindings;
+    bool https_redirect = false;
+  };
+  std::map<std::string, Domain> domains;
+  for (const Gateway* gateway : gateways) {
+    const std::string gateway_name = StrCat(gateway->meta.namespace_name, "/", gateway->meta.name);
+    for (const Gateway::Server& server : gateway->servers) {
+      if (server.port != port) continue;
+      for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
+        for (const std::string& vs_host : vs->hosts) {
+          const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
+          for (const std::string& server_host : server.hosts) {
+            const size_t slash = server_host.find('/');
+            const std::string ns = server_host.substr(0, slash);
+            const std::string allowed = server_host.substr(slash + 1);
+            if (ns != "*" && vs->meta.namespace_name != (ns == "." ? gateway->meta.namespace_name : ns)) continue;
+            std::string name;
+            if (HostSubsetOf(host, allowed)) {
+              name = host;
+            } else if (HostSubsetOf(allowed, host)) {
+              name = allowed;
+            } else {
+              continue;
+            }
+            Domain& domain = domains[name];
+            domain.https_redirect = domain.https_redirect || server.https_redirect;
+            if (std::none_of(domain.bindings.begin(), domain.bindings.end(),
+                             [&](const Binding& b) { return b.vs == vs; })) {
+              domain.bindings.push_back({vs, gateway_name});
+            }
+          }
+        }
+      }
+    }
+  }
+  for (const auto& [name, domain] : domains) {
+    auto* vhost = config.add_virtual_hosts();
+    vhost->set_name(StrCat(name, ":", port));
+    vhost->add_domains(name);
+    if (name != "*") vhost->add_domains(StrCat(name, ":", port));
+    if (domain.https_redirect) vhost->set_require_tls(envoy::config::route::v3::VirtualHost::ALL);
+    for (const Binding& binding : domain.bindings) {
+      AddVirtualServiceRoutes(
+          mesh, binding.vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match, binding.gateway); },
+          /*grpc=*/false, vhost);
+    }
+  }
+  if (domains.empty()) {
+    auto* vhost = config.add_virtual_hosts();
+    vhost->set_name(StrCat("blackhole:", port));
+    vhost->add_domains("*");
+    auto* route = vhost->add_routes();
+    route->set_name("default");
+    route->mutable_match()->set_prefix("/");
+    route->mutable_direct_response()->set_status(404);
   }
 }
 
@@ -978,15 +1108,33 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
     if (request.EndpointOnly()) return std::nullopt;
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
+    const bool gateway_proxy = proxy.type == "router" && !proxy.grpc;
+    std::vector<const Gateway*> gateways;
+    // A gateway proxy's routes follow from the Gateways that pick it (and the source
+    // conditions it meets): proxies picked by the same ones share them.
+    std::string variant = StrCat(Variant(proxy), "|", scope.route_key());
+    if (gateway_proxy) {
+      gateways = mesh.GatewaysFor(proxy.labels);
+      variant = StrCat("router|", scope.route_key(), "|gateways:");
+      for (const Gateway* gateway : gateways) {
+        variant += StrCat(gateway->meta.namespace_name, "/", gateway->meta.name, ",");
+      }
+    }
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
     for (const std::string& name : *watched.names) {
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kRouteType), name, StrCat(Variant(proxy), "|", scope.route_key())}, {kWholeContext},
-          request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+          {std::string(kRouteType), name, variant}, {kWholeContext}, request.push_sequence,
+          [&]() -> absl::StatusOr<ResourcePtr> {
             RouteConfiguration config;
             config.set_name(name);
-            if (proxy.grpc) {
+            if (gateway_proxy) {
+              uint32_t port = 0;
+              if (!name.starts_with("http.") || !absl::SimpleAtoi(name.substr(5), &port)) {
+                return absl::NotFoundError("not a gateway route name http.PORT");
+              }
+              AddGatewayVirtualHosts(mesh, gateways, port, scope, config);
+            } else if (proxy.grpc) {
               // HOST:PORT, one virtual host whose domain is the target's authority.
               const size_t colon = name.rfind(':');
               uint32_t port = 0;

@@ -32,7 +32,10 @@
 namespace cxds {
 
 struct TranslationOptions {
-  std::string listener_address = "127.0.0.1";  // where Envoy's outbound listeners bind
+  std::string listener_address = "127.0.0.1";  // where Envoy sidecars' outbound listeners bind
+  // Where gateway proxies' listeners bind (istiod: 0.0.0.0, which a gateway taking traffic
+  // from outside needs; loopback by default, as everything cxds starts).
+  std::string gateway_address = "127.0.0.1";
 };
 
 // Registers the four generators on `pipeline`.

@@ -187,6 +187,69 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   }
 }
 
+// VirtualServices bound to Gateways that do not exist (istioctl's IST0101), or whose hosts
+// none of the Gateway's servers admit (IST0132, VirtualServiceHostNotFoundInGateway): their
+// routes reach no gateway proxy.
+void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
+                     std::vector<ConfigWarning>& out) {
+  for (const auto& entry : ObjectsOfKind(served, "VirtualService")) {
+    const ConfigKey& key = entry.first;  // (not a structured binding: a lambda captures it)
+    const auto* vs = std::get_if<VirtualService>(&entry.second->object);
+    if (vs == nullptr) continue;
+    for (size_t i = 0; i < vs->gateways.size(); ++i) {
+      const std::string& name = vs->gateways[i];
+      if (name == "mesh") continue;
+      const Gateway* gateway = mesh.FindGateway(name);
+      if (gateway == nullptr) {
+        out.push_back(
+            {key, StrCat("spec.gateways[", i, "]"), "IST0101",
+             StrCat("gateway ", name, " is not defined by any Gateway: these routes reach no gateway proxy")});
+        continue;
+      }
+      // A destination without a port goes to its service's only port, else to the gateway
+      // port the request came to (istiod's GetDestinationCluster): a port the service lacks.
+      ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
+        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        const ServiceInfo* service = mesh.FindService(host);
+        if (!field.starts_with("spec.http") || d.port != 0 || service == nullptr || service->ports.size() < 2) return;
+        std::set<uint32_t> missing;
+        for (const Gateway::Server& server : gateway->servers) {
+          if (std::none_of(service->ports.begin(), service->ports.end(),
+                           [&](const ServicePort& p) { return p.number == server.port; })) {
+            missing.insert(server.port);
+          }
+        }
+        if (missing.empty()) return;
+        out.push_back({key, field + ".port", "IST0101",
+                       StrCat("no port.number: at gateway ", name, " requests go to the gateway's port (",
+                              absl::StrJoin(missing, ", "), "), which ", host,
+                              " does not have (it has several ports, so give the one to route to)")});
+      });
+      std::vector<std::string> unadmitted;
+      for (const std::string& vs_host : vs->hosts) {
+        const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, suffix);
+        bool admitted = false;
+        for (const Gateway::Server& server : gateway->servers) {
+          for (const std::string& server_host : server.hosts) {
+            const size_t slash = server_host.find('/');
+            const std::string ns = server_host.substr(0, slash);
+            const std::string allowed = server_host.substr(slash + 1);
+            if (ns != "*" && vs->meta.namespace_name != (ns == "." ? gateway->meta.namespace_name : ns)) continue;
+            admitted = admitted || HostSubsetOf(host, allowed) || HostSubsetOf(allowed, host);
+          }
+        }
+        if (!admitted) unadmitted.push_back(host);
+      }
+      if (!unadmitted.empty()) {
+        out.push_back({key, StrCat("spec.gateways[", i, "]"), "IST0132",
+                       StrCat("no server of gateway ", name, " admits host ", absl::StrJoin(unadmitted, ", "),
+                              " of this VirtualService (server hosts, and their namespace part): no gateway proxy "
+                              "serves routes for it")});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix) {
@@ -199,6 +262,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix) {
     NoInstances(served, mesh, suffix, out);
     UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
+    GatewayBindings(served, mesh, suffix, out);
     return out;
   };
 }
@@ -210,6 +274,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "pilot_conflict_outbound_listener_tcp_over_current_tcp",
                                                   "pilot_conflict_outbound_listener_tcp_over_current_http",
                                                   "IST0101",
+                                                  "IST0132",
                                                   "cxds_grpc_ignores",
                                                   "cxds_tls_route_unused",
                                                   "pilot_destrule_subsets",

@@ -14,8 +14,11 @@
 //   pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http
 //                                 an opaque port, or an SNI name of a TLS port or tls route,
 //                                 that another service's Envoy filter chain has (MeshContext)
-//   IST0101                       a route to a host no object defines, or to a port it lacks
+//   IST0101                       a route to a host no object defines, or to a port it lacks,
+//                                 or a VirtualService bound to a Gateway that does not exist
 //                                 (istioctl's ReferencedResourceNotFound)
+//   IST0132                       a VirtualService bound to a Gateway none of whose servers
+//                                 admits its hosts (istioctl's VirtualServiceHostNotFoundInGateway)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
 //                                 hash by cookie, source IP or query parameter; header
 //                                 operations, rewrite, mirror, method/authority/scheme/query

@@ -9,4 +9,5 @@ inline constexpr char kDestinationRule[] = "DestinationRule";
 inline constexpr char kVirtualService[] = "VirtualService";
 inline constexpr char kSidecar[] = "Sidecar";
 inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
+inline constexpr char kGateway[] = "Gateway";
 }  // namespace cxds::kind

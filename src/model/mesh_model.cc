@@ -145,12 +145,28 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
       }
     }
   }
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kGateway)) {
+    if (const auto* gw = std::get_if<Gateway>(&stored->object)) {
+      gateways_[StrCat(gw->meta.namespace_name, "/", gw->meta.name)] = gw;
+    }
+  }
+  std::map<std::string, std::vector<Claim>> bound;  // gateway -> VirtualServices bound to it
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
+      for (const std::string& gateway : vs->gateways) {
+        if (gateway != "mesh") bound[gateway].push_back({vs, key, 0});
+      }
+      if (std::find(vs->gateways.begin(), vs->gateways.end(), "mesh") == vs->gateways.end()) continue;
       for (size_t i = 0; i < vs->hosts.size(); ++i) {
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
     }
+  }
+  for (auto& [gateway, list] : bound) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Claim& a, const Claim& b) { return OlderFirst(a.vs->meta, a.key, b.vs->meta, b.key); });
+    auto& served = gateway_virtual_services_[gateway];
+    for (const Claim& claim : list) served.push_back(claim.vs);
   }
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kSidecar)) {
     if (const auto* sc = std::get_if<Sidecar>(&stored->object)) sidecars_.push_back(sc);
@@ -168,20 +184,43 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     }
   }
   std::set<SourceCondition> conditions;
-  for (const auto& [host, served] : virtual_services_) {
-    for (const VirtualService* vs : served) {
-      for (const HttpRoute& http : vs->http) {
-        for (const HttpRoute::Match& match : http.match) {
-          if (match.gateways_given || (match.source_labels.empty() && match.source_namespace.empty())) continue;
-          conditions.insert({match.source_labels, match.source_namespace});
-        }
+  const auto note_conditions = [&](const VirtualService& vs) {
+    for (const HttpRoute& http : vs.http) {
+      for (const HttpRoute::Match& match : http.match) {
+        if (!match.gateways.empty() || (match.source_labels.empty() && match.source_namespace.empty())) continue;
+        conditions.insert({match.source_labels, match.source_namespace});
       }
     }
+  };
+  for (const auto& [host, served] : virtual_services_) {
+    for (const VirtualService* vs : served) note_conditions(*vs);
+  }
+  for (const auto& [gateway, served] : gateway_virtual_services_) {
+    for (const VirtualService* vs : served) note_conditions(*vs);
   }
   source_conditions_.assign(conditions.begin(), conditions.end());
   destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_);
   findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
   BuildOpaqueChains();
+}
+
+std::vector<const Gateway*> MeshContext::GatewaysFor(const LabelMap& labels) const {
+  std::vector<const Gateway*> out;
+  for (const auto& [name, gateway] : gateways_) {
+    if (LabelsMatch(gateway->selector, labels)) out.push_back(gateway);
+  }
+  return out;
+}
+
+const Gateway* MeshContext::FindGateway(const std::string& name) const {
+  auto it = gateways_.find(name);
+  return it == gateways_.end() ? nullptr : it->second;
+}
+
+const std::vector<const VirtualService*>& MeshContext::VirtualServicesOfGateway(const std::string& gateway) const {
+  static const std::vector<const VirtualService*> kNone;
+  auto it = gateway_virtual_services_.find(gateway);
+  return it == gateway_virtual_services_.end() ? kNone : it->second;
 }
 
 void MeshContext::BuildOpaqueChains() {
@@ -481,7 +520,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
         request.configs.insert({kind::kDestinationRule, "", ResolveHost(old_dr.host, ns, domain_suffix_)});
       }
     } else {
-      request.configs.insert(key);  // VirtualService, Sidecar
+      request.configs.insert(key);  // VirtualService, Sidecar, Gateway
     }
   }
   if (!changed_pods.empty()) {

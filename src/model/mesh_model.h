@@ -101,7 +101,8 @@ class MeshContext final : public PushContext {
 
   const std::map<std::string, ServiceInfo>& services() const { return services_; }
   const ServiceInfo* FindService(const std::string& host) const;
-  // The VirtualService whose routes `host` gets (none or one): of several naming it, the
+  // The VirtualService whose routes `host` gets in the mesh (none or one; only those bound to
+  // "mesh", the default of spec.gateways): of several naming it, the
   // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
   // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
@@ -109,6 +110,14 @@ class MeshContext final : public PushContext {
   // several for one host are merged (MergeDestinationRules).
   const DestinationRule* DestinationRuleFor(const std::string& host) const;
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
+  // The Gateways that pick a gateway proxy (a router~ node) with `labels`: those whose selector
+  // is among them, of any namespace (as istiod by default), in key order.
+  std::vector<const Gateway*> GatewaysFor(const LabelMap& labels) const;
+  const Gateway* FindGateway(const std::string& name) const;  // "namespace/name"
+  // The VirtualServices bound to Gateway "namespace/name" (spec.gateways), oldest first
+  // (metadata.creationTimestamp, then name, then namespace): at a gateway, the routes of
+  // several for one host are merged in this order, as istiod merges them.
+  const std::vector<const VirtualService*>& VirtualServicesOfGateway(const std::string& gateway) const;
   const std::string& domain_suffix() const { return domain_suffix_; }
   // The distinct source conditions (sourceLabels, sourceNamespace) of the served
   // VirtualServices' HTTP matches without `gateways`. Which of them a proxy meets decides
@@ -153,7 +162,9 @@ class MeshContext final : public PushContext {
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
-  std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
+  std::map<std::string, std::vector<const VirtualService*>> virtual_services_;  // bound to "mesh"
+  std::map<std::string, const Gateway*> gateways_;                              // by "namespace/name"
+  std::map<std::string, std::vector<const VirtualService*>> gateway_virtual_services_;
   MergedDestinationRules destination_rules_;
   std::vector<const Sidecar*> sidecars_;
   std::vector<SourceCondition> source_conditions_;

@@ -1,5 +1,6 @@
 #include "model/proxy.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -44,7 +45,8 @@ bool HostMatches(const std::string& pattern, const std::string& host) {
 ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     : context_(context), labels_(proxy.labels), namespace_name_(proxy.namespace_name) {
   const Sidecar* fallback = nullptr;
-  for (const Sidecar* sidecar : context.sidecars()) {
+  // A Sidecar scopes sidecars only: gateway proxies see every service (as in Istio).
+  for (const Sidecar* sidecar : proxy.type == "router" ? std::vector<const Sidecar*>{} : context.sidecars()) {
     if (sidecar->meta.namespace_name != proxy.namespace_name) continue;
     if (!sidecar->workload_selector.has_value()) {
       if (fallback == nullptr) fallback = sidecar;
@@ -66,9 +68,10 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
   }
 }
 
-bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& labels,
-                               const std::string& namespace_name) {
-  if (match.gateways_given) return true;
+bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name,
+                               const std::string& gateway) {
+  if (!match.gateways.empty())
+    return std::find(match.gateways.begin(), match.gateways.end(), gateway) != match.gateways.end();
   return LabelsMatch(match.source_labels, labels) &&
          (match.source_namespace.empty() || match.source_namespace == namespace_name);
 }

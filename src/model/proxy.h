@@ -4,8 +4,9 @@
 // node metadata NAMESPACE and LABELS (a struct of strings) override and add; metadata
 // GENERATOR "grpc" marks a proxyless gRPC client (as in Istio's gRPC bootstrap).
 //
-// Scope: the Sidecar in the proxy's namespace whose workloadSelector matches its labels (one
-// without a selector is the namespace default) limits the hosts it sees to its egress
+// Scope: for a sidecar (not a gateway proxy, type "router"), the Sidecar in the proxy's
+// namespace whose workloadSelector matches its labels (one without a selector is the namespace
+// default) limits the hosts it sees to its egress
 // patterns ("ns/host", "*/host", "./*", "*/*", "ns/*.example.com"). No Sidecar: everything.
 #pragma once
 
@@ -39,16 +40,19 @@ class ProxyScope {
   // "|ns:NAMESPACE" when some service is exported to fewer than all namespaces.
   const std::string& key() const { return key_; }
   // Whether an HTTP route match is for this proxy as a client (sourceLabels, sourceNamespace,
-  // gateways: SourceMatches).
-  bool Applies(const HttpRoute::Match& match) const { return SourceMatches(match, labels_, namespace_name_); }
+  // gateways: SourceMatches) in the mesh, or at Gateway `gateway` ("namespace/name").
+  bool Applies(const HttpRoute::Match& match, const std::string& gateway = "mesh") const {
+    return SourceMatches(match, labels_, namespace_name_, gateway);
+  }
   // key() and which of the context's source conditions the proxy meets: what its routes
   // depend on. key() alone while no VirtualService has any.
   const std::string& route_key() const { return route_key_; }
 
-  // Istio's sourceMatchHTTP for "mesh": with `gateways` given (only "mesh" is supported) every
-  // sidecar; else the proxy's labels include sourceLabels and its namespace is sourceNamespace
-  // when that is set.
-  static bool SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name);
+  // Istio's sourceMatchHTTP at `gateway` ("mesh" for sidecars, else "namespace/name"): with
+  // `gateways` given, whether it is among them; else the proxy's labels include sourceLabels
+  // and its namespace is sourceNamespace when that is set.
+  static bool SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name,
+                            const std::string& gateway = "mesh");
 
  private:
   bool Exported(const ServiceInfo& service) const;

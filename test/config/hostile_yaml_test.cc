@@ -186,7 +186,15 @@ spec:
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: g}
-spec: {}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["*"]
+    tls: {mode: SIMPLE, credentialName: g-cert}
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*"]
+    bind: 127.0.0.1
 ---
 apiVersion: v1
 kind: Service
@@ -243,21 +251,26 @@ spec:
       << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol GRPC-WEB is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.exportTo", "")) << "a ServiceEntry's exportTo is supported";
-  EXPECT_TRUE(HasError(parsed, "kind", "kind \"Gateway\" is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "kind", "")) << "Gateways are supported";
+  EXPECT_TRUE(
+      HasError(parsed, "spec.servers[0].port.protocol", "protocol HTTPS at a Gateway is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.mode", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.credentialName", "is not supported by cxds"));
+  EXPECT_TRUE(HasError(parsed, "spec.servers[1].bind", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.type", "type NodePort is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "metadata.annotations.networking.istio.io/exportTo",
                        "exportTo other than \"*\" on a Service is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.sessionAffinity", "ClientIP (client IP stickiness) is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.externalIPs", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.ports[1].protocol", "UDP ports are not supported by cxds"));
-  EXPECT_TRUE(
-      HasError(parsed, "spec.gateways", "gateway \"istio-system/ingress\": gateways are not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.gateways", "")) << "gateways are supported";
   EXPECT_FALSE(HasError(parsed, "spec.tls", "")) << "tls routes are supported";
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].destinationSubnets", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceLabels", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceNamespace", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].gateways",
-                       "gateway \"istio-system/egress\": gateways are not supported by cxds (only \"mesh\")"));
+                       "gateway \"istio-system/egress\": tcp and tls routes at a Gateway are not supported by cxds "
+                       "(only \"mesh\")"));
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "")) << "http sourceLabels are supported";
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].statPrefix", "")) << "supported";

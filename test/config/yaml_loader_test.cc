@@ -232,8 +232,8 @@ spec:
   host: a.local
   trafficPolicy: {tunnel: {protocol: CONNECT, targetHost: b, targetPort: 8080}}
 ---
-apiVersion: networking.istio.io/v1
-kind: Gateway
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
 metadata: {name: g}
 spec: {}
 )");
@@ -242,7 +242,7 @@ spec: {}
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
-  EXPECT_NE(parsed.errors[1].message.find("kind \"Gateway\" is not supported by cxds"), std::string::npos);
+  EXPECT_NE(parsed.errors[1].message.find("kind \"AuthorizationPolicy\" is not supported by cxds"), std::string::npos);
   EXPECT_TRUE(parsed.unidentified_failure);
 }
 
@@ -520,22 +520,27 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "characters)");
   EXPECT_EQ(error_of("    match: [{sourceLabels: {app: [x]}}]\n"),
             "spec.http[0].match[0].sourceLabels.app: must be a string");
-  EXPECT_EQ(error_of("    match: [{gateways: [mesh, istio-system/ingress]}]\n"),
-            "spec.http[0].match[0].gateways: gateway \"istio-system/ingress\": gateways are not supported by cxds "
-            "(only \"mesh\")");
+  EXPECT_EQ(error_of("    match: [{gateways: [mesh, ingress.istio-system]}]\n"),
+            "spec.http[0].match[0].gateways[1]: gateway \"ingress.istio-system\": the name.namespace form is not "
+            "supported by cxds (write namespace/name)");
+  EXPECT_EQ(error_of("    match: [{gateways: [Istio-System/ingress]}]\n"),
+            "spec.http[0].match[0].gateways[0]: gateway \"Istio-System/ingress\": the namespace must be a DNS label "
+            "(a-z, 0-9, '-')");
   {
-    const ParsedFile sourced =
-        ParseConfigFile("x.yaml", head +
-                                      "    match: [{sourceLabels: {app: web, track: canary}, sourceNamespace: shop}, "
-                                      "{gateways: [mesh]}, {gateways: []}]\n");
+    const ParsedFile sourced = ParseConfigFile(
+        "x.yaml", head +
+                      "    match: [{sourceLabels: {app: web, track: canary}, sourceNamespace: shop}, "
+                      "{gateways: [mesh]}, {gateways: []}, {gateways: [istio-system/ingress, edge]}]\n");
     ASSERT_EQ(sourced.documents.size(), 1u) << Errors(sourced);
     const auto& matches = std::get<VirtualService>(sourced.documents[0].object).http[0].match;
-    ASSERT_EQ(matches.size(), 3u);
+    ASSERT_EQ(matches.size(), 4u);
     EXPECT_EQ(matches[0].source_labels, (LabelMap{{"app", "web"}, {"track", "canary"}}));
     EXPECT_EQ(matches[0].source_namespace, "shop");
-    EXPECT_FALSE(matches[0].gateways_given);
-    EXPECT_TRUE(matches[1].gateways_given);
-    EXPECT_FALSE(matches[2].gateways_given) << "an empty list is no gateways, as in Istio";
+    EXPECT_THAT(matches[0].gateways, ::testing::IsEmpty());
+    EXPECT_THAT(matches[1].gateways, ::testing::ElementsAre("mesh"));
+    EXPECT_THAT(matches[2].gateways, ::testing::IsEmpty()) << "an empty list is no gateways, as in Istio";
+    EXPECT_THAT(matches[3].gateways, ::testing::ElementsAre("istio-system/ingress", "default/edge"))
+        << "a bare name is of the VirtualService's namespace";
   }
   const ParsedFile good = ParseConfigFile(
       "x.yaml", head +
@@ -630,6 +635,105 @@ TEST(YamlLoaderTest, ARegexEnvoyWouldRefuseIsAnErrorWhereverItIs) {
   EXPECT_EQ(error_of("    match: [{uri: {regex: \"\"}}]\n"), "spec.http[0].match[0].uri.regex: must not be empty");
   const ParsedFile fine = ParseConfigFile("x.yaml", head + "    match: [{uri: {regex: \"/api/v[0-9]+/.*\"}}]\n");
   EXPECT_EQ(fine.documents.size(), 1u) << Errors(fine);
+}
+
+// A Gateway's HTTP servers are read; Istio's validation (hosts, port names, protocols) is
+// Istio's; what cxds does not serve (TLS termination, TCP servers, bind) is refused as not
+// supported, never as invalid.
+TEST(YamlLoaderTest, GatewaysAreReadWithIstiosRules) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+)";
+  const ParsedFile good = ParseConfigFile("gw.yaml", head + R"(  - port: {number: 8080, name: http, protocol: http}
+    hosts: [shop.example.com, "./*.example.org", "*/*"]
+  - name: redirect
+    port: {number: 8081, name: http-redirect, protocol: HTTP2}
+    hosts: ["*"]
+    tls: {httpsRedirect: true}
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& gateway = std::get<Gateway>(good.documents[0].object);
+  EXPECT_EQ(gateway.selector, (LabelMap{{"istio", "ingressgateway"}}));
+  ASSERT_EQ(gateway.servers.size(), 2u);
+  EXPECT_EQ(gateway.servers[0].port, 8080u);
+  EXPECT_EQ(gateway.servers[0].protocol, "HTTP") << "protocols are case-insensitive, as in Istio";
+  EXPECT_THAT(gateway.servers[0].hosts, ::testing::ElementsAre("*/shop.example.com", "./*.example.org", "*/*"));
+  EXPECT_FALSE(gateway.servers[0].https_redirect);
+  EXPECT_EQ(gateway.servers[1].name, "redirect");
+  EXPECT_TRUE(gateway.servers[1].https_redirect);
+  EXPECT_EQ(KindOf(good.documents[0].object), "Gateway");
+
+  const auto server = [&](const std::string& text) { return OnlyError(head + text); };
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: []\n"),
+            "spec.servers[0].hosts: must not be empty");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n"), "spec.servers[0].hosts: is required");
+  EXPECT_EQ(server("  - port: {number: 80, protocol: HTTP}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.name: is required");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
+                   "  - port: {number: 81, name: http, protocol: HTTP}\n    hosts: [b.example.com]\n"),
+            "spec.servers[1].port.name: port name \"http\" is used by another server");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: SPDY}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.protocol: protocol \"SPDY\" must be one of HTTP, HTTPS, GRPC, GRPC-WEB, HTTP2, "
+            "MONGO, REDIS, MYSQL, TCP, TLS, UDP");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [Shop/a.example.com]\n"),
+            "spec.servers[0].hosts[0]: the namespace of \"Shop/a.example.com\" must be *, . or a namespace");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [\"a.*.com\"]\n"),
+            "spec.servers[0].hosts[0]: host \"a.*.com\" may use '*' only as a whole first label (\"*.example.com\")");
+  EXPECT_EQ(server("  - port: {number: 70000, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.number: must be an integer from 1 to 65535, got \"70000\"");
+  // Valid Istio that cxds does not serve.
+  EXPECT_EQ(server("  - port: {number: 443, name: https, protocol: HTTPS}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.protocol: protocol HTTPS at a Gateway is not supported by cxds (only HTTP, HTTP2 "
+            "and GRPC servers: no TLS termination or TCP proxying at gateways)");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
+                   "    tls: {credentialName: cert}\n"),
+            "spec.servers[0].tls.credentialName: is not supported by cxds");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
+                   "    defaultEndpoint: 127.0.0.1:8080\n"),
+            "spec.servers[0].defaultEndpoint: is not supported by cxds");
+  EXPECT_EQ(OnlyError(R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: g}
+spec: {servers: []}
+)"),
+            "spec.servers: must list at least one server");
+
+  // A VirtualService binds to Gateways by namespace/name or by a name of its own namespace;
+  // tcp and tls routes serve only the mesh.
+  const ParsedFile bound = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: web}
+spec:
+  hosts: [shop.example.com]
+  gateways: [edge/ingress, public]
+  http: [{route: [{destination: {host: shop}}]}]
+)");
+  ASSERT_EQ(bound.documents.size(), 1u) << Errors(bound);
+  EXPECT_THAT(std::get<VirtualService>(bound.documents[0].object).gateways,
+              ::testing::ElementsAre("edge/ingress", "web/public"));
+  EXPECT_EQ(OnlyError(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db}
+spec:
+  hosts: [db.example.com]
+  gateways: [edge/ingress]
+  tcp: [{route: [{destination: {host: db.example.com}}]}]
+)"),
+            "spec.tcp: tcp routes at a Gateway are not supported by cxds (only with \"mesh\" in spec.gateways)");
+  const ParsedFile plain = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop}
+spec:
+  hosts: [shop.example.com]
+  http: [{route: [{destination: {host: shop}}]}]
+)");
+  ASSERT_EQ(plain.documents.size(), 1u) << Errors(plain);
+  EXPECT_THAT(std::get<VirtualService>(plain.documents[0].object).gateways, ::testing::ElementsAre("mesh"))
+      << "no gateways: the mesh, as in Istio";
 }
 
 TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
@@ -732,8 +836,8 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceNamespace: web}")),
             "spec.tls[0].match[0].sourceNamespace: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], gateways: [mesh, istio-system/egress]}")),
-            "spec.tls[0].match[0].gateways: gateway \"istio-system/egress\": gateways are not supported by cxds "
-            "(only \"mesh\")");
+            "spec.tls[0].match[0].gateways: gateway \"istio-system/egress\": tcp and tls routes at a Gateway are "
+            "not supported by cxds (only \"mesh\")");
   // Line numbers: the error is at the offending sniHost.
   const ParsedFile bad = ParseConfigFile(
       "vs.yaml", head +

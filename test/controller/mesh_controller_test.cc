@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
 #include "fakes/stream_harness.h"
 #include "gtest/gtest.h"
 
@@ -180,6 +181,48 @@ TEST_F(MeshControllerTest, ARefusedFileKeepsTheLastGoodConfigAndPushesNothing) {
   ASSERT_EQ(update.size(), 1u);
   EXPECT_EQ(PortOf(update[0]), 18093u);
   EXPECT_EQ(Gauge("cxds_config_errors"), 0);
+}
+
+// A Gateway is config like any other: added, it reaches the gateway proxy it picks through
+// debounce and a full push (a listener for its server); removed, the listener is withdrawn.
+TEST_F(MeshControllerTest, AGatewayAddedOrRemovedIsPushedToTheGatewayProxy) {
+  Make(std::vector<FileRead>{Present("mesh.yaml", kMesh), Present("workload.yaml", Workload(18081))});
+  ASSERT_TRUE(controller_->Start().ok());
+  auto router = std::make_unique<StreamHarness>(controller_->pipeline(), "", nullptr, "router-1", 2);
+  DiscoveryRequest first = Request(std::string(kListenerType), {});
+  first.mutable_node()->set_id("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local");
+  (*(*first.mutable_node()->mutable_metadata()->mutable_fields())["LABELS"]
+        .mutable_struct_value()
+        ->mutable_fields())["istio"]
+      .set_string_value("ingressgateway");
+  router->Send(first);
+  auto none = router->Take();
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].resources_size(), 0) << "no Gateway picks it yet";
+  router->Send(Ack(none[0], {}));
+
+  const std::string gateway = R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*"]}]
+)";
+  ASSERT_NE(controller_->ApplyBatch({Present("gateway.yaml", gateway)}), 0u);
+  scheduler_.AdvanceBy(MeshController::Options{}.debounce.debounce_after);
+  auto added = router->Take();
+  ASSERT_EQ(added.size(), 1u);
+  ASSERT_EQ(added[0].resources_size(), 1);
+  envoy::config::listener::v3::Listener listener;
+  ASSERT_TRUE(added[0].resources(0).UnpackTo(&listener));
+  EXPECT_EQ(listener.name(), "127.0.0.1_8080");
+  router->Send(Ack(added[0], {}));
+
+  ASSERT_NE(controller_->ApplyBatch({FileRead::Removed("gateway.yaml")}), 0u);
+  scheduler_.AdvanceBy(MeshController::Options{}.debounce.debounce_after);
+  auto removed = router->Take();
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].resources_size(), 0) << "State of the World: the listener is gone";
 }
 
 }  // namespace

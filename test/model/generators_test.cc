@@ -1631,6 +1631,162 @@ spec:
   EXPECT_EQ(bytes[0], bytes[1]);
 }
 
+// A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
+// (router~ node): a listener and route configuration http.PORT per server port, a virtual host
+// per VirtualService host the server's hosts admit (routes of several merged, oldest first),
+// HTTPS redirects, istiod's blackhole where nothing is bound, no Sidecar scoping; and a
+// VirtualService bound only to a Gateway does not route the mesh.
+TEST_F(GeneratorsTest, AGatewayProxyGetsTheServersAndRoutesOfTheGatewaysThatPickIt) {
+  Apply("gateway.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: [shop.example.com, "*/*.example.org"]
+  - port: {number: 8081, name: http-redirect, protocol: HTTP}
+    hosts: ["*"]
+    tls: {httpsRedirect: true}
+  - port: {number: 8082, name: http-edge-only, protocol: HTTP}
+    hosts: ["./*"]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: storefront, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [shop.example.com, other.example.net]
+  gateways: [edge/ingress]
+  http:
+  - name: api
+    match: [{uri: {prefix: /api}}]
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - name: gateway-only
+    match: [{gateways: [edge/ingress], uri: {prefix: /gw}}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: mesh-only
+    match: [{gateways: [mesh]}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: rest
+    route: [{destination: {host: shop.mesh.local, port: {number: 8080}}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: later, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  hosts: [shop.example.com, shop.mesh.local]
+  gateways: [edge/ingress]
+  http:
+  - name: later-rest
+    route: [{destination: {host: shop.mesh.local}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: docs}
+spec:
+  hosts: [docs.example.org]
+  gateways: [edge/ingress, mesh]
+  http:
+  - name: docs
+    route: [{destination: {host: shop.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local";
+  const auto with_gateway_labels = [&] {
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  };
+  const auto gateway_request = [&](const std::string& type, std::vector<std::string> names) {
+    auto h = Connect(router, false);
+    with_gateway_labels();
+    h->Send(First(type, std::move(names)));
+    auto responses = h->Take();
+    EXPECT_EQ(responses.size(), 1u);
+    return responses.empty() ? DiscoveryResponse() : responses[0];
+  };
+
+  // One listener per server port, nothing outbound.
+  const DiscoveryResponse lds = gateway_request(std::string(kListenerType), {});
+  std::vector<std::string> listeners;
+  for (int i = 0; i < lds.resources_size(); ++i) {
+    const auto listener = Decode<envoy::config::listener::v3::Listener>(lds, i);
+    listeners.push_back(listener.name());
+    ASSERT_EQ(listener.filter_chains_size(), 1);
+    envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+    ASSERT_TRUE(listener.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
+    EXPECT_EQ(hcm.rds().route_config_name(), StrCat("http.", listener.address().socket_address().port_value()));
+    EXPECT_TRUE(hcm.use_remote_address().value());
+  }
+  EXPECT_THAT(listeners, ::testing::UnorderedElementsAre("127.0.0.1_8080", "127.0.0.1_8081", "127.0.0.1_8082"));
+
+  const auto routes_of = [&](const std::string& name) {
+    const DiscoveryResponse rds = gateway_request(std::string(kRouteType), {name});
+    return rds.resources_size() == 1 ? Decode<envoy::config::route::v3::RouteConfiguration>(rds, 0)
+                                     : envoy::config::route::v3::RouteConfiguration();
+  };
+  const auto vhosts_of = [](const envoy::config::route::v3::RouteConfiguration& config) {
+    std::vector<std::string> names;
+    for (const auto& vhost : config.virtual_hosts()) names.push_back(vhost.name());
+    return names;
+  };
+  // Port 8080: shop.example.com from both VirtualServices, merged oldest first (mesh-only is
+  // left out), docs.example.org under *.example.org; other.example.net is no server's host.
+  const auto http8080 = routes_of("http.8080");
+  EXPECT_THAT(vhosts_of(http8080), ::testing::ElementsAre("docs.example.org:8080", "shop.example.com:8080"));
+  EXPECT_THAT(RouteNames(http8080, "shop.example.com:8080"),
+              ::testing::ElementsAre("api", "gateway-only", "rest", "later-rest"));
+  for (const auto& vhost : http8080.virtual_hosts()) {
+    if (vhost.name() != "shop.example.com:8080") continue;
+    EXPECT_THAT(vhost.domains(), ::testing::ElementsAre("shop.example.com", "shop.example.com:8080"));
+    EXPECT_EQ(vhost.require_tls(), envoy::config::route::v3::VirtualHost::NONE);
+    EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+  }
+  // Port 8081 admits every host and redirects to HTTPS; a destination without a port goes to
+  // its service's only port, not the gateway's.
+  const auto http8081 = routes_of("http.8081");
+  EXPECT_THAT(vhosts_of(http8081), ::testing::ElementsAre("docs.example.org:8081", "other.example.net:8081",
+                                                          "shop.example.com:8081", "shop.mesh.local:8081"));
+  for (const auto& vhost : http8081.virtual_hosts()) {
+    EXPECT_EQ(vhost.require_tls(), envoy::config::route::v3::VirtualHost::ALL) << vhost.name();
+    if (vhost.name() == "other.example.net:8081") {
+      EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+    }
+  }
+  // Port 8082 admits only VirtualServices of the Gateway's namespace: none, so istiod's 404.
+  const auto http8082 = routes_of("http.8082");
+  ASSERT_EQ(http8082.virtual_hosts_size(), 1);
+  EXPECT_EQ(http8082.virtual_hosts(0).name(), "blackhole:8082");
+  EXPECT_THAT(http8082.virtual_hosts(0).domains(), ::testing::ElementsAre("*"));
+  EXPECT_EQ(http8082.virtual_hosts(0).routes(0).direct_response().status(), 404u);
+
+  // The shop namespace's Sidecar ("./*") does not scope a gateway: it sees every cluster.
+  const DiscoveryResponse cds = gateway_request(std::string(kClusterType), {});
+  std::vector<std::string> clusters;
+  for (int i = 0; i < cds.resources_size(); ++i) {
+    clusters.push_back(Decode<envoy::config::cluster::v3::Cluster>(cds, i).name());
+  }
+  EXPECT_THAT(clusters, ::testing::Contains("outbound|8080|v1|inventory.mesh.local"));
+  EXPECT_THAT(clusters, ::testing::Contains("outbound|8080||shop.mesh.local"));
+
+  // A router no Gateway picks gets no listeners.
+  {
+    auto h = Connect("router~127.0.0.10~other-1.edge~edge.svc.cluster.local", false);
+    h->Send(First(std::string(kListenerType), {}));
+    auto responses = h->Take();
+    ASSERT_EQ(responses.size(), 1u);
+    EXPECT_EQ(responses[0].resources_size(), 0);
+  }
+  // In the mesh, shop.mesh.local keeps its default route: `later` names it but is bound only to
+  // the Gateway; docs is bound to both, and docs.example.org is no service of the mesh.
+  const auto sidecar = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  ASSERT_THAT(RouteNames(sidecar, "shop.mesh.local:8080"), ::testing::ElementsAre(""));
+  for (const auto& vhost : sidecar.virtual_hosts()) {
+    if (vhost.name() == "shop.mesh.local:8080") {
+      EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080||shop.mesh.local");
+    }
+  }
+}
+
 // A DestinationRule for "*.mesh.local" applies to every host under it that has no rule of its
 // own (the most specific host wins), and its subsets can be routed to.
 TEST_F(GeneratorsTest, AWildcardDestinationRuleAppliesWhereNoOwnRuleDoes) {

@@ -121,6 +121,20 @@ std::vector<M> Decoded(const DiscoveryResponse& response) {
   return out;
 }
 
+// The route configurations the listeners of an LDS response name.
+std::set<std::string> RouteConfigNames(const DiscoveryResponse& lds) {
+  std::set<std::string> routes;
+  for (const auto& listener : Decoded<envoy::config::listener::v3::Listener>(lds)) {
+    for (const auto& chain : listener.filter_chains()) {
+      for (const auto& filter : chain.filters()) {
+        envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+        if (filter.typed_config().UnpackTo(&hcm)) routes.insert(hcm.rds().route_config_name());
+      }
+    }
+  }
+  return routes;
+}
+
 // An Envoy sidecar of namespace web: every cluster and listener (wildcard), the route
 // configurations its listeners name, the endpoints of every EDS cluster.
 TEST_F(GoldenTest, EnvoySidecar) {
@@ -131,18 +145,24 @@ TEST_F(GoldenTest, EnvoySidecar) {
   for (const auto& c : Decoded<envoy::config::cluster::v3::Cluster>(cds)) clusters.push_back(c.name());
   Ask(*proxy, Request(std::string(kEndpointType), clusters), false, out);
   const DiscoveryResponse lds = Ask(*proxy, Request(std::string(kListenerType), {}), false, out);
-  std::set<std::string> routes;
-  for (const auto& listener : Decoded<envoy::config::listener::v3::Listener>(lds)) {
-    for (const auto& chain : listener.filter_chains()) {
-      for (const auto& filter : chain.filters()) {
-        envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
-        if (filter.typed_config().UnpackTo(&hcm)) routes.insert(hcm.rds().route_config_name());
-      }
-    }
-  }
+  const std::set<std::string> routes = RouteConfigNames(lds);
   ASSERT_FALSE(routes.empty());
   Ask(*proxy, Request(std::string(kRouteType), {routes.begin(), routes.end()}), false, out);
   ExpectGolden("envoy_sidecar.txtpb", out);
+}
+
+// A gateway proxy picked by the Gateway web/ingress: its listeners (wildcard), their route
+// configurations http.PORT. Its clusters are every service's, as the sidecar's above.
+TEST_F(GoldenTest, EnvoyGateway) {
+  auto proxy = Connect("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local", false);
+  (*(*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value()->mutable_fields())["istio"]
+      .set_string_value("ingressgateway");
+  std::string out;
+  const DiscoveryResponse lds = Ask(*proxy, Request(std::string(kListenerType), {}), true, out);
+  const std::set<std::string> routes = RouteConfigNames(lds);
+  ASSERT_EQ(routes, (std::set<std::string>{"http.8088", "http.8089"}));
+  Ask(*proxy, Request(std::string(kRouteType), {routes.begin(), routes.end()}), false, out);
+  ExpectGolden("envoy_gateway.txtpb", out);
 }
 
 // A proxyless gRPC client of namespace web, asking by name as gRPC does: the API listeners of

@@ -226,6 +226,55 @@ spec:
                                             "it [pilot_duplicate_envoy_clusters]"));
 }
 
+// A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
+// of its Gateway admits (IST0132), reaches no gateway proxy: both are said where they are.
+TEST(MeshAnalysisTest, GatewayBindingsThatReachNoGatewayAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*.example.com", "edge/*.example.org"]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web, namespace: shop}
+spec:
+  hosts: [www.example.com, docs.example.org]
+  gateways: [edge/ingress, edge/missing]
+  http: [{route: [{destination: {host: reviews}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: docs, namespace: edge}
+spec:
+  hosts: [docs.example.org]
+  gateways: [ingress]
+  http: [{route: [{destination: {host: reviews.shop.svc.cluster.local, port: {number: 9080}}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  std::map<std::string, size_t> counts = store.WarningCounts();
+  EXPECT_EQ(counts["IST0101"], 2u);
+  EXPECT_EQ(counts["IST0132"], 1u) << "edge/docs is admitted: its namespace is the one the server host names";
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains("edge.yaml:10: VirtualService shop/web: spec.gateways[1]: gateway "
+                                            "edge/missing is not defined by any Gateway: these routes reach no "
+                                            "gateway proxy [IST0101]"));
+  EXPECT_THAT(warnings, ::testing::Contains("edge.yaml:10: VirtualService shop/web: spec.gateways[0]: no server of "
+                                            "gateway edge/ingress admits host docs.example.org of this "
+                                            "VirtualService (server hosts, and their namespace part): no gateway "
+                                            "proxy serves routes for it [IST0132]"));
+  EXPECT_THAT(warnings, ::testing::Contains("edge.yaml:10: VirtualService shop/web: "
+                                            "spec.http[0].route[0].destination.port: no port.number: at gateway "
+                                            "edge/ingress requests go to the gateway's port (8080), which "
+                                            "reviews.shop.svc.cluster.local does not have (it has several ports, so "
+                                            "give the one to route to) [IST0101]"));
+}
+
 // The defect of issue 17: Bookinfo's reviews split by subset over Kubernetes Services, with
 // EndpointSlices whose endpoints no Pod labels: every subset cluster is empty. Said, per
 // subset; and once the Pods are there, only the subset that still selects nothing.
