@@ -174,7 +174,8 @@ std::string ProxyConfigStatusJson(const std::string& node_id, const envoy::confi
   constexpr size_t kMaxNotes = 1000;
   std::vector<ProxyConfigNote> notes;
   const auto* mesh = dynamic_cast<const MeshContext*>(context);
-  if (proxy.grpc && mesh != nullptr && view != nullptr) notes = GrpcConfigNotes(*mesh, *view, kMaxNotes + 1);
+  if (proxy.grpc && mesh != nullptr && view != nullptr)
+    notes = GrpcConfigNotes(*mesh, *view, proxy.namespace_name, kMaxNotes + 1);
   const bool truncated = notes.size() > kMaxNotes;
   if (truncated) notes.resize(kMaxNotes);
   std::string out = StrCat("{\"proxy\":", Quote(node_id), ",\"generator\":", Quote(proxy.grpc ? "grpc" : "envoy"),

@@ -76,6 +76,12 @@ const ConfigKey kWholeContext{kind::kPushContext, "", ""};
 
 const char* Variant(const ProxyInfo& proxy) { return proxy.grpc ? "grpc" : "envoy"; }
 
+// Which namespace's DestinationRules a resource was built from (part of its cache key).
+const std::string& RuleNamespace(const DestinationRule* rule) {
+  static const std::string kNone = "-";
+  return rule != nullptr ? rule->meta.namespace_name : kNone;
+}
+
 // `d` as a protobuf Duration, to the nanosecond.
 void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
   out->set_seconds(absl::ToInt64Seconds(d));
@@ -319,9 +325,10 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         }
       }
       const DnsTarget target{service, port, subset_labels};
+      // Proxies that get the same rule (of the same namespace) share the cluster.
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kClusterType), name, Variant(proxy)}, {ServiceKey(service), RuleKey(service.host)},
-          request.push_sequence, [&] {
+          {std::string(kClusterType), name, StrCat(Variant(proxy), "|dr:", RuleNamespace(rule))},
+          {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
             return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc,
                                 port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
           });
@@ -337,7 +344,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         if (!cluster.has_value()) continue;
         const ServiceInfo* service = mesh.FindService(cluster->host);
         if (service == nullptr || !scope.Visible(*service)) continue;
-        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy.namespace_name);
         if (!cluster->subset.empty() &&
             (rule == nullptr || !std::any_of(rule->subsets.begin(), rule->subsets.end(),
                                              [&](const auto& s) { return s.name == cluster->subset; }))) {
@@ -352,7 +359,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     }
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
-      const DestinationRule* rule = mesh.DestinationRuleFor(host);
+      const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
       std::vector<std::string> subsets = {""};
       if (rule != nullptr) {
         for (const auto& s : rule->subsets) subsets.push_back(s.name);
@@ -382,6 +389,10 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     if (endpoint_only) {
       for (const ConfigKey& key : request.configs) changed_hosts.insert(key.name);
     }
+    // The proxy's namespace matters only where rules differ by namespace: endpoint-only
+    // pushes go to every proxy of a host, and most meshes keep rules beside their services.
+    const std::string proxy_namespace =
+        mesh.rules_vary_by_namespace() ? ParseProxyInfo(proxy_node.node).namespace_name : std::string();
     GeneratedResources out;
     out.incremental = endpoint_only || request.delta_scope.has_value();
     // An endpoint change of one service looks at every proxy's EDS names (a mesh proxy watches
@@ -396,7 +407,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (out.incremental) out.removed.push_back(name);
         continue;
       }
-      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
       const LabelMap* subset_labels = nullptr;
       if (!cluster->subset.empty()) {
         if (rule != nullptr) {
@@ -407,7 +418,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kEndpointType), name, ""},
+          {std::string(kEndpointType), name, cluster->subset.empty() ? "" : StrCat("dr:", RuleNamespace(rule))},
           {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
           [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
       if (!resource.ok()) return resource.status();
@@ -767,8 +778,8 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
 // destination (and subset). gRPC hashes on headers only (gRFC A42): other keys are left out for
 // gRPC nodes, whose ring hash then picks at random (analysis says so, cxds_grpc_ignores).
 void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::string& subset, uint32_t port,
-                   bool grpc, envoy::config::route::v3::RouteAction* action) {
-  const std::optional<PolicyFields> policy = PolicyFor(mesh.DestinationRuleFor(host), subset, port);
+                   const std::string& proxy_namespace, bool grpc, envoy::config::route::v3::RouteAction* action) {
+  const std::optional<PolicyFields> policy = PolicyFor(mesh.DestinationRuleFor(host, proxy_namespace), subset, port);
   if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
   const TrafficPolicy::ConsistentHash& hash = *policy->consistent_hash;
   using Key = TrafficPolicy::ConsistentHash::Key;
@@ -893,7 +904,8 @@ void SetAnswer(const HttpRoute& http, uint32_t port, envoy::config::route::v3::R
 // The routes of one VirtualService's HTTP routes for requests on `port` (a service port, or a
 // gateway's), in order: those of its matches `applies` keeps.
 void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, uint32_t port,
-                             const std::function<bool(const HttpRoute::Match&)>& applies, bool grpc,
+                             const std::function<bool(const HttpRoute::Match&)>& applies,
+                             const std::string& proxy_namespace, bool grpc,
                              envoy::config::route::v3::VirtualHost* vhost) {
   for (const HttpRoute& http : vs->http) {
     const bool answers = http.redirect.has_value() || http.direct_response.has_value();
@@ -969,7 +981,7 @@ void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, 
       for (const HttpRouteDestination& d : http.route) {
         if (http.route.size() == 1 || d.weight != 0) {
           const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
-          AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), grpc, action);
+          AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), proxy_namespace, grpc, action);
         }
       }
       if (http.route.size() == 1) {
@@ -1017,13 +1029,14 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
   for (const VirtualService* vs : virtual_services) {
     AddVirtualServiceRoutes(
-        mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, grpc, vhost);
+        mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, scope.namespace_name(),
+        grpc, vhost);
   }
   if (virtual_services.empty()) {
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
-    AddHashPolicy(mesh, service.host, "", port, grpc, route->mutable_route());
+    AddHashPolicy(mesh, service.host, "", port, scope.namespace_name(), grpc, route->mutable_route());
     SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
   }
 }
@@ -1085,7 +1098,7 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gat
     for (const Binding& binding : domain.bindings) {
       AddVirtualServiceRoutes(
           mesh, binding.vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match, binding.gateway); },
-          /*grpc=*/false, vhost);
+          scope.namespace_name(), /*grpc=*/false, vhost);
     }
   }
   if (domains.empty()) {
@@ -1263,7 +1276,8 @@ std::string ObjectName(const char* kind, const ObjectMeta& meta) {
 
 }  // namespace
 
-std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view, size_t limit) {
+std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view,
+                                             const std::string& proxy_namespace, size_t limit) {
   std::vector<ProxyConfigNote> notes;
   const auto add = [&](ProxyConfigNote note) {
     if (notes.size() < limit) notes.push_back(std::move(note));
@@ -1294,7 +1308,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
     for (const auto& [name, resource] : clusters->items) {
       const std::optional<ParsedCluster> cluster = ParseClusterName(name);
       if (!cluster.has_value()) continue;
-      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host);
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
       const std::optional<PolicyFields> policy = PolicyFor(rule, cluster->subset, cluster->port);
       if (!policy.has_value()) continue;
       std::string field = "spec.trafficPolicy";

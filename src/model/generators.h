@@ -61,10 +61,12 @@ struct ProxyConfigNote {
   std::string reason;
 };
 
-// For a proxyless gRPC node holding `view` (its route configurations HOST:PORT and clusters):
+// For a proxyless gRPC node of `proxy_namespace` holding `view` (its route configurations
+// HOST:PORT and clusters):
 // the VirtualService route fields and DestinationRule policy fields of what it holds that it is
 // generated without, by the same rules as the generators. For /debug/config_status?proxy=ID.
 // At most `limit` notes (a proxy may hold thousands of clusters).
-std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view, size_t limit = 1000);
+std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view,
+                                             const std::string& proxy_namespace, size_t limit = 1000);
 
 }  // namespace cxds

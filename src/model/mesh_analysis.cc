@@ -120,9 +120,20 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
     if (dr == nullptr) continue;
     const std::string host = ResolveHost(dr->host, dr->meta.namespace_name, suffix);
     const ServiceInfo* service = mesh.FindService(host);
-    if (service == nullptr || mesh.DestinationRuleFor(host) != dr) continue;
+    if (service == nullptr) continue;
+    // Every namespace's rules (which proxies get one depends on their namespace), but of a
+    // subset two rules of a namespace define, only the definition served.
+    const auto& in_namespace = mesh.destination_rules().by_namespace;
+    const auto rules = in_namespace.find(dr->meta.namespace_name);
+    if (rules == in_namespace.end()) continue;
+    const auto entry = rules->second.find(host);
+    if (entry == rules->second.end()) continue;
     for (size_t s = 0; s < dr->subsets.size(); ++s) {
       const DestinationRule::Subset& subset = dr->subsets[s];
+      if (auto owner = entry->second.subset_owners.find(subset.name);
+          owner == entry->second.subset_owners.end() || owner->second != key) {
+        continue;
+      }
       for (const ServicePort& port : service->ports) {
         const std::vector<EndpointInfo>* endpoints = endpoints_of(host, port.number);
         if (endpoints == nullptr) continue;  // the service's own warning says it
@@ -277,8 +288,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "IST0132",
                                                   "cxds_grpc_ignores",
                                                   "cxds_tls_route_unused",
-                                                  "pilot_destrule_subsets",
-                                                  "cxds_destination_rule_not_served"};
+                                                  "pilot_destrule_subsets"};
   return kCodes;
 }
 

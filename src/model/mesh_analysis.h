@@ -27,8 +27,6 @@
 //                                 hosts takes: no Envoy listener uses it
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
-//   cxds_destination_rule_not_served a DestinationRule for a host an older rule of another
-//                                 namespace has: only that namespace's rules are served
 #pragma once
 
 #include <string>

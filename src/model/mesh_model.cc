@@ -201,6 +201,24 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   source_conditions_.assign(conditions.begin(), conditions.end());
   destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_);
   findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
+  // A rule outside the namespace of a service it applies to reaches that service's proxies
+  // by their namespace (its own, or the root namespace's for those without a rule).
+  for (const auto& [ns, rules] : destination_rules_.by_namespace) {
+    for (const auto& [host, entry] : rules) {
+      if (rules_vary_by_namespace_) break;
+      if (!host.starts_with('*')) {
+        const ServiceInfo* service = FindService(host);
+        rules_vary_by_namespace_ = service != nullptr && service->namespace_name != ns;
+        continue;
+      }
+      for (const auto& [service_host, service] : services_) {
+        if (service.namespace_name != ns && HostSubsetOf(service_host, host)) {
+          rules_vary_by_namespace_ = true;
+          break;
+        }
+      }
+    }
+  }
   BuildOpaqueChains();
 }
 
@@ -338,9 +356,25 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::st
   return it == virtual_services_.end() ? std::vector<const VirtualService*>{} : it->second;
 }
 
-const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host) const {
-  const MergedDestinationRules::Entry* entry = FindForHost(destination_rules_.by_host, host);
+const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host,
+                                                       const std::string& proxy_namespace) const {
+  const ServiceInfo* service = FindService(host);
+  const MergedDestinationRules::Entry* entry =
+      destination_rules_.Lookup(host, proxy_namespace, service != nullptr ? service->namespace_name : "");
   return entry != nullptr ? entry->rule : nullptr;
+}
+
+const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::string& host,
+                                                                    const std::string& proxy_namespace,
+                                                                    const std::string& service_namespace) const {
+  for (const std::string* ns : {&proxy_namespace, &service_namespace}) {
+    if (ns->empty()) continue;
+    if (auto rules = by_namespace.find(*ns); rules != by_namespace.end()) {
+      if (const Entry* entry = FindForHost(rules->second, host)) return entry;
+    }
+  }
+  auto root = by_namespace.find(kRootNamespace);
+  return root == by_namespace.end() ? nullptr : FindForHost(root->second, host);
 }
 
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix) {
@@ -348,33 +382,28 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
     const DestinationRule* rule;
     ConfigKey key;
   };
-  std::map<std::string, std::vector<Claim>> claims;  // resolved host -> rules naming it
+  // (namespace, resolved host) -> rules naming it
+  std::map<std::pair<std::string, std::string>, std::vector<Claim>> claims;
   for (const auto& [key, object] : ObjectsOfKind(objects, kind::kDestinationRule)) {
     if (const auto* dr = std::get_if<DestinationRule>(&object->object)) {
-      claims[ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix)].push_back({dr, key});
+      claims[{dr->meta.namespace_name, ResolveHost(dr->host, dr->meta.namespace_name, domain_suffix)}].push_back(
+          {dr, key});
     }
   }
   MergedDestinationRules out;
-  for (auto& [host, list] : claims) {
+  for (auto& [where, list] : claims) {
+    const std::string& host = where.second;
     std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
       return OlderFirst(a.rule->meta, a.key, b.rule->meta, b.key);
     });
     const Claim& first = list.front();
-    MergedDestinationRules::Entry& entry = out.by_host[host];
+    MergedDestinationRules::Entry& entry = out.by_namespace[where.first][host];
     entry.rule = first.rule;
     entry.key = first.key;
     for (const auto& subset : first.rule->subsets) entry.subset_owners.try_emplace(subset.name, first.key);
     DestinationRule* merged = nullptr;  // made at the first rule merged in
     for (size_t i = 1; i < list.size(); ++i) {
       const Claim& other = list[i];
-      const std::string served = StrCat(first.key.namespace_name, "/", first.key.name);
-      if (other.key.namespace_name != first.key.namespace_name) {
-        out.findings.push_back({other.key, "spec.host", "cxds_destination_rule_not_served",
-                                StrCat("host ", host, " has the older DestinationRule ", served,
-                                       " in another namespace, which is served for it; this one is not (cxds serves "
-                                       "one namespace's rules per host, not a choice by the proxy's namespace)")});
-        continue;
-      }
       if (merged == nullptr) {
         merged = &out.merged.emplace_back(*first.rule);
         entry.rule = merged;
@@ -405,13 +434,36 @@ bool DefinesSubset(const DestinationRule& rule, const std::string& subset) {
   return std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return s.name == subset; });
 }
 
+// The namespace of the service of `host` in `objects`: a Kubernetes host's (NAME.NS.svc.SUFFIX),
+// else that of the ServiceEntry with the host (`entries`, filled at the first call), else "".
+std::string ServiceNamespaceOf(const ObjectMap& objects, const std::string& host, const std::string& suffix,
+                               std::optional<std::map<std::string, std::string>>& entries) {
+  const std::string k8s_tail = StrCat(".svc.", suffix);
+  if (host.ends_with(k8s_tail)) {
+    const std::string name_ns = host.substr(0, host.size() - k8s_tail.size());
+    if (const size_t dot = name_ns.find('.'); dot != std::string::npos) return name_ns.substr(dot + 1);
+  }
+  if (!entries.has_value()) {
+    entries.emplace();
+    for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
+      if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+        for (const std::string& se_host : se->hosts) entries->emplace(se_host, se->meta.namespace_name);
+      }
+    }
+  }
+  auto it = entries->find(host);
+  return it == entries->end() ? "" : it->second;
+}
+
 }  // namespace
 
 ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
   return [suffix = std::move(domain_suffix)](const ObjectMap& candidate, const ObjectMap& current) {
     std::vector<ReferenceError> errors;
     const MergedDestinationRules rules = MergeDestinationRules(candidate, suffix);
-    std::optional<MergedDestinationRules> before;  // when needed
+    std::optional<MergedDestinationRules> before;               // when needed
+    std::optional<std::map<std::string, std::string>> entries;  // ServiceEntry host -> namespace
+    std::optional<std::map<std::string, std::string>> entries_before;
     for (const auto& entry : candidate) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& object = entry.second;
@@ -420,18 +472,31 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
         const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        const auto* rule = FindForHost(rules.by_host, host);
+        // The rule proxies of the VirtualService's namespace get (the namespace it is written
+        // for; proxies of other namespaces may get another rule, as in Istio).
+        const std::string& ns = vs->meta.namespace_name;
+        const auto* rule = rules.Lookup(host, ns, ServiceNamespaceOf(candidate, host, suffix, entries));
         if (rule != nullptr && DefinesSubset(*rule->rule, d.subset)) return;
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
-        error.message = rule == nullptr ? StrCat("subset \"", d.subset, "\" of ", host,
-                                                 " is not defined: no DestinationRule has host ", host)
-                                        : StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
-                                                 rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
+        const bool any_rule = std::any_of(rules.by_namespace.begin(), rules.by_namespace.end(),
+                                          [&](const auto& in) { return FindForHost(in.second, host) != nullptr; });
+        if (rule != nullptr) {
+          error.message = StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
+                                 rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
+        } else if (any_rule) {
+          error.message =
+              StrCat("subset \"", d.subset, "\" of ", host,
+                     " is not defined: no DestinationRule for the host applies to proxies of namespace ", ns,
+                     " (rules are looked up in the proxy's namespace, the service's, then ", kRootNamespace, ")");
+        } else {
+          error.message =
+              StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host);
+        }
         // The rule that defined the subset in the served state, if any, is what changed.
         if (!before.has_value()) before = MergeDestinationRules(current, suffix);
-        if (const auto* old = FindForHost(before->by_host, host);
+        if (const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
             old != nullptr && old->subset_owners.contains(d.subset)) {
           error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {

@@ -71,22 +71,29 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
   return any != by_host.end() ? &any->second : nullptr;
 }
 
-// The DestinationRules of one ObjectMap by resolved host, as istiod consolidates them: of the
-// rules for one host, oldest first (metadata.creationTimestamp; unset counts as newest), then
-// by name, the first is served, and the others of its namespace are merged into it (every
-// subset whose name is new; its traffic policy only if the first has none). A duplicate subset
-// is a finding (pilot_destrule_subsets, istiod's metric); so is a rule of another namespace,
-// which is not served (istiod would choose by the proxy's namespace; cxds serves one rule per
-// host: cxds_destination_rule_not_served).
+// Istio's default meshConfig.rootNamespace: its DestinationRules apply to every namespace that
+// has none of its own for a host.
+inline constexpr char kRootNamespace[] = "istio-system";
+
+// The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
+// them: in each namespace, of the rules for one host, oldest first (metadata.creationTimestamp;
+// unset counts as newest), then by name, the first is served, and the others are merged into
+// it (every subset whose name is new; its traffic policy only if the first has none). A
+// duplicate subset is a finding (pilot_destrule_subsets, istiod's metric).
 struct MergedDestinationRules {
   struct Entry {
     const DestinationRule* rule = nullptr;           // the original, or the merge in `merged`
     ConfigKey key;                                   // the served (first) rule
     std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
   };
-  std::map<std::string, Entry> by_host;
-  std::deque<DestinationRule> merged;  // stable addresses for by_host
+  std::map<std::string, std::map<std::string, Entry>> by_namespace;  // namespace -> host -> entry
+  std::deque<DestinationRule> merged;                                // stable addresses for the entries
   std::vector<ConfigWarning> findings;
+  // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
+  // `service_namespace`: the proxy's namespace's rule for the host (FindForHost), else the
+  // service's namespace's, else the root namespace's. An empty namespace is skipped.
+  const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
+                      const std::string& service_namespace) const;
 };
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix);
 
@@ -106,9 +113,16 @@ class MeshContext final : public PushContext {
   // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
   // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
-  // The DestinationRule for `host`: its own, else the most specific wildcard one (FindForHost);
-  // several for one host are merged (MergeDestinationRules).
-  const DestinationRule* DestinationRuleFor(const std::string& host) const;
+  // The DestinationRule a proxy of `proxy_namespace` gets for `host` (MergedDestinationRules::
+  // Lookup, its service's namespace from the context): in each namespace the host's own, else
+  // the most specific wildcard one (FindForHost); several there are merged. An empty
+  // `proxy_namespace`: the rule of the service's namespace, else the root namespace's, which is
+  // every proxy's when !rules_vary_by_namespace().
+  const DestinationRule* DestinationRuleFor(const std::string& host, const std::string& proxy_namespace) const;
+  const MergedDestinationRules& destination_rules() const { return destination_rules_; }
+  // Whether some DestinationRule lives outside the namespace of a service it applies to, so
+  // that which rule a proxy gets for a host depends on the proxy's namespace.
+  bool rules_vary_by_namespace() const { return rules_vary_by_namespace_; }
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   // The Gateways that pick a gateway proxy (a router~ node) with `labels`: those whose selector
   // is among them, of any namespace (as istiod by default), in key order.
@@ -153,7 +167,7 @@ class MeshContext final : public PushContext {
   // (pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http),
   // VirtualServices not served for a host (pilot_vservice_dup_domain), hosts defined by more
   // than one object (pilot_duplicate_envoy_clusters), DestinationRules merged or not served
-  // (pilot_destrule_subsets, cxds_destination_rule_not_served).
+  // (pilot_destrule_subsets).
   const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
@@ -166,6 +180,7 @@ class MeshContext final : public PushContext {
   std::map<std::string, const Gateway*> gateways_;                              // by "namespace/name"
   std::map<std::string, std::vector<const VirtualService*>> gateway_virtual_services_;
   MergedDestinationRules destination_rules_;
+  bool rules_vary_by_namespace_ = false;
   std::vector<const Sidecar*> sidecars_;
   std::vector<SourceCondition> source_conditions_;
   bool exports_restricted_ = false;

@@ -58,6 +58,9 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
   if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
   if (context.exports_restricted()) key_ = StrCat(key_, "|ns:", proxy.namespace_name);
   route_key_ = key_;
+  if (context.rules_vary_by_namespace() && !context.exports_restricted()) {
+    route_key_ = StrCat(route_key_, "|ns:", proxy.namespace_name);
+  }
   if (!context.source_conditions().empty()) {
     route_key_ += "|source:";
     for (const MeshContext::SourceCondition& condition : context.source_conditions()) {

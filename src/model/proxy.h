@@ -44,9 +44,11 @@ class ProxyScope {
   bool Applies(const HttpRoute::Match& match, const std::string& gateway = "mesh") const {
     return SourceMatches(match, labels_, namespace_name_, gateway);
   }
-  // key() and which of the context's source conditions the proxy meets: what its routes
-  // depend on. key() alone while no VirtualService has any.
+  // key() and which of the context's source conditions the proxy meets, and its namespace when
+  // DestinationRules (hash policies) vary by namespace: what its routes depend on. key() alone
+  // while no VirtualService has source conditions and rules do not vary.
   const std::string& route_key() const { return route_key_; }
+  const std::string& namespace_name() const { return namespace_name_; }
 
   // Istio's sourceMatchHTTP at `gateway` ("mesh" for sidecars, else "namespace/name"): with
   // `gateways` given, whether it is among them; else the proxy's labels include sourceLabels

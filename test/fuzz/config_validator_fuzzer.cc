@@ -125,7 +125,7 @@ void CheckModel(const std::shared_ptr<const ObjectMap>& objects, ConfigStore& st
       start = dot + 1;
     }
     context.VirtualServicesFor(host);
-    context.DestinationRuleFor(host);
+    context.DestinationRuleFor(host, "default");
   }
   MeshModel model(store, kSuffix);
   model.OnUpdate(update);

@@ -1318,7 +1318,7 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
   ASSERT_NE(mesh, nullptr);
   std::vector<std::string> notes;
-  for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view)) {
+  for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view, "default")) {
     notes.push_back(StrCat(n.resource, " | ", n.object, " | ", n.field, " | ", n.reason));
   }
   EXPECT_THAT(
@@ -1333,7 +1333,7 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
           "spec.subsets[1].trafficPolicy, merged | outlierDetection (gRPC ejects by success rate and failure "
           "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
       << "nothing for the port-9999 route or the v1 cluster";
-  EXPECT_EQ(GrpcConfigNotes(*mesh, *view, /*limit=*/1).size(), 1u);
+  EXPECT_EQ(GrpcConfigNotes(*mesh, *view, "default", /*limit=*/1).size(), 1u);
 }
 
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
@@ -1785,6 +1785,97 @@ spec:
       EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080||shop.mesh.local");
     }
   }
+}
+
+// Which DestinationRule a proxy gets depends on its namespace, as istiod chooses: its own
+// namespace's rule for the host, else the service's namespace's, else the root namespace's
+// (istio-system). Clusters, routes (hash policies) and subset endpoints follow, and proxies of
+// one namespace share them.
+TEST_F(GeneratorsTest, TheDestinationRuleOfAProxysNamespaceComesFirstThenTheServicesThenTheRoot) {
+  Apply("rules.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: store}
+spec:
+  resolution: STATIC
+  hosts: [store.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints: [{address: 127.0.0.2, labels: {version: v2}}, {address: 127.0.0.3, labels: {version: v3}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pay}
+spec:
+  resolution: STATIC
+  hosts: [pay.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints: [{address: 127.0.0.4}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: store}
+spec:
+  host: store.mesh.local
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+  subsets: [{name: canary, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: store, namespace: ops}
+spec:
+  host: store.mesh.local
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+  subsets: [{name: canary, labels: {version: v3}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: mesh-wide, namespace: istio-system}
+spec:
+  host: "*.mesh.local"
+  trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  const auto node = [](const std::string& ns, const std::string& pod) {
+    return StrCat("sidecar~127.0.0.5~", pod, ".", ns, "~", ns, ".svc.cluster.local");
+  };
+  const auto lb = [&](const std::string& ns, const std::string& cluster) {
+    const auto clusters = ClustersFor(node(ns, "app-1"));
+    auto it = clusters.find(cluster);
+    return it == clusters.end() ? Cluster::LbPolicy_MAX : it->second.lb_policy();
+  };
+  EXPECT_EQ(lb("default", "outbound|8080||store.mesh.local"), Cluster::RANDOM) << "the service's namespace's";
+  EXPECT_EQ(lb("web", "outbound|8080||store.mesh.local"), Cluster::RANDOM) << "web has none: the service's";
+  EXPECT_EQ(lb("ops", "outbound|8080||store.mesh.local"), Cluster::RING_HASH) << "ops has its own";
+  EXPECT_EQ(lb("ops", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST) << "the root namespace's";
+  EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST);
+  EXPECT_EQ(lb("ops", "outbound|8080||inventory.mesh.local"), Cluster::ROUND_ROBIN)
+      << "inventory's own rule, of its service's namespace, comes before the root's wildcard";
+
+  // The route of an ops proxy hashes by x-user (its rule's consistent hash); a default proxy's does not.
+  const auto hashes = [&](const std::string& ns) {
+    const auto config = RoutesFor(node(ns, "app-1"), false, "8080");
+    for (const auto& vhost : config.virtual_hosts()) {
+      if (vhost.name() == "store.mesh.local:8080") return vhost.routes(0).route().hash_policy_size();
+    }
+    return -1;
+  };
+  EXPECT_EQ(hashes("ops"), 1);
+  EXPECT_EQ(hashes("default"), 0);
+
+  // The subset canary is v2 for default's proxies and v3 for ops's.
+  const auto canary = [&](const std::string& ns, const std::string& pod) {
+    auto h = Connect(node(ns, pod), false);
+    h->Send(First(std::string(kEndpointType), {"outbound|8080|canary|store.mesh.local"}));
+    auto eds = h->Take();
+    EXPECT_EQ(eds.size(), 1u);
+    if (eds.empty() || eds[0].resources_size() != 1) return std::string("none");
+    const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+    return cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address();
+  };
+  EXPECT_EQ(canary("default", "app-1"), "127.0.0.2");
+  EXPECT_EQ(canary("ops", "app-1"), "127.0.0.3");
+  EXPECT_EQ(canary("ops", "app-2"), "127.0.0.3");
+  EXPECT_EQ(canary("web", "app-1"), "127.0.0.2");
 }
 
 // A DestinationRule for "*.mesh.local" applies to every host under it that has no rule of its

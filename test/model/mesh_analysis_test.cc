@@ -139,24 +139,34 @@ spec:
 )");
   EXPECT_THAT(Strings(update.errors), IsEmpty()) << "v2 is defined by the rule merged in";
   EXPECT_THAT(Strings(update.warnings),
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("a-new: spec.subsets[1].labels"))))
+      << "a-new's v1 is not served (z-old's is): whether it selects endpoints does not matter";
+  EXPECT_THAT(Strings(update.warnings),
               ::testing::Contains(::testing::HasSubstr(
                   "DestinationRule default/a-new: spec.subsets[1].name: subset \"v1\" of inventory.mesh.local is also "
                   "defined by default/z-old, whose definition is served; this one is not [pilot_destrule_subsets]")));
-  EXPECT_THAT(Strings(update.warnings),
-              ::testing::Contains(::testing::HasSubstr(
-                  "DestinationRule shop/inventory: spec.host: host inventory.mesh.local has the older DestinationRule "
-                  "default/z-old in another namespace")));
+  EXPECT_THAT(Strings(update.warnings), ::testing::Not(::testing::Contains(::testing::HasSubstr("another namespace"))))
+      << "a rule of another namespace is no conflict: it is that namespace's proxies' rule";
 
   MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
-  const DestinationRule* rule = context.DestinationRuleFor("inventory.mesh.local");
+  const DestinationRule* rule = context.DestinationRuleFor("inventory.mesh.local", "default");
   ASSERT_NE(rule, nullptr);
   ASSERT_EQ(rule->subsets.size(), 2u);
   EXPECT_EQ(rule->subsets[0].name, "v1");
   EXPECT_EQ(rule->subsets[0].labels.at("version"), "v1") << "the older rule's v1";
   EXPECT_EQ(rule->subsets[1].name, "v2");
   EXPECT_TRUE(rule->traffic_policy.has_value()) << "the oldest has none: the next one's";
+  // Proxies of namespace shop get shop's own rule (Istio's lookup: the proxy's namespace
+  // first); those of any other namespace the rule of the service's namespace, default.
+  const DestinationRule* shop_rule = context.DestinationRuleFor("inventory.mesh.local", "shop");
+  ASSERT_NE(shop_rule, nullptr);
+  ASSERT_EQ(shop_rule->subsets.size(), 1u);
+  EXPECT_EQ(shop_rule->subsets[0].name, "v9");
+  EXPECT_EQ(context.DestinationRuleFor("inventory.mesh.local", "web"), rule);
+  EXPECT_TRUE(context.rules_vary_by_namespace());
 
-  // v9 is only in the rule of another namespace, which is not served: a route to it is refused.
+  // v9 is only in the rule of namespace shop: a route to it from a VirtualService of namespace
+  // default, whose proxies get default's rule, is refused; one of namespace shop is accepted.
   const ConfigStore::Update refused = store.ApplyFile("vs9.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: nine}
@@ -167,6 +177,14 @@ spec:
   ASSERT_EQ(refused.errors.size(), 1u);
   EXPECT_THAT(refused.errors[0].ToString(), ::testing::HasSubstr("subset \"v9\" is not defined by DestinationRule "
                                                                  "default/z-old (host inventory.mesh.local)"));
+  const ConfigStore::Update accepted = store.ApplyFile("vs9.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: nine, namespace: shop}
+spec:
+  hosts: [nine.mesh.local]
+  http: [{route: [{destination: {host: inventory.mesh.local, subset: v9}}]}]
+)");
+  EXPECT_THAT(Strings(accepted.errors), IsEmpty());
 }
 
 TEST(MeshAnalysisTest, WithoutTimestampsTheFirstByNameIsServed) {
