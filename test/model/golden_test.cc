@@ -32,17 +32,23 @@ const std::string kGoldenDir = std::string(CXDS_SOURCE_DIR) + "/test/golden/";
 
 class GoldenTest : public ::testing::Test {
  protected:
+  // The config files served, by path.
+  virtual std::vector<std::string> Files() const { return {kGoldenDir + "mesh.yaml"}; }
+
   void SetUp() override {
-    absl::StatusOr<std::string> mesh = ReadSmallFile(kGoldenDir + "mesh.yaml", 1 << 20, "golden mesh");
-    ASSERT_TRUE(mesh.ok()) << mesh.status();
-    const ConfigStore::Update update = store_.ApplyFile("mesh.yaml", *mesh);
-    ASSERT_TRUE(update.errors.empty()) << update.errors.front().ToString();
+    for (const std::string& path : Files()) {
+      absl::StatusOr<std::string> content = ReadSmallFile(path, 1 << 20, "mesh config");
+      ASSERT_TRUE(content.ok()) << content.status();
+      const ConfigStore::Update update = store_.ApplyFile(path.substr(path.rfind('/') + 1), *content);
+      ASSERT_TRUE(update.errors.empty()) << update.errors.front().ToString();
+      model_.OnUpdate(update);
+    }
     PushPipeline::Options options;
     options.scheduler = &scheduler_;
     options.proxy_filter = MeshProxyFilter();
     pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
     AddMeshGenerators(*pipeline_, model_);
-    PushRequest initial = model_.OnUpdate(update);
+    PushRequest initial;
     initial.full = true;
     ASSERT_TRUE(pipeline_->Push(initial).ok());
   }
@@ -186,6 +192,43 @@ TEST_F(GoldenTest, ProxylessGrpcClient) {
   Ask(*proxy, Request(std::string(kClusterType), {clusters.begin(), clusters.end()}), false, out);
   Ask(*proxy, Request(std::string(kEndpointType), {clusters.begin(), clusters.end()}), false, out);
   ExpectGolden("proxyless_grpc.txtpb", out);
+}
+
+// examples/bookinfo as `make run-bookinfo` serves it: what its README says a gateway proxy is
+// sent for gateway.yaml.
+class BookinfoExampleTest : public GoldenTest {
+ protected:
+  std::vector<std::string> Files() const override {
+    const std::string dir = std::string(CXDS_SOURCE_DIR) + "/examples/bookinfo/";
+    std::vector<std::string> files;
+    for (const char* name : {"services.yaml", "endpoints.yaml", "pods.yaml", "details.yaml", "ratings-vm.yaml",
+                             "routing.yaml", "gateway.yaml"}) {
+      files.push_back(dir + name);
+    }
+    return files;
+  }
+};
+
+TEST_F(BookinfoExampleTest, TheIngressGatewayServesTheRoutesItsReadmeNames) {
+  auto proxy = Connect("router~127.0.0.30~ingress-1.bookinfo~bookinfo.svc.cluster.local", false);
+  (*(*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value()->mutable_fields())["istio"]
+      .set_string_value("ingressgateway");
+  std::string out;
+  const DiscoveryResponse lds = Ask(*proxy, Request(std::string(kListenerType), {}), true, out);
+  std::vector<std::string> listeners;
+  for (const auto& listener : Decoded<envoy::config::listener::v3::Listener>(lds)) listeners.push_back(listener.name());
+  EXPECT_THAT(listeners, ::testing::ElementsAre("127.0.0.1_8080"));
+  ASSERT_EQ(RouteConfigNames(lds), (std::set<std::string>{"http.8080"}));
+  const DiscoveryResponse rds = Ask(*proxy, Request(std::string(kRouteType), {"http.8080"}), false, out);
+  const auto configs = Decoded<envoy::config::route::v3::RouteConfiguration>(rds);
+  ASSERT_EQ(configs.size(), 1u);
+  ASSERT_EQ(configs[0].virtual_hosts_size(), 1);
+  const auto& vhost = configs[0].virtual_hosts(0);
+  EXPECT_EQ(vhost.name(), "bookinfo.example.com:8080");
+  std::vector<std::string> clusters;
+  for (const auto& route : vhost.routes()) clusters.push_back(route.route().cluster());
+  EXPECT_THAT(clusters, ::testing::ElementsAre("outbound|9080|v1|reviews.bookinfo.svc.cluster.local",
+                                               "outbound|9080||ratings.bookinfo.svc.cluster.local"));
 }
 
 }  // namespace
