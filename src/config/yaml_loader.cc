@@ -1368,7 +1368,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   if (!r.IsMap(spec, "spec")) return vs;
   r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
   CheckExportTo(r, spec);
-  if (spec["gateways"].IsDefined()) {
+  if (spec["gateways"].IsDefined() && !spec["gateways"].IsNull()) {  // null: the default, as in Istio
     vs.gateways = ReadGatewayNames(r, spec, "spec", vs.meta.namespace_name);
     if (vs.gateways.empty() && r.IsSeq(spec["gateways"], "spec.gateways") && spec["gateways"].size() == 0) {
       vs.gateways = {"mesh"};  // an empty list is the default, as in Istio

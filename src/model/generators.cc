@@ -1041,17 +1041,28 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   }
 }
 
+// Istio's catch-all route: every path, no header or query condition.
+bool IsCatchAll(const envoy::config::route::v3::Route& route) {
+  const auto& match = route.match();
+  const bool every_path =
+      (match.has_prefix() && match.prefix() == "/") || (match.has_safe_regex() && (match.safe_regex().regex() == ".*"));
+  return every_path && match.headers_size() == 0 && match.query_parameters_size() == 0;
+}
+
 // The virtual hosts of a gateway proxy's route configuration http.PORT, as istiod builds them:
 // for each server on `port` of `gateways`, each VirtualService bound to its Gateway whose
 // namespace the server's host allows, and each of its hosts the server's host matches, a
 // virtual host for the narrower of the two names (HOST:PORT, domains HOST and HOST:PORT).
-// Several VirtualServices for one name merge their routes, oldest first. No virtual host at
-// all: istiod's blackhole, a 404 for every request.
+// Several VirtualServices for one name merge their routes, oldest first, then catch-all routes
+// last (istiod's SortVHostRoutes). A server with tls.httpsRedirect makes its virtual hosts,
+// and one for each of its own hosts no VirtualService has, redirect to HTTPS. No virtual host
+// at all: istiod's blackhole, a 404 for every request.
 void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways, uint32_t port,
                             const ProxyScope& scope, RouteConfiguration& config) {
   struct Binding {
     const VirtualService* vs;
-    std::string gateway;  // "namespace/name": what the VirtualService's match gateways name
+    // "namespace/name" of every Gateway it is reached through: what its match gateways name.
+    std::vector<std::string> gateways;
   };
   struct Domain {
     std::vector<Binding> bindings;
@@ -1080,12 +1091,20 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gat
             }
             Domain& domain = domains[name];
             domain.https_redirect = domain.https_redirect || server.https_redirect;
-            if (std::none_of(domain.bindings.begin(), domain.bindings.end(),
-                             [&](const Binding& b) { return b.vs == vs; })) {
-              domain.bindings.push_back({vs, gateway_name});
+            auto binding = std::find_if(domain.bindings.begin(), domain.bindings.end(),
+                                        [&](const Binding& b) { return b.vs == vs; });
+            if (binding == domain.bindings.end()) {
+              domain.bindings.push_back({vs, {gateway_name}});
+            } else if (std::find(binding->gateways.begin(), binding->gateways.end(), gateway_name) ==
+                       binding->gateways.end()) {
+              binding->gateways.push_back(gateway_name);
             }
           }
         }
+      }
+      if (!server.https_redirect) continue;
+      for (const std::string& server_host : server.hosts) {
+        domains[server_host.substr(server_host.find('/') + 1)].https_redirect = true;
       }
     }
   }
@@ -1096,10 +1115,14 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gat
     if (name != "*") vhost->add_domains(StrCat(name, ":", port));
     if (domain.https_redirect) vhost->set_require_tls(envoy::config::route::v3::VirtualHost::ALL);
     for (const Binding& binding : domain.bindings) {
-      AddVirtualServiceRoutes(
-          mesh, binding.vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match, binding.gateway); },
-          scope.namespace_name(), /*grpc=*/false, vhost);
+      const auto applies = [&](const HttpRoute::Match& match) {
+        return std::any_of(binding.gateways.begin(), binding.gateways.end(),
+                           [&](const std::string& gateway) { return scope.Applies(match, gateway); });
+      };
+      AddVirtualServiceRoutes(mesh, binding.vs, port, applies, scope.namespace_name(), /*grpc=*/false, vhost);
     }
+    std::stable_partition(vhost->mutable_routes()->begin(), vhost->mutable_routes()->end(),
+                          [](const envoy::config::route::v3::Route& route) { return !IsCatchAll(route); });
   }
   if (domains.empty()) {
     auto* vhost = config.add_virtual_hosts();

@@ -368,7 +368,10 @@ const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::s
                                                                     const std::string& proxy_namespace,
                                                                     const std::string& service_namespace) const {
   for (const std::string* ns : {&proxy_namespace, &service_namespace}) {
-    if (ns->empty()) continue;
+    // A proxy of the root namespace (a gateway, usually) gets the service's rules before the
+    // root's mesh-wide ones, as in istiod, which looks at its own namespace's only for rules
+    // exported to "." (cxds serves rules exported to "*" only).
+    if (ns->empty() || (ns == &proxy_namespace && *ns == kRootNamespace)) continue;
     if (auto rules = by_namespace.find(*ns); rules != by_namespace.end()) {
       if (const Entry* entry = FindForHost(rules->second, host)) return entry;
     }
@@ -434,25 +437,26 @@ bool DefinesSubset(const DestinationRule& rule, const std::string& subset) {
   return std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return s.name == subset; });
 }
 
-// The namespace of the service of `host` in `objects`: a Kubernetes host's (NAME.NS.svc.SUFFIX),
-// else that of the ServiceEntry with the host (`entries`, filled at the first call), else "".
+// The namespace of the service of `host` in `objects`, as MeshContext serves it: of the
+// ServiceEntry defining it, the last in key order (`entries`, filled at the first call), else a
+// Kubernetes host's (NAME.NS.svc.SUFFIX), else "".
 std::string ServiceNamespaceOf(const ObjectMap& objects, const std::string& host, const std::string& suffix,
                                std::optional<std::map<std::string, std::string>>& entries) {
+  if (!entries.has_value()) {
+    entries.emplace();
+    for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
+      if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+        for (const std::string& se_host : se->hosts) (*entries)[se_host] = se->meta.namespace_name;
+      }
+    }
+  }
+  if (auto it = entries->find(host); it != entries->end()) return it->second;
   const std::string k8s_tail = StrCat(".svc.", suffix);
   if (host.ends_with(k8s_tail)) {
     const std::string name_ns = host.substr(0, host.size() - k8s_tail.size());
     if (const size_t dot = name_ns.find('.'); dot != std::string::npos) return name_ns.substr(dot + 1);
   }
-  if (!entries.has_value()) {
-    entries.emplace();
-    for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
-      if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-        for (const std::string& se_host : se->hosts) entries->emplace(se_host, se->meta.namespace_name);
-      }
-    }
-  }
-  auto it = entries->find(host);
-  return it == entries->end() ? "" : it->second;
+  return "";
 }
 
 }  // namespace
@@ -578,11 +582,25 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
         }
       }
     } else if (const auto* dr = std::get_if<DestinationRule>(&any)) {
-      // Keyed by host alone: a cluster depends on whatever rule names its host.
-      request.configs.insert({kind::kDestinationRule, "", ResolveHost(dr->host, ns, domain_suffix_)});
+      // Keyed by host alone: a cluster depends on whatever rule names its host. A wildcard
+      // rule ("*.mesh.local") is keyed by every service host under it, which it may apply to.
+      const auto rule_keys = [&](const std::string& rule_host) {
+        request.configs.insert({kind::kDestinationRule, "", rule_host});
+        if (!rule_host.starts_with('*')) return;
+        for (const auto& entry : *objects) {
+          if (!std::holds_alternative<K8sService>(entry.second->object) &&
+              !std::holds_alternative<ServiceEntry>(entry.second->object)) {
+            continue;
+          }
+          for (const std::string& host : HostsOf(entry.second->object)) {
+            if (HostSubsetOf(host, rule_host)) request.configs.insert({kind::kDestinationRule, "", host});
+          }
+        }
+      };
+      rule_keys(ResolveHost(dr->host, ns, domain_suffix_));
       if (before != nullptr && after != nullptr) {
         const auto& old_dr = std::get<DestinationRule>(before->object);
-        request.configs.insert({kind::kDestinationRule, "", ResolveHost(old_dr.host, ns, domain_suffix_)});
+        rule_keys(ResolveHost(old_dr.host, ns, domain_suffix_));
       }
     } else {
       request.configs.insert(key);  // VirtualService, Sidecar, Gateway

@@ -90,8 +90,9 @@ struct MergedDestinationRules {
   std::deque<DestinationRule> merged;                                // stable addresses for the entries
   std::vector<ConfigWarning> findings;
   // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
-  // `service_namespace`: the proxy's namespace's rule for the host (FindForHost), else the
-  // service's namespace's, else the root namespace's. An empty namespace is skipped.
+  // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; not for a
+  // proxy of the root namespace), else the service's namespace's, else the root namespace's.
+  // An empty namespace is skipped.
   const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
                       const std::string& service_namespace) const;
 };

@@ -734,6 +734,17 @@ spec:
   ASSERT_EQ(plain.documents.size(), 1u) << Errors(plain);
   EXPECT_THAT(std::get<VirtualService>(plain.documents[0].object).gateways, ::testing::ElementsAre("mesh"))
       << "no gateways: the mesh, as in Istio";
+  const ParsedFile null_gateways = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop}
+spec:
+  hosts: [shop.example.com]
+  gateways:
+  http: [{route: [{destination: {host: shop}}]}]
+)");
+  ASSERT_EQ(null_gateways.documents.size(), 1u) << Errors(null_gateways);
+  EXPECT_THAT(std::get<VirtualService>(null_gateways.documents[0].object).gateways, ::testing::ElementsAre("mesh"))
+      << "a null list (as templates write it) is the default too";
 }
 
 TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {

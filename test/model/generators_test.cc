@@ -1652,11 +1652,18 @@ spec:
     hosts: ["./*"]
 ---
 apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress-2, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: [shop.example.com]}]
+---
+apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: storefront, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec:
   hosts: [shop.example.com, other.example.net]
-  gateways: [edge/ingress]
+  gateways: [edge/ingress, edge/ingress-2]
   http:
   - name: api
     match: [{uri: {prefix: /api}}]
@@ -1666,6 +1673,9 @@ spec:
     route: [{destination: {host: shop.mesh.local}}]
   - name: mesh-only
     match: [{gateways: [mesh]}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - name: second-only
+    match: [{gateways: [edge/ingress-2], uri: {prefix: /second}}]
     route: [{destination: {host: shop.mesh.local}}]
   - name: rest
     route: [{destination: {host: shop.mesh.local, port: {number: 8080}}}]
@@ -1677,7 +1687,8 @@ spec:
   hosts: [shop.example.com, shop.mesh.local]
   gateways: [edge/ingress]
   http:
-  - name: later-rest
+  - name: later-api
+    match: [{uri: {prefix: /later}}]
     route: [{destination: {host: shop.mesh.local}}]
 ---
 apiVersion: networking.istio.io/v1
@@ -1729,22 +1740,25 @@ spec:
     for (const auto& vhost : config.virtual_hosts()) names.push_back(vhost.name());
     return names;
   };
-  // Port 8080: shop.example.com from both VirtualServices, merged oldest first (mesh-only is
-  // left out), docs.example.org under *.example.org; other.example.net is no server's host.
+  // Port 8080: shop.example.com from both VirtualServices, merged oldest first, then the
+  // catch-all last as istiod sorts them (mesh-only is left out; second-only is for
+  // ingress-2, which picks this proxy too), docs.example.org under *.example.org;
+  // other.example.net is no server's host.
   const auto http8080 = routes_of("http.8080");
   EXPECT_THAT(vhosts_of(http8080), ::testing::ElementsAre("docs.example.org:8080", "shop.example.com:8080"));
   EXPECT_THAT(RouteNames(http8080, "shop.example.com:8080"),
-              ::testing::ElementsAre("api", "gateway-only", "rest", "later-rest"));
+              ::testing::ElementsAre("api", "gateway-only", "second-only", "later-api", "rest"));
   for (const auto& vhost : http8080.virtual_hosts()) {
     if (vhost.name() != "shop.example.com:8080") continue;
     EXPECT_THAT(vhost.domains(), ::testing::ElementsAre("shop.example.com", "shop.example.com:8080"));
     EXPECT_EQ(vhost.require_tls(), envoy::config::route::v3::VirtualHost::NONE);
     EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
   }
-  // Port 8081 admits every host and redirects to HTTPS; a destination without a port goes to
-  // its service's only port, not the gateway's.
+  // Port 8081 admits every host and redirects to HTTPS, hosts no VirtualService has too (the
+  // server's own "*"); a destination without a port goes to its service's only port, not the
+  // gateway's.
   const auto http8081 = routes_of("http.8081");
-  EXPECT_THAT(vhosts_of(http8081), ::testing::ElementsAre("docs.example.org:8081", "other.example.net:8081",
+  EXPECT_THAT(vhosts_of(http8081), ::testing::ElementsAre("*:8081", "docs.example.org:8081", "other.example.net:8081",
                                                           "shop.example.com:8081", "shop.mesh.local:8081"));
   for (const auto& vhost : http8081.virtual_hosts()) {
     EXPECT_EQ(vhost.require_tls(), envoy::config::route::v3::VirtualHost::ALL) << vhost.name();
@@ -1792,7 +1806,7 @@ spec:
 // (istio-system). Clusters, routes (hash policies) and subset endpoints follow, and proxies of
 // one namespace share them.
 TEST_F(GeneratorsTest, TheDestinationRuleOfAProxysNamespaceComesFirstThenTheServicesThenTheRoot) {
-  Apply("rules.yaml", R"(apiVersion: networking.istio.io/v1
+  const std::string rules = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: store}
 spec:
@@ -1832,7 +1846,8 @@ metadata: {name: mesh-wide, namespace: istio-system}
 spec:
   host: "*.mesh.local"
   trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
-)");
+)";
+  Apply("rules.yaml", rules);
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::config::cluster::v3::Cluster;
   const auto node = [](const std::string& ns, const std::string& pod) {
@@ -1850,6 +1865,9 @@ spec:
   EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST);
   EXPECT_EQ(lb("ops", "outbound|8080||inventory.mesh.local"), Cluster::ROUND_ROBIN)
       << "inventory's own rule, of its service's namespace, comes before the root's wildcard";
+  EXPECT_EQ(lb("istio-system", "outbound|8080||store.mesh.local"), Cluster::RANDOM)
+      << "a proxy of the root namespace gets the service's rule before the root's";
+  EXPECT_EQ(lb("istio-system", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST);
 
   // The route of an ops proxy hashes by x-user (its rule's consistent hash); a default proxy's does not.
   const auto hashes = [&](const std::string& ns) {
@@ -1876,6 +1894,12 @@ spec:
   EXPECT_EQ(canary("ops", "app-1"), "127.0.0.3");
   EXPECT_EQ(canary("ops", "app-2"), "127.0.0.3");
   EXPECT_EQ(canary("web", "app-1"), "127.0.0.2");
+
+  // Editing the wildcard rule reaches the clusters of every host under it.
+  Apply("rules.yaml", absl::StrReplaceAll(rules, {{"simple: LEAST_REQUEST", "simple: RANDOM"}}));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_EQ(lb("ops", "outbound|8080||pay.mesh.local"), Cluster::RANDOM);
+  EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::RANDOM);
 }
 
 // A DestinationRule for "*.mesh.local" applies to every host under it that has no rule of its
