@@ -187,6 +187,39 @@ spec:
   EXPECT_THAT(Strings(accepted.errors), IsEmpty());
 }
 
+// A host two ServiceEntries define is served from the last in key order (namespace b here), so
+// the rule proxies get for it is b's or the root's, never a's: a route to a subset only a's rule
+// defines is refused, as it would reach a cluster no proxy is given.
+TEST(MeshAnalysisTest, TheCrossObjectRuleTakesTheServedDefinitionsNamespace) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("api.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api, namespace: a}
+spec: {hosts: [api.example.com], ports: [{number: 80, name: http, protocol: HTTP}], resolution: STATIC}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api, namespace: b}
+spec: {hosts: [api.example.com], ports: [{number: 80, name: http, protocol: HTTP}], resolution: STATIC}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api, namespace: a}
+spec: {host: api.example.com, subsets: [{name: v1, labels: {version: v1}}]}
+)");
+  ASSERT_THAT(Strings(update.errors), IsEmpty());
+  const ConfigStore::Update refused = store.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api, namespace: c}
+spec:
+  hosts: [api.example.com]
+  http: [{route: [{destination: {host: api.example.com, subset: v1}}]}]
+)");
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_THAT(refused.errors[0].ToString(),
+              ::testing::HasSubstr("no DestinationRule for the host applies to proxies of namespace c"));
+}
+
 TEST(MeshAnalysisTest, WithoutTimestampsTheFirstByNameIsServed) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);
