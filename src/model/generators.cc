@@ -1077,18 +1077,8 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gat
         for (const std::string& vs_host : vs->hosts) {
           const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
           for (const std::string& server_host : server.hosts) {
-            const size_t slash = server_host.find('/');
-            const std::string ns = server_host.substr(0, slash);
-            const std::string allowed = server_host.substr(slash + 1);
-            if (ns != "*" && vs->meta.namespace_name != (ns == "." ? gateway->meta.namespace_name : ns)) continue;
-            std::string name;
-            if (HostSubsetOf(host, allowed)) {
-              name = host;
-            } else if (HostSubsetOf(allowed, host)) {
-              name = allowed;
-            } else {
-              continue;
-            }
+            const std::string name = GatewayHostName(*gateway, server_host, vs->meta.namespace_name, host);
+            if (name.empty()) continue;
             Domain& domain = domains[name];
             domain.https_redirect = domain.https_redirect || server.https_redirect;
             auto binding = std::find_if(domain.bindings.begin(), domain.bindings.end(),

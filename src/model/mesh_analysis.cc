@@ -242,11 +242,7 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
         bool admitted = false;
         for (const Gateway::Server& server : gateway->servers) {
           for (const std::string& server_host : server.hosts) {
-            const size_t slash = server_host.find('/');
-            const std::string ns = server_host.substr(0, slash);
-            const std::string allowed = server_host.substr(slash + 1);
-            if (ns != "*" && vs->meta.namespace_name != (ns == "." ? gateway->meta.namespace_name : ns)) continue;
-            admitted = admitted || HostSubsetOf(host, allowed) || HostSubsetOf(allowed, host);
+            admitted = admitted || !GatewayHostName(*gateway, server_host, vs->meta.namespace_name, host).empty();
           }
         }
         if (!admitted) unadmitted.push_back(host);

@@ -29,6 +29,17 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
 
+std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
+                            const std::string& host) {
+  const size_t slash = server_host.find('/');
+  const std::string ns = server_host.substr(0, slash);
+  const std::string allowed = server_host.substr(slash + 1);
+  if (ns != "*" && vs_namespace != (ns == "." ? gateway.meta.namespace_name : ns)) return "";
+  if (HostSubsetOf(host, allowed)) return host;
+  if (HostSubsetOf(allowed, host)) return allowed;
+  return "";
+}
+
 void ForEachDestination(const VirtualService& vs,
                         const std::function<void(const HttpRouteDestination&, const std::string&)>& fn) {
   for (size_t i = 0; i < vs.http.size(); ++i) {

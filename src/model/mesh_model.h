@@ -241,6 +241,13 @@ void ForEachDestination(const VirtualService& vs,
 // Every label of `selector` is in `labels` with the same value (an empty selector selects all).
 bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
 
+// The name a virtual host of `gateway` gets for `host` (resolved) of a VirtualService of
+// namespace `vs_namespace`, if the server host `server_host` ("namespace/host", the namespace
+// "*", "." for the Gateway's, or a name) admits it: the narrower of the two names. Empty: not
+// admitted. Shared by the gateway translation and its analysis.
+std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
+                            const std::string& host);
+
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);
 
