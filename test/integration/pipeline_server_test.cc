@@ -103,13 +103,15 @@ TEST_F(PipelineServerTest, EndpointChangeIsAnIncrementalEdsPushAckedOverRealGrpc
   ASSERT_TRUE(client.Ack(*update));
 
   const uint64_t id = tracker_.RecentIds().back();
-  // The ACK arrives on a gRPC thread: wait (bounded) for the tracker to record it.
+  // The ACK arrives on a gRPC thread, and the write's completion (which ends the push) on
+  // another; either may come first. Convergence is recorded at the later of the two, before
+  // the tracker hears of it, so wait (bounded) until the tracker has both.
   const absl::Time give_up = absl::Now() + kWait;
   std::optional<ChangeStages> stages;
   for (;;) {
     stages = tracker_.Get(id);
     if ((stages.has_value() && !stages->proxies.empty() && stages->proxies.begin()->second.answered() &&
-         !stages->proxies.begin()->second.types.empty()) ||
+         stages->proxies.begin()->second.done.has_value() && !stages->proxies.begin()->second.types.empty()) ||
         absl::Now() > give_up) {
       break;
     }
@@ -122,6 +124,7 @@ TEST_F(PipelineServerTest, EndpointChangeIsAnIncrementalEdsPushAckedOverRealGrpc
   ASSERT_EQ(proxy.types.size(), 1u);
   EXPECT_EQ(proxy.types[0].nonce, update->nonce());
   EXPECT_TRUE(proxy.types[0].accepted);
+  EXPECT_TRUE(proxy.done.has_value());
   EXPECT_FALSE(stages->full);
   EXPECT_EQ(pipeline_->stats().incremental_pushes, 1u);
   const std::string text = metrics_.RenderPrometheus();
