@@ -864,10 +864,63 @@ def median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def big_section(big, plots):
+MESH_MICRO = {"context": "BM_BuildPushContext", "index": "BM_IndexServicesByHost"}
+
+
+def mesh_micro(run_dir):
+    """{services: {"context"|"index": ns per service}} from micro/xds.json (bench/xds_bench.cc)."""
+    data = run_dir.json(os.path.join("micro", "xds.json"))
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        return {}
+    rows, _ = select_benchmarks(data["benchmarks"])
+    out = {}
+    for row in rows:
+        name, _, arg = base_name(row).partition("/services:")
+        label = next((k for k, v in MESH_MICRO.items() if v == name), None)
+        value = number(row.get("per_service_ns"))
+        if label is None or not arg.isdigit() or value is None or row.get("error_occurred"):
+            continue
+        # An inverted rate counter is reported in seconds per service.
+        out.setdefault(int(arg), {})[label] = value * 1e9
+    return out
+
+
+def mesh_micro_growth(micro, small=1000, large=10000):
+    """Per-service cost at `large` over that at `small`, for the context and its baseline."""
+    if small not in micro or large not in micro:
+        return None, None
+    def grow(label):
+        a, b = micro[small].get(label), micro[large].get(label)
+        return b / a if a and b else None
+    return grow("context"), grow("index")
+
+
+def mesh_micro_lines(micro):
+    if not micro:
+        return []
+    out = ["The context alone (`BM_BuildPushContext` of `bench/xds_bench.cc`, no I/O), against a baseline "
+           "measured beside it on the same store: only the Services indexed by host in a map "
+           "(`BM_IndexServicesByHost`).", "",
+           "| services | context (ns / service) | index by host (ns / service) | context / index |",
+           "|---|---|---|---|"]
+    for services, row in sorted(micro.items()):
+        c, i = row.get("context"), row.get("index")
+        ns = lambda value: "—" if value is None else f"{value:,.0f}"
+        out.append(f"| {services:,} | {ns(c)} | {ns(i)} | "
+                   f"{f'{c / i:.2f}x' if c and i else '—'} |")
+    context_growth, index_growth = mesh_micro_growth(micro)
+    if context_growth and index_growth:
+        out += ["", f"Per-service cost from 1,000 to 10,000 services: the context {context_growth:.2f}x, the baseline "
+                f"{index_growth:.2f}x (1.0x would be linear). The share of the growth that is the context's own is "
+                f"their quotient, {context_growth / index_growth:.2f}x; the rest is the baseline's, node-based maps "
+                "missing the cache as they outgrow it."]
+    return out + [""]
+
+
+def big_section(big, plots, micro=None):
     out = ["## Big config (`cxds serve`, gRPC-style proxies)", ""]
     if not big:
-        return out + [f"{NOT_MEASURED.capitalize()} (BENCH_BIG=0, or no `big/` results)."]
+        return out + [f"{NOT_MEASURED.capitalize()} (BENCH_BIG=0, or no `big/` results)."] + [""] + mesh_micro_lines(micro)
     out += ["Services with 10 endpoints each (`bench/gen_mesh.py`). Full push context: `context_ms` of the first "
             "push of three starts with no proxy. Change to last ACK: the endpoint file written to the last ACK of "
             "1,000 proxies (LDS by name, then their route, cluster and endpoints), per change.", "",
@@ -892,7 +945,7 @@ def big_section(big, plots):
                            f"({'linear or better' if b / a <= sizes[-1] / sizes[0] else 'worse than linear'}).")
     out += ["", "Bound by: the context by the server's CPU on one thread; the change by the server's CPU "
             "(re-reading the whole directory, then the push) and the one-core load client.", ""]
-    return out + plot_line(plots, "big-config", "Big config growth")
+    return out + mesh_micro_lines(micro) + plot_line(plots, "big-config", "Big config growth")
 
 
 def mesh_section(scenario, mesh_runs):
@@ -1044,6 +1097,7 @@ def main(argv):
 
     mesh_runs = {key: Run(key[0], data) for key, data in run_dir.sized("mesh").items()}
     big = big_config(run_dir, root)
+    micro = mesh_micro(run_dir)
     scenario = run_dir.json(os.path.join("mesh", "scenario.json"))
     restart_data = run_dir.json(os.path.join("restart", "delta-restart.json"))
     restart = Run("delta", restart_data) if isinstance(restart_data, dict) else None
@@ -1081,7 +1135,7 @@ def main(argv):
     sections = [machine_section(machine, runs), method_section(runs),
                 load_section(runs, sizes, plots, plotter.failure), send_section(runs, sizes),
                 mesh_section(scenario if isinstance(scenario, dict) else None, mesh_runs),
-                restart_section(restart), big_section(big, plots), protocol_section(pairs, whole_pairs, daemon, plots), micro_section(run_dir),
+                restart_section(restart), big_section(big, plots, micro), protocol_section(pairs, whole_pairs, daemon, plots), micro_section(run_dir),
                 targets_section(target_rows, largest, serial_line)]
     # After the sections: reading the micro-benchmark files can add problems too.
     if run_dir.problems:
@@ -1126,6 +1180,10 @@ def main(argv):
         "eds_change_ms_10k": rounded(median(big.get(10000, {}).get("change_ms", []))),
         "full_push_context_ms_1k": rounded(median(big.get(1000, {}).get("context_ms", []))),
         "eds_change_ms_1k": rounded(median(big.get(1000, {}).get("change_ms", []))),
+        # The context alone (BM_BuildPushContext): per-service cost at 10,000 services over that
+        # at 1,000 (1.0: linear), for the context and for a baseline that only indexes services.
+        "mesh_context_growth_1k_to_10k": rounded(mesh_micro_growth(micro)[0], 4),
+        "mesh_index_baseline_growth_1k_to_10k": rounded(mesh_micro_growth(micro)[1], 4),
         # Issue 16: SotW over Delta on the demo, the worst over sizes (>= 5,000) and proxy styles;
         # the daemon on the generated mesh against the raw fan-out, the worst over sizes.
         "sotw_vs_delta_p50_ratio": rounded(worst(p50 for p50, _, _, _ in pairs.values()), 4),

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -536,15 +537,24 @@ std::vector<FileRead> GeneratedMeshFiles(int services) {
   return files;
 }
 
+// A store holding GeneratedMeshFiles(services); null, with the benchmark skipped, if it did not
+// load. `update` gets what loading it changed.
+std::unique_ptr<ConfigStore> GeneratedMeshStore(benchmark::State& state, int services, ConfigStore::Update* update) {
+  auto store = std::make_unique<ConfigStore>();
+  *update = store->ApplyFiles(GeneratedMeshFiles(services));
+  if (!update->errors.empty()) {
+    state.SkipWithError(update->errors.front().ToString().c_str());
+    return nullptr;
+  }
+  return store;
+}
+
 void BM_BuildPushContext(benchmark::State& state) {
   const int services = static_cast<int>(state.range(0));
-  ConfigStore store;
-  const ConfigStore::Update update = store.ApplyFiles(GeneratedMeshFiles(services));
-  if (!update.errors.empty()) {
-    state.SkipWithError(update.errors.front().ToString().c_str());
-    return;
-  }
-  MeshModel model(store, "cluster.local");
+  ConfigStore::Update update;
+  const std::unique_ptr<ConfigStore> store = GeneratedMeshStore(state, services, &update);
+  if (store == nullptr) return;
+  MeshModel model(*store, "cluster.local");
   model.OnUpdate(update);
   uint64_t sequence = 0;
   for (auto _ : state) {
@@ -553,6 +563,33 @@ void BM_BuildPushContext(benchmark::State& state) {
     // The daemon frees the previous context after the push, outside its context time.
     state.PauseTiming();
     built = absl::InternalError("freed");
+    state.ResumeTiming();
+  }
+  state.counters["services"] = benchmark::Counter(services);
+  state.counters["per_service_ns"] = benchmark::Counter(
+      static_cast<double>(services), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// Baseline of BM_BuildPushContext, on the same store: only the Services indexed by host in a
+// map, the least any push context must do. Both grow worse than linearly as node-based maps
+// outgrow the caches; their ratio per size says what the context adds to that.
+void BM_IndexServicesByHost(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  ConfigStore::Update update;
+  const std::unique_ptr<ConfigStore> store = GeneratedMeshStore(state, services, &update);
+  if (store == nullptr) return;
+  const std::shared_ptr<const ObjectMap> objects = store->Snapshot();
+  for (auto _ : state) {
+    auto by_host = std::make_unique<std::map<std::string, const K8sService*>>();
+    for (const auto& [key, stored] : ObjectsOfKind(*objects, "Service")) {
+      if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+        by_host->emplace(StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.cluster.local"), svc);
+      }
+    }
+    if (by_host->size() != static_cast<size_t>(services)) state.SkipWithError("services missing");
+    benchmark::DoNotOptimize(by_host);
+    state.PauseTiming();  // freed outside the timing, as the context is
+    by_host.reset();
     state.ResumeTiming();
   }
   state.counters["services"] = benchmark::Counter(services);
@@ -615,13 +652,17 @@ void RegisterBenchmarks() {
       ->Args({10000, 0})
       ->Args({10000, 1})
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("BM_BuildPushContext", BM_BuildPushContext)
-      ->ArgName("services")
-      ->Arg(1000)
-      ->Arg(3000)
-      ->Arg(10000)
-      ->Arg(30000)
-      ->Unit(benchmark::kMillisecond);
+  // Size by size, each beside its baseline, so that both are measured on the same heap.
+  for (int services : {1000, 3000, 10000, 30000}) {
+    benchmark::RegisterBenchmark("BM_BuildPushContext", BM_BuildPushContext)
+        ->ArgName("services")
+        ->Arg(services)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_IndexServicesByHost", BM_IndexServicesByHost)
+        ->ArgName("services")
+        ->Arg(services)
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 }  // namespace
