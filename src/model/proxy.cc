@@ -55,7 +55,24 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     }
   }
   if (sidecar_ == nullptr) sidecar_ = fallback;
+  // A namespace without a Sidecar of its own gets the root namespace's default (one without a
+  // workloadSelector, the first by name), as in istiod; its "./" hosts then mean the proxy's
+  // namespace, so the scope is the proxy namespace's own.
+  bool root_default = false;
+  if (sidecar_ == nullptr && proxy.type != "router") {
+    for (const Sidecar* sidecar : context.sidecars()) {
+      if (sidecar->meta.namespace_name == kRootNamespace && !sidecar->workload_selector.has_value()) {
+        sidecar_ = sidecar;
+        root_default = true;
+        break;
+      }
+    }
+  }
   if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
+  if (root_default && std::any_of(sidecar_->egress_hosts.begin(), sidecar_->egress_hosts.end(),
+                                  [](const std::string& pattern) { return pattern.starts_with("./"); })) {
+    key_ = StrCat(key_, "@", proxy.namespace_name);
+  }
   if (context.exports_restricted()) key_ = StrCat(key_, "|ns:", proxy.namespace_name);
   route_key_ = key_;
   if (context.rules_vary_by_namespace() && !context.exports_restricted()) {
@@ -94,8 +111,9 @@ bool ProxyScope::Visible(const ServiceInfo& service) const {
     const size_t slash = pattern.find('/');
     const std::string ns = pattern.substr(0, slash);
     const std::string host = pattern.substr(slash + 1);
-    const bool ns_ok = ns == "*" || (ns == "." ? service.namespace_name == sidecar_->meta.namespace_name
-                                               : service.namespace_name == ns);
+    // "." is the proxy's namespace: the Sidecar's own, or the proxy's when the Sidecar is the
+    // root namespace's default.
+    const bool ns_ok = ns == "*" || service.namespace_name == (ns == "." ? namespace_name_ : ns);
     if (ns_ok && HostMatches(host, service.host)) return true;
   }
   return false;

@@ -7,7 +7,9 @@
 // Scope: for a sidecar (not a gateway proxy, type "router"), the Sidecar in the proxy's
 // namespace whose workloadSelector matches its labels (one without a selector is the namespace
 // default) limits the hosts it sees to its egress
-// patterns ("ns/host", "*/host", "./*", "*/*", "ns/*.example.com"). No Sidecar: everything.
+// patterns ("ns/host", "*/host", "./*", "*/*", "ns/*.example.com"). With none in its namespace,
+// the root namespace's default Sidecar applies, "." then meaning the proxy's namespace (as in
+// istiod). No Sidecar at all: everything.
 #pragma once
 
 #include <string>
@@ -36,7 +38,8 @@ class ProxyScope {
   // among its Sidecar's egress hosts when one applies.
   bool Visible(const ServiceInfo& service) const;
   bool VisibleHost(const std::string& host) const;
-  // Identifies the scope (for cache keys): "all" or "sidecar:ns/name", followed by
+  // Identifies the scope (for cache keys): "all" or "sidecar:ns/name" (with "@NAMESPACE", the
+  // proxy's, for the root namespace's default Sidecar when it names "./" hosts), followed by
   // "|ns:NAMESPACE" when some service is exported to fewer than all namespaces.
   const std::string& key() const { return key_; }
   // Whether an HTTP route match is for this proxy as a client (sourceLabels, sourceNamespace,

@@ -251,5 +251,71 @@ spec:
   EXPECT_THAT(keys("[\".\"]"), ::testing::ElementsAre("all|ns:default", "all|ns:web"));
 }
 
+// A namespace without a Sidecar gets the root namespace's default one (istiod's
+// meshRootSidecarConfig), whose "./" hosts then mean the proxy's own namespace; a namespace
+// with a Sidecar of its own keeps it, a root Sidecar with a workloadSelector is no default, and
+// gateway proxies are never scoped.
+TEST(ProxyScopeTest, TheRootNamespacesSidecarIsTheDefaultOfNamespacesWithoutOne) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: a, namespace: web}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: b, namespace: shop}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: telemetry, namespace: istio-system}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: by-label, namespace: istio-system}
+spec:
+  workloadSelector: {labels: {app: nothing}}
+  egress: [{hosts: ["*/*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: istio-system}
+spec:
+  egress: [{hosts: ["./*", "istio-system/*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: own, namespace: shop}
+spec:
+  egress: [{hosts: ["web/*"]}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const auto seen = [&](const std::string& ns, const std::string& type = "sidecar") {
+    ProxyInfo proxy;
+    proxy.type = type;
+    proxy.namespace_name = ns;
+    const ProxyScope scope(proxy, mesh);
+    std::vector<std::string> out{scope.key()};
+    for (const auto& [host, service] : mesh.services()) {
+      if (scope.Visible(service)) out.push_back(host);
+    }
+    return out;
+  };
+  EXPECT_THAT(seen("web"), ::testing::ElementsAre("sidecar:istio-system/default@web", "a.web.svc.cluster.local",
+                                                  "telemetry.istio-system.svc.cluster.local"));
+  EXPECT_THAT(seen("other"),
+              ::testing::ElementsAre("sidecar:istio-system/default@other", "telemetry.istio-system.svc.cluster.local"));
+  EXPECT_THAT(seen("shop"), ::testing::ElementsAre("sidecar:shop/own", "a.web.svc.cluster.local"));
+  // In the root namespace it is the namespace's own Sidecar.
+  EXPECT_THAT(seen("istio-system"),
+              ::testing::ElementsAre("sidecar:istio-system/default", "telemetry.istio-system.svc.cluster.local"));
+  EXPECT_THAT(seen("web", "router"),
+              ::testing::ElementsAre("all", "a.web.svc.cluster.local", "b.shop.svc.cluster.local",
+                                     "telemetry.istio-system.svc.cluster.local"));
+}
+
 }  // namespace
 }  // namespace cxds
