@@ -56,8 +56,10 @@ int RunServe(const ServeOptions& options);
 
 // Checks every config file under `dir` offline: errors (file:line: object: field: message) go
 // to `err`, a summary to `out`. Returns 0 if all is valid, 1 if not, 2 if `dir` is unusable.
-// `domain_suffix` resolves short hosts for the cross-object rules, as `serve` does.
-int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err);
+// `domain_suffix` resolves short hosts for the cross-object rules, and `root_namespace` is
+// Istio's meshConfig.rootNamespace, as for `serve`.
+int RunValidate(const std::string& dir, const std::string& domain_suffix, const std::string& root_namespace,
+                std::ostream& out, std::ostream& err);
 
 // Where `cxds apply/delete/get` find the config in etcd.
 struct StoreOptions {
@@ -65,6 +67,7 @@ struct StoreOptions {
   EtcdTlsFiles tls;
   std::string prefix = "/cxds";
   std::string domain_suffix = "cluster.local";
+  std::string root_namespace = kRootNamespace;
   size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
 };
 

@@ -102,6 +102,9 @@ int Main(int argc, char** argv) {
        "admission rate of new streams (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   flag("domain-suffix", serve.controller.domain_suffix, "Kubernetes service domain suffix");
+  flag("root-namespace", serve.controller.root_namespace,
+       "Istio's meshConfig.rootNamespace: its DestinationRules and selector-less Sidecar are every namespace's "
+       "defaults");
   flag("listener-address", serve.controller.translation.listener_address,
        "address Envoy sidecars' outbound listeners bind (listener names ADDRESS_PORT)");
   flag("gateway-address", serve.controller.translation.gateway_address,
@@ -130,6 +133,9 @@ int Main(int argc, char** argv) {
   std::string validate_suffix = "cluster.local";
   validate_cmd->add_option("--domain-suffix", validate_suffix, "Kubernetes service domain suffix")
       ->capture_default_str();
+  std::string validate_root = cxds::kRootNamespace;
+  validate_cmd->add_option("--root-namespace", validate_root, "Istio's meshConfig.rootNamespace")
+      ->capture_default_str();
 
   cxds::StoreOptions store;
   const auto store_flags = [&store](CLI::App* cmd) {
@@ -146,6 +152,8 @@ int Main(int argc, char** argv) {
   apply_cmd->add_option("-f,--filename", apply_paths, "config files or directories")->required();
   apply_cmd->add_flag("--dry-run", apply_dry_run, "validate and show what would change; write nothing");
   apply_cmd->add_option("--domain-suffix", store.domain_suffix, "Kubernetes service domain suffix")
+      ->capture_default_str();
+  apply_cmd->add_option("--root-namespace", store.root_namespace, "Istio's meshConfig.rootNamespace")
       ->capture_default_str();
   store_flags(apply_cmd);
   std::string delete_kind;
@@ -235,7 +243,7 @@ int Main(int argc, char** argv) {
   if (delete_cmd->parsed()) return cxds::RunDelete(store, delete_kind, delete_name, std::cout, std::cerr);
   if (get_cmd->parsed()) return cxds::RunGet(store, get_kind, get_values, std::cout, std::cerr);
   if (validate_cmd->parsed()) {
-    return cxds::RunValidate(validate_dir, validate_suffix, std::cout, std::cerr);
+    return cxds::RunValidate(validate_dir, validate_suffix, validate_root, std::cout, std::cerr);
   }
   return 2;
 }

@@ -62,8 +62,8 @@ int RunApply(const StoreOptions& options, const std::vector<std::string>& paths,
   absl::StatusOr<std::vector<FileRead>> files = ReadInputs(paths, limits.max_file_bytes, err);
   if (!files.ok()) return Fail(files.status(), 2, err);
   // The same validation as `cxds validate`: each document, duplicates, cross-object rules.
-  ConfigStore store(
-      ConfigStore::Options{.limits = limits, .check_references = MeshReferenceCheck(options.domain_suffix)});
+  ConfigStore store(ConfigStore::Options{
+      .limits = limits, .check_references = MeshReferenceCheck(options.domain_suffix, options.root_namespace)});
   store.ApplyFiles(*files);
   size_t errors = 0;
   for (const ConfigStore::FileStatus& status : store.Status()) {

@@ -7,10 +7,11 @@
 
 namespace cxds {
 
-int RunValidate(const std::string& dir, const std::string& domain_suffix, std::ostream& out, std::ostream& err) {
+int RunValidate(const std::string& dir, const std::string& domain_suffix, const std::string& root_namespace,
+                std::ostream& out, std::ostream& err) {
   return ValidateDirectory(dir, out, err,
-                           ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix),
-                                                .analyze = MeshAnalyzer(domain_suffix)});
+                           ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix, root_namespace),
+                                                .analyze = MeshAnalyzer(domain_suffix, root_namespace)});
 }
 
 }  // namespace cxds

@@ -39,6 +39,9 @@ class MeshController {
   // Every default of the daemon's config handling lives here (flags show these).
   struct Options {
     std::string domain_suffix = "cluster.local";  // resolves short Kubernetes hosts
+    // Istio's meshConfig.rootNamespace: its DestinationRules and its Sidecar without a
+    // workloadSelector are every namespace's defaults.
+    std::string root_namespace = kRootNamespace;
     size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
     DebounceOptions debounce;
     MetricsRegistry* metrics = nullptr;  // null: a private registry

@@ -259,11 +259,11 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
 
 }  // namespace
 
-Analyzer MeshAnalyzer(std::string domain_suffix) {
-  return [suffix = std::move(domain_suffix)](const ObjectMap& served) {
+Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
+  return [suffix = std::move(domain_suffix), root = std::move(root_namespace)](const ObjectMap& served) {
     // A context over `served` for this call only: the aliasing pointer owns nothing.
     const MeshContext mesh("", 0, absl::UnixEpoch(), std::shared_ptr<const ObjectMap>(std::shared_ptr<void>(), &served),
-                           suffix);
+                           suffix, root);
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
     NoInstances(served, mesh, suffix, out);

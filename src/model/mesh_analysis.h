@@ -32,12 +32,14 @@
 #include <string>
 
 #include "config/config_store.h"
+#include "model/mesh_model.h"
 
 namespace cxds {
 
 // The analysis, for ConfigStore::Options::analyze. Runs on every accepted change, in time
 // linear in the objects (WorkloadEntries are matched by namespace and a selector label).
-Analyzer MeshAnalyzer(std::string domain_suffix);
+// `root_namespace`: Istio's meshConfig.rootNamespace.
+Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
 // Every code MeshAnalyzer may report, so that gauges of codes with no finding read 0.
 const std::vector<std::string>& MeshAnalysisCodes();

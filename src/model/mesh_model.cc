@@ -111,7 +111,8 @@ std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds
 }
 
 MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time created,
-                         std::shared_ptr<const ObjectMap> objects, const std::string& domain_suffix)
+                         std::shared_ptr<const ObjectMap> objects, const std::string& domain_suffix,
+                         const std::string& root_namespace)
     : PushContext(std::move(version), sequence, created), objects_(std::move(objects)), domain_suffix_(domain_suffix) {
   // A host defined twice is served from the last definition in key order (kind, namespace,
   // name): a ServiceEntry over a Service of the same host.
@@ -178,9 +179,16 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     auto& served = gateway_virtual_services_[gateway];
     for (const Claim& claim : list) served.push_back(claim.vs);
   }
+  // Oldest first (metadata.creationTimestamp, then name), as istiod orders them: of several
+  // that could apply to a proxy, the oldest does.
+  std::vector<std::pair<const Sidecar*, ConfigKey>> sidecars;
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kSidecar)) {
-    if (const auto* sc = std::get_if<Sidecar>(&stored->object)) sidecars_.push_back(sc);
+    if (const auto* sc = std::get_if<Sidecar>(&stored->object)) sidecars.emplace_back(sc, key);
   }
+  std::stable_sort(sidecars.begin(), sidecars.end(), [](const auto& a, const auto& b) {
+    return OlderFirst(a.first->meta, a.second, b.first->meta, b.second);
+  });
+  for (const auto& sidecar : sidecars) sidecars_.push_back(sidecar.first);
   for (auto& [host, list] : claims) {
     std::stable_sort(list.begin(), list.end(),
                      [](const Claim& a, const Claim& b) { return OlderFirst(a.vs->meta, a.key, b.vs->meta, b.key); });
@@ -209,7 +217,7 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     for (const VirtualService* vs : served) note_conditions(*vs);
   }
   source_conditions_.assign(conditions.begin(), conditions.end());
-  destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_);
+  destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_, root_namespace);
   findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
   // A rule outside the namespace of a service it applies to reaches that service's proxies
   // by their namespace (its own, or the root namespace's for those without a rule).
@@ -381,16 +389,17 @@ const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::s
     // A proxy of the root namespace (a gateway, usually) gets the service's rules before the
     // root's mesh-wide ones, as in istiod, which looks at its own namespace's only for rules
     // exported to "." (cxds serves rules exported to "*" only).
-    if (ns->empty() || (ns == &proxy_namespace && *ns == kRootNamespace)) continue;
+    if (ns->empty() || (ns == &proxy_namespace && *ns == root_namespace)) continue;
     if (auto rules = by_namespace.find(*ns); rules != by_namespace.end()) {
       if (const Entry* entry = FindForHost(rules->second, host)) return entry;
     }
   }
-  auto root = by_namespace.find(kRootNamespace);
+  auto root = by_namespace.find(root_namespace);
   return root == by_namespace.end() ? nullptr : FindForHost(root->second, host);
 }
 
-MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix) {
+MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
+                                             const std::string& root_namespace) {
   struct Claim {
     const DestinationRule* rule;
     ConfigKey key;
@@ -404,6 +413,7 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
     }
   }
   MergedDestinationRules out;
+  out.root_namespace = root_namespace;
   for (auto& [where, list] : claims) {
     const std::string& host = where.second;
     std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
@@ -471,10 +481,11 @@ std::string ServiceNamespaceOf(const ObjectMap& objects, const std::string& host
 
 }  // namespace
 
-ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
-  return [suffix = std::move(domain_suffix)](const ObjectMap& candidate, const ObjectMap& current) {
+ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_namespace) {
+  return [suffix = std::move(domain_suffix), root = std::move(root_namespace)](const ObjectMap& candidate,
+                                                                               const ObjectMap& current) {
     std::vector<ReferenceError> errors;
-    const MergedDestinationRules rules = MergeDestinationRules(candidate, suffix);
+    const MergedDestinationRules rules = MergeDestinationRules(candidate, suffix, root);
     std::optional<MergedDestinationRules> before;               // when needed
     std::optional<std::map<std::string, std::string>> entries;  // ServiceEntry host -> namespace
     std::optional<std::map<std::string, std::string>> entries_before;
@@ -500,16 +511,15 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
           error.message = StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
                                  rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
         } else if (any_rule) {
-          error.message =
-              StrCat("subset \"", d.subset, "\" of ", host,
-                     " is not defined: no DestinationRule for the host applies to proxies of namespace ", ns,
-                     " (rules are looked up in the proxy's namespace, the service's, then ", kRootNamespace, ")");
+          error.message = StrCat("subset \"", d.subset, "\" of ", host,
+                                 " is not defined: no DestinationRule for the host applies to proxies of namespace ",
+                                 ns, " (rules are looked up in the proxy's namespace, the service's, then ", root, ")");
         } else {
           error.message =
               StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host);
         }
         // The rule that defined the subset in the served state, if any, is what changed.
-        if (!before.has_value()) before = MergeDestinationRules(current, suffix);
+        if (!before.has_value()) before = MergeDestinationRules(current, suffix, root);
         if (const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
             old != nullptr && old->subset_owners.contains(d.subset)) {
           error.target = old->subset_owners.at(d.subset);
@@ -523,8 +533,8 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix) {
   };
 }
 
-MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix)
-    : store_(store), domain_suffix_(std::move(domain_suffix)) {}
+MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace)
+    : store_(store), domain_suffix_(std::move(domain_suffix)), root_namespace_(std::move(root_namespace)) {}
 
 std::vector<std::string> MeshModel::HostsOf(const MeshObject& object) const {
   if (const auto* svc = std::get_if<K8sService>(&object)) {
@@ -838,7 +848,7 @@ absl::StatusOr<std::shared_ptr<const PushContext>> MeshModel::Build(const PushCo
   std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
   // Its findings reach the log and the metrics through the store's analysis (MeshAnalyzer).
   return std::make_shared<MeshContext>(ObjectsVersion(*objects, /*include_endpoint_kinds=*/false), sequence, now,
-                                       objects, domain_suffix_);
+                                       objects, domain_suffix_, root_namespace_);
 }
 
 }  // namespace cxds

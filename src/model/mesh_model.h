@@ -74,8 +74,9 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
   return any != by_host.end() ? &any->second : nullptr;
 }
 
-// Istio's default meshConfig.rootNamespace: its DestinationRules apply to every namespace that
-// has none of its own for a host.
+// Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to
+// every namespace that has none of its own for a host, and its Sidecar without a
+// workloadSelector to every namespace without a Sidecar.
 inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
@@ -92,6 +93,7 @@ struct MergedDestinationRules {
   std::map<std::string, std::map<std::string, Entry>> by_namespace;  // namespace -> host -> entry
   std::deque<DestinationRule> merged;                                // stable addresses for the entries
   std::vector<ConfigWarning> findings;
+  std::string root_namespace = kRootNamespace;
   // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
   // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; not for a
   // proxy of the root namespace), else the service's namespace's, else the root namespace's.
@@ -99,7 +101,8 @@ struct MergedDestinationRules {
   const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
                       const std::string& service_namespace) const;
 };
-MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix);
+MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
+                                             const std::string& root_namespace = kRootNamespace);
 
 // What cxds resolved the names of DNS ServiceEntries to, for proxyless gRPC nodes (Envoy
 // resolves them itself): name -> IP addresses (controller/dns_refresher.h).
@@ -108,7 +111,7 @@ using ResolvedNames = std::map<std::string, std::vector<std::string>>;
 class MeshContext final : public PushContext {
  public:
   MeshContext(std::string version, uint64_t sequence, absl::Time created, std::shared_ptr<const ObjectMap> objects,
-              const std::string& domain_suffix);
+              const std::string& domain_suffix, const std::string& root_namespace = kRootNamespace);
 
   const std::map<std::string, ServiceInfo>& services() const { return services_; }
   const ServiceInfo* FindService(const std::string& host) const;
@@ -127,6 +130,7 @@ class MeshContext final : public PushContext {
   // Whether some DestinationRule lives outside the namespace of a service it applies to, so
   // that which rule a proxy gets for a host depends on the proxy's namespace.
   bool rules_vary_by_namespace() const { return rules_vary_by_namespace_; }
+  // Oldest first (metadata.creationTimestamp, then name, then namespace), as istiod orders them.
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
   // The Gateways that pick a gateway proxy (a router~ node) with `labels`: those whose selector
   // is among them, of any namespace (as istiod by default), in key order.
@@ -137,6 +141,7 @@ class MeshContext final : public PushContext {
   // several for one host are merged in this order, as istiod merges them.
   const std::vector<const VirtualService*>& VirtualServicesOfGateway(const std::string& gateway) const;
   const std::string& domain_suffix() const { return domain_suffix_; }
+  const std::string& root_namespace() const { return destination_rules_.root_namespace; }
   // The distinct source conditions (sourceLabels, sourceNamespace) of the served
   // VirtualServices' HTTP matches without `gateways`. Which of them a proxy meets decides
   // which of those matches its routes have, so proxies meeting the same ones share routes.
@@ -196,7 +201,7 @@ class MeshContext final : public PushContext {
 // for pushes. Also the PushContextBuilder of the pipeline. Thread-safe.
 class MeshModel final : public PushContextBuilder {
  public:
-  MeshModel(ConfigStore& store, std::string domain_suffix);
+  MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
   // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice, Pod,
   // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
@@ -220,6 +225,7 @@ class MeshModel final : public PushContextBuilder {
 
   ConfigStore& store_;
   const std::string domain_suffix_;
+  const std::string root_namespace_;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
@@ -258,7 +264,7 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
 // DestinationRule choice as MeshContext): every subset a VirtualService routes to is defined by
 // the DestinationRule of its host. A route to a missing subset would send traffic to a cluster
 // with no endpoints.
-ReferenceCheck MeshReferenceCheck(std::string domain_suffix);
+ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
 // The version of a set of objects: a hash of their keys and content hashes.
 std::string ObjectsVersion(const ObjectMap& objects, bool include_endpoint_kinds);

@@ -55,13 +55,13 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     }
   }
   if (sidecar_ == nullptr) sidecar_ = fallback;
-  // A namespace without a Sidecar of its own gets the root namespace's default (one without a
-  // workloadSelector, the first by name), as in istiod; its "./" hosts then mean the proxy's
-  // namespace, so the scope is the proxy namespace's own.
+  // A namespace without a Sidecar of its own gets the root namespace's default (its oldest
+  // without a workloadSelector), as in istiod; its "./" hosts then mean the proxy's namespace,
+  // so the scope is the proxy namespace's own.
   bool root_default = false;
   if (sidecar_ == nullptr && proxy.type != "router") {
     for (const Sidecar* sidecar : context.sidecars()) {
-      if (sidecar->meta.namespace_name == kRootNamespace && !sidecar->workload_selector.has_value()) {
+      if (sidecar->meta.namespace_name == context.root_namespace() && !sidecar->workload_selector.has_value()) {
         sidecar_ = sidecar;
         root_default = true;
         break;

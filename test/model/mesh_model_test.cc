@@ -251,13 +251,8 @@ spec:
   EXPECT_THAT(keys("[\".\"]"), ::testing::ElementsAre("all|ns:default", "all|ns:web"));
 }
 
-// A namespace without a Sidecar gets the root namespace's default one (istiod's
-// meshRootSidecarConfig), whose "./" hosts then mean the proxy's own namespace; a namespace
-// with a Sidecar of its own keeps it, a root Sidecar with a workloadSelector is no default, and
-// gateway proxies are never scoped.
-TEST(ProxyScopeTest, TheRootNamespacesSidecarIsTheDefaultOfNamespacesWithoutOne) {
-  ConfigStore store;
-  store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+// Services a.web and b.shop, for the scope tests below (YAML documents, the last followed by ---).
+const std::string kServicesAB = R"(apiVersion: v1
 kind: Service
 metadata: {name: a, namespace: web}
 spec: {ports: [{name: http, port: 8080}]}
@@ -267,7 +262,16 @@ kind: Service
 metadata: {name: b, namespace: shop}
 spec: {ports: [{name: http, port: 8080}]}
 ---
-apiVersion: v1
+)";
+
+// A namespace without a Sidecar gets the root namespace's default one (istiod's
+// meshRootSidecarConfig: the oldest without a selector, not the first by name), whose "./"
+// hosts then mean the proxy's own namespace; a namespace
+// with a Sidecar of its own keeps it, a root Sidecar with a workloadSelector is no default, and
+// gateway proxies are never scoped.
+TEST(ProxyScopeTest, TheRootNamespacesSidecarIsTheDefaultOfNamespacesWithoutOne) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: v1
 kind: Service
 metadata: {name: telemetry, namespace: istio-system}
 spec: {ports: [{name: http, port: 8080}]}
@@ -281,9 +285,15 @@ spec:
 ---
 apiVersion: networking.istio.io/v1
 kind: Sidecar
-metadata: {name: default, namespace: istio-system}
+metadata: {name: default, namespace: istio-system, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec:
   egress: [{hosts: ["./*", "istio-system/*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: a-newer-default, namespace: istio-system, creationTimestamp: "2026-06-01T00:00:00Z"}
+spec:
+  egress: [{hosts: ["*/*"]}]
 ---
 apiVersion: networking.istio.io/v1
 kind: Sidecar
@@ -315,6 +325,52 @@ spec:
   EXPECT_THAT(seen("web", "router"),
               ::testing::ElementsAre("all", "a.web.svc.cluster.local", "b.shop.svc.cluster.local",
                                      "telemetry.istio-system.svc.cluster.local"));
+}
+
+// The root namespace is Istio's meshConfig.rootNamespace, istio-system unless set: its
+// DestinationRules and its selector-less Sidecar are the defaults, and the cross-object rule
+// looks up subsets the same way.
+TEST(ProxyScopeTest, TheRootNamespaceIsConfigurable) {
+  const std::string mesh_yaml = kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: mesh-root}
+spec:
+  egress: [{hosts: ["./*"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: all-b, namespace: mesh-root}
+spec:
+  host: b.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {version: v1}}]
+)";
+  const std::string route_yaml = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: web}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: v1}}]}]
+)";
+  for (const std::string root : {"istio-system", "mesh-root"}) {
+    SCOPED_TRACE(root);
+    const bool configured = root == "mesh-root";
+    ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", root)});
+    store.ApplyFile("mesh.yaml", mesh_yaml);
+    ASSERT_EQ(store.error_count(), 0u);
+    store.ApplyFile("route.yaml", route_yaml);
+    EXPECT_EQ(store.error_count(), configured ? 0u : 1u) << "the subset is defined only in mesh-root";
+    const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local", root);
+    EXPECT_EQ(mesh.root_namespace(), root);
+    const DestinationRule* rule = mesh.DestinationRuleFor("b.shop.svc.cluster.local", "web");
+    EXPECT_EQ(rule != nullptr, configured);
+    ProxyInfo proxy;
+    proxy.type = "sidecar";
+    proxy.namespace_name = "web";
+    const ProxyScope scope(proxy, mesh);
+    EXPECT_EQ(scope.key(), configured ? "sidecar:mesh-root/default@web" : "all");
+    EXPECT_EQ(scope.VisibleHost("b.shop.svc.cluster.local"), !configured);
+    EXPECT_TRUE(scope.VisibleHost("a.web.svc.cluster.local"));
+  }
 }
 
 }  // namespace
