@@ -103,10 +103,8 @@ struct ServiceEntry {
   std::vector<ServicePort> ports;
   // resolution: STATIC (endpoints are IP addresses, served over EDS), or DNS / DNS_ROUND_ROBIN
   // (endpoint addresses, or the hosts themselves, are names Envoy resolves: STRICT_DNS and
-  // LOGICAL_DNS clusters), or NONE, Istio's default (no endpoints: traffic passes through to the
-  // address the client dialled, an ORIGINAL_DST cluster for Envoy).
-  enum class Resolution { kStatic, kDns, kDnsRoundRobin, kNone } resolution = Resolution::kStatic;
-  bool resolves_names() const { return resolution == Resolution::kDns || resolution == Resolution::kDnsRoundRobin; }
+  // LOGICAL_DNS clusters). Istio's default NONE is refused by the parser as not supported.
+  enum class Resolution { kStatic, kDns, kDnsRoundRobin } resolution = Resolution::kStatic;
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
   // exportTo: the namespaces whose proxies see the hosts: "*" (every one), "." (the entry's

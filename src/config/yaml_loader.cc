@@ -763,8 +763,12 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
       // Invalid in Istio too ("no endpoints should be provided for resolution type none").
       r.Error(spec["endpoints"], "spec.endpoints",
               StrCat("cannot be used with resolution NONE", unset, "; set spec.resolution: STATIC"));
+    } else {
+      r.Error(given.has_value() ? spec["resolution"] : spec, "spec.resolution",
+              StrCat("resolution NONE (pass-through to the address dialled) is not supported by cxds", unset,
+                     "; set spec.resolution: STATIC to serve spec.endpoints or the workloads spec.workloadSelector "
+                     "selects"));
     }
-    se.resolution = ServiceEntry::Resolution::kNone;
   } else if (resolution == "DNS" || resolution == "DNS_ROUND_ROBIN") {
     se.resolution = resolution == "DNS" ? ServiceEntry::Resolution::kDns : ServiceEntry::Resolution::kDnsRoundRobin;
   } else if (resolution != "STATIC") {
@@ -779,7 +783,7 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     for (size_t i = 0; i < endpoints.size(); ++i) {
       const std::string f = Reader::Index("spec.endpoints", i);
       if (r.IsMap(endpoints[i], f)) {
-        se.endpoints.push_back(ReadWorkload(r, endpoints[i], f, se.resolves_names()));
+        se.endpoints.push_back(ReadWorkload(r, endpoints[i], f, se.resolution != ServiceEntry::Resolution::kStatic));
       }
     }
   }
@@ -787,12 +791,7 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (se.workload_selector.has_value() && !se.endpoints.empty()) {
     r.Error(spec["workloadSelector"], "spec.workloadSelector", "cannot be used together with spec.endpoints");
   }
-  if (se.resolution == ServiceEntry::Resolution::kNone && se.workload_selector.has_value()) {
-    // Istio warns that it has no effect; cxds refuses what it would silently drop.
-    r.Error(spec["workloadSelector"], "spec.workloadSelector",
-            StrCat("with resolution NONE", unset, " (pass-through: no endpoints are served) is not supported by cxds"));
-  }
-  if (se.resolves_names()) {
+  if (se.resolution != ServiceEntry::Resolution::kStatic) {
     // Istio's rules: without endpoints the hosts are the names resolved, so they cannot be
     // wildcards; DNS_ROUND_ROBIN (one connection to whatever the name resolves to) takes at most
     // one endpoint.

@@ -219,15 +219,11 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
 }
 
 // `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
-// `passthrough`: a ServiceEntry of resolution NONE, an ORIGINAL_DST cluster as istiod makes it
-// (Envoy connects to the address the client dialled, so it balances nothing itself).
 absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
-                                         bool http2_port, const DnsTarget* dns = nullptr, bool passthrough = false) {
+                                         bool http2_port, const DnsTarget* dns = nullptr) {
   Cluster cluster;
   cluster.set_name(name);
-  if (passthrough) {
-    cluster.set_type(Cluster::ORIGINAL_DST);
-  } else if (dns != nullptr) {
+  if (dns != nullptr) {
     SetDnsCluster(name, *dns, cluster);
   } else {
     cluster.set_type(Cluster::EDS);
@@ -298,12 +294,6 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       cluster.mutable_common_lb_config()->mutable_healthy_panic_threshold()->set_value(od.min_health_percent);
     }
   }
-  // An original-destination cluster takes the load balancer Envoy requires of it, whatever the
-  // rule says (istiod's applyLoadBalancer).
-  if (passthrough) {
-    cluster.set_lb_policy(Cluster::CLUSTER_PROVIDED);
-    cluster.clear_ring_hash_lb_config();
-  }
   if (!grpc) {
     SetHttpProtocolOptions(
         policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr, http2_port,
@@ -326,10 +316,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
                          const std::string& subset) -> absl::Status {
       // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
       // xDS, so gRPC nodes get an EDS cluster of what cxds resolved them to (DnsRefresher).
-      const bool dns = service.resolves_names() && !proxy.grpc;
-      const bool passthrough = service.resolution == ServiceEntry::Resolution::kNone;
-      // gRPC has no original-destination cluster (GrpcConfigNotes says so per proxy).
-      if (passthrough && proxy.grpc) return absl::OkStatus();
+      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic && !proxy.grpc;
       const std::string name = ClusterName(port.number, subset, service.host);
       const LabelMap* subset_labels = nullptr;
       if (rule != nullptr && !subset.empty()) {
@@ -339,13 +326,12 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       }
       const DnsTarget target{service, port, subset_labels};
       // Proxies that get the same rule (of the same namespace) share the cluster.
-      absl::StatusOr<ResourcePtr> resource =
-          cache.GetOrBuild({std::string(kClusterType), name, StrCat(Variant(proxy), "|dr:", RuleNamespace(rule))},
-                           {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
-                             return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc,
-                                                 port.protocol == "HTTP2" || port.protocol == "GRPC",
-                                                 dns ? &target : nullptr, passthrough);
-                           });
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
+          {std::string(kClusterType), name, StrCat(Variant(proxy), "|dr:", RuleNamespace(rule))},
+          {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
+            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc,
+                                port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
+          });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
       return absl::OkStatus();
@@ -1316,14 +1302,6 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       uint32_t port = 0;
       if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
       const std::string host = name.substr(0, colon);
-      if (const ServiceInfo* service = mesh.FindService(host);
-          service != nullptr && service->resolution == ServiceEntry::Resolution::kNone) {
-        add({name, StrCat(service->key.kind, " ", service->key.namespace_name, "/", service->key.name),
-             "spec.resolution",
-             StrCat("NONE (pass-through to the address dialled): proxyless gRPC clients have no original-destination "
-                    "cluster, so ",
-                    ClusterName(port, "", host), " is not served to them")});
-      }
       for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];

@@ -147,8 +147,9 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
       for (const std::string& host : se->hosts) {
         define(ServiceInfo{host, se->meta.namespace_name, se->ports, key, se->resolution,
-                           se->resolves_names() ? std::span<const WorkloadEndpoint>(se->endpoints)
-                                                : std::span<const WorkloadEndpoint>{},
+                           se->resolution != ServiceEntry::Resolution::kStatic
+                               ? std::span<const WorkloadEndpoint>(se->endpoints)
+                               : std::span<const WorkloadEndpoint>{},
                            se->export_to});
       }
       if (!se->export_to.empty() && !(se->export_to.size() == 1 && se->export_to[0] == "*")) {
@@ -684,7 +685,7 @@ std::vector<std::string> NamesToResolve(const ObjectMap& objects) {
   std::set<std::string> names;
   for (const auto& [key, stored] : objects) {
     const auto* se = std::get_if<ServiceEntry>(&stored->object);
-    if (se == nullptr || !se->resolves_names()) continue;
+    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic) continue;
     if (se->endpoints.empty()) names.insert(se->hosts.begin(), se->hosts.end());
     for (const WorkloadEndpoint& endpoint : se->endpoints) names.insert(endpoint.address);
   }
@@ -756,7 +757,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           }
         }
       }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object); se != nullptr && se->resolves_names()) {
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
+               se != nullptr && se->resolution != ServiceEntry::Resolution::kStatic) {
       // Envoy resolves these itself (ServiceInfo::dns_endpoints); for gRPC nodes, what cxds
       // resolved the names to.
       if (resolved == nullptr) continue;
@@ -775,8 +777,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           }
         }
       }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
-               se != nullptr && se->resolution != ServiceEntry::Resolution::kNone) {  // NONE: no endpoints
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
       std::vector<const WorkloadEndpoint*> inline_endpoints;
       for (const WorkloadEndpoint& w : se->endpoints) inline_endpoints.push_back(&w);
       for (const std::string& host : se->hosts) {
@@ -825,7 +826,7 @@ PushRequest MeshModel::SetResolvedNames(ResolvedNames names) {
   // The hosts whose endpoints use a changed name.
   for (const auto& [key, stored] : *objects) {
     const auto* se = std::get_if<ServiceEntry>(&stored->object);
-    if (se == nullptr || !se->resolves_names()) continue;
+    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic) continue;
     bool uses = false;
     for (const std::string& host : se->hosts) uses = uses || (se->endpoints.empty() && changed.contains(host));
     for (const WorkloadEndpoint& endpoint : se->endpoints) uses = uses || changed.contains(endpoint.address);

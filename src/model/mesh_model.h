@@ -43,9 +43,6 @@ struct ServiceInfo {
   // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
   ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
   std::span<const WorkloadEndpoint> dns_endpoints;
-  bool resolves_names() const {
-    return resolution == ServiceEntry::Resolution::kDns || resolution == ServiceEntry::Resolution::kDnsRoundRobin;
-  }
   // The ServiceEntry's exportTo: which namespaces' proxies see the host (empty: all).
   std::span<const std::string> export_to;
 };

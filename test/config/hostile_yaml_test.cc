@@ -180,7 +180,6 @@ metadata: {name: a}
 spec:
   hosts: [a.example.com]
   resolution: NONE
-  workloadSelector: {labels: {app: a}}
   ports: [{number: 8080, name: web, protocol: GRPC-WEB}]
   exportTo: ["."]
 ---
@@ -247,9 +246,8 @@ spec:
   egress: [{port: {number: 80, protocol: HTTP, name: http}, hosts: ["./*"]}]
   outboundTrafficPolicy: {mode: REGISTRY_ONLY}
 )");
-  EXPECT_FALSE(HasError(parsed, "spec.resolution", "")) << "resolution NONE is supported";
-  EXPECT_TRUE(HasError(parsed, "spec.workloadSelector",
-                       "with resolution NONE (pass-through: no endpoints are served) is not supported by cxds"))
+  EXPECT_TRUE(HasError(parsed, "spec.resolution",
+                       "resolution NONE (pass-through to the address dialled) is not supported by cxds"))
       << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol GRPC-WEB is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.exportTo", "")) << "a ServiceEntry's exportTo is supported";

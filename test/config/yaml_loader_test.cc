@@ -1081,8 +1081,7 @@ spec:
   EXPECT_EQ(ports[3].protocol, "TLS");
 }
 
-// Istio's default resolution is NONE: a ServiceEntry without one is not taken as STATIC. NONE
-// (pass-through) takes no endpoints, and a wildcard host needs none.
+// Istio's default resolution is NONE: a ServiceEntry without one is not taken as STATIC.
 TEST(YamlLoaderTest, ServiceEntryResolutionDefaultsToNoneAsInIstio) {
   const ParsedFile parsed = ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -1096,7 +1095,7 @@ apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: external}
 spec:
-  hosts: [b.example.com, "*.b.example.com"]
+  hosts: [b.example.com]
   ports: [{number: 443, name: tls, protocol: TLS}]
 ---
 apiVersion: networking.istio.io/v1
@@ -1108,19 +1107,15 @@ spec:
   resolution: STATIC
   endpoints: [{address: 127.0.0.1}]
 )");
-  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.endpoints");
   EXPECT_EQ(parsed.errors[0].message,
             "cannot be used with resolution NONE (NONE is Istio's default when spec.resolution is not set); set "
             "spec.resolution: STATIC");
-  ASSERT_EQ(parsed.documents.size(), 2u);
-  const auto& external = std::get<ServiceEntry>(parsed.documents[0].object);
-  EXPECT_EQ(external.meta.name, "external");
-  EXPECT_EQ(external.resolution, ServiceEntry::Resolution::kNone);
-  EXPECT_FALSE(external.resolves_names());
-  const auto& fixed = std::get<ServiceEntry>(parsed.documents[1].object);
-  EXPECT_EQ(fixed.meta.name, "static");
-  EXPECT_EQ(fixed.resolution, ServiceEntry::Resolution::kStatic);
+  EXPECT_EQ(parsed.errors[1].field, "spec.resolution");
+  EXPECT_NE(parsed.errors[1].message.find("is not supported by cxds (NONE is Istio's default"), std::string::npos);
+  ASSERT_EQ(parsed.documents.size(), 1u);
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
 
 // Found by the fuzzer: an empty name given as a string (quoted, or tagged !!str) was accepted.

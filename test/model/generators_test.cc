@@ -173,20 +173,6 @@ class GeneratorsTest : public ::testing::Test {
     }
     return by_name;
   }
-  // GrpcConfigNotes for what gRPC node `id` (of namespace default) was sent, each as
-  // "resource | object | field | reason"; at most `limit`.
-  std::vector<std::string> GrpcNotesFor(const std::string& id, size_t limit = 50) {
-    const SnapshotPtr view = pipeline_->ProxyView(id);
-    const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
-    EXPECT_NE(view, nullptr);
-    EXPECT_NE(mesh, nullptr);
-    std::vector<std::string> notes;
-    if (view == nullptr || mesh == nullptr) return notes;
-    for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view, "default", limit)) {
-      notes.push_back(StrCat(n.resource, " | ", n.object, " | ", n.field, " | ", n.reason));
-    }
-    return notes;
-  }
   // The route configuration `name` as a new stream of node `id` receives it.
   envoy::config::route::v3::RouteConfiguration RoutesFor(const std::string& id, bool grpc, const std::string& name) {
     auto h = Connect(id, grpc);
@@ -1327,7 +1313,14 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   grpc->Send(Request(std::string(kClusterType),
                      {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"}));
   ASSERT_EQ(grpc->Take().size(), 1u);
-  const std::vector<std::string> notes = GrpcNotesFor("grpc-client-1");
+  const SnapshotPtr view = pipeline_->ProxyView("grpc-client-1");
+  ASSERT_NE(view, nullptr);
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  std::vector<std::string> notes;
+  for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view, "default")) {
+    notes.push_back(StrCat(n.resource, " | ", n.object, " | ", n.field, " | ", n.reason));
+  }
   EXPECT_THAT(
       notes,
       ::testing::ElementsAre(
@@ -1340,7 +1333,7 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
           "spec.subsets[1].trafficPolicy, merged | outlierDetection (gRPC ejects by success rate and failure "
           "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
       << "nothing for the port-9999 route or the v1 cluster";
-  EXPECT_EQ(GrpcNotesFor("grpc-client-1", /*limit=*/1).size(), 1u);
+  EXPECT_EQ(GrpcConfigNotes(*mesh, *view, "default", /*limit=*/1).size(), 1u);
 }
 
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
@@ -1414,74 +1407,6 @@ spec:
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address(), "127.0.0.61");
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 9443u);
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(1).load_balancing_weight().value(), 3u);
-}
-
-// resolution NONE (Istio's default) is pass-through: an ORIGINAL_DST cluster with the load
-// balancer Envoy requires of it whatever the rule says (istiod's applyLoadBalancer), the rest of
-// the rule applied, and routes to it like any other host, wildcards included. Proxyless gRPC has
-// no such cluster: it is not served to gRPC nodes, and their config status says why.
-TEST_F(GeneratorsTest, PassThroughServiceEntriesAreOriginalDestinationClustersForEnvoyOnly) {
-  Apply("egress.yaml", R"(apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: api}
-spec:
-  hosts: [api.example.com]
-  ports: [{number: 8080, name: http}]
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: partners}
-spec:
-  hosts: ["*.partner.example"]
-  ports: [{number: 8080, name: http}]
-  resolution: NONE
----
-apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: api}
-spec:
-  host: api.example.com
-  trafficPolicy:
-    loadBalancer: {consistentHash: {useSourceIp: true}}
-    connectionPool: {tcp: {maxConnections: 7}}
-)");
-  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  using Cluster = envoy::config::cluster::v3::Cluster;
-  const std::string envoy_node = "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
-  std::map<std::string, Cluster> clusters = ClustersFor(envoy_node);
-  ASSERT_TRUE(clusters.contains("outbound|8080||api.example.com"));
-  const Cluster& api = clusters["outbound|8080||api.example.com"];
-  EXPECT_EQ(api.type(), Cluster::ORIGINAL_DST);
-  EXPECT_EQ(api.lb_policy(), Cluster::CLUSTER_PROVIDED) << "not the rule's ring hash";
-  EXPECT_FALSE(api.has_ring_hash_lb_config());
-  EXPECT_FALSE(api.has_eds_cluster_config());
-  EXPECT_FALSE(api.has_load_assignment());
-  ASSERT_EQ(api.circuit_breakers().thresholds_size(), 1);
-  EXPECT_EQ(api.circuit_breakers().thresholds(0).max_connections().value(), 7u) << "the rest of the rule applies";
-  EXPECT_THAT(PgvChecker().Check(api), ::testing::IsEmpty()) << "Envoy's proto rules";
-  ASSERT_TRUE(clusters.contains("outbound|8080||*.partner.example"));
-  EXPECT_EQ(clusters["outbound|8080||*.partner.example"].type(), Cluster::ORIGINAL_DST);
-  EXPECT_EQ(clusters["outbound|8080||*.partner.example"].lb_policy(), Cluster::CLUSTER_PROVIDED);
-  std::set<std::string> routed;
-  const auto routes = RoutesFor(envoy_node, false, "8080");
-  for (const auto& vhost : routes.virtual_hosts()) {
-    for (const auto& route : vhost.routes()) routed.insert(route.route().cluster());
-  }
-  EXPECT_TRUE(routed.contains("outbound|8080||api.example.com"));
-  EXPECT_TRUE(routed.contains("outbound|8080||*.partner.example"));
-
-  auto grpc = Connect("grpc-client-1", true);
-  grpc->Send(First(std::string(kRouteType), {"api.example.com:8080"}));
-  ASSERT_EQ(grpc->Take().size(), 1u);
-  grpc->Send(Request(std::string(kClusterType), {"outbound|8080||api.example.com"}));
-  for (const auto& response : grpc->Take()) {
-    EXPECT_EQ(response.resources_size(), 0) << "no original-destination cluster for gRPC";
-  }
-  const std::vector<std::string> notes = GrpcNotesFor("grpc-client-1");
-  EXPECT_THAT(notes, ::testing::ElementsAre(
-                         "api.example.com:8080 | ServiceEntry default/api | spec.resolution | NONE (pass-through to "
-                         "the address dialled): proxyless gRPC clients have no original-destination cluster, so "
-                         "outbound|8080||api.example.com is not served to them"));
 }
 
 // connectionPool's connection tuning: TCP keepalive on the cluster's upstream sockets and the
