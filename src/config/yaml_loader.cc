@@ -750,6 +750,13 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.export_to = ReadServiceExportTo(r, spec);
   se.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < se.hosts.size(); ++i) {
+    if (se.hosts[i] == "*") {
+      // Invalid in Istio too: a ServiceEntry would take every host on its ports.
+      r.Error(spec["hosts"][i], Reader::Index("spec.hosts", i),
+              "must not be \"*\" (a ServiceEntry for every host); name the hosts, or a wildcard such as "
+              "\"*.example.com\"");
+      continue;
+    }
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), se.hosts[i], /*allow_wildcard=*/true);
   }
   se.ports = Ports(r, spec, "spec", /*k8s=*/false);
@@ -764,10 +771,14 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
       r.Error(spec["endpoints"], "spec.endpoints",
               StrCat("cannot be used with resolution NONE", unset, "; set spec.resolution: STATIC"));
     } else {
+      // istiod makes it an ORIGINAL_DST cluster, which needs the address the client dialled;
+      // cxds's Envoy listeners bind their own addresses (no traffic capture restores another),
+      // and proxyless gRPC has no such cluster, so every request would fail.
       r.Error(given.has_value() ? spec["resolution"] : spec, "spec.resolution",
               StrCat("resolution NONE (pass-through to the address dialled) is not supported by cxds", unset,
-                     "; set spec.resolution: STATIC to serve spec.endpoints or the workloads spec.workloadSelector "
-                     "selects"));
+                     ": its listeners bind their own addresses, so there is no dialled address to pass through to; "
+                     "set spec.resolution: STATIC to serve spec.endpoints or the workloads spec.workloadSelector "
+                     "selects, or DNS to resolve the hosts"));
     }
   } else if (resolution == "DNS" || resolution == "DNS_ROUND_ROBIN") {
     se.resolution = resolution == "DNS" ? ServiceEntry::Resolution::kDns : ServiceEntry::Resolution::kDnsRoundRobin;

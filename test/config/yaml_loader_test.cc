@@ -1118,6 +1118,34 @@ spec:
   EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
 
+// As Istio validates it: a ServiceEntry host may be a wildcard ("*.example.com") but not "*".
+TEST(YamlLoaderTest, AServiceEntryForEveryHostIsInvalid) {
+  const ParsedFile parsed = ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: everything}
+spec:
+  hosts: [api.example.com, "*"]
+  ports: [{number: 80, name: http}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: partners}
+spec:
+  hosts: ["*.partner.example"]
+  ports: [{number: 80, name: http}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.2}]
+)");
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
+  EXPECT_EQ(parsed.errors[0].field, "spec.hosts[1]");
+  EXPECT_EQ(parsed.errors[0].line, 5);
+  EXPECT_NE(parsed.errors[0].message.find("must not be \"*\""), std::string::npos) << parsed.errors[0].message;
+  ASSERT_EQ(parsed.documents.size(), 1u);
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "partners");
+}
+
 // Found by the fuzzer: an empty name given as a string (quoted, or tagged !!str) was accepted.
 TEST(YamlLoaderTest, AnEmptyNameIsRefusedHoweverItIsWritten) {
   for (const std::string name : {"\"\"", "!!str", "''"}) {

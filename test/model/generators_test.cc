@@ -625,35 +625,6 @@ spec:
           "maps.example.com -> outbound|443|v2|maps.example.com", "pay.example.com -> outbound|443||pay.example.com"));
 }
 
-// The host "*" matches every SNI name, and none: Envoy has no "*" server name, so its chain is
-// the one without a match, which takes what the named chains do not.
-TEST_F(GeneratorsTest, TheHostStarIsTheChainWithoutAMatch) {
-  Apply("egress.yaml", R"(apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: any, namespace: egress}
-spec:
-  hosts: ["*"]
-  ports: [{number: 443, name: tls, protocol: TLS}]
-  resolution: STATIC
-  endpoints: [{address: 127.0.0.80}]
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: pay, namespace: egress}
-spec:
-  hosts: [pay.example.com]
-  ports: [{number: 443, name: https, protocol: HTTPS}]
-  resolution: DNS
-)");
-  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  auto listeners = ListenersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
-  ASSERT_TRUE(listeners.contains("127.0.0.1_443"));
-  const auto& listener = listeners["127.0.0.1_443"];
-  EXPECT_EQ(listener.listener_filters_size(), 1) << "pay.example.com is matched by name";
-  EXPECT_THAT(ChainsOf(listener),
-              ::testing::ElementsAre(" -> outbound|443||*", "pay.example.com -> outbound|443||pay.example.com"));
-}
-
 // Istio's policy merge: a port's settings replace the rule's policy whole; a subset's fields
 // replace the merged ones they set; the subset's port settings replace all again.
 TEST_F(GeneratorsTest, PortLevelAndSubsetPoliciesMergeAsIstioMergesThem) {
