@@ -34,6 +34,17 @@ CLI::Option* AddDurationOption(CLI::App& app, const std::string& name, absl::Dur
       ->default_str(absl::FormatDuration(value));
 }
 
+// A Kubernetes namespace name (a DNS-1123 label): 1 to 63 of a-z, 0-9 and '-', not starting or
+// ending with '-'.
+const CLI::Validator kNamespaceName(
+    [](const std::string& s) -> std::string {
+      const bool ok = !s.empty() && s.size() <= 63 && s.front() != '-' && s.back() != '-' &&
+                      std::all_of(s.begin(), s.end(),
+                                  [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+      return ok ? "" : "must be a namespace name (1 to 63 of a-z, 0-9 and '-'), not \"" + s.substr(0, 80) + "\"";
+    },
+    "NAMESPACE");
+
 int Main(int argc, char** argv) {
   CLI::App app{"cxds: an xDS control plane"};
   app.require_subcommand(1);
@@ -104,7 +115,8 @@ int Main(int argc, char** argv) {
   flag("domain-suffix", serve.controller.domain_suffix, "Kubernetes service domain suffix");
   flag("root-namespace", serve.controller.root_namespace,
        "Istio's meshConfig.rootNamespace: its DestinationRules and selector-less Sidecar are every namespace's "
-       "defaults");
+       "defaults")
+      ->check(kNamespaceName);
   flag("listener-address", serve.controller.translation.listener_address,
        "address Envoy sidecars' outbound listeners bind (listener names ADDRESS_PORT)");
   flag("gateway-address", serve.controller.translation.gateway_address,
@@ -135,7 +147,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   std::string validate_root = cxds::kRootNamespace;
   validate_cmd->add_option("--root-namespace", validate_root, "Istio's meshConfig.rootNamespace")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNamespaceName);
 
   cxds::StoreOptions store;
   const auto store_flags = [&store](CLI::App* cmd) {
@@ -154,7 +167,8 @@ int Main(int argc, char** argv) {
   apply_cmd->add_option("--domain-suffix", store.domain_suffix, "Kubernetes service domain suffix")
       ->capture_default_str();
   apply_cmd->add_option("--root-namespace", store.root_namespace, "Istio's meshConfig.rootNamespace")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNamespaceName);
   store_flags(apply_cmd);
   std::string delete_kind;
   std::string delete_name;
