@@ -766,7 +766,9 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   const std::string resolution = given.value_or("NONE");
   const char* unset = given.has_value() ? "" : " (NONE is Istio's default when spec.resolution is not set)";
   if (resolution == "NONE") {
-    if (spec["endpoints"].IsDefined()) {
+    // An empty list is valid in Istio (it checks the count), so only endpoints given are an error.
+    if (const YAML::Node given_endpoints = spec["endpoints"];
+        given_endpoints.IsDefined() && !(given_endpoints.IsSequence() && given_endpoints.size() == 0)) {
       // Invalid in Istio too ("no endpoints should be provided for resolution type none").
       r.Error(spec["endpoints"], "spec.endpoints",
               StrCat("cannot be used with resolution NONE", unset, "; set spec.resolution: STATIC"));

@@ -1106,14 +1106,27 @@ spec:
   ports: [{number: 443, name: tls, protocol: TLS}]
   resolution: STATIC
   endpoints: [{address: 127.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: no-endpoints}
+spec:
+  hosts: [d.example.com]
+  ports: [{number: 80, name: http}]
+  resolution: NONE
+  endpoints: []
 )");
-  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
+  ASSERT_EQ(parsed.errors.size(), 3u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.endpoints");
   EXPECT_EQ(parsed.errors[0].message,
             "cannot be used with resolution NONE (NONE is Istio's default when spec.resolution is not set); set "
             "spec.resolution: STATIC");
   EXPECT_EQ(parsed.errors[1].field, "spec.resolution");
   EXPECT_NE(parsed.errors[1].message.find("is not supported by cxds (NONE is Istio's default"), std::string::npos);
+  // An empty list is valid Istio: NONE is refused as not supported, the list not as invalid.
+  EXPECT_EQ(parsed.errors[2].field, "spec.resolution") << Errors(parsed);
+  EXPECT_NE(parsed.errors[2].message.find("resolution NONE (pass-through to the address dialled) is not supported"),
+            std::string::npos);
   ASSERT_EQ(parsed.documents.size(), 1u);
   EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "static");
 }
