@@ -189,7 +189,13 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   std::stable_sort(sidecars.begin(), sidecars.end(), [](const auto& a, const auto& b) {
     return OlderFirst(a.first->meta, a.second, b.first->meta, b.second);
   });
-  for (const auto& sidecar : sidecars) sidecars_.push_back(sidecar.first);
+  for (const auto& sidecar : sidecars) {
+    sidecars_.push_back(sidecar.first);
+    if (root_default_sidecar_ == nullptr && sidecar.first->meta.namespace_name == root_namespace &&
+        !sidecar.first->workload_selector.has_value()) {
+      root_default_sidecar_ = sidecar.first;
+    }
+  }
   for (auto& [host, list] : claims) {
     std::stable_sort(list.begin(), list.end(),
                      [](const Claim& a, const Claim& b) { return OlderFirst(a.vs->meta, a.key, b.vs->meta, b.key); });
@@ -608,13 +614,13 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
       const auto rule_keys = [&](const std::string& rule_host) {
         request.configs.insert({kind::kDestinationRule, "", rule_host});
         if (!rule_host.starts_with('*')) return;
-        for (const auto& entry : *objects) {
-          if (!std::holds_alternative<K8sService>(entry.second->object) &&
-              !std::holds_alternative<ServiceEntry>(entry.second->object)) {
-            continue;
-          }
-          for (const std::string& host : HostsOf(entry.second->object)) {
-            if (HostSubsetOf(host, rule_host)) request.configs.insert({kind::kDestinationRule, "", host});
+        // The service kinds' ranges only: a big mesh's endpoint objects are never visited.
+        for (const std::string_view service_kind :
+             {std::string_view("Service"), std::string_view(kind::kServiceEntry)}) {
+          for (const auto& entry : ObjectsOfKind(*objects, service_kind)) {
+            for (const std::string& host : HostsOf(entry.second->object)) {
+              if (HostSubsetOf(host, rule_host)) request.configs.insert({kind::kDestinationRule, "", host});
+            }
           }
         }
       };

@@ -129,6 +129,9 @@ class MeshContext final : public PushContext {
   bool rules_vary_by_namespace() const { return rules_vary_by_namespace_; }
   // Oldest first (metadata.creationTimestamp, then name, then namespace), as istiod orders them.
   const std::vector<const Sidecar*>& sidecars() const { return sidecars_; }
+  // The default of namespaces without a Sidecar: the root namespace's oldest without a
+  // workloadSelector (istiod's meshRootSidecarConfig), or null.
+  const Sidecar* root_default_sidecar() const { return root_default_sidecar_; }
   // The Gateways that pick a gateway proxy (a router~ node) with `labels`: those whose selector
   // is among them, of any namespace (as istiod by default), in key order.
   std::vector<const Gateway*> GatewaysFor(const LabelMap& labels) const;
@@ -188,6 +191,7 @@ class MeshContext final : public PushContext {
   MergedDestinationRules destination_rules_;
   bool rules_vary_by_namespace_ = false;
   std::vector<const Sidecar*> sidecars_;
+  const Sidecar* root_default_sidecar_ = nullptr;
   std::vector<SourceCondition> source_conditions_;
   bool exports_restricted_ = false;
   std::map<uint32_t, std::vector<OpaqueChain>> opaque_chains_;

@@ -55,19 +55,10 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     }
   }
   if (sidecar_ == nullptr) sidecar_ = fallback;
-  // A namespace without a Sidecar of its own gets the root namespace's default (its oldest
-  // without a workloadSelector), as in istiod; its "./" hosts then mean the proxy's namespace,
-  // so the scope is the proxy namespace's own.
-  bool root_default = false;
-  if (sidecar_ == nullptr && proxy.type != "router") {
-    for (const Sidecar* sidecar : context.sidecars()) {
-      if (sidecar->meta.namespace_name == context.root_namespace() && !sidecar->workload_selector.has_value()) {
-        sidecar_ = sidecar;
-        root_default = true;
-        break;
-      }
-    }
-  }
+  // A namespace without a Sidecar of its own gets the root namespace's default, as in istiod;
+  // its "./" hosts then mean the proxy's namespace, so the scope is the proxy namespace's own.
+  const bool root_default = sidecar_ == nullptr && proxy.type != "router" && context.root_default_sidecar() != nullptr;
+  if (root_default) sidecar_ = context.root_default_sidecar();
   if (sidecar_ != nullptr) key_ = StrCat("sidecar:", sidecar_->meta.namespace_name, "/", sidecar_->meta.name);
   if (root_default && std::any_of(sidecar_->egress_hosts.begin(), sidecar_->egress_hosts.end(),
                                   [](const std::string& pattern) { return pattern.starts_with("./"); })) {
