@@ -166,16 +166,20 @@ std::string ConfigStatusJson(const ConfigStore& store) {
 }
 
 // /debug/config_status?proxy=ID: what the proxy is not given of the config that applies to it,
-// and why. Today that is what proxyless gRPC does not implement (model/generators.h,
-// GrpcConfigNotes); an Envoy node is given all of what cxds serves.
-std::string ProxyConfigStatusJson(const std::string& node_id, const envoy::config::core::v3::Node& node,
-                                  const Snapshot* view, const PushContext* context) {
-  const ProxyInfo proxy = ParseProxyInfo(node);
+// and why: what proxyless gRPC does not implement (model/generators.h, GrpcConfigNotes), and
+// for an Envoy gateway the servers and secrets it is not given (GatewayConfigNotes); a sidecar
+// is given all of what cxds serves.
+std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy_node, const Snapshot* view,
+                                  const PushContext* context) {
+  const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
   constexpr size_t kMaxNotes = 1000;
   std::vector<ProxyConfigNote> notes;
   const auto* mesh = dynamic_cast<const MeshContext*>(context);
-  if (proxy.grpc && mesh != nullptr && view != nullptr)
+  if (proxy.grpc && mesh != nullptr && view != nullptr) {
     notes = GrpcConfigNotes(*mesh, *view, proxy.namespace_name, kMaxNotes + 1);
+  } else if (proxy.type == "router" && mesh != nullptr) {
+    notes = GatewayConfigNotes(*mesh, proxy, proxy_node.verified_namespace, kMaxNotes + 1);
+  }
   const bool truncated = notes.size() > kMaxNotes;
   if (truncated) notes.resize(kMaxNotes);
   std::string out = StrCat("{\"proxy\":", Quote(node_id), ",\"generator\":", Quote(proxy.grpc ? "grpc" : "envoy"),
@@ -232,7 +236,10 @@ std::string ConfigDumpJson(const Snapshot& snapshot) {
     bool first = true;
     for (const auto& [name, resource] : resources->items) {
       std::string json;
-      if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) json = "null";
+      std::unique_ptr<google::protobuf::Message> redacted;
+      if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
+        json = "null";
+      }
       out += StrCat(first ? "" : ",", json);
       first = false;
     }
@@ -446,7 +453,7 @@ void AdminServer::Routes() {
           json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
           return;
         }
-        const std::optional<envoy::config::core::v3::Node> node = sources_.pipeline->ProxyNode(proxy);
+        const std::optional<Proxy> node = sources_.pipeline->FindProxy(proxy);
         if (!node.has_value()) {
           res.status = 404;
           json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))),

@@ -6,6 +6,7 @@
 #include "common/line_diff.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
+#include "protocol/resource.h"
 #include "protocol/type_url.h"
 
 #ifndef CXDS_VERSION
@@ -32,7 +33,10 @@ std::string PrettyJson(const ResourcePtr& resource) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   std::string json;
-  if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) return "(not printable)";
+  std::unique_ptr<google::protobuf::Message> redacted;
+  if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
+    return "(not printable)";
+  }
   return json;
 }
 
@@ -101,7 +105,10 @@ std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::s
     bool first = true;
     for (const ResourcePtr& resource : held.resources) {
       std::string json;
-      if (!google::protobuf::util::MessageToJsonString(resource->message(), &json, options).ok()) json = "null";
+      std::unique_ptr<google::protobuf::Message> redacted;
+      if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
+        json = "null";
+      }
       out += StrCat(first ? "" : ",", "{\"name\":", AdminJsonQuote(resource->name()),
                     ",\"version\":", AdminJsonQuote(held.incremental ? resource->content_version() : cell.sent_version),
                     ",\"config\":", json, "}");

@@ -12,25 +12,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "config/gateway_config.h"
+#include "config/object_meta.h"
 
 namespace cxds {
-
-using LabelMap = std::map<std::string, std::string>;
-
-struct ObjectMeta {
-  std::string name;
-  std::string namespace_name = "default";
-  LabelMap labels;
-  // metadata.creationTimestamp when given (objects exported from a cluster): which of two
-  // VirtualServices for one host is older. Unset counts as newest.
-  std::optional<absl::Time> creation_timestamp;
-};
-
-// Where a document came from, for error messages and /debug/config_status.
-struct SourcePosition {
-  std::string file;
-  int line = 0;  // 1-based; 0 unknown
-};
 
 struct ServicePort {
   std::string name;
@@ -360,28 +345,8 @@ struct Sidecar {
   std::vector<std::string> egress_hosts;  // "namespace/host" patterns
 };
 
-// networking.istio.io Gateway: the servers of the gateway proxies (router~ nodes) whose labels
-// include the selector. cxds serves plain HTTP servers (HTTP, HTTP2, GRPC), optionally
-// redirecting to HTTPS; TLS termination and TCP servers are not supported.
-struct Gateway {
-  ObjectMeta meta;
-  LabelMap selector;  // empty: every gateway proxy
-  struct Server {
-    std::string name;
-    uint32_t port = 0;
-    std::string port_name;
-    std::string protocol;  // HTTP, HTTP2 or GRPC
-    // "namespace/host": VirtualServices of that namespace ("*": any, ".": the Gateway's) bound
-    // to the Gateway serve the host (a wildcard such as "*.example.com" or "*" allowed). A
-    // host without a namespace in the file is "*/host".
-    std::vector<std::string> hosts;
-    bool https_redirect = false;  // tls.httpsRedirect: answer every request with a 301 to https
-  };
-  std::vector<Server> servers;
-};
-
 using MeshObject = std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
-                                Sidecar, K8sPod, Gateway>;
+                                Sidecar, K8sPod, Gateway, K8sTlsSecret>;
 
 // "Service", "EndpointSlice", ...
 std::string KindOf(const MeshObject& object);

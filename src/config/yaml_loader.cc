@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/strings.h"
+#include "config/tls_material.h"
 #include "protocol/resource.h"
 #include "re2/re2.h"
 #include "yaml-cpp/eventhandler.h"
@@ -57,7 +58,7 @@ std::string ConfigError::ToString() const {
 
 std::string KindOf(const MeshObject& object) {
   static const char* kNames[] = {"Service",         "EndpointSlice", "ServiceEntry", "WorkloadEntry", "VirtualService",
-                                 "DestinationRule", "Sidecar",       "Pod",          "Gateway"};
+                                 "DestinationRule", "Sidecar",       "Pod",          "Gateway",       "Secret"};
   static_assert(std::size(kNames) == std::variant_size_v<MeshObject>);
   return kNames[object.index()];
 }
@@ -738,6 +739,117 @@ MeshObject ReadPod(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     if (std::string problem = AddressProblem(ip); !problem.empty()) r.Error(status, "status.podIP", problem);
   }
   return pod;
+}
+
+std::string ScalarAt(const YAML::Node& map, const char* key);
+
+// Istio's keys for TLS material in a Secret: the generic ones first, then kubernetes.io/tls's,
+// as istiod's secret controller reads them.
+constexpr const char* kCertKeys[] = {"cert", "tls.crt"};
+constexpr const char* kPrivateKeyKeys[] = {"key", "tls.key"};
+constexpr const char* kCaKeys[] = {"cacert", "ca.crt"};
+
+bool SecretHasKey(const YAML::Node& doc, const char* key) {
+  for (const char* section : {"data", "stringData"}) {
+    const YAML::Node map = doc[section];
+    if (map.IsDefined() && map.IsMap() && map[key].IsDefined()) return true;
+  }
+  return false;
+}
+
+// A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or a certificate
+// with its key, or a CA, under Istio's keys. Any other Secret has no meaning for xDS (skipped).
+bool CarriesTlsMaterial(const YAML::Node& doc) {
+  if (ScalarAt(doc, "type") == "kubernetes.io/tls") return true;
+  for (size_t i = 0; i < std::size(kCertKeys); ++i) {
+    if (SecretHasKey(doc, kCertKeys[i]) && SecretHasKey(doc, kPrivateKeyKeys[i])) return true;
+  }
+  return std::any_of(std::begin(kCaKeys), std::end(kCaKeys), [&](const char* key) { return SecretHasKey(doc, key); });
+}
+
+// One value of a Secret: from stringData (text) when it is there, as the API server merges it
+// over data, else from data (base64).
+struct SecretValue {
+  bool present = false;
+  bool ok = false;  // read and decoded (else an error was reported)
+  std::string text;
+  std::string field;  // "data.tls.crt"
+  YAML::Node node;
+};
+
+SecretValue ReadSecretValue(Reader& r, const YAML::Node& doc, const char* key) {
+  SecretValue out;
+  for (const char* section : {"stringData", "data"}) {
+    const YAML::Node map = doc[section];
+    if (!map.IsDefined() || !map.IsMap() || !map[key].IsDefined()) continue;
+    out.present = true;
+    out.field = Reader::Join(section, key);
+    out.node = map[key];
+    std::optional<std::string> value = r.String(map, key, section, true);
+    if (!value.has_value()) return out;
+    if (std::string_view(section) == "stringData") {
+      out.text = *std::move(value);
+      out.ok = true;
+    } else if (absl::Base64Unescape(*value, &out.text)) {
+      out.ok = true;
+    } else {
+      r.Error(out.node, out.field, "is not base64 (data holds base64; stringData holds text)");
+    }
+    return out;
+  }
+  return out;
+}
+
+MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  K8sTlsSecret secret;
+  secret.meta = std::move(meta);
+  if (auto type = r.String(doc, "type", "", false);
+      type.has_value() && !type->empty() && *type != "kubernetes.io/tls" && *type != "Opaque") {
+    r.Error(doc["type"], "type",
+            StrCat("type \"", type->substr(0, 64),
+                   "\" with TLS keys is not supported by cxds (kubernetes.io/tls or Opaque, as Istio reads them)"));
+  }
+  for (const char* section : {"data", "stringData"}) {
+    if (const YAML::Node map = doc[section]; map.IsDefined() && !map.IsNull()) r.IsMap(map, section);
+  }
+  // The certificate and its key come as a pair of one naming: cert/key, else tls.crt/tls.key.
+  bool have_pair = false;
+  for (size_t i = 0; i < std::size(kCertKeys) && !have_pair; ++i) {
+    if (!SecretHasKey(doc, kCertKeys[i]) || !SecretHasKey(doc, kPrivateKeyKeys[i])) continue;
+    have_pair = true;
+    const SecretValue cert = ReadSecretValue(r, doc, kCertKeys[i]);
+    const SecretValue key = ReadSecretValue(r, doc, kPrivateKeyKeys[i]);
+    if (!cert.ok || !key.ok) {
+      // already reported
+    } else if (std::string problem = CertificatesProblem(cert.text); !problem.empty()) {
+      r.Error(cert.node, cert.field, problem);
+    } else if (std::string key_problem = PrivateKeyProblem(key.text, cert.text); !key_problem.empty()) {
+      r.Error(key.node, key.field, key_problem);
+    }
+    secret.certificate_chain = cert.text;
+    secret.private_key = key.text;
+  }
+  for (size_t i = 0; i < std::size(kCertKeys) && !have_pair; ++i) {
+    // A certificate without its key (or the other way round) cannot terminate TLS.
+    const bool has_cert = SecretHasKey(doc, kCertKeys[i]), has_key = SecretHasKey(doc, kPrivateKeyKeys[i]);
+    if (has_cert == has_key) continue;
+    r.Error(doc, has_cert ? kPrivateKeyKeys[i] : kCertKeys[i],
+            StrCat("is required with ", has_cert ? kCertKeys[i] : kPrivateKeyKeys[i],
+                   " (a certificate and its private key)"));
+  }
+  for (const char* ca_key : kCaKeys) {
+    const SecretValue ca = ReadSecretValue(r, doc, ca_key);
+    if (!ca.present) continue;
+    if (std::string problem = CertificatesProblem(ca.text); ca.ok && !problem.empty()) {
+      r.Error(ca.node, ca.field, problem);
+    }
+    secret.ca_certificates = ca.text;
+    break;
+  }
+  if (!have_pair && secret.ca_certificates.empty() && r.error_count() == 0) {
+    r.Error(doc, "data", "holds no certificate: tls.crt and tls.key (or cert and key), or ca.crt (or cacert)");
+  }
+  return secret;
 }
 
 MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
@@ -1836,6 +1948,109 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
   return out;
 }
 
+// A Gateway server's tls: httpsRedirect on a plain server; on an HTTPS server, TLS termination
+// with a credentialName Secret (SIMPLE or MUTUAL), as istiod serves it over SDS.
+void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway::Server& server) {
+  const YAML::Node tls = s["tls"];
+  const std::string tf = Reader::Join(f, "tls");
+  if (!tls.IsDefined()) {
+    // Istio validates this too: an HTTPS server without TLS settings has nothing to serve with.
+    if (server.protocol == "HTTPS") r.Error(s, tf, "is required for an HTTPS server (mode and credentialName)");
+    return;
+  }
+  if (!r.IsMap(tls, tf)) return;
+  r.OnlyKeys(tls, tf,
+             {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates",
+              "minProtocolVersion", "maxProtocolVersion", "cipherSuites"},
+             {"caCrl", "credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki",
+              "verifyCertificateHash"});
+  server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
+  const std::string mode = r.String(tls, "mode", tf, false).value_or("");
+  const std::string credential = r.String(tls, "credentialName", tf, false).value_or("");
+  static constexpr std::string_view kModes[] = {"PASSTHROUGH",      "SIMPLE",       "MUTUAL",
+                                                "AUTO_PASSTHROUGH", "ISTIO_MUTUAL", "OPTIONAL_MUTUAL"};
+  if (!mode.empty() && std::find(std::begin(kModes), std::end(kModes), mode) == std::end(kModes)) {
+    r.Error(tls["mode"], Reader::Join(tf, "mode"),
+            StrCat("mode \"", mode.substr(0, 32),
+                   "\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, ISTIO_MUTUAL, OPTIONAL_MUTUAL"));
+    return;
+  }
+  if (server.protocol != "HTTPS") {
+    // A plain server may only redirect (istiod ignores a mode there; say so instead).
+    if (!mode.empty() || !credential.empty()) {
+      r.Error(tls["mode"].IsDefined() ? tls["mode"] : tls["credentialName"], tf,
+              StrCat("TLS settings have no effect on a server of protocol ",
+                     server.protocol.empty() ? "HTTP" : server.protocol,
+                     " (Istio refuses them too; terminate TLS with protocol HTTPS)"));
+    }
+    return;
+  }
+  if (mode.empty()) {
+    r.Error(tls, Reader::Join(tf, "mode"), "is required for an HTTPS server (SIMPLE or MUTUAL)");
+    return;
+  }
+  if (mode != "SIMPLE" && mode != "MUTUAL") {
+    r.Error(tls["mode"], Reader::Join(tf, "mode"),
+            StrCat("mode ", mode,
+                   " is not supported by cxds (SIMPLE and MUTUAL with credentialName; cxds issues no workload "
+                   "certificates and passes no TLS through)"));
+    return;
+  }
+  server.tls_mode = mode == "SIMPLE" ? Gateway::Server::TlsMode::kSimple : Gateway::Server::TlsMode::kMutual;
+  if (credential.empty()) {
+    // Istio's other way: files on the gateway's own disk, which istiod never reads.
+    r.Error(tls, Reader::Join(tf, "credentialName"),
+            tls["serverCertificate"].IsDefined() || tls["privateKey"].IsDefined()
+                ? "is required: certificates from files on the gateway (serverCertificate, privateKey) are not "
+                  "supported by cxds; name a Secret of the gateway's namespace"
+                : "is required for mode SIMPLE or MUTUAL: the Secret of the gateway's namespace with the "
+                  "certificate");
+    return;
+  }
+  // A Secret's name: a DNS subdomain (istiod prefixes "kubernetes://" to make the SDS name).
+  if (credential.find("://") != std::string::npos) {
+    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
+            "with a scheme (sds://, kubernetes-gateway://, ...) is not supported by cxds: name a Secret of the "
+            "gateway's namespace");
+    return;
+  }
+  if (!IsDnsName(credential)) {
+    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
+            "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')");
+    return;
+  }
+  server.credential_name = credential;
+  static constexpr std::string_view kVersions[] = {"TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"};
+  for (const char* key : {"minProtocolVersion", "maxProtocolVersion"}) {
+    std::optional<std::string> version = r.String(tls, key, tf, false);
+    if (!version.has_value()) continue;
+    if (std::find(std::begin(kVersions), std::end(kVersions), *version) == std::end(kVersions)) {
+      r.Error(tls[key], Reader::Join(tf, key), "must be one of TLS_AUTO, TLSV1_0, TLSV1_1, TLSV1_2, TLSV1_3");
+      continue;
+    }
+    (std::string_view(key) == "minProtocolVersion" ? server.min_protocol_version : server.max_protocol_version) =
+        *version == "TLS_AUTO" ? "" : *version;
+  }
+  if (!server.min_protocol_version.empty() && !server.max_protocol_version.empty() &&
+      server.min_protocol_version > server.max_protocol_version) {
+    r.Error(tls["minProtocolVersion"], Reader::Join(tf, "minProtocolVersion"),
+            "is above maxProtocolVersion: no version would be left");
+  }
+  for (const std::string& suite : r.Strings(tls, "cipherSuites", tf, false)) {
+    // OpenSSL/BoringSSL cipher names ("ECDHE-RSA-AES128-GCM-SHA256"); Envoy refuses the listener
+    // for one it does not know, which cxds cannot check here beyond the characters.
+    if (suite.empty() || suite.size() > 64 || !std::all_of(suite.begin(), suite.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '[' || c == ']' ||
+                 c == '|';
+        })) {
+      r.Error(tls["cipherSuites"], Reader::Join(tf, "cipherSuites"),
+              StrCat("\"", suite.substr(0, 64), "\" is not a cipher suite name"));
+      continue;
+    }
+    server.cipher_suites.push_back(suite);
+  }
+}
+
 MeshObject ReadGateway(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   Gateway gw;
   gw.meta = std::move(meta);
@@ -1883,24 +2098,15 @@ MeshObject ReadGateway(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
         r.Error(port["protocol"], Reader::Join(pf, "protocol"),
                 StrCat("protocol \"", protocol.substr(0, 32),
                        "\" must be one of HTTP, HTTPS, GRPC, GRPC-WEB, HTTP2, MONGO, REDIS, MYSQL, TCP, TLS, UDP"));
-      } else if (protocol != "HTTP" && protocol != "HTTP2" && protocol != "GRPC") {
+      } else if (protocol != "HTTP" && protocol != "HTTP2" && protocol != "GRPC" && protocol != "HTTPS") {
         r.Error(port["protocol"], Reader::Join(pf, "protocol"),
                 StrCat("protocol ", protocol,
-                       " at a Gateway is not supported by cxds (only HTTP, HTTP2 and GRPC servers: no TLS "
-                       "termination or TCP proxying at gateways)"));
+                       " at a Gateway is not supported by cxds (only HTTP, HTTP2, GRPC and HTTPS servers: no TLS "
+                       "passthrough or TCP proxying at gateways)"));
       }
     }
     server.hosts = ReadServerHosts(r, s, f);
-    if (const YAML::Node tls = s["tls"]; tls.IsDefined()) {
-      const std::string tf = Reader::Join(f, "tls");
-      if (r.IsMap(tls, tf)) {
-        r.OnlyKeys(tls, tf, {"httpsRedirect"},
-                   {"mode", "serverCertificate", "privateKey", "caCertificates", "caCrl", "credentialName",
-                    "credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki",
-                    "verifyCertificateHash", "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
-        server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
-      }
-    }
+    ReadServerTls(r, s, f, server);
     gw.servers.push_back(std::move(server));
   }
   return gw;
@@ -1930,6 +2136,8 @@ const std::vector<KindInfo>& Kinds() {
       {"Sidecar", kIstio, ReadSidecar, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"Pod", {"v1"}, ReadPod, {"apiVersion", "kind", "metadata", "spec", "status"}},
       {"Gateway", kIstio, ReadGateway, {"apiVersion", "kind", "metadata", "spec", "status"}},
+      // Only a Secret of TLS material (CarriesTlsMaterial) is read; any other is skipped.
+      {"Secret", {"v1"}, ReadSecret, {"apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable"}},
   };
   return kinds;
 }
@@ -2050,7 +2258,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     for (const KindInfo& k : Kinds()) {
       if (k.kind == kind) info = &k;
     }
-    if (info == nullptr && IsKindWithoutXdsMeaning(kind)) {
+    if (IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) {
       const YAML::Node metadata = doc["metadata"];
       const std::string ns = ScalarAt(metadata, "namespace");
       out.skipped.push_back(SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")),
@@ -2063,7 +2271,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
                            : StrCat("kind \"", kind.substr(0, 64),
                                     "\" is not supported by cxds (supported: Service, EndpointSlice, "
                                     "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
-                                    "Sidecar, Gateway)"));
+                                    "Sidecar, Gateway, and Secrets of TLS material)"));
       out.unidentified_failure = true;
       continue;
     }

@@ -23,6 +23,8 @@
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
 #include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "model/mesh_kinds.h"
 #include "model/proxy.h"
@@ -546,6 +548,108 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
   filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port));
 }
 
+}  // namespace
+
+std::string GatewaySecretName(const std::string& credential_name) { return StrCat("kubernetes://", credential_name); }
+std::string GatewayCaSecretName(const std::string& credential_name) {
+  return StrCat("kubernetes://", credential_name, "-cacert");
+}
+
+std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server) {
+  return StrCat("https.", server.port, ".", server.port_name, ".", gateway.meta.name, ".", gateway.meta.namespace_name);
+}
+
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways) {
+  std::map<uint32_t, GatewayPort> ports;
+  for (const Gateway* gateway : gateways) {
+    for (const Gateway::Server& server : gateway->servers) {
+      const bool tls = server.tls_mode != Gateway::Server::TlsMode::kNone;
+      GatewayServer entry{gateway, &server, {}, ""};
+      auto [it, first] = ports.try_emplace(server.port);
+      GatewayPort& port = it->second;
+      if (first) port.tls = tls;
+      if (port.tls != tls) {
+        entry.left_out = StrCat("port ", server.port, " already serves ", port.tls ? "TLS (HTTPS)" : "plain HTTP",
+                                " for an earlier server; Envoy cannot serve both on one listener");
+        port.left_out.push_back(std::move(entry));
+        continue;
+      }
+      if (!tls) {
+        port.servers.push_back(std::move(entry));
+        continue;
+      }
+      // SNI names: the hosts without their namespace; "*" among them matches every name (the
+      // chain without server_names), as istiod's SNI hosts of a server.
+      bool catch_all = false;
+      std::vector<std::string> names;
+      for (const std::string& host : server.hosts) {
+        const std::string name = host.substr(host.find('/') + 1);
+        if (name == "*") catch_all = true;
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+      if (catch_all) names.clear();
+      // Envoy refuses a listener with two chains matching the same name: an earlier server keeps it.
+      std::vector<std::string> free_names;
+      for (const std::string& name : names) {
+        if (port.taken_names.insert(name).second) free_names.push_back(name);
+      }
+      if (catch_all ? port.has_catch_all : free_names.empty()) {
+        entry.left_out = StrCat("every SNI name of it on port ", server.port,
+                                " is already served by an earlier server (Envoy matches each name once)");
+        port.left_out.push_back(std::move(entry));
+        continue;
+      }
+      port.has_catch_all = port.has_catch_all || catch_all;
+      entry.server_names = std::move(free_names);
+      port.servers.push_back(std::move(entry));
+    }
+  }
+  return ports;
+}
+
+namespace {
+
+envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const std::string& name) {
+  envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig sds;
+  sds.set_name(name);
+  sds.mutable_sds_config()->mutable_ads();
+  sds.mutable_sds_config()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
+  return sds;
+}
+
+envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVersion(const std::string& istio) {
+  using Params = envoy::extensions::transport_sockets::tls::v3::TlsParameters;
+  if (istio == "TLSV1_0") return Params::TLSv1_0;
+  if (istio == "TLSV1_1") return Params::TLSv1_1;
+  if (istio == "TLSV1_2") return Params::TLSv1_2;
+  if (istio == "TLSV1_3") return Params::TLSv1_3;
+  return Params::TLS_AUTO;
+}
+
+// An HTTPS server's TLS termination, as istiod builds it for a credentialName: the certificate
+// over SDS (on the ADS stream) as kubernetes://NAME; for MUTUAL a client certificate required
+// and checked against kubernetes://NAME-cacert. ALPN offers HTTP/2 and HTTP/1.1.
+envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsContext(const Gateway::Server& server) {
+  envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
+  auto* common = context.mutable_common_tls_context();
+  common->add_alpn_protocols("h2");
+  common->add_alpn_protocols("http/1.1");
+  *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(server.credential_name));
+  if (!server.min_protocol_version.empty() || !server.max_protocol_version.empty() || !server.cipher_suites.empty()) {
+    auto* params = common->mutable_tls_params();
+    params->set_tls_minimum_protocol_version(TlsVersion(server.min_protocol_version));
+    params->set_tls_maximum_protocol_version(TlsVersion(server.max_protocol_version));
+    for (const std::string& suite : server.cipher_suites) params->add_cipher_suites(suite);
+  }
+  if (server.tls_mode == Gateway::Server::TlsMode::kMutual) {
+    auto* combined = common->mutable_combined_validation_context();
+    combined->mutable_default_validation_context();
+    *combined->mutable_validation_context_sds_secret_config() = AdsSecret(GatewayCaSecretName(server.credential_name));
+    context.mutable_require_client_certificate()->set_value(true);
+  }
+  return context;
+}
+
 class ListenerGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit ListenerGenerator(TranslationOptions options) : options_(std::move(options)) {}
@@ -643,40 +747,64 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
 
  private:
   // A gateway proxy's listeners, as istiod names them: ADDRESS_PORT per port of the servers of
-  // the Gateways that pick it, with the HTTP connection manager and route configuration
-  // http.PORT. Nothing else: a gateway has no outbound listeners.
+  // the Gateways that pick it (PlanGatewayPorts). A plain port gets the HTTP connection manager
+  // with route configuration http.PORT; a TLS port one filter chain per HTTPS server, matching
+  // its SNI names, terminating TLS (GatewayTlsContext), routes https.PORT.PORT_NAME.GATEWAY.NS.
+  // Nothing else: a gateway has no outbound listeners.
   absl::StatusOr<std::optional<GeneratedResources>> GatewayListeners(const ProxyInfo& proxy, const PushRequest& request,
                                                                      const MeshContext& mesh, ResourceCache& cache) {
-    std::set<uint32_t> ports;
-    for (const Gateway* gateway : mesh.GatewaysFor(proxy.labels)) {
-      for (const Gateway::Server& server : gateway->servers) ports.insert(server.port);
+    const std::vector<const Gateway*> gateways = mesh.GatewaysFor(proxy.labels);
+    std::string picked = "router|gateways:";
+    for (const Gateway* gateway : gateways) {
+      picked += StrCat(gateway->meta.namespace_name, "/", gateway->meta.name, ",");
     }
     GeneratedResources out;
-    for (uint32_t port : ports) {
+    for (const auto& [port, plan] : PlanGatewayPorts(gateways)) {
+      if (plan.servers.empty()) continue;
       const std::string name = StrCat(options_.gateway_address, "_", port);
-      // The same for every gateway proxy with this port.
+      // A plain listener is the same for every gateway proxy with this port; a TLS one follows
+      // from the Gateways that pick the proxy.
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, "router"}, {kWholeContext}, request.push_sequence,
-          [&]() -> absl::StatusOr<ResourcePtr> { return Resource::FromMessage(GatewayListener(name, port)); });
+          {std::string(kListenerType), name, plan.tls ? picked : "router"}, {kWholeContext}, request.push_sequence,
+          [&]() -> absl::StatusOr<ResourcePtr> { return Resource::FromMessage(GatewayListener(name, port, plan)); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
     return out;
   }
 
-  // A gateway proxy's listener on `port`: the HTTP connection manager with the client's
-  // address as the peer's (a gateway is where requests enter the mesh), routes http.PORT.
-  Listener GatewayListener(const std::string& name, uint32_t port) const {
+  Listener GatewayListener(const std::string& name, uint32_t port, const GatewayPort& plan) const {
     Listener listener;
     listener.set_name(name);
     auto* address = listener.mutable_address()->mutable_socket_address();
     address->set_address(options_.gateway_address);
     address->set_port_value(port);
-    HttpConnectionManager hcm = RdsManager(StrCat("http.", port), StrCat("outbound_", name), /*envoy=*/true);
-    hcm.mutable_use_remote_address()->set_value(true);
-    auto* filter = listener.add_filter_chains()->add_filters();
-    filter->set_name("envoy.filters.network.http_connection_manager");
-    filter->mutable_typed_config()->PackFrom(hcm);
+    // The client's address is the peer's (a gateway is where requests enter the mesh).
+    const auto add_manager = [&](envoy::config::listener::v3::FilterChain* chain, const std::string& route_name) {
+      HttpConnectionManager hcm = RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true);
+      hcm.mutable_use_remote_address()->set_value(true);
+      auto* filter = chain->add_filters();
+      filter->set_name("envoy.filters.network.http_connection_manager");
+      filter->mutable_typed_config()->PackFrom(hcm);
+    };
+    if (!plan.tls) {
+      add_manager(listener.add_filter_chains(), StrCat("http.", port));
+      return listener;
+    }
+    auto* inspector = listener.add_listener_filters();
+    inspector->set_name("envoy.filters.listener.tls_inspector");
+    inspector->mutable_typed_config()->PackFrom(
+        envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector());
+    for (const GatewayServer& entry : plan.servers) {
+      auto* chain = listener.add_filter_chains();
+      for (const std::string& server_name : entry.server_names) {
+        chain->mutable_filter_chain_match()->add_server_names(server_name);
+      }
+      auto* socket = chain->mutable_transport_socket();
+      socket->set_name("envoy.transport_sockets.tls");
+      socket->mutable_typed_config()->PackFrom(GatewayTlsContext(*entry.server));
+      add_manager(chain, GatewayTlsRouteName(*entry.gateway, *entry.server));
+    }
     return listener;
   }
 
@@ -1057,7 +1185,7 @@ bool IsCatchAll(const envoy::config::route::v3::Route& route) {
 // last (istiod's SortVHostRoutes). A server with tls.httpsRedirect makes its virtual hosts,
 // and one for each of its own hosts no VirtualService has, redirect to HTTPS. No virtual host
 // at all: istiod's blackhole, a 404 for every request.
-void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways, uint32_t port,
+void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<GatewayServer>& servers, uint32_t port,
                             const ProxyScope& scope, RouteConfiguration& config) {
   struct Binding {
     const VirtualService* vs;
@@ -1069,33 +1197,32 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<const Gat
     bool https_redirect = false;
   };
   std::map<std::string, Domain> domains;
-  for (const Gateway* gateway : gateways) {
+  for (const GatewayServer& entry : servers) {
+    const Gateway* gateway = entry.gateway;
+    const Gateway::Server& server = *entry.server;
     const std::string gateway_name = StrCat(gateway->meta.namespace_name, "/", gateway->meta.name);
-    for (const Gateway::Server& server : gateway->servers) {
-      if (server.port != port) continue;
-      for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
-        for (const std::string& vs_host : vs->hosts) {
-          const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
-          for (const std::string& server_host : server.hosts) {
-            const std::string name = GatewayHostName(*gateway, server_host, vs->meta.namespace_name, host);
-            if (name.empty()) continue;
-            Domain& domain = domains[name];
-            domain.https_redirect = domain.https_redirect || server.https_redirect;
-            auto binding = std::find_if(domain.bindings.begin(), domain.bindings.end(),
-                                        [&](const Binding& b) { return b.vs == vs; });
-            if (binding == domain.bindings.end()) {
-              domain.bindings.push_back({vs, {gateway_name}});
-            } else if (std::find(binding->gateways.begin(), binding->gateways.end(), gateway_name) ==
-                       binding->gateways.end()) {
-              binding->gateways.push_back(gateway_name);
-            }
+    for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
+      for (const std::string& vs_host : vs->hosts) {
+        const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
+        for (const std::string& server_host : server.hosts) {
+          const std::string name = GatewayHostName(*gateway, server_host, vs->meta.namespace_name, host);
+          if (name.empty()) continue;
+          Domain& domain = domains[name];
+          domain.https_redirect = domain.https_redirect || server.https_redirect;
+          auto binding = std::find_if(domain.bindings.begin(), domain.bindings.end(),
+                                      [&](const Binding& b) { return b.vs == vs; });
+          if (binding == domain.bindings.end()) {
+            domain.bindings.push_back({vs, {gateway_name}});
+          } else if (std::find(binding->gateways.begin(), binding->gateways.end(), gateway_name) ==
+                     binding->gateways.end()) {
+            binding->gateways.push_back(gateway_name);
           }
         }
       }
-      if (!server.https_redirect) continue;
-      for (const std::string& server_host : server.hosts) {
-        domains[server_host.substr(server_host.find('/') + 1)].https_redirect = true;
-      }
+    }
+    if (!server.https_redirect) continue;
+    for (const std::string& server_host : server.hosts) {
+      domains[server_host.substr(server_host.find('/') + 1)].https_redirect = true;
     }
   }
   for (const auto& [name, domain] : domains) {
@@ -1155,11 +1282,26 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
             RouteConfiguration config;
             config.set_name(name);
             if (gateway_proxy) {
+              // http.PORT: the plain servers of the port; https.PORT.PORT_NAME.GATEWAY.NS: that
+              // TLS server alone.
+              const std::map<uint32_t, GatewayPort> plan = PlanGatewayPorts(gateways);
               uint32_t port = 0;
-              if (!name.starts_with("http.") || !absl::SimpleAtoi(name.substr(5), &port)) {
-                return absl::NotFoundError("not a gateway route name http.PORT");
+              std::vector<GatewayServer> servers;
+              if (name.starts_with("http.") && absl::SimpleAtoi(name.substr(5), &port)) {
+                if (auto it = plan.find(port); it != plan.end() && !it->second.tls) servers = it->second.servers;
+              } else {
+                for (const auto& [number, served] : plan) {
+                  if (!served.tls) continue;
+                  for (const GatewayServer& entry : served.servers) {
+                    if (GatewayTlsRouteName(*entry.gateway, *entry.server) == name) {
+                      port = number;
+                      servers = {entry};
+                    }
+                  }
+                }
               }
-              AddGatewayVirtualHosts(mesh, gateways, port, scope, config);
+              if (servers.empty()) return absl::NotFoundError("not a route name of this gateway's servers");
+              AddGatewayVirtualHosts(mesh, servers, port, scope, config);
             } else if (proxy.grpc) {
               // HOST:PORT, one virtual host whose domain is the target's authority.
               const size_t colon = name.rfind(':');
@@ -1202,11 +1344,97 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
 
 }  // namespace
 
+namespace {
+
+// SDS for gateway proxies: the Secrets their HTTPS servers name, kubernetes://NAME (certificate
+// and key) and kubernetes://NAME-cacert (CA; from Secret NAME-cacert when there is one, else
+// NAME's own CA, as istiod reads them), from the Secret of that name in the proxy's namespace.
+// Stricter than a node's word: only to a stream whose authenticator proved that namespace
+// (mTLS), and only names a server of a Gateway picking the proxy uses, since what is served
+// here is a private key. Anything else asked for is not sent (GatewayConfigNotes says why).
+class SecretGenerator final : public TypedGenerator<MeshContext> {
+ public:
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
+    if (request.EndpointOnly()) return std::nullopt;
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    GeneratedResources out;
+    out.incremental = request.delta_scope.has_value();
+    if (!SecretsAllowed(proxy, proxy_node.verified_namespace)) return out;
+    const std::map<std::string, SecretUse> used = UsedSecretNames(mesh, proxy);
+    for (const std::string& name : *watched.names) {
+      auto use = used.find(name);
+      if (use == used.end()) continue;
+      const bool ca = use->second.ca;
+      const std::string& credential = use->second.credential;
+      const K8sTlsSecret* secret = FindMaterial(mesh, proxy.namespace_name, credential, ca);
+      if (secret == nullptr) continue;
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
+          {std::string(kSecretType), name, StrCat("ns:", proxy.namespace_name)},
+          {ConfigKey{kind::kSecret, proxy.namespace_name, credential},
+           ConfigKey{kind::kSecret, proxy.namespace_name, StrCat(credential, "-cacert")}},
+          request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+            envoy::extensions::transport_sockets::tls::v3::Secret out_secret;
+            out_secret.set_name(name);
+            if (ca) {
+              out_secret.mutable_validation_context()->mutable_trusted_ca()->set_inline_bytes(secret->ca_certificates);
+            } else {
+              auto* certificate = out_secret.mutable_tls_certificate();
+              certificate->mutable_certificate_chain()->set_inline_bytes(secret->certificate_chain);
+              certificate->mutable_private_key()->set_inline_bytes(secret->private_key);
+            }
+            return Resource::FromMessage(out_secret);
+          });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+bool SecretsAllowed(const ProxyInfo& proxy, const std::string& verified_namespace) {
+  return proxy.type == "router" && !proxy.grpc && !verified_namespace.empty() &&
+         verified_namespace == proxy.namespace_name;
+}
+
+std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy) {
+  std::map<std::string, SecretUse> names;
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
+    for (const GatewayServer& entry : plan.servers) {
+      const std::string& credential = entry.server->credential_name;
+      if (credential.empty()) continue;
+      // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
+      names.try_emplace(GatewaySecretName(credential), SecretUse{credential, false});
+      if (entry.server->tls_mode == Gateway::Server::TlsMode::kMutual) {
+        names.try_emplace(GatewayCaSecretName(credential), SecretUse{credential, true});
+      }
+    }
+  }
+  return names;
+}
+
+const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& namespace_name,
+                                 const std::string& credential, bool ca) {
+  if (ca) {
+    const K8sTlsSecret* own = mesh.FindSecret(namespace_name, StrCat(credential, "-cacert"));
+    if (own != nullptr && !own->ca_certificates.empty()) return own;
+    const K8sTlsSecret* secret = mesh.FindSecret(namespace_name, credential);
+    return secret != nullptr && !secret->ca_certificates.empty() ? secret : nullptr;
+  }
+  const K8sTlsSecret* secret = mesh.FindSecret(namespace_name, credential);
+  return secret != nullptr && !secret->certificate_chain.empty() ? secret : nullptr;
+}
+
 void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options) {
   pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>());
   pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
   pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
   pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());
+  pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>());
 }
 
 std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
@@ -1289,6 +1517,50 @@ std::string ObjectName(const char* kind, const ObjectMeta& meta) {
 
 }  // namespace
 
+std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const ProxyInfo& proxy,
+                                                const std::string& verified_namespace, size_t limit) {
+  std::vector<ProxyConfigNote> notes;
+  const auto add = [&](ProxyConfigNote note) {
+    if (notes.size() < limit) notes.push_back(std::move(note));
+  };
+  const bool allowed = SecretsAllowed(proxy, verified_namespace);
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
+    for (const GatewayServer& entry : plan.left_out) {
+      const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
+      add({StrCat("listener port ", port), ObjectName("Gateway", entry.gateway->meta),
+           StrCat("spec.servers[", index, "]"), entry.left_out});
+    }
+    for (const GatewayServer& entry : plan.servers) {
+      const Gateway::Server& server = *entry.server;
+      if (server.credential_name.empty()) continue;
+      const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
+      const std::string field = StrCat("spec.servers[", index, "].tls.credentialName");
+      std::vector<std::pair<std::string, bool>> names = {{GatewaySecretName(server.credential_name), false}};
+      if (server.tls_mode == Gateway::Server::TlsMode::kMutual) {
+        names.emplace_back(GatewayCaSecretName(server.credential_name), true);
+      }
+      for (const auto& [name, ca] : names) {
+        if (!allowed) {
+          add({name, ObjectName("Gateway", entry.gateway->meta), field,
+               verified_namespace.empty()
+                   ? "not served: this proxy's stream proved no namespace (plaintext xDS); cxds sends private keys "
+                     "only to a gateway whose client certificate names its namespace (serve xDS with mTLS)"
+                   : StrCat("not served: the stream proved namespace ", verified_namespace, ", not the node's ",
+                            proxy.namespace_name)});
+        } else if (FindMaterial(mesh, proxy.namespace_name, server.credential_name, ca) == nullptr) {
+          add({name, ObjectName("Gateway", entry.gateway->meta), field,
+               ca ? StrCat("not served: no Secret ", server.credential_name, "-cacert with a CA, and Secret ",
+                           server.credential_name, " has none, in namespace ", proxy.namespace_name)
+                  : StrCat("not served: no Secret ", server.credential_name,
+                           " with a certificate and key in namespace ", proxy.namespace_name,
+                           " (the gateway proxy's)")});
+        }
+      }
+    }
+  }
+  return notes;
+}
+
 std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view,
                                              const std::string& proxy_namespace, size_t limit) {
   std::vector<ProxyConfigNote> notes;
@@ -1346,6 +1618,11 @@ ProxyFilter MeshProxyFilter() {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     for (const ConfigKey& key : request.configs) {
+      if (key.kind == kind::kSecret) {
+        // TLS material reaches only the gateway proxies of its namespace (SecretGenerator).
+        if (proxy.type == "router" && !proxy.grpc && proxy.namespace_name == key.namespace_name) return true;
+        continue;
+      }
       const bool host_keyed =
           key.kind == kind::kServiceEntry || key.kind == kind::kEndpoints || key.kind == kind::kDestinationRule;
       if (!host_keyed) return true;  // routes and scopes may concern anyone

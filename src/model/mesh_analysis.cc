@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "model/generators.h"
+#include "model/mesh_kinds.h"
 #include "model/mesh_model.h"
 
 namespace cxds {
@@ -257,6 +258,54 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
+// Gateway servers that cannot serve as written: an HTTPS server whose credentialName names no
+// Secret with what it needs (istioctl's IST0101 for gateway Secrets; cxds looks in every
+// namespace, since the proxies' namespace is not known here), and servers of one Gateway that
+// its listeners leave out (PlanGatewayPorts).
+void GatewayServers(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  std::map<std::string, std::pair<bool, bool>> material;  // Secret name -> (certificate, CA), any namespace
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kSecret)) {
+    const auto* secret = std::get_if<K8sTlsSecret>(&stored->object);
+    if (secret == nullptr) continue;
+    auto& [certificate, ca] = material[key.name];
+    certificate = certificate || !secret->certificate_chain.empty();
+    ca = ca || !secret->ca_certificates.empty();
+  }
+  const auto has = [&](const std::string& name, bool ca) {
+    auto it = material.find(name);
+    return it != material.end() && (ca ? it->second.second : it->second.first);
+  };
+  for (const auto& entry : ObjectsOfKind(served, kind::kGateway)) {
+    const ConfigKey& key = entry.first;
+    const auto* gateway = std::get_if<Gateway>(&entry.second->object);
+    if (gateway == nullptr) continue;
+    for (size_t i = 0; i < gateway->servers.size(); ++i) {
+      const Gateway::Server& server = gateway->servers[i];
+      if (server.credential_name.empty()) continue;
+      const std::string& name = server.credential_name;
+      if (!has(name, false)) {
+        out.push_back(
+            {key, StrCat("spec.servers[", i, "].tls.credentialName"), "IST0101",
+             StrCat("no Secret ", name,
+                    " with a certificate and key (tls.crt and tls.key) in any namespace: "
+                    "gateway proxies wait for it, and Envoy serves none of the listener's chains meanwhile")});
+      } else if (server.tls_mode == Gateway::Server::TlsMode::kMutual && !has(StrCat(name, "-cacert"), true) &&
+                 !has(name, true)) {
+        out.push_back({key, StrCat("spec.servers[", i, "].tls.credentialName"), "IST0101",
+                       StrCat("mode MUTUAL needs a CA: no Secret ", name, "-cacert, and Secret ", name,
+                              " has no ca.crt (or cacert): gateway proxies wait for it")});
+      }
+    }
+    for (const auto& [port, plan] : PlanGatewayPorts({gateway})) {
+      for (const GatewayServer& left_out : plan.left_out) {
+        const size_t index = static_cast<size_t>(left_out.server - gateway->servers.data());
+        out.push_back({key, StrCat("spec.servers[", index, "]"), "cxds_gateway_server_left_out",
+                       StrCat("not served: ", left_out.left_out)});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
@@ -270,6 +319,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);
+    GatewayServers(served, out);
     return out;
   };
 }
@@ -284,6 +334,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "IST0132",
                                                   "cxds_grpc_ignores",
                                                   "cxds_tls_route_unused",
+                                                  "cxds_gateway_server_left_out",
                                                   "pilot_destrule_subsets"};
   return kCodes;
 }

@@ -15,8 +15,9 @@
 //                                 an opaque port, or an SNI name of a TLS port or tls route,
 //                                 that another service's Envoy filter chain has (MeshContext)
 //   IST0101                       a route to a host no object defines, or to a port it lacks,
-//                                 or a VirtualService bound to a Gateway that does not exist
-//                                 (istioctl's ReferencedResourceNotFound)
+//                                 a VirtualService bound to a Gateway that does not exist, or an
+//                                 HTTPS server whose credentialName Secret (or its CA for MUTUAL)
+//                                 exists in no namespace (istioctl's ReferencedResourceNotFound)
 //   IST0132                       a VirtualService bound to a Gateway none of whose servers
 //                                 admits its hosts (istioctl's VirtualServiceHostNotFoundInGateway)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
@@ -25,6 +26,9 @@
 //                                 matches): Envoy nodes get it, gRPC nodes do without
 //   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
 //                                 hosts takes: no Envoy listener uses it
+//   cxds_gateway_server_left_out  a Gateway server its listeners leave out: plain HTTP and TLS on
+//                                 one port, or a TLS server whose every SNI name an earlier server
+//                                 of the port has (model/generators.h PlanGatewayPorts)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
 #pragma once

@@ -10,4 +10,5 @@ inline constexpr char kVirtualService[] = "VirtualService";
 inline constexpr char kSidecar[] = "Sidecar";
 inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
 inline constexpr char kGateway[] = "Gateway";
+inline constexpr char kSecret[] = "Secret";  // K8sTlsSecret: TLS material for gateways
 }  // namespace cxds::kind

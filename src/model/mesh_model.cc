@@ -260,6 +260,11 @@ const Gateway* MeshContext::FindGateway(const std::string& name) const {
   return it == gateways_.end() ? nullptr : it->second;
 }
 
+const K8sTlsSecret* MeshContext::FindSecret(const std::string& namespace_name, const std::string& name) const {
+  auto it = objects_->find(ConfigKey{kind::kSecret, namespace_name, name});
+  return it == objects_->end() ? nullptr : std::get_if<K8sTlsSecret>(&it->second->object);
+}
+
 const std::vector<const VirtualService*>& MeshContext::VirtualServicesOfGateway(const std::string& gateway) const {
   static const std::vector<const VirtualService*> kNone;
   auto it = gateway_virtual_services_.find(gateway);

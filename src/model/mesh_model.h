@@ -136,6 +136,8 @@ class MeshContext final : public PushContext {
   // is among them, of any namespace (as istiod by default), in key order.
   std::vector<const Gateway*> GatewaysFor(const LabelMap& labels) const;
   const Gateway* FindGateway(const std::string& name) const;  // "namespace/name"
+  // The Secret of TLS material `name` in `namespace_name` (a Gateway's credentialName), or null.
+  const K8sTlsSecret* FindSecret(const std::string& namespace_name, const std::string& name) const;
   // The VirtualServices bound to Gateway "namespace/name" (spec.gateways), oldest first
   // (metadata.creationTimestamp, then name, then namespace): at a gateway, the routes of
   // several for one host are merged in this order, as istiod merges them.

@@ -21,6 +21,8 @@ namespace cxds {
 struct Proxy {
   std::string id;
   envoy::config::core::v3::Node node;
+  // The namespace the stream's authenticator proved (ProxyGenerator::Open); empty: unproven.
+  std::string verified_namespace;
 };
 
 // What the proxy subscribes to for one type.

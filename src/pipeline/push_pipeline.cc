@@ -250,6 +250,12 @@ std::optional<envoy::config::core::v3::Node> PushPipeline::ProxyNode(const std::
   return found->proxy().node;
 }
 
+std::optional<Proxy> PushPipeline::FindProxy(const std::string& node_id) {
+  std::shared_ptr<WatchCore> found = FindWatch(node_id);
+  if (found == nullptr) return std::nullopt;
+  return found->proxy();
+}
+
 std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline::RegenerateView(
     const std::string& node_id) {
   std::shared_ptr<WatchCore> core = FindWatch(node_id);
@@ -505,8 +511,9 @@ GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& reque
 }
 
 std::unique_ptr<ProxyGenerator::Session> PushPipeline::Open(const envoy::config::core::v3::Node& node,
-                                                            absl::AnyInvocable<void(PushRequestPtr)> on_push) {
-  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node}, std::move(on_push));
+                                                            absl::AnyInvocable<void(PushRequestPtr)> on_push,
+                                                            const std::string& verified_namespace) {
+  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node, verified_namespace}, std::move(on_push));
   MutexLock lock(&mu_);
   const uint64_t id = next_watch_id_++;
   watches_[id] = core;

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "common/strings.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "protocol/type_url.h"
@@ -192,6 +193,43 @@ absl::StatusOr<ResourcePtr> Resource::FromMessage(const google::protobuf::Messag
   std::unique_ptr<google::protobuf::Message> copy(message.New());
   copy->CopyFrom(message);
   return Create(std::move(copy), ttl);
+}
+
+const google::protobuf::Message& MessageForDisplay(const Resource& resource,
+                                                   std::unique_ptr<google::protobuf::Message>& holder) {
+  using envoy::extensions::transport_sockets::tls::v3::Secret;
+  if (resource.type_url() != kSecretType) return resource.message();
+  const auto* secret = dynamic_cast<const Secret*>(&resource.message());
+  if (secret == nullptr) return resource.message();
+  auto copy = std::make_unique<Secret>(*secret);
+  bool redacted = false;
+  // Inline material only: a file name or an environment variable's name is no secret.
+  const auto redact = [&](envoy::config::core::v3::DataSource* source) {
+    if (!source->has_inline_bytes() && !source->has_inline_string()) return;
+    source->set_inline_string("[redacted]");
+    redacted = true;
+  };
+  if (copy->has_tls_certificate()) {
+    auto* certificate = copy->mutable_tls_certificate();
+    if (certificate->has_private_key()) redact(certificate->mutable_private_key());
+    if (certificate->has_password()) redact(certificate->mutable_password());
+  }
+  if (copy->has_generic_secret()) redact(copy->mutable_generic_secret()->mutable_secret());
+  if (copy->has_session_ticket_keys()) {
+    for (auto& key : *copy->mutable_session_ticket_keys()->mutable_keys()) redact(&key);
+  }
+  if (!redacted) return resource.message();
+  holder = std::move(copy);
+  return *holder;
+}
+
+std::string SerializedForDisplay(const Resource& resource) {
+  std::unique_ptr<google::protobuf::Message> holder;
+  const google::protobuf::Message& message = MessageForDisplay(resource, holder);
+  if (&message == &resource.message()) return resource.serialized();
+  std::string out;
+  message.SerializeToString(&out);
+  return out;
 }
 
 }  // namespace cxds

@@ -109,6 +109,15 @@ class ContentHasher {
 // Tests and benchmarks use it to prove that a resource is serialized once per version.
 uint64_t ResourceSerializationCount();
 
+// What debug output (config dumps, CSDS) may show of `resource`: its own message, or for a
+// Secret holding private material (a TLS private key, a generic secret, session ticket keys) a
+// copy with that material replaced by "[redacted]", as Envoy's own config dump shows it. The
+// copy, when one is made, is owned by `holder`.
+const google::protobuf::Message& MessageForDisplay(const Resource& resource,
+                                                   std::unique_ptr<google::protobuf::Message>& holder);
+// The same, serialized: `resource`'s own bytes when nothing is redacted.
+std::string SerializedForDisplay(const Resource& resource);
+
 // Appends a protobuf varint / a length-delimited field to `out`.
 void AppendVarint(uint64_t value, std::string* out);
 void AppendLengthDelimited(uint32_t field_number, std::string_view bytes, std::string* out);

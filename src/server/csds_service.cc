@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "envoy/service/status/v3/csds.grpc.pb.h"
+#include "protocol/resource.h"
 #include "server/sync_state.h"
 #include "server/tls_credentials.h"
 
@@ -100,8 +101,9 @@ absl::StatusOr<ClientStatusResponse> BuildClientStatus(const AckLedger& ledger, 
         if (status->sent_time.has_value()) SetTime(xds->mutable_last_updated(), *status->sent_time);
         if (!request.exclude_resource_contents()) {
           xds->mutable_xds_config()->set_type_url(held.type_url);
-          xds->mutable_xds_config()->set_value(resource->serialized());
-          bytes += resource->serialized().size();
+          // Private keys never leave in a dump (Envoy's own CSDS redacts them too).
+          xds->mutable_xds_config()->set_value(SerializedForDisplay(*resource));
+          bytes += xds->xds_config().value().size();
         }
         switch (cell.state) {
           case TypeState::kSynced:

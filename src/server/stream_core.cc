@@ -550,13 +550,16 @@ bool StreamCore::BindNode(const Node& node) {
   // Every push goes through the PushQueue (merged per stream, one push in progress) and the
   // throttle; without a dispatcher (protocol tests) it is handled at once.
   if (env_.generator != nullptr) {
-    session_ = env_.generator->Open(node_, [this](PushRequestPtr push) {
-      if (env_.dispatcher != nullptr) {
-        env_.dispatcher->Enqueue(this, accounting_.target(), std::move(push));
-      } else {
-        QueueChange(QueuedChange{ConfigChange{}, std::move(push)});
-      }
-    });
+    session_ = env_.generator->Open(
+        node_,
+        [this](PushRequestPtr push) {
+          if (env_.dispatcher != nullptr) {
+            env_.dispatcher->Enqueue(this, accounting_.target(), std::move(push));
+          } else {
+            QueueChange(QueuedChange{ConfigChange{}, std::move(push)});
+          }
+        },
+        identity_.authenticated ? identity_.namespace_name : "");
     return true;
   }
   watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {

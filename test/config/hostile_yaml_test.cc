@@ -191,7 +191,7 @@ spec:
   servers:
   - port: {number: 443, name: https, protocol: HTTPS}
     hosts: ["*"]
-    tls: {mode: SIMPLE, credentialName: g-cert}
+    tls: {mode: ISTIO_MUTUAL}
   - port: {number: 80, name: http, protocol: HTTP}
     hosts: ["*"]
     bind: 127.0.0.1
@@ -252,10 +252,8 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.ports[0].protocol", "protocol GRPC-WEB is not supported by cxds"));
   EXPECT_FALSE(HasError(parsed, "spec.exportTo", "")) << "a ServiceEntry's exportTo is supported";
   EXPECT_FALSE(HasError(parsed, "kind", "")) << "Gateways are supported";
-  EXPECT_TRUE(
-      HasError(parsed, "spec.servers[0].port.protocol", "protocol HTTPS at a Gateway is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.mode", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.credentialName", "is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.servers[0].port.protocol", "")) << "HTTPS servers are supported";
+  EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.mode", "mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.servers[1].bind", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.type", "type NodePort is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "metadata.annotations.networking.istio.io/exportTo",

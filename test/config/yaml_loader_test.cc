@@ -1,7 +1,11 @@
 #include "config/yaml_loader.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "common/strings.h"
+#include "fakes/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -285,6 +289,146 @@ spec: {}
   EXPECT_TRUE(IsKindWithoutXdsMeaning("Deployment"));
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // read: its labels are its endpoints' labels
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Gateway"));
+}
+
+// YAML text of `pem` as an indented block scalar (stringData).
+std::string Block(const std::string& pem, const std::string& indent) {
+  std::string out = "|\n";
+  for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty())) {
+    absl::StrAppend(&out, indent, line, "\n");
+  }
+  return out;
+}
+
+// A Secret of TLS material (a gateway's credentialName) is read and checked where it is written:
+// kubernetes.io/tls or Istio's generic keys, from data (base64) or stringData (text); a bad
+// certificate, a key of another certificate or half a pair is refused naming the field, and
+// never quoting the key. Any other Secret is skipped as before.
+TEST(YamlLoaderTest, TlsSecretsAreReadAndCheckedOthersAreSkipped) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("shop", "ca", "DNS:shop.example.com"));
+  ASSERT_TRUE(pki.MakeLeaf("other", "ca", "DNS:other.example.com"));
+  const std::string cert = pki.Read("shop.crt"), key = pki.Read("shop.key"), ca = pki.Read("ca.crt");
+  const ParsedFile parsed =
+      ParseConfigFile("secrets.yaml", StrCat(R"(apiVersion: v1
+kind: Secret
+metadata: {name: shop-cert, namespace: edge}
+type: kubernetes.io/tls
+data:
+  tls.crt: )",
+                                             absl::Base64Escape(cert), "\n  tls.key: ", absl::Base64Escape(key),
+                                             "\n  ca.crt: ", absl::Base64Escape(ca), R"(
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: partner-cert-cacert, namespace: edge}
+stringData:
+  cacert: )",
+                                             Block(ca, "    "), R"(---
+apiVersion: v1
+kind: Secret
+metadata: {name: db-password, namespace: edge}
+type: Opaque
+data: {password: aHVudGVyMg==}
+)"));
+  ASSERT_EQ(parsed.documents.size(), 2u) << Errors(parsed);
+  EXPECT_TRUE(parsed.errors.empty()) << Errors(parsed);
+  const auto& tls = std::get<K8sTlsSecret>(parsed.documents[0].object);
+  EXPECT_EQ(KindOf(parsed.documents[0].object), "Secret");
+  EXPECT_EQ(tls.meta.namespace_name, "edge");
+  EXPECT_EQ(tls.certificate_chain, cert);
+  EXPECT_EQ(tls.private_key, key);
+  EXPECT_EQ(tls.ca_certificates, ca);
+  const auto& ca_only = std::get<K8sTlsSecret>(parsed.documents[1].object);
+  EXPECT_TRUE(ca_only.certificate_chain.empty());
+  EXPECT_EQ(ca_only.ca_certificates, ca);
+  ASSERT_EQ(parsed.skipped.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(parsed.skipped[0].ToString(), "Secret edge/db-password (line "))
+      << parsed.skipped[0].ToString();
+
+  const auto secret = [&](const std::string& body) {
+    return OnlyError(StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: edge}\n", body));
+  };
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "))),
+            "tls.key: is required with tls.crt (a certificate and its private key)");
+  EXPECT_EQ(secret(StrCat("stringData:\n  cert: ", Block("not a certificate", "    "), "  key: ", Block(key, "    "))),
+            "stringData.cert: holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  const std::string wrong_key =
+      secret(StrCat("stringData:\n  cert: ", Block(cert, "    "), "  key: ", Block(pki.Read("other.key"), "    ")));
+  EXPECT_EQ(wrong_key,
+            "stringData.key: does not belong to the first certificate of the chain (the key of another certificate?)");
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\ndata: {tls.crt: '%%%', tls.key: ", absl::Base64Escape(key), "}\n")),
+            "data.tls.crt: is not base64 (data holds base64; stringData holds text)");
+  EXPECT_EQ(secret("type: kubernetes.io/tls\ndata: {}\n"),
+            "data: holds no certificate: tls.crt and tls.key (or cert and key), or ca.crt (or cacert)");
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/dockerconfigjson\nstringData:\n  ca.crt: ", Block(ca, "    "))),
+            "type: type \"kubernetes.io/dockerconfigjson\" with TLS keys is not supported by cxds (kubernetes.io/tls "
+            "or Opaque, as Istio reads them)");
+  // No message quotes the material.
+  const ParsedFile bad =
+      ParseConfigFile("bad.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  cert: ",
+                                         Block(pki.Read("other.crt"), "    "), "  key: ", Block(key, "    ")));
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(Errors(bad).find("PRIVATE KEY"), std::string::npos) << Errors(bad);
+  EXPECT_EQ(Errors(bad).find(key.substr(40, 20)), std::string::npos);
+}
+
+// An HTTPS server terminates TLS with a credentialName Secret (SIMPLE or MUTUAL); what Istio
+// accepts that cxds does not serve is refused as not supported, never as invalid.
+TEST(YamlLoaderTest, HttpsGatewayServersTerminateTlsWithACredentialName) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+)";
+  const ParsedFile good = ParseConfigFile("gw.yaml", head + R"(    tls:
+      mode: MUTUAL
+      credentialName: shop-cert
+      serverCertificate: sds
+      privateKey: sds
+      minProtocolVersion: TLSV1_2
+      maxProtocolVersion: TLSV1_3
+      cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const Gateway::Server& server = std::get<Gateway>(good.documents[0].object).servers[0];
+  EXPECT_EQ(server.tls_mode, Gateway::Server::TlsMode::kMutual);
+  EXPECT_EQ(server.credential_name, "shop-cert");
+  EXPECT_EQ(server.min_protocol_version, "TLSV1_2");
+  EXPECT_EQ(server.max_protocol_version, "TLSV1_3");
+  EXPECT_THAT(server.cipher_suites, ::testing::ElementsAre("ECDHE-ECDSA-AES128-GCM-SHA256"));
+
+  const auto tls = [&](const std::string& text) { return OnlyError(head + text); };
+  EXPECT_EQ(tls(""), "spec.servers[0].tls: is required for an HTTPS server (mode and credentialName)");
+  EXPECT_EQ(tls("    tls: {credentialName: c}\n"),
+            "spec.servers[0].tls.mode: is required for an HTTPS server (SIMPLE or MUTUAL)");
+  EXPECT_EQ(tls("    tls: {mode: STRICT, credentialName: c}\n"),
+            "spec.servers[0].tls.mode: mode \"STRICT\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, "
+            "ISTIO_MUTUAL, OPTIONAL_MUTUAL");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, credentialName: Shop_Cert}\n"),
+            "spec.servers[0].tls.credentialName: must be the name of a Secret in the gateway's namespace (lower-case "
+            "letters, digits, '-' and '.')");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, minProtocolVersion: TLSV1_3, maxProtocolVersion: TLSV1_2, "
+                "credentialName: c}\n"),
+            "spec.servers[0].tls.minProtocolVersion: is above maxProtocolVersion: no version would be left");
+  // Valid Istio that cxds does not serve.
+  EXPECT_EQ(tls("    tls: {mode: ISTIO_MUTUAL}\n"),
+            "spec.servers[0].tls.mode: mode ISTIO_MUTUAL is not supported by cxds (SIMPLE and MUTUAL with "
+            "credentialName; cxds issues no workload certificates and passes no TLS through)");
+  EXPECT_EQ(tls("    tls: {mode: PASSTHROUGH}\n").substr(0, 66),
+            "spec.servers[0].tls.mode: mode PASSTHROUGH is not supported by cxd");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /etc/certs/c.pem, privateKey: /etc/certs/k.pem}\n"),
+            "spec.servers[0].tls.credentialName: is required: certificates from files on the gateway "
+            "(serverCertificate, privateKey) are not supported by cxds; name a Secret of the gateway's namespace");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, credentialName: \"sds://shop\"}\n"),
+            "spec.servers[0].tls.credentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not supported "
+            "by cxds: name a Secret of the gateway's namespace");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
+            "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
 }
 
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
@@ -686,12 +830,13 @@ spec:
   EXPECT_EQ(server("  - port: {number: 70000, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"),
             "spec.servers[0].port.number: must be an integer from 1 to 65535, got \"70000\"");
   // Valid Istio that cxds does not serve.
-  EXPECT_EQ(server("  - port: {number: 443, name: https, protocol: HTTPS}\n    hosts: [a.example.com]\n"),
-            "spec.servers[0].port.protocol: protocol HTTPS at a Gateway is not supported by cxds (only HTTP, HTTP2 "
-            "and GRPC servers: no TLS termination or TCP proxying at gateways)");
+  EXPECT_EQ(server("  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.protocol: protocol TLS at a Gateway is not supported by cxds (only HTTP, HTTP2, "
+            "GRPC and HTTPS servers: no TLS passthrough or TCP proxying at gateways)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    tls: {credentialName: cert}\n"),
-            "spec.servers[0].tls.credentialName: is not supported by cxds");
+            "spec.servers[0].tls: TLS settings have no effect on a server of protocol HTTP (Istio refuses them "
+            "too; terminate TLS with protocol HTTPS)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    defaultEndpoint: 127.0.0.1:8080\n"),
             "spec.servers[0].defaultEndpoint: is not supported by cxds");

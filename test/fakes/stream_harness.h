@@ -100,6 +100,9 @@ struct StreamHarnessOptions {
   std::function<bool()> ready = nullptr;
   StreamLimits limits = {};
   absl::Duration send_timeout = absl::ZeroDuration();  // needs `scheduler`
+  // Who the transport proved the client to be (as an authenticator would answer); default:
+  // nobody checked (plaintext).
+  PeerIdentity identity = {};
 };
 
 class StreamHarness {
@@ -127,7 +130,7 @@ class StreamHarness {
         node_id_(node_id),
         features_(std::move(options.client_features)),
         stream_(env_, stream_id, std::move(fixed_type_url), &transport_) {
-    stream_.Start();
+    stream_.Start(options.identity);
   }
   ~StreamHarness() { Close(); }
 

@@ -11,12 +11,14 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "admin/admin_server.h"
 #include "cache/snapshot_cache.h"
 #include "common/scheduler.h"
 #include "controller/mesh_controller.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "envoy/service/status/v3/csds.grpc.pb.h"
 #include "fakes/fake_xds_client.h"
 #include "fakes/test_pki.h"
@@ -215,12 +217,16 @@ spec:
 
 class StaticSource final : public ConfigSource {
  public:
+  explicit StaticSource(std::string content = kTwoNamespaces) : content_(std::move(content)) {}
   std::string Describe() const override { return "static"; }
   absl::StatusOr<std::vector<FileRead>> Load() override {
-    return std::vector{FileRead::Present("mesh.yaml", kTwoNamespaces)};
+    return std::vector{FileRead::Present("mesh.yaml", content_)};
   }
   absl::Status Start(OnBatch) override { return absl::OkStatus(); }
   void Stop() override {}
+
+ private:
+  const std::string content_;
 };
 
 TEST_F(MtlsTest, AProxyIsScopedByItsCertificatesNamespaceNotByWhatItClaims) {
@@ -362,6 +368,76 @@ TEST_F(MtlsTest, CsdsShowsACallerOnlyTheProxiesOfItsNamespace) {
   EXPECT_EQ(fetch("team-b", &status), std::vector<std::string>{node_b});
   EXPECT_TRUE(fetch("foreign-domain", &status).empty());
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+// A gateway's TLS certificate over real gRPC: a gateway proxy whose client certificate names
+// its namespace gets the Secret of its HTTPS server (kubernetes://NAME, with the private key);
+// CSDS shows what it was sent with the key redacted.
+TEST_F(MtlsTest, AGatewayProvenByItsCertificateGetsItsServersSecretAndCsdsRedactsTheKey) {
+  ASSERT_TRUE(pki_.MakeLeaf("shop", "ca", "DNS:shop.example.com"));
+  const std::string cert = pki_.Read("shop.crt"), key = pki_.Read("shop.key");
+  std::string config = absl::StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: team-a}\n",
+                                    "type: kubernetes.io/tls\ndata:\n  tls.crt: ", absl::Base64Escape(cert),
+                                    "\n  tls.key: ", absl::Base64Escape(key), R"(
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: team-a}
+spec:
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cert}
+)");
+  RealScheduler scheduler;
+  MeshController controller({}, std::make_unique<StaticSource>(config), scheduler);
+  ASSERT_TRUE(controller.Start().ok());
+  XdsServer::Options options;
+  options.credentials = security_.credentials;
+  options.authenticator = security_.authenticator.get();
+  XdsServer mesh_xds(controller.pipeline(), options);
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = mesh_xds.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  const std::string gateway = "router~127.0.0.1~ingress-1.team-a~team-a.svc.cluster.local";
+  const std::string sds(kSecretType);
+  {
+    FakeXdsClient client(absl::StrCat("127.0.0.1:", port), gateway, FakeXdsClient::Service::kAggregated, kWait,
+                         Credentials("team-a"));
+    client.Subscribe(sds, {"kubernetes://shop-cert"});
+    std::optional<DiscoveryResponse> response = client.WaitForResponse(sds, kWait);
+    ASSERT_TRUE(response.has_value());
+    ASSERT_EQ(response->resources_size(), 1);
+    envoy::extensions::transport_sockets::tls::v3::Secret secret;
+    ASSERT_TRUE(response->resources(0).UnpackTo(&secret));
+    EXPECT_EQ(secret.name(), "kubernetes://shop-cert");
+    EXPECT_EQ(secret.tls_certificate().certificate_chain().inline_bytes(), cert);
+    EXPECT_EQ(secret.tls_certificate().private_key().inline_bytes(), key);
+    client.Ack(*response);
+
+    auto stub = envoy::service::status::v3::ClientStatusDiscoveryService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), Credentials("team-a")));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    envoy::service::status::v3::ClientStatusResponse status;
+    ASSERT_TRUE(stub->FetchClientStatus(&context, {}, &status).ok());
+    int shown = 0;
+    for (const auto& client_config : status.config()) {
+      for (const auto& xds : client_config.generic_xds_configs()) {
+        if (xds.type_url() != sds) continue;
+        envoy::extensions::transport_sockets::tls::v3::Secret dumped;
+        ASSERT_TRUE(xds.xds_config().UnpackTo(&dumped));
+        EXPECT_EQ(dumped.tls_certificate().private_key().inline_string(), "[redacted]");
+        EXPECT_EQ(dumped.tls_certificate().certificate_chain().inline_bytes(), cert);
+        ++shown;
+      }
+    }
+    EXPECT_EQ(shown, 1);
+    EXPECT_TRUE(client.Finish().ok());
+  }
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  controller.Stop();
 }
 
 }  // namespace

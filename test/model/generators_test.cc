@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
@@ -16,10 +17,13 @@
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
 #include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "fakes/inline_dispatcher.h"
 #include "fakes/pgv_check.h"
 #include "fakes/stream_harness.h"
+#include "fakes/test_pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/proxy.h"
@@ -136,9 +140,11 @@ class GeneratorsTest : public ::testing::Test {
     ASSERT_TRUE(update.errors.empty()) << update.errors.front().ToString();
     last_request_ = model_.OnUpdate(update);
   }
-  std::unique_ptr<StreamHarness> Connect(const std::string& id, bool grpc, const std::string& ns = "") {
+  std::unique_ptr<StreamHarness> Connect(const std::string& id, bool grpc, const std::string& ns = "",
+                                         const PeerIdentity& identity = {}) {
     StreamHarnessOptions options;
     options.dispatcher = dispatcher_.get();
+    options.identity = identity;
     auto h = std::make_unique<StreamHarness>(*pipeline_, "", nullptr, id, next_stream_++, options);
     node_.set_id(id);
     node_.mutable_metadata()->Clear();
@@ -1770,6 +1776,239 @@ spec:
       EXPECT_EQ(vhost.routes(0).route().cluster(), "outbound|8080||shop.mesh.local");
     }
   }
+}
+
+// An HTTPS Gateway server terminates TLS as istiod builds it for a credentialName: a filter
+// chain per server matching its SNI names, the certificate over SDS on the ADS stream
+// (kubernetes://NAME; MUTUAL: a client certificate required, checked against
+// kubernetes://NAME-cacert), routes https.PORT.PORT_NAME.GATEWAY.NS. The Secret itself is
+// served only to a gateway proxy whose stream proved the Secret's namespace, only for names its
+// servers use, and never shown whole in debug output.
+TEST_F(GeneratorsTest, HttpsGatewayServersTerminateTlsWithSecretsServedOnlyToTheirProvenNamespace) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("shop", "ca", "DNS:shop.example.com"));
+  const std::string cert = pki.Read("shop.crt"), key = pki.Read("shop.key"), ca = pki.Read("ca.crt");
+  const auto block = [](const std::string& pem) {
+    std::string out = "|\n";
+    for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty()))
+      absl::StrAppend(&out, "    ", line, "\n");
+    return out;
+  };
+  const auto secrets = [&](const std::string& cert, const std::string& key) {
+    return StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: edge}\n",
+                  "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", block(cert), "  tls.key: ", block(key),
+                  "  ca.crt: ", block(ca),
+                  "---\napiVersion: v1\nkind: Secret\nmetadata: {name: unused, namespace: edge}\n",
+                  "stringData:\n  cert: ", block(cert), "  key: ", block(key));
+  };
+  Apply("secrets.yaml", secrets(cert, key));
+  Apply("gateway.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cert, minProtocolVersion: TLSV1_2}
+  - port: {number: 8443, name: https-partner, protocol: HTTPS}
+    hosts: ["*.partner.example.com", "shop.example.com"]
+    tls: {mode: MUTUAL, credentialName: shop-cert}
+  - port: {number: 8443, name: https-again, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cert}
+  - port: {number: 8443, name: http-plain, protocol: HTTP}
+    hosts: [plain.example.com]
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: [shop.example.com]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: storefront, namespace: edge}
+spec:
+  hosts: [shop.example.com, api.partner.example.com]
+  gateways: [ingress]
+  http:
+  - name: shop
+    route: [{destination: {host: shop.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  PeerIdentity proven;
+  proven.authenticated = true;
+  proven.namespace_name = "edge";
+  proven.spiffe_id = "spiffe://cluster.local/ns/edge/sa/ingress";
+  const auto ask = [&](const std::string& id, const PeerIdentity& identity, const std::string& type,
+                       std::vector<std::string> names) -> std::optional<DiscoveryResponse> {
+    auto h = Connect(id, false, "", identity);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    h->Send(First(type, std::move(names)));
+    // Nothing of what a named subscription asks for exists for it: no response at all.
+    auto responses = h->Take();
+    EXPECT_LE(responses.size(), 1u);
+    if (responses.empty()) return std::nullopt;
+    EXPECT_GT(responses[0].resources_size(), 0) << "an empty answer to a named subscription";
+    return responses[0];
+  };
+
+  // The TLS port: one chain per server that has a name of its own; the third server's only name
+  // and the plain server are left out (one name matched twice, or plain HTTP on a TLS listener,
+  // would make Envoy refuse the listener).
+  const DiscoveryResponse lds = ask(router, proven, std::string(kListenerType), {}).value_or(DiscoveryResponse());
+  std::map<std::string, envoy::config::listener::v3::Listener> listeners;
+  for (int i = 0; i < lds.resources_size(); ++i) {
+    auto listener = Decode<envoy::config::listener::v3::Listener>(lds, i);
+    listeners[listener.name()] = listener;
+  }
+  ASSERT_TRUE(listeners.contains("127.0.0.1_8443"));
+  ASSERT_TRUE(listeners.contains("127.0.0.1_8080"));
+  const auto& tls_listener = listeners["127.0.0.1_8443"];
+  ASSERT_EQ(tls_listener.listener_filters_size(), 1);
+  EXPECT_EQ(tls_listener.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
+  ASSERT_EQ(tls_listener.filter_chains_size(), 2);
+  const auto context_of = [](const envoy::config::listener::v3::FilterChain& chain) {
+    envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
+    EXPECT_EQ(chain.transport_socket().name(), "envoy.transport_sockets.tls");
+    EXPECT_TRUE(chain.transport_socket().typed_config().UnpackTo(&context));
+    EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+    return context;
+  };
+  const auto route_of = [](const envoy::config::listener::v3::FilterChain& chain) {
+    envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+    EXPECT_TRUE(chain.filters(0).typed_config().UnpackTo(&hcm));
+    EXPECT_TRUE(hcm.use_remote_address().value());
+    return hcm.rds().route_config_name();
+  };
+  const auto& simple = tls_listener.filter_chains(0);
+  EXPECT_THAT(simple.filter_chain_match().server_names(), ::testing::ElementsAre("shop.example.com"));
+  EXPECT_EQ(route_of(simple), "https.8443.https.ingress.edge");
+  const auto simple_context = context_of(simple);
+  EXPECT_FALSE(simple_context.require_client_certificate().value());
+  ASSERT_EQ(simple_context.common_tls_context().tls_certificate_sds_secret_configs_size(), 1);
+  EXPECT_EQ(simple_context.common_tls_context().tls_certificate_sds_secret_configs(0).name(), "kubernetes://shop-cert");
+  EXPECT_TRUE(simple_context.common_tls_context().tls_certificate_sds_secret_configs(0).sds_config().has_ads());
+  EXPECT_THAT(simple_context.common_tls_context().alpn_protocols(), ::testing::ElementsAre("h2", "http/1.1"));
+  EXPECT_EQ(simple_context.common_tls_context().tls_params().tls_minimum_protocol_version(),
+            envoy::extensions::transport_sockets::tls::v3::TlsParameters::TLSv1_2);
+  EXPECT_FALSE(simple_context.common_tls_context().has_combined_validation_context());
+  const auto& mutual = tls_listener.filter_chains(1);
+  EXPECT_THAT(mutual.filter_chain_match().server_names(), ::testing::ElementsAre("*.partner.example.com"));
+  EXPECT_EQ(route_of(mutual), "https.8443.https-partner.ingress.edge");
+  const auto mutual_context = context_of(mutual);
+  EXPECT_TRUE(mutual_context.require_client_certificate().value());
+  EXPECT_EQ(
+      mutual_context.common_tls_context().combined_validation_context().validation_context_sds_secret_config().name(),
+      "kubernetes://shop-cert-cacert");
+  // The plain port is as before.
+  EXPECT_EQ(route_of(listeners["127.0.0.1_8080"].filter_chains(0)), "http.8080");
+  EXPECT_FALSE(listeners["127.0.0.1_8080"].filter_chains(0).has_transport_socket());
+
+  // A TLS server's routes are its own hosts' only.
+  const DiscoveryResponse rds = ask(router, proven, std::string(kRouteType), {"https.8443.https-partner.ingress.edge"})
+                                    .value_or(DiscoveryResponse());
+  ASSERT_EQ(rds.resources_size(), 1);
+  const auto partner = Decode<envoy::config::route::v3::RouteConfiguration>(rds, 0);
+  std::vector<std::string> vhosts;
+  for (const auto& vhost : partner.virtual_hosts()) vhosts.push_back(vhost.name());
+  EXPECT_THAT(vhosts, ::testing::ElementsAre("api.partner.example.com:8443", "shop.example.com:8443"));
+  EXPECT_FALSE(ask(router, proven, std::string(kRouteType), {"https.8443.https-again.ingress.edge"}).has_value())
+      << "a server left out has no routes";
+
+  // SDS: the certificate with its key, and the CA, to the proven gateway of edge; never a
+  // Secret no server of its Gateways names (unused), nor one of a name it made up.
+  const std::vector<std::string> wanted = {"kubernetes://shop-cert", "kubernetes://shop-cert-cacert",
+                                           "kubernetes://unused", "kubernetes://nothing"};
+  const DiscoveryResponse sds = ask(router, proven, std::string(kSecretType), wanted).value_or(DiscoveryResponse());
+  std::map<std::string, envoy::extensions::transport_sockets::tls::v3::Secret> served;
+  for (int i = 0; i < sds.resources_size(); ++i) {
+    auto secret = Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(sds, i);
+    served[secret.name()] = secret;
+  }
+  ASSERT_EQ(served.size(), 2u);
+  EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().certificate_chain().inline_bytes(), cert);
+  EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().private_key().inline_bytes(), key);
+  EXPECT_EQ(served["kubernetes://shop-cert-cacert"].validation_context().trusted_ca().inline_bytes(), ca);
+  // Debug output shows the certificate, never the key.
+  const ResourcePtr resource = *Resource::FromMessage(served["kubernetes://shop-cert"]);
+  std::unique_ptr<google::protobuf::Message> holder;
+  const auto& shown =
+      dynamic_cast<const envoy::extensions::transport_sockets::tls::v3::Secret&>(MessageForDisplay(*resource, holder));
+  EXPECT_EQ(shown.tls_certificate().private_key().inline_string(), "[redacted]");
+  EXPECT_EQ(shown.tls_certificate().certificate_chain().inline_bytes(), cert);
+  EXPECT_EQ(SerializedForDisplay(*resource).find(key.substr(40, 20)), std::string::npos);
+
+  // A rotated certificate reaches the gateway's open stream on the next push.
+  {
+    ASSERT_TRUE(pki.MakeLeaf("shop-2", "ca", "DNS:shop.example.com"));
+    auto stream = Connect(router, false, "", proven);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    stream->Send(First(std::string(kSecretType), {"kubernetes://shop-cert"}));
+    std::vector<DiscoveryResponse> first = stream->Take();
+    ASSERT_EQ(first.size(), 1u);
+    stream->Send(Ack(first[0], {"kubernetes://shop-cert"}));
+    Apply("secrets.yaml", secrets(pki.Read("shop-2.crt"), pki.Read("shop-2.key")));
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    std::vector<DiscoveryResponse> rotated = stream->Take();
+    ASSERT_EQ(rotated.size(), 1u);
+    ASSERT_EQ(rotated[0].resources_size(), 1);
+    EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(rotated[0], 0)
+                  .tls_certificate()
+                  .certificate_chain()
+                  .inline_bytes(),
+              pki.Read("shop-2.crt"));
+  }
+
+  // Nothing to a stream that proved nothing (plaintext), that proved another namespace than the
+  // node claims, or to a sidecar.
+  EXPECT_FALSE(ask(router, PeerIdentity{}, std::string(kSecretType), wanted).has_value());
+  PeerIdentity other = proven;
+  other.namespace_name = "shop";
+  EXPECT_FALSE(ask(router, other, std::string(kSecretType), wanted).has_value());
+  EXPECT_FALSE(
+      ask("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local", proven, std::string(kSecretType), wanted).has_value());
+
+  // A Secret's change reaches the gateway proxies of its namespace, no one else.
+  const ProxyFilter filter = MeshProxyFilter();
+  PushRequest change;
+  change.configs.insert(ConfigKey{"Secret", "edge", "shop-cert"});
+  const auto context = pipeline_->context();
+  envoy::config::core::v3::Node gateway_node, sidecar_node, other_gateway;
+  gateway_node.set_id(router);
+  sidecar_node.set_id("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local");
+  other_gateway.set_id("router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local");
+  EXPECT_TRUE(filter(Proxy{router, gateway_node, "edge"}, change, *context));
+  EXPECT_FALSE(filter(Proxy{sidecar_node.id(), sidecar_node, "edge"}, change, *context));
+  EXPECT_FALSE(filter(Proxy{other_gateway.id(), other_gateway, "shop"}, change, *context));
+
+  // /debug/config_status's account for the gateway: the servers left out, and with no proven
+  // namespace, every secret its TLS servers need, said as not served and why.
+  const auto* mesh = dynamic_cast<const MeshContext*>(context.get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::core::v3::Node labelled = gateway_node;
+  auto* labels = (*labelled.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  const ProxyInfo info = ParseProxyInfo(labelled);
+  const auto describe = [](const std::vector<ProxyConfigNote>& notes) {
+    std::vector<std::string> out;
+    for (const ProxyConfigNote& note : notes) out.push_back(StrCat(note.resource, " ", note.field, ": ", note.reason));
+    return out;
+  };
+  const std::vector<std::string> left_out = {
+      "listener port 8443 spec.servers[2]: every SNI name of it on port 8443 is already served by an earlier server "
+      "(Envoy matches each name once)",
+      "listener port 8443 spec.servers[3]: port 8443 already serves TLS (HTTPS) for an earlier server; Envoy cannot "
+      "serve both on one listener"};
+  EXPECT_THAT(describe(GatewayConfigNotes(*mesh, info, "edge")), ::testing::ElementsAreArray(left_out));
+  const std::vector<std::string> unproven = describe(GatewayConfigNotes(*mesh, info, ""));
+  ASSERT_EQ(unproven.size(), 5u);
+  EXPECT_EQ(unproven[2],
+            "kubernetes://shop-cert spec.servers[0].tls.credentialName: not served: this proxy's stream proved no "
+            "namespace (plaintext xDS); cxds sends private keys only to a gateway whose client certificate names its "
+            "namespace (serve xDS with mTLS)");
+  EXPECT_THAT(unproven[4], ::testing::StartsWith("kubernetes://shop-cert-cacert spec.servers[1].tls.credentialName"));
 }
 
 // Which DestinationRule a proxy gets depends on its namespace, as istiod chooses: its own

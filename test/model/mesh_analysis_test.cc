@@ -326,6 +326,42 @@ spec:
                                             "give the one to route to) [IST0101]"));
 }
 
+// HTTPS servers whose credentialName Secret is missing, or lacks the CA MUTUAL needs, and servers
+// a Gateway's listeners leave out, are said on the server; nothing is refused.
+TEST(MeshAnalysisTest, GatewaySecretsThatDoNotExistAndServersLeftOutAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [a.example.com]
+    tls: {mode: SIMPLE, credentialName: missing-cert}
+  - port: {number: 443, name: https-b, protocol: HTTPS}
+    hosts: [a.example.com]
+    tls: {mode: MUTUAL, credentialName: missing-cert}
+  - port: {number: 443, name: http, protocol: HTTP}
+    hosts: [b.example.com]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialName: no Secret "
+                          "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                          "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                          "edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: no Secret "
+                          "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                          "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                          "edge.yaml:1: Gateway edge/ingress: spec.servers[1]: not served: every SNI name of it on "
+                          "port 443 is already served by an earlier server (Envoy matches each name once) "
+                          "[cxds_gateway_server_left_out]",
+                          "edge.yaml:1: Gateway edge/ingress: spec.servers[2]: not served: port 443 already serves "
+                          "TLS (HTTPS) for an earlier server; Envoy cannot serve both on one listener "
+                          "[cxds_gateway_server_left_out]"));
+  EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
+}
+
 // The defect of issue 17: Bookinfo's reviews split by subset over Kubernetes Services, with
 // EndpointSlices whose endpoints no Pod labels: every subset cluster is empty. Said, per
 // subset; and once the Pods are there, only the subset that still selects nothing.

@@ -1,0 +1,55 @@
+// The edge of the mesh: networking.istio.io Gateway, and the v1 Secrets its HTTPS servers name
+// (credentialName). Plain values, as the rest of config/mesh_config.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/object_meta.h"
+
+namespace cxds {
+
+// v1 Secret holding TLS material (type kubernetes.io/tls, or generic with Istio's keys), which
+// Gateways name in credentialName; other Secrets are skipped as kinds without xDS meaning.
+// Checked when read: the certificates parse, the key parses and belongs to the first
+// certificate. The key is served only to gateway proxies of the Secret's namespace, and never
+// shown by debug output (protocol/resource.h MessageForDisplay).
+struct K8sTlsSecret {
+  ObjectMeta meta;
+  std::string certificate_chain;  // PEM (tls.crt or cert); empty in a CA-only Secret
+  std::string private_key;        // PEM (tls.key or key); set exactly when certificate_chain is
+  std::string ca_certificates;    // PEM (ca.crt or cacert); optional
+};
+
+// networking.istio.io Gateway: the servers of the gateway proxies (router~ nodes) whose labels
+// include the selector. cxds serves plain HTTP servers (HTTP, HTTP2, GRPC), optionally
+// redirecting to HTTPS, and HTTPS servers terminating TLS (SIMPLE or MUTUAL) with a
+// credentialName Secret; TLS passthrough and TCP servers are not supported.
+struct Gateway {
+  ObjectMeta meta;
+  LabelMap selector;  // empty: every gateway proxy
+  struct Server {
+    std::string name;
+    uint32_t port = 0;
+    std::string port_name;
+    std::string protocol;  // HTTP, HTTP2, GRPC or HTTPS
+    // "namespace/host": VirtualServices of that namespace ("*": any, ".": the Gateway's) bound
+    // to the Gateway serve the host (a wildcard such as "*.example.com" or "*" allowed). A
+    // host without a namespace in the file is "*/host".
+    std::vector<std::string> hosts;
+    bool https_redirect = false;  // tls.httpsRedirect: answer every request with a 301 to https
+    // An HTTPS server terminates TLS: the certificate of Secret `credential_name` in the gateway
+    // proxy's namespace (SDS kubernetes://NAME); MUTUAL also asks for the client's certificate
+    // and checks it against the Secret's CA (kubernetes://NAME-cacert).
+    enum class TlsMode { kNone, kSimple, kMutual };
+    TlsMode tls_mode = TlsMode::kNone;
+    std::string credential_name;
+    std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default
+    std::string max_protocol_version;
+    std::vector<std::string> cipher_suites;
+  };
+  std::vector<Server> servers;
+};
+
+}  // namespace cxds
