@@ -45,6 +45,24 @@ const CLI::Validator kNamespaceName(
     },
     "NAMESPACE");
 
+// "namespace/serviceaccount": a namespace name and a service account name (a DNS-1123
+// subdomain), as a SPIFFE identity names them.
+const CLI::Validator kServiceAccount(
+    [](const std::string& s) -> std::string {
+      const size_t slash = s.find('/');
+      const std::string ns = slash == std::string::npos ? "" : s.substr(0, slash);
+      const std::string account = slash == std::string::npos ? "" : s.substr(slash + 1);
+      const bool ok =
+          !ns.empty() && ns.size() <= 63 && ns.front() != '-' && ns.back() != '-' &&
+          std::all_of(ns.begin(), ns.end(),
+                      [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
+          !account.empty() && account.size() <= 253 && std::all_of(account.begin(), account.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+          });
+      return ok ? "" : "must be NAMESPACE/SERVICE_ACCOUNT, not \"" + s.substr(0, 80) + "\"";
+    },
+    "NAMESPACE/SERVICE_ACCOUNT");
+
 int Main(int argc, char** argv) {
   CLI::App app{"cxds: an xDS control plane"};
   app.require_subcommand(1);
@@ -121,6 +139,10 @@ int Main(int argc, char** argv) {
        "address Envoy sidecars' outbound listeners bind (listener names ADDRESS_PORT)");
   flag("gateway-address", serve.controller.translation.gateway_address,
        "address gateway proxies' listeners bind (0.0.0.0 for a gateway taking traffic from outside)");
+  flag("secret-reader", serve.controller.translation.secret_readers,
+       "NAMESPACE/SERVICE_ACCOUNT whose gateway proxies, proven by their client certificate (mTLS), are sent the "
+       "Secrets their HTTPS servers name (repeatable; none: no Secret is sent)")
+      ->check(kServiceAccount);
   flag("max-config-file-bytes", serve.controller.max_config_file_bytes,
        "larger config files are refused whole (their last good objects keep serving)")
       ->check(CLI::Range(size_t{1024}, size_t{64} << 20));

@@ -170,7 +170,7 @@ std::string ConfigStatusJson(const ConfigStore& store) {
 // for an Envoy gateway the servers and secrets it is not given (GatewayConfigNotes); a sidecar
 // is given all of what cxds serves.
 std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy_node, const Snapshot* view,
-                                  const PushContext* context) {
+                                  const PushContext* context, const std::vector<std::string>& secret_readers) {
   const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
   constexpr size_t kMaxNotes = 1000;
   std::vector<ProxyConfigNote> notes;
@@ -178,7 +178,7 @@ std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy
   if (proxy.grpc && mesh != nullptr && view != nullptr) {
     notes = GrpcConfigNotes(*mesh, *view, proxy.namespace_name, kMaxNotes + 1);
   } else if (proxy.type == "router" && mesh != nullptr) {
-    notes = GatewayConfigNotes(*mesh, proxy, proxy_node.verified_namespace, kMaxNotes + 1);
+    notes = GatewayConfigNotes(*mesh, proxy, proxy_node.identity, secret_readers, kMaxNotes + 1);
   }
   const bool truncated = notes.size() > kMaxNotes;
   if (truncated) notes.resize(kMaxNotes);
@@ -462,7 +462,7 @@ void AdminServer::Routes() {
         }
         const SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
         const std::shared_ptr<const PushContext> context = sources_.pipeline->context();
-        json(res, ProxyConfigStatusJson(proxy, *node, view.get(), context.get()));
+        json(res, ProxyConfigStatusJson(proxy, *node, view.get(), context.get(), sources_.secret_readers));
       });
   router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");

@@ -40,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -73,6 +74,8 @@ struct AdminSources {
   const ConfigSource* source = nullptr;
   // Gives freed heap back to the system (may be null): its trims are exported as metrics.
   const HeapReleaser* heap_releaser = nullptr;
+  // Who may be sent Secrets (TranslationOptions::secret_readers), for /debug/config_status.
+  std::vector<std::string> secret_readers = {};
 };
 
 // `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors

@@ -315,6 +315,16 @@ struct PolicyFields {
     uint32_t min_health_percent = 0;  // Envoy's panic threshold; Istio's 0 turns panic off
   };
   std::optional<OutlierDetection> outlier_detection;
+  // tls: how the proxy connects to the host. Certificates are files on the proxy (Envoy reads
+  // them itself); SIMPLE checks the server against caCertificates (the proxy's system bundle
+  // when unset), MUTUAL also presents clientCertificate and privateKey.
+  struct ClientTls {
+    enum class Mode { kDisable, kSimple, kMutual } mode = Mode::kDisable;
+    std::string client_certificate, private_key, ca_certificates, sni;
+    std::vector<std::string> subject_alt_names;
+    bool insecure_skip_verify = false;
+  };
+  std::optional<ClientTls> tls;
 };
 
 struct TrafficPolicy : PolicyFields {

@@ -9,6 +9,8 @@
 #include <climits>
 #include <memory>
 
+#include "common/strings.h"
+
 namespace cxds {
 namespace {
 
@@ -31,48 +33,77 @@ Bio ReadOnly(std::string_view text) {
   return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
 }
 
-// Whether anything but whitespace is left in `bio` (material after the last PEM block that
-// OpenSSL would skip without a word).
-bool OnlyWhitespaceLeft(BIO* bio) {
-  char c = 0;
-  while (BIO_read(bio, &c, 1) == 1) {
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
-  }
-  return true;
-}
+// OpenSSL's default for an encrypted PEM block asks for a passphrase on the terminal (or
+// standard input): a config loader must never wait for one. This refuses instead.
+int NoPassword(char* /*buffer*/, int /*size*/, int /*writing*/, void* /*user*/) { return -1; }
 
 }  // namespace
 
 std::string CertificatesProblem(std::string_view pem) {
   Bio bio = ReadOnly(pem);
   if (bio == nullptr) return "is too large";
+  // Block by block, not with PEM_read_bio_X509, which skips blocks of other types without a
+  // word: a private key pasted into a certificate field would be taken, and then served and
+  // shown where only certificates are expected.
   int count = 0;
   while (true) {
-    Certificate cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (cert == nullptr) break;
+    char* name = nullptr;
+    char* header = nullptr;
+    unsigned char* data = nullptr;
+    long length = 0;
+    const int read = PEM_read_bio(bio.get(), &name, &header, &data, &length);
+    const std::string block_name = read == 1 && name != nullptr ? name : "";
+    Certificate cert;
+    if (read == 1 && block_name == "CERTIFICATE") {
+      const unsigned char* cursor = data;
+      cert.reset(d2i_X509(nullptr, &cursor, length));
+      if (cert != nullptr && cursor != data + length) cert.reset();  // bytes after the certificate
+    }
+    OPENSSL_free(name);
+    OPENSSL_free(header);
+    OPENSSL_free(data);
+    if (read != 1) {
+      // The end, said by OpenSSL as "no start line", or a broken block.
+      const unsigned long error = ERR_peek_last_error();
+      const bool clean_end = ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE;
+      ERR_clear_error();
+      if (!clean_end) return StrCat("holds a broken PEM block after certificate ", count);
+      break;
+    }
+    if (block_name != "CERTIFICATE") {
+      ERR_clear_error();
+      return StrCat("holds a PEM block of type \"", block_name.substr(0, 40),
+                    "\" where only certificates (CERTIFICATE) belong (a private key belongs in its own field)");
+    }
+    if (cert == nullptr) {
+      ERR_clear_error();
+      return StrCat("certificate ", count + 1, " is not a valid X.509 certificate");
+    }
     ++count;
   }
-  // The loop ends at the first block that is not a certificate, or at the end: a PEM_R_NO_START_LINE
-  // error at the end is how OpenSSL says "no more blocks".
-  const unsigned long error = ERR_peek_last_error();
-  const bool clean_end =
-      error == 0 || (ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE);
-  ERR_clear_error();
   if (count == 0) return "holds no PEM certificate (-----BEGIN CERTIFICATE-----)";
-  if (!clean_end)
-    return "holds a PEM block after certificate " + std::to_string(count) + " that is not a valid certificate";
   return "";
 }
 
 std::string PrivateKeyProblem(std::string_view key_pem, std::string_view certificate_pem) {
   Bio bio = ReadOnly(key_pem);
   if (bio == nullptr) return "is too large";
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassword, nullptr));
   ERR_clear_error();
   if (key == nullptr) return "holds no PEM private key that can be read without a password";
-  if (!OnlyWhitespaceLeft(bio.get())) return "holds more than one private key or other text after the key";
+  // Nothing but the key: another block after it (a second key, a certificate) is refused.
+  char* name = nullptr;
+  char* header = nullptr;
+  unsigned char* data = nullptr;
+  long length = 0;
+  const bool more = PEM_read_bio(bio.get(), &name, &header, &data, &length) == 1;
+  OPENSSL_free(name);
+  OPENSSL_free(header);
+  OPENSSL_free(data);
+  ERR_clear_error();
+  if (more) return "holds another PEM block after the private key (one key alone belongs here)";
   Bio cert_bio = ReadOnly(certificate_pem);
-  Certificate cert(cert_bio == nullptr ? nullptr : PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  Certificate cert(cert_bio == nullptr ? nullptr : PEM_read_bio_X509(cert_bio.get(), nullptr, NoPassword, nullptr));
   ERR_clear_error();
   if (cert == nullptr) return "";  // the certificate's own problem is reported on its field
   if (X509_check_private_key(cert.get(), key.get()) != 1) {

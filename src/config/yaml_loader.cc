@@ -749,22 +749,43 @@ constexpr const char* kCertKeys[] = {"cert", "tls.crt"};
 constexpr const char* kPrivateKeyKeys[] = {"key", "tls.key"};
 constexpr const char* kCaKeys[] = {"cacert", "ca.crt"};
 
+// Whether the Secret has a non-empty value under `key` (istiod takes an empty one as absent).
 bool SecretHasKey(const YAML::Node& doc, const char* key) {
   for (const char* section : {"data", "stringData"}) {
     const YAML::Node map = doc[section];
-    if (map.IsDefined() && map.IsMap() && map[key].IsDefined()) return true;
+    if (!map.IsDefined() || !map.IsMap()) continue;
+    const YAML::Node value = map[key];
+    if (value.IsDefined() && !(value.IsScalar() && value.Scalar().empty()) && !value.IsNull()) return true;
   }
   return false;
 }
 
-// A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or a certificate
-// with its key, or a CA, under Istio's keys. Any other Secret has no meaning for xDS (skipped).
-bool CarriesTlsMaterial(const YAML::Node& doc) {
-  if (ScalarAt(doc, "type") == "kubernetes.io/tls") return true;
-  for (size_t i = 0; i < std::size(kCertKeys); ++i) {
-    if (SecretHasKey(doc, kCertKeys[i]) && SecretHasKey(doc, kPrivateKeyKeys[i])) return true;
+// Whether the value under `key` reads as PEM text ("-----BEGIN"), base64 in data or text in
+// stringData: how a generic Secret's cert/key/cacert are told from unrelated values of the
+// same names.
+bool SecretValueLooksLikePem(const YAML::Node& doc, const char* key) {
+  for (const char* section : {"stringData", "data"}) {
+    const YAML::Node map = doc[section];
+    if (!map.IsDefined() || !map.IsMap() || !map[key].IsDefined() || !map[key].IsScalar()) continue;
+    std::string text = map[key].Scalar();
+    if (std::string_view(section) == "data" && !absl::Base64Unescape(map[key].Scalar(), &text)) return false;
+    return text.find("-----BEGIN") != std::string::npos;
   }
-  return std::any_of(std::begin(kCaKeys), std::end(kCaKeys), [&](const char* key) { return SecretHasKey(doc, key); });
+  return false;
+}
+
+// A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or a generic
+// (Opaque) one with a PEM certificate and key, or a PEM CA, under Istio's keys. Any other Secret
+// (a service account token with its ca.crt, docker config, ...) has no meaning for xDS: skipped.
+bool CarriesTlsMaterial(const YAML::Node& doc) {
+  const std::string type = ScalarAt(doc, "type");
+  if (type == "kubernetes.io/tls") return true;
+  if (!type.empty() && type != "Opaque") return false;
+  for (size_t i = 0; i < std::size(kCertKeys); ++i) {
+    if (SecretValueLooksLikePem(doc, kCertKeys[i]) && SecretHasKey(doc, kPrivateKeyKeys[i])) return true;
+  }
+  return std::any_of(std::begin(kCaKeys), std::end(kCaKeys),
+                     [&](const char* key) { return SecretValueLooksLikePem(doc, key); });
 }
 
 // One value of a Secret: from stringData (text) when it is there, as the API server merges it
@@ -803,11 +824,13 @@ SecretValue ReadSecretValue(Reader& r, const YAML::Node& doc, const char* key) {
 MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sTlsSecret secret;
   secret.meta = std::move(meta);
-  if (auto type = r.String(doc, "type", "", false);
-      type.has_value() && !type->empty() && *type != "kubernetes.io/tls" && *type != "Opaque") {
-    r.Error(doc["type"], "type",
-            StrCat("type \"", type->substr(0, 64),
-                   "\" with TLS keys is not supported by cxds (kubernetes.io/tls or Opaque, as Istio reads them)"));
+  r.String(doc, "type", "", false);  // kubernetes.io/tls, Opaque or unset (CarriesTlsMaterial)
+  // Revocation lists and OCSP staples: istiod serves them; cxds would drop them without a word,
+  // so a Secret with one is refused rather than served without it.
+  for (const char* key : {"ca.crl", "crl", "tls.ocsp-staple"}) {
+    if (SecretHasKey(doc, key)) {
+      r.Error(doc, key, "is not supported by cxds (certificate revocation lists and OCSP staples are not served)");
+    }
   }
   for (const char* section : {"data", "stringData"}) {
     if (const YAML::Node map = doc[section]; map.IsDefined() && !map.IsNull()) r.IsMap(map, section);
@@ -838,8 +861,8 @@ MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
                    " (a certificate and its private key)"));
   }
   for (const char* ca_key : kCaKeys) {
+    if (!SecretHasKey(doc, ca_key)) continue;
     const SecretValue ca = ReadSecretValue(r, doc, ca_key);
-    if (!ca.present) continue;
     if (std::string problem = CertificatesProblem(ca.text); ca.ok && !problem.empty()) {
       r.Error(ca.node, ca.field, problem);
     }
@@ -1688,18 +1711,46 @@ std::optional<TrafficPolicy::ConsistentHash> ReadConsistentHash(Reader& r, const
 // loadBalancer, connectionPool, outlierDetection and tls of a traffic policy or a port's settings.
 void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, PolicyFields& p) {
   if (const YAML::Node tls = node["tls"]; tls.IsDefined() && r.IsMap(tls, Reader::Join(f, "tls"))) {
-    // DISABLE is plaintext, which is what cxds configures; the others need certificates.
     const std::string tf = Reader::Join(f, "tls");
-    r.OnlyKeys(tls, tf, {"mode"},
-               {"clientCertificate", "privateKey", "caCertificates", "credentialName", "subjectAltNames", "sni",
-                "insecureSkipVerify", "caCrl"});
+    const int errors_before = r.error_count();
+    r.OnlyKeys(
+        tls, tf,
+        {"mode", "clientCertificate", "privateKey", "caCertificates", "subjectAltNames", "sni", "insecureSkipVerify"},
+        {"credentialName", "caCrl"});
     const std::string mode = r.String(tls, "mode", tf, false).value_or("DISABLE");
-    if (mode == "SIMPLE" || mode == "MUTUAL" || mode == "ISTIO_MUTUAL") {
+    PolicyFields::ClientTls client;
+    if (mode == "ISTIO_MUTUAL") {
       r.Error(tls["mode"], Reader::Join(tf, "mode"),
-              StrCat("TLS mode ", mode, " is not supported by cxds (upstream connections are plaintext)"));
+              "TLS mode ISTIO_MUTUAL is not supported by cxds (it issues no workload certificates; SIMPLE and MUTUAL "
+              "with certificate files are)");
+    } else if (mode == "SIMPLE" || mode == "MUTUAL") {
+      client.mode = mode == "SIMPLE" ? PolicyFields::ClientTls::Mode::kSimple : PolicyFields::ClientTls::Mode::kMutual;
     } else if (mode != "DISABLE") {
       r.Error(tls["mode"], Reader::Join(tf, "mode"), "must be one of DISABLE, SIMPLE, MUTUAL, ISTIO_MUTUAL");
     }
+    // File paths on the proxy: absolute, as Envoy reads them from wherever it runs.
+    const auto path = [&](const char* key, std::string& out) {
+      std::optional<std::string> value = r.String(tls, key, tf, false);
+      if (!value.has_value()) return;
+      if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
+        r.Error(tls[key], Reader::Join(tf, key), "must be an absolute file path on the proxy");
+        return;
+      }
+      out = *value;
+    };
+    path("clientCertificate", client.client_certificate);
+    path("privateKey", client.private_key);
+    path("caCertificates", client.ca_certificates);
+    client.sni = r.String(tls, "sni", tf, false).value_or("");
+    client.subject_alt_names = r.Strings(tls, "subjectAltNames", tf, false);
+    client.insecure_skip_verify = r.Bool(tls, "insecureSkipVerify", tf).value_or(false);
+    if (client.mode == PolicyFields::ClientTls::Mode::kMutual &&
+        (client.client_certificate.empty() || client.private_key.empty()) && r.error_count() == errors_before) {
+      // Istio validates this too (without credentialName, which cxds does not serve here).
+      r.Error(tls, Reader::Join(tf, client.client_certificate.empty() ? "clientCertificate" : "privateKey"),
+              "is required for mode MUTUAL (the proxy's certificate and key files)");
+    }
+    p.tls = client;  // under DISABLE the other fields mean nothing, as in istiod
   }
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
@@ -1976,12 +2027,14 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     return;
   }
   if (server.protocol != "HTTPS") {
-    // A plain server may only redirect (istiod ignores a mode there; say so instead).
-    if (!mode.empty() || !credential.empty()) {
-      r.Error(tls["mode"].IsDefined() ? tls["mode"] : tls["credentialName"], tf,
-              StrCat("TLS settings have no effect on a server of protocol ",
-                     server.protocol.empty() ? "HTTP" : server.protocol,
-                     " (Istio refuses them too; terminate TLS with protocol HTTPS)"));
+    // A plain server may only redirect: cxds terminates TLS on HTTPS servers alone.
+    for (const char* key : {"mode", "credentialName", "serverCertificate", "privateKey", "caCertificates",
+                            "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
+      if (!tls[key].IsDefined()) continue;
+      r.Error(tls[key], Reader::Join(tf, key),
+              StrCat("on a server of protocol ", server.protocol.empty() ? "HTTP" : server.protocol,
+                     " is not supported by cxds (it terminates TLS on HTTPS servers only; httpsRedirect is "
+                     "supported here)"));
     }
     return;
   }

@@ -113,6 +113,7 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     }
     if (over.connection_pool.has_value()) out.connection_pool = over.connection_pool;
     if (over.outlier_detection.has_value()) out.outlier_detection = over.outlier_detection;
+    if (over.tls.has_value()) out.tls = over.tls;
     for (const auto& level : over.port_level) {
       if (level.port == port) out = level.policy;
     }
@@ -142,8 +143,13 @@ void SetTcpKeepalive(const PolicyFields::ConnectionPool& pool, Cluster& cluster)
 // the client's protocol under useClientProtocol, else HTTP/1.1 (what a cluster without options
 // uses: then options are sent only for the connection tuning: requests per connection, idle
 // timeout, from http or else tcp, connection lifetime).
-void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, bool http2_port, Cluster& cluster) {
+void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, const PolicyFields::ClientTls* tls,
+                            bool http2_port, Cluster& cluster) {
   using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
+  // istiod's auto SNI (ENABLE_AUTO_SNI, on by default): TLS without a given sni takes the
+  // request's host as SNI, and, with no subjectAltNames to check, checks the server's
+  // certificate against that host.
+  const bool auto_sni = tls != nullptr && tls->mode != PolicyFields::ClientTls::Mode::kDisable && tls->sni.empty();
   const bool http2 = http2_port || (pool != nullptr && pool->h2_upgrade == H2Upgrade::kUpgrade);
   const bool downstream = !http2 && pool != nullptr && pool->use_client_protocol;
   const std::optional<absl::Duration> idle_timeout = pool == nullptr      ? std::nullopt
@@ -151,8 +157,14 @@ void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, bool http2
                                                                           : pool->tcp_idle_timeout;
   const bool tuned =
       pool != nullptr && (pool->max_requests_per_connection || idle_timeout || pool->max_connection_duration);
-  if (!http2 && !downstream && !tuned) return;
+  if (!http2 && !downstream && !tuned && !auto_sni) return;
   envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  if (auto_sni) {
+    options.mutable_upstream_http_protocol_options()->set_auto_sni(true);
+    if (tls->subject_alt_names.empty() && !tls->insecure_skip_verify) {
+      options.mutable_upstream_http_protocol_options()->set_auto_san_validation(true);
+    }
+  }
   if (http2) {
     auto* h2 = options.mutable_explicit_http_config()->mutable_http2_protocol_options();
     if (pool != nullptr && pool->max_concurrent_streams) {
@@ -176,6 +188,45 @@ void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, bool http2
   }
   (*cluster.mutable_typed_extension_protocol_options())["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
       .PackFrom(options);
+}
+
+// The proxy's system CA bundle (Debian's path): what SIMPLE and MUTUAL check the server against
+// without caCertificates, as istiod's VERIFY_CERTIFICATE_AT_CLIENT (on by default) does.
+constexpr char kSystemCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
+
+// A DestinationRule's tls SIMPLE or MUTUAL for Envoy: an UpstreamTlsContext whose certificates
+// Envoy reads from the files named (istiod hands these paths to its node agent over SDS; a cxds
+// proxy has no agent, so Envoy reads them itself), the server checked against caCertificates
+// (else the system bundle) and subjectAltNames (a name with "://" as a URI SAN, else a DNS one),
+// nothing checked under insecureSkipVerify.
+void SetUpstreamTls(const PolicyFields::ClientTls& tls, Cluster& cluster) {
+  envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
+  if (!tls.sni.empty()) context.set_sni(tls.sni);
+  auto* common = context.mutable_common_tls_context();
+  if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
+    auto* certificate = common->add_tls_certificates();
+    certificate->mutable_certificate_chain()->set_filename(tls.client_certificate);
+    certificate->mutable_private_key()->set_filename(tls.private_key);
+  }
+  if (!tls.insecure_skip_verify) {
+    auto* validation = common->mutable_validation_context();
+    validation->mutable_trusted_ca()->set_filename(tls.ca_certificates.empty() ? kSystemCaBundle : tls.ca_certificates);
+    for (const std::string& name : tls.subject_alt_names) {
+      auto* matcher = validation->add_match_typed_subject_alt_names();
+      matcher->set_san_type(name.find("://") != std::string::npos
+                                ? envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::URI
+                                : envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::DNS);
+      matcher->mutable_matcher()->set_exact(name);
+    }
+  }
+  auto* socket = cluster.mutable_transport_socket();
+  socket->set_name("envoy.transport_sockets.tls");
+  socket->mutable_typed_config()->PackFrom(context);
+}
+
+// Whether a policy makes the proxy speak TLS to the host (SIMPLE or MUTUAL).
+bool OriginatesTls(const std::optional<PolicyFields>& policy) {
+  return policy.has_value() && policy->tls.has_value() && policy->tls->mode != PolicyFields::ClientTls::Mode::kDisable;
 }
 
 // A cluster of a DNS ServiceEntry (Envoy nodes only): the names Envoy resolves.
@@ -297,9 +348,10 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
     }
   }
   if (!grpc) {
+    if (OriginatesTls(policy)) SetUpstreamTls(*policy->tls, cluster);
     SetHttpProtocolOptions(
-        policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr, http2_port,
-        cluster);
+        policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
+        policy.has_value() && policy->tls.has_value() ? &*policy->tls : nullptr, http2_port, cluster);
   }
   return Resource::FromMessage(cluster);
 }
@@ -327,6 +379,10 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         }
       }
       const DnsTarget target{service, port, subset_labels};
+      // gRPC takes certificates only from its bootstrap's certificate providers (gRFC A29), not
+      // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
+      // the cluster is left out (GrpcIgnoredPolicyFields says so).
+      if (proxy.grpc && OriginatesTls(PolicyFor(rule, subset, port.number))) return absl::OkStatus();
       // Proxies that get the same rule (of the same namespace) share the cluster.
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kClusterType), name, StrCat(Variant(proxy), "|dr:", RuleNamespace(rule))},
@@ -591,7 +647,11 @@ std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway
       // Envoy refuses a listener with two chains matching the same name: an earlier server keeps it.
       std::vector<std::string> free_names;
       for (const std::string& name : names) {
-        if (port.taken_names.insert(name).second) free_names.push_back(name);
+        if (port.taken_names.insert(name).second) {
+          free_names.push_back(name);
+        } else {
+          entry.lost_names.push_back(name);
+        }
       }
       if (catch_all ? port.has_catch_all : free_names.empty()) {
         entry.left_out = StrCat("every SNI name of it on port ", server.port,
@@ -1354,6 +1414,7 @@ namespace {
 // here is a private key. Anything else asked for is not sent (GatewayConfigNotes says why).
 class SecretGenerator final : public TypedGenerator<MeshContext> {
  public:
+  explicit SecretGenerator(std::vector<std::string> readers) : readers_(std::move(readers)) {}
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
@@ -1362,7 +1423,7 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
-    if (!SecretsAllowed(proxy, proxy_node.verified_namespace)) return out;
+    if (!SecretsRefusal(proxy, proxy_node.identity, readers_).empty()) return out;
     const std::map<std::string, SecretUse> used = UsedSecretNames(mesh, proxy);
     for (const std::string& name : *watched.names) {
       auto use = used.find(name);
@@ -1372,7 +1433,10 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
       const K8sTlsSecret* secret = FindMaterial(mesh, proxy.namespace_name, credential, ca);
       if (secret == nullptr) continue;
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kSecretType), name, StrCat("ns:", proxy.namespace_name)},
+          // What the name holds (certificate or CA, of which credential) is part of the key: a
+          // name such as kubernetes://x-cacert may mean either for different Gateways.
+          {std::string(kSecretType), name,
+           StrCat("ns:", proxy.namespace_name, "|", credential, ca ? "|ca" : "|certificate")},
           {ConfigKey{kind::kSecret, proxy.namespace_name, credential},
            ConfigKey{kind::kSecret, proxy.namespace_name, StrCat(credential, "-cacert")}},
           request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
@@ -1392,13 +1456,30 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
     }
     return out;
   }
+
+ private:
+  const std::vector<std::string> readers_;
 };
 
 }  // namespace
 
-bool SecretsAllowed(const ProxyInfo& proxy, const std::string& verified_namespace) {
-  return proxy.type == "router" && !proxy.grpc && !verified_namespace.empty() &&
-         verified_namespace == proxy.namespace_name;
+std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
+                           const std::vector<std::string>& readers) {
+  if (proxy.type != "router" || proxy.grpc) return "only Envoy gateway proxies (router~ nodes) are sent Secrets";
+  if (!identity.authenticated) {
+    return "this proxy's stream proved no identity (plaintext xDS); cxds sends private keys only to a gateway whose "
+           "client certificate names it (serve xDS with mTLS)";
+  }
+  if (identity.namespace_name != proxy.namespace_name) {
+    return StrCat("the stream proved namespace ", identity.namespace_name, ", not the node's ", proxy.namespace_name);
+  }
+  const std::string account = StrCat(identity.namespace_name, "/", identity.service_account);
+  if (std::find(readers.begin(), readers.end(), account) == readers.end()) {
+    return StrCat("service account ", account,
+                  " may not read Secrets: cxds sends private keys only to the service accounts given with "
+                  "--secret-reader");
+  }
+  return "";
 }
 
 std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy) {
@@ -1430,11 +1511,11 @@ const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& nam
 }
 
 void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options) {
+  pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>(options.secret_readers));
   pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>());
   pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
   pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
   pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());
-  pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>());
 }
 
 std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
@@ -1508,6 +1589,11 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
         "outlierDetection (gRPC ejects by success rate and failure percentage, not by the consecutive errors "
         "Istio sets)");
   }
+  if (policy.tls.has_value() && policy.tls->mode != PolicyFields::ClientTls::Mode::kDisable) {
+    out.push_back(
+        "tls mode SIMPLE or MUTUAL (gRPC takes certificates only from its bootstrap's certificate providers, not "
+        "from files: the cluster is left out for gRPC rather than served in plaintext)");
+  }
   return out;
 }
 
@@ -1518,12 +1604,13 @@ std::string ObjectName(const char* kind, const ObjectMeta& meta) {
 }  // namespace
 
 std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const ProxyInfo& proxy,
-                                                const std::string& verified_namespace, size_t limit) {
+                                                const PeerIdentity& identity, const std::vector<std::string>& readers,
+                                                size_t limit) {
   std::vector<ProxyConfigNote> notes;
   const auto add = [&](ProxyConfigNote note) {
     if (notes.size() < limit) notes.push_back(std::move(note));
   };
-  const bool allowed = SecretsAllowed(proxy, verified_namespace);
+  const std::string refusal = SecretsRefusal(proxy, identity, readers);
   for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
     for (const GatewayServer& entry : plan.left_out) {
       const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
@@ -1532,21 +1619,22 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     }
     for (const GatewayServer& entry : plan.servers) {
       const Gateway::Server& server = *entry.server;
-      if (server.credential_name.empty()) continue;
       const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
+      if (!entry.lost_names.empty()) {
+        add({StrCat("listener port ", port), ObjectName("Gateway", entry.gateway->meta),
+             StrCat("spec.servers[", index, "].hosts"),
+             StrCat("SNI names ", absl::StrJoin(entry.lost_names, ", "),
+                    " not matched by this server: an earlier server of the port has them")});
+      }
+      if (server.credential_name.empty()) continue;
       const std::string field = StrCat("spec.servers[", index, "].tls.credentialName");
       std::vector<std::pair<std::string, bool>> names = {{GatewaySecretName(server.credential_name), false}};
       if (server.tls_mode == Gateway::Server::TlsMode::kMutual) {
         names.emplace_back(GatewayCaSecretName(server.credential_name), true);
       }
       for (const auto& [name, ca] : names) {
-        if (!allowed) {
-          add({name, ObjectName("Gateway", entry.gateway->meta), field,
-               verified_namespace.empty()
-                   ? "not served: this proxy's stream proved no namespace (plaintext xDS); cxds sends private keys "
-                     "only to a gateway whose client certificate names its namespace (serve xDS with mTLS)"
-                   : StrCat("not served: the stream proved namespace ", verified_namespace, ", not the node's ",
-                            proxy.namespace_name)});
+        if (!refusal.empty()) {
+          add({name, ObjectName("Gateway", entry.gateway->meta), field, StrCat("not served: ", refusal)});
         } else if (FindMaterial(mesh, proxy.namespace_name, server.credential_name, ca) == nullptr) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field,
                ca ? StrCat("not served: no Secret ", server.credential_name, "-cacert with a CA, and Secret ",
@@ -1574,6 +1662,18 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       uint32_t port = 0;
       if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
       const std::string host = name.substr(0, colon);
+      // The host's own clusters a TLS rule keeps from gRPC: not in the view, so said here.
+      if (const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy_namespace); rule != nullptr) {
+        std::vector<std::string> subsets = {""};
+        for (const auto& subset : rule->subsets) subsets.push_back(subset.name);
+        for (const std::string& subset : subsets) {
+          if (!OriginatesTls(PolicyFor(rule, subset, port))) continue;
+          add({ClusterName(port, subset, host), ObjectName("DestinationRule", rule->meta), "tls",
+               "not served to gRPC: tls mode SIMPLE or MUTUAL with certificate files, which gRPC cannot use (its "
+               "certificates come from its bootstrap's certificate providers); requests routed there fail "
+               "rather than go in plaintext"});
+        }
+      }
       for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];

@@ -42,6 +42,9 @@ struct TranslationOptions {
   // Where gateway proxies' listeners bind (istiod: 0.0.0.0, which a gateway taking traffic
   // from outside needs; loopback by default, as everything cxds starts).
   std::string gateway_address = "127.0.0.1";
+  // Who may be sent Secrets (private keys): "namespace/serviceaccount" of proven identities,
+  // istiod's check that a gateway's service account may read Secrets. Empty: nobody.
+  std::vector<std::string> secret_readers;
 };
 
 // Registers the four generators on `pipeline`.
@@ -60,7 +63,7 @@ std::string ClusterName(uint32_t port, const std::string& subset, const std::str
 std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http);
 
 // A gateway proxy's servers per port, as its listeners are built. The first server of a port
-// (Gateways in GatewaysFor order, servers in file order) decides whether the port is plain HTTP
+// (Gateways in GatewaysFor order, namespace/name; servers in file order) decides whether the port is plain HTTP
 // or terminates TLS: a server of the other kind on that port is left out, since Envoy cannot
 // serve both on one listener; so is a TLS server whose every SNI name an earlier server of the
 // port took (Envoy refuses a listener matching one name twice).
@@ -69,6 +72,7 @@ struct GatewayServer {
   const Gateway::Server* server = nullptr;
   std::vector<std::string> server_names;  // TLS: the SNI names its filter chain matches; empty: every name
   std::string left_out;                   // why it is not served; empty when it is
+  std::vector<std::string> lost_names;    // TLS: its SNI names an earlier server of the port has
 };
 struct GatewayPort {
   bool tls = false;
@@ -85,9 +89,13 @@ std::string GatewaySecretName(const std::string& credential_name);
 std::string GatewayCaSecretName(const std::string& credential_name);
 std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server);
 
-// Whether a proxy may be sent Secrets (private keys): an Envoy gateway proxy (router~) whose
-// stream's authenticator proved its namespace (`verified_namespace`, ProxyGenerator::Open).
-bool SecretsAllowed(const ProxyInfo& proxy, const std::string& verified_namespace);
+// Why a proxy may not be sent Secrets (private keys), or "" when it may: it must be an Envoy
+// gateway proxy (router~) whose stream's authenticator proved its namespace and a service
+// account among `readers` ("namespace/serviceaccount", TranslationOptions::secret_readers).
+// The node's own word (router~, its labels) is not enough: any workload of the namespace can
+// claim it.
+std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
+                           const std::vector<std::string>& readers);
 // The SDS names the HTTPS servers of the Gateways picking `proxy` use (served ones only), each
 // with the credentialName it is of and whether it is the CA (MUTUAL) or the certificate.
 struct SecretUse {
@@ -113,7 +121,8 @@ struct ProxyConfigNote {
 // (the stream proved no namespace, or no such Secret in the proxy's namespace). Without these
 // Envoy keeps the TLS listener warming and serves none of its chains. At most `limit` notes.
 std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const ProxyInfo& proxy,
-                                                const std::string& verified_namespace, size_t limit = 1000);
+                                                const PeerIdentity& identity, const std::vector<std::string>& readers,
+                                                size_t limit = 1000);
 
 // For a proxyless gRPC node of `proxy_namespace` holding `view` (its route configurations
 // HOST:PORT and clusters):

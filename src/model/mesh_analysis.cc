@@ -302,6 +302,13 @@ void GatewayServers(const ObjectMap& served, std::vector<ConfigWarning>& out) {
         out.push_back({key, StrCat("spec.servers[", index, "]"), "cxds_gateway_server_left_out",
                        StrCat("not served: ", left_out.left_out)});
       }
+      for (const GatewayServer& served : plan.servers) {
+        if (served.lost_names.empty()) continue;
+        const size_t index = static_cast<size_t>(served.server - gateway->servers.data());
+        out.push_back({key, StrCat("spec.servers[", index, "].hosts"), "cxds_gateway_server_left_out",
+                       StrCat("SNI names ", absl::StrJoin(served.lost_names, ", "),
+                              " not matched by this server: an earlier server of the port has them")});
+      }
     }
   }
 }

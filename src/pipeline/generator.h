@@ -14,6 +14,7 @@
 #include "protocol/resource.h"
 #include "protocol/subscription.h"
 #include "push/push_request.h"
+#include "server/authenticator.h"
 
 namespace cxds {
 
@@ -21,8 +22,9 @@ namespace cxds {
 struct Proxy {
   std::string id;
   envoy::config::core::v3::Node node;
-  // The namespace the stream's authenticator proved (ProxyGenerator::Open); empty: unproven.
-  std::string verified_namespace;
+  // Who the stream's authenticator proved the client to be (ProxyGenerator::Open);
+  // `authenticated` false: nobody checked (plaintext).
+  PeerIdentity identity;
 };
 
 // What the proxy subscribes to for one type.

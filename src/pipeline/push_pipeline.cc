@@ -512,8 +512,8 @@ GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& reque
 
 std::unique_ptr<ProxyGenerator::Session> PushPipeline::Open(const envoy::config::core::v3::Node& node,
                                                             absl::AnyInvocable<void(PushRequestPtr)> on_push,
-                                                            const std::string& verified_namespace) {
-  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node, verified_namespace}, std::move(on_push));
+                                                            const PeerIdentity& identity) {
+  auto core = std::make_shared<WatchCore>(Proxy{node.id(), node, identity}, std::move(on_push));
   MutexLock lock(&mu_);
   const uint64_t id = next_watch_id_++;
   watches_[id] = core;

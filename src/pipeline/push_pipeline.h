@@ -116,7 +116,7 @@ class PushPipeline final : public ProxyGenerator {
   SnapshotPtr ProxyView(const std::string& node_id);
   // The node the proxy `node_id` (its first stream) sent, or nullopt.
   std::optional<envoy::config::core::v3::Node> ProxyNode(const std::string& node_id);
-  // The same, with what its stream proved (Proxy::verified_namespace).
+  // The same, with who its stream proved it is (Proxy::identity).
   std::optional<Proxy> FindProxy(const std::string& node_id);
   // What the proxy `node_id` (its first stream) would be sent now: each type it subscribes to,
   // generated afresh from the current PushContext (through the shared resource cache) for its
@@ -130,7 +130,7 @@ class PushPipeline final : public ProxyGenerator {
 
   std::unique_ptr<Session> Open(const envoy::config::core::v3::Node& node,
                                 absl::AnyInvocable<void(PushRequestPtr)> on_push,
-                                const std::string& verified_namespace = "") override;
+                                const PeerIdentity& identity = PeerIdentity{}) override;
 
   class WatchCore;  // a proxy's generated view; internal
 

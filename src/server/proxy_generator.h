@@ -24,6 +24,7 @@
 #include "envoy/config/core/v3/base.pb.h"
 #include "protocol/subscription.h"
 #include "push/push_request.h"
+#include "server/authenticator.h"
 
 namespace cxds {
 
@@ -61,12 +62,13 @@ class ProxyGenerator {
 
   // Opens the session of the proxy `node`. `on_push` announces each push that concerns it;
   // it runs on the pushing thread with no lock of the generator held, must be quick, and must
-  // not destroy the session. `verified_namespace` is the namespace the stream's authenticator
-  // proved (mTLS), empty when nobody checked: what may be served only to a proven namespace
-  // (a gateway's private keys) depends on it, never on what the node claims. Thread-safe.
+  // not destroy the session. `identity` is who the stream's authenticator proved the client to
+  // be (mTLS; unauthenticated when nobody checked): what may be served only to a proven
+  // identity (a gateway's private keys) depends on it, never on what the node claims.
+  // Thread-safe.
   virtual std::unique_ptr<Session> Open(const envoy::config::core::v3::Node& node,
                                         absl::AnyInvocable<void(PushRequestPtr)> on_push,
-                                        const std::string& verified_namespace = "") = 0;
+                                        const PeerIdentity& identity = PeerIdentity{}) = 0;
 };
 
 }  // namespace cxds

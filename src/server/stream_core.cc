@@ -559,7 +559,7 @@ bool StreamCore::BindNode(const Node& node) {
             QueueChange(QueuedChange{ConfigChange{}, std::move(push)});
           }
         },
-        identity_.authenticated ? identity_.namespace_name : "");
+        identity_);
     return true;
   }
   watch_ = env_.watcher->CreateWatch(node_, [this](const ConfigChange& change) {

@@ -1,5 +1,7 @@
 #include "config/yaml_loader.h"
 
+#include <cstdlib>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
@@ -352,8 +354,28 @@ data: {password: aHVudGVyMg==}
   };
   EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "))),
             "tls.key: is required with tls.crt (a certificate and its private key)");
-  EXPECT_EQ(secret(StrCat("stringData:\n  cert: ", Block("not a certificate", "    "), "  key: ", Block(key, "    "))),
-            "stringData.cert: holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block("not a certificate", "    "),
+                          "  tls.key: ", Block(key, "    "))),
+            "stringData.tls.crt: holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  // A private key pasted into the certificate field is refused, never served as a certificate.
+  EXPECT_EQ(secret(StrCat("stringData:\n  cert: ", Block(cert + key, "    "), "  key: ", Block(key, "    "))),
+            "stringData.cert: holds a PEM block of type \"PRIVATE KEY\" where only certificates (CERTIFICATE) belong "
+            "(a private key belongs in its own field)");
+  // An encrypted key is refused, never prompted for.
+  ASSERT_EQ(std::system(StrCat("openssl pkey -in ", pki.Path("shop.key"), " -aes256 -passout pass:secret -out ",
+                               pki.Path("encrypted.key"), " 2>/dev/null")
+                            .c_str()),
+            0);
+  EXPECT_EQ(
+      secret(StrCat("stringData:\n  cert: ", Block(cert, "    "), "  key: ", Block(pki.Read("encrypted.key"), "    "))),
+      "stringData.key: holds no PEM private key that can be read without a password");
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
+                          "  tls.key: ", Block(key, "    "), "  ca.crl: ", Block("crl", "    "))),
+            "ca.crl: is not supported by cxds (certificate revocation lists and OCSP staples are not served)");
+  // An empty value is absent, as in istiod.
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
+                          "  tls.key: ", Block(key, "    "), "  ca.crt: \"\"\n")),
+            "");
   const std::string wrong_key =
       secret(StrCat("stringData:\n  cert: ", Block(cert, "    "), "  key: ", Block(pki.Read("other.key"), "    ")));
   EXPECT_EQ(wrong_key,
@@ -362,9 +384,17 @@ data: {password: aHVudGVyMg==}
             "data.tls.crt: is not base64 (data holds base64; stringData holds text)");
   EXPECT_EQ(secret("type: kubernetes.io/tls\ndata: {}\n"),
             "data: holds no certificate: tls.crt and tls.key (or cert and key), or ca.crt (or cacert)");
-  EXPECT_EQ(secret(StrCat("type: kubernetes.io/dockerconfigjson\nstringData:\n  ca.crt: ", Block(ca, "    "))),
-            "type: type \"kubernetes.io/dockerconfigjson\" with TLS keys is not supported by cxds (kubernetes.io/tls "
-            "or Opaque, as Istio reads them)");
+  // Secrets of other types, and generic ones whose cert/key are not PEM, are no TLS material:
+  // skipped, as before, not refused (a service account token carries a ca.crt too).
+  for (const std::string& other :
+       {StrCat("type: kubernetes.io/service-account-token\nstringData:\n  token: abc\n  ca.crt: ", Block(ca, "    ")),
+        std::string("type: Opaque\nstringData: {cert: a-password, key: another}\n")}) {
+    const ParsedFile skipped =
+        ParseConfigFile("x.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", other));
+    EXPECT_TRUE(skipped.errors.empty()) << Errors(skipped);
+    EXPECT_TRUE(skipped.documents.empty());
+    EXPECT_EQ(skipped.skipped.size(), 1u) << other;
+  }
   // No message quotes the material.
   const ParsedFile bad =
       ParseConfigFile("bad.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  cert: ",
@@ -835,8 +865,8 @@ spec:
             "GRPC and HTTPS servers: no TLS passthrough or TCP proxying at gateways)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    tls: {credentialName: cert}\n"),
-            "spec.servers[0].tls: TLS settings have no effect on a server of protocol HTTP (Istio refuses them "
-            "too; terminate TLS with protocol HTTPS)");
+            "spec.servers[0].tls.credentialName: on a server of protocol HTTP is not supported by cxds (it "
+            "terminates TLS on HTTPS servers only; httpsRedirect is supported here)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    defaultEndpoint: 127.0.0.1:8080\n"),
             "spec.servers[0].defaultEndpoint: is not supported by cxds");
@@ -1019,12 +1049,29 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
   EXPECT_EQ(policy.port_level[0].port, 8080u);
   EXPECT_EQ(policy.port_level[0].policy.connection_pool->connect_timeout, absl::Milliseconds(250));
   EXPECT_EQ(policy.port_level[0].policy.connection_pool->max_retries, 2u);
+  // Upstream TLS with certificate files on the proxy.
+  const ParsedFile tls = ParseConfigFile(
+      "x.yaml", head +
+                    "    tls: {mode: MUTUAL, clientCertificate: /etc/certs/c.pem, privateKey: /etc/certs/k.pem, "
+                    "caCertificates: /etc/certs/ca.pem, sni: a.example.com, subjectAltNames: [a.example.com]}\n");
+  ASSERT_EQ(tls.documents.size(), 1u) << Errors(tls);
+  const auto& client = *std::get<DestinationRule>(tls.documents[0].object).traffic_policy->tls;
+  EXPECT_EQ(client.mode, PolicyFields::ClientTls::Mode::kMutual);
+  EXPECT_EQ(client.client_certificate, "/etc/certs/c.pem");
+  EXPECT_EQ(client.private_key, "/etc/certs/k.pem");
+  EXPECT_EQ(client.ca_certificates, "/etc/certs/ca.pem");
+  EXPECT_EQ(client.sni, "a.example.com");
+  EXPECT_THAT(client.subject_alt_names, ::testing::ElementsAre("a.example.com"));
   EXPECT_EQ(OnlyError(head + "    tls: {mode: MUTUAL}\n"),
-            "spec.trafficPolicy.tls.mode: TLS mode MUTUAL is not supported by cxds (upstream connections are "
-            "plaintext)");
-  EXPECT_NE(OnlyError(head + "    tls: {mode: SIMPLE, sni: a}\n").find("spec.trafficPolicy.tls.sni: is not supported"),
-            std::string::npos)
-      << "two errors: listed whole";
+            "spec.trafficPolicy.tls.clientCertificate: is required for mode MUTUAL (the proxy's certificate and key "
+            "files)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCertificates: certs/ca.pem}\n"),
+            "spec.trafficPolicy.tls.caCertificates: must be an absolute file path on the proxy");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: ISTIO_MUTUAL}\n"),
+            "spec.trafficPolicy.tls.mode: TLS mode ISTIO_MUTUAL is not supported by cxds (it issues no workload "
+            "certificates; SIMPLE and MUTUAL with certificate files are)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: c}\n"),
+            "spec.trafficPolicy.tls.credentialName: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{loadBalancer: {simple: RANDOM}}]\n"),
             "spec.trafficPolicy.portLevelSettings[0].port: is required");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]\n"),

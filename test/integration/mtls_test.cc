@@ -390,7 +390,9 @@ spec:
     tls: {mode: SIMPLE, credentialName: shop-cert}
 )");
   RealScheduler scheduler;
-  MeshController controller({}, std::make_unique<StaticSource>(config), scheduler);
+  MeshController::Options controller_options;
+  controller_options.translation.secret_readers = {"team-a/app"};  // the service account of team-a.crt
+  MeshController controller(controller_options, std::make_unique<StaticSource>(config), scheduler);
   ASSERT_TRUE(controller.Start().ok());
   XdsServer::Options options;
   options.credentials = security_.credentials;

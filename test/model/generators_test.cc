@@ -129,7 +129,9 @@ class GeneratorsTest : public ::testing::Test {
     options.scheduler = &scheduler_;
     options.proxy_filter = MeshProxyFilter();
     pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
-    AddMeshGenerators(*pipeline_, model_);
+    TranslationOptions translation;
+    translation.secret_readers = {"edge/ingress", "shop/ingress"};  // gateways that may be sent Secrets
+    AddMeshGenerators(*pipeline_, model_, translation);
     PushRequest initial;
     initial.full = true;
     initial.reasons[reason::kConfig] = 1;
@@ -1778,6 +1780,96 @@ spec:
   }
 }
 
+// A DestinationRule's tls SIMPLE or MUTUAL: Envoy clusters get an UpstreamTlsContext reading
+// the certificate files named (the system CA bundle when caCertificates is unset), SNI as given
+// or else istiod's auto SNI; a subset's tls replaces the rule's. gRPC, which takes certificates
+// only from its bootstrap, is not given such a cluster at all, and its config status says why.
+TEST_F(GeneratorsTest, DestinationRuleTlsOriginatesTlsFromCertificateFilesOnEnvoyAndIsLeftOutForGrpc) {
+  Apply("tls.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-tls}
+spec:
+  host: shop.mesh.local
+  trafficPolicy:
+    tls: {mode: SIMPLE}
+  subsets:
+  - name: mutual
+    labels: {version: v1}
+    trafficPolicy:
+      tls:
+        mode: MUTUAL
+        clientCertificate: /etc/certs/client.pem
+        privateKey: /etc/certs/client-key.pem
+        caCertificates: /etc/certs/ca.pem
+        sni: shop.example.com
+        subjectAltNames: [shop.example.com, "spiffe://cluster.local/ns/shop/sa/shop"]
+  - name: plain
+    labels: {version: v2}
+    trafficPolicy: {tls: {mode: DISABLE}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const auto context_of = [&](const std::string& name) {
+    envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
+    const auto& cluster = clusters[name];
+    EXPECT_EQ(cluster.transport_socket().name(), "envoy.transport_sockets.tls") << name;
+    EXPECT_TRUE(cluster.transport_socket().typed_config().UnpackTo(&context)) << name;
+    EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+    return context;
+  };
+  const auto simple = context_of("outbound|8080||shop.mesh.local");
+  EXPECT_TRUE(simple.sni().empty());
+  EXPECT_EQ(simple.common_tls_context().tls_certificates_size(), 0);
+  EXPECT_EQ(simple.common_tls_context().validation_context().trusted_ca().filename(),
+            "/etc/ssl/certs/ca-certificates.crt");
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  ASSERT_TRUE(clusters["outbound|8080||shop.mesh.local"]
+                  .typed_extension_protocol_options()
+                  .at("envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
+                  .UnpackTo(&options));
+  EXPECT_TRUE(options.upstream_http_protocol_options().auto_sni()) << "no sni: the request's host";
+  EXPECT_TRUE(options.upstream_http_protocol_options().auto_san_validation());
+
+  const auto mutual = context_of("outbound|8080|mutual|shop.mesh.local");
+  EXPECT_EQ(mutual.sni(), "shop.example.com");
+  ASSERT_EQ(mutual.common_tls_context().tls_certificates_size(), 1);
+  EXPECT_EQ(mutual.common_tls_context().tls_certificates(0).certificate_chain().filename(), "/etc/certs/client.pem");
+  EXPECT_EQ(mutual.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/certs/client-key.pem");
+  const auto& validation = mutual.common_tls_context().validation_context();
+  EXPECT_EQ(validation.trusted_ca().filename(), "/etc/certs/ca.pem");
+  ASSERT_EQ(validation.match_typed_subject_alt_names_size(), 2);
+  EXPECT_EQ(validation.match_typed_subject_alt_names(0).san_type(),
+            envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::DNS);
+  EXPECT_EQ(validation.match_typed_subject_alt_names(1).san_type(),
+            envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::URI);
+  EXPECT_EQ(validation.match_typed_subject_alt_names(1).matcher().exact(), "spiffe://cluster.local/ns/shop/sa/shop");
+  EXPECT_FALSE(clusters["outbound|8080|plain|shop.mesh.local"].has_transport_socket()) << "DISABLE replaces SIMPLE";
+
+  // gRPC: the TLS clusters are not sent, the plaintext subset's is.
+  auto grpc = Connect("grpc-client", true);
+  grpc->Send(First(std::string(kClusterType), {"outbound|8080||shop.mesh.local", "outbound|8080|mutual|shop.mesh.local",
+                                               "outbound|8080|plain|shop.mesh.local"}));
+  std::vector<DiscoveryResponse> cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  const auto plain = Decode<envoy::config::cluster::v3::Cluster>(cds[0], 0);
+  EXPECT_EQ(plain.name(), "outbound|8080|plain|shop.mesh.local");
+  EXPECT_FALSE(plain.has_transport_socket());
+  // Its config status names the clusters left out and why.
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::route::v3::RouteConfiguration config;
+  config.set_name("shop.mesh.local:8080");
+  absl::StatusOr<SnapshotPtr> held = Snapshot::Create("1", {*Resource::FromMessage(config)});
+  ASSERT_TRUE(held.ok()) << held.status();
+  std::vector<std::string> notes;
+  for (const ProxyConfigNote& note : GrpcConfigNotes(*mesh, **held, "default")) {
+    notes.push_back(StrCat(note.resource, " ", note.field));
+  }
+  EXPECT_THAT(notes,
+              ::testing::ElementsAre("outbound|8080||shop.mesh.local tls", "outbound|8080|mutual|shop.mesh.local tls"));
+}
+
 // An HTTPS Gateway server terminates TLS as istiod builds it for a credentialName: a filter
 // chain per server matching its SNI names, the certificate over SDS on the ADS stream
 // (kubernetes://NAME; MUTUAL: a client certificate required, checked against
@@ -1838,6 +1930,7 @@ spec:
   PeerIdentity proven;
   proven.authenticated = true;
   proven.namespace_name = "edge";
+  proven.service_account = "ingress";
   proven.spiffe_id = "spiffe://cluster.local/ns/edge/sa/ingress";
   const auto ask = [&](const std::string& id, const PeerIdentity& identity, const std::string& type,
                        std::vector<std::string> names) -> std::optional<DiscoveryResponse> {
@@ -1930,6 +2023,20 @@ spec:
   EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().certificate_chain().inline_bytes(), cert);
   EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().private_key().inline_bytes(), key);
   EXPECT_EQ(served["kubernetes://shop-cert-cacert"].validation_context().trusted_ca().inline_bytes(), ca);
+  // A Secret NAME-cacert with a CA is preferred for the CA (istiod's order).
+  ASSERT_TRUE(pki.MakeCa("ca2"));
+  Apply("ca-secret.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert-cacert, namespace: edge}\n",
+                                 "stringData:\n  cacert: ", block(pki.Read("ca2.crt"))));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::optional<DiscoveryResponse> ca_sds =
+      ask(router, proven, std::string(kSecretType), {"kubernetes://shop-cert-cacert"});
+  ASSERT_TRUE(ca_sds.has_value());
+  EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(*ca_sds, 0)
+                .validation_context()
+                .trusted_ca()
+                .inline_bytes(),
+            pki.Read("ca2.crt"));
+
   // Debug output shows the certificate, never the key.
   const ResourcePtr resource = *Resource::FromMessage(served["kubernetes://shop-cert"]);
   std::unique_ptr<google::protobuf::Message> holder;
@@ -1969,6 +2076,28 @@ spec:
   EXPECT_FALSE(ask(router, other, std::string(kSecretType), wanted).has_value());
   EXPECT_FALSE(
       ask("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local", proven, std::string(kSecretType), wanted).has_value());
+  // Any workload of edge can claim to be a gateway (router~, the labels); its certificate's
+  // service account is what decides, and app is not among the readers.
+  PeerIdentity workload = proven;
+  workload.service_account = "app";
+  EXPECT_FALSE(ask(router, workload, std::string(kSecretType), wanted).has_value());
+  // A gateway of shop, proven, gets shop's Secret of that name, never edge's.
+  ASSERT_TRUE(pki.MakeLeaf("shop-ns", "ca", "DNS:shop.example.com"));
+  Apply("shop-secrets.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: shop}\n",
+                                    "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", block(pki.Read("shop-ns.crt")),
+                                    "  tls.key: ", block(pki.Read("shop-ns.key"))));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  PeerIdentity shop = proven;
+  shop.namespace_name = "shop";
+  const std::optional<DiscoveryResponse> shop_sds =
+      ask("router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local", shop, std::string(kSecretType), wanted);
+  ASSERT_TRUE(shop_sds.has_value());
+  ASSERT_EQ(shop_sds->resources_size(), 1) << "shop has no CA for the MUTUAL server";
+  EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(*shop_sds, 0)
+                .tls_certificate()
+                .certificate_chain()
+                .inline_bytes(),
+            pki.Read("shop-ns.crt"));
 
   // A Secret's change reaches the gateway proxies of its namespace, no one else.
   const ProxyFilter filter = MeshProxyFilter();
@@ -1979,9 +2108,9 @@ spec:
   gateway_node.set_id(router);
   sidecar_node.set_id("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local");
   other_gateway.set_id("router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local");
-  EXPECT_TRUE(filter(Proxy{router, gateway_node, "edge"}, change, *context));
-  EXPECT_FALSE(filter(Proxy{sidecar_node.id(), sidecar_node, "edge"}, change, *context));
-  EXPECT_FALSE(filter(Proxy{other_gateway.id(), other_gateway, "shop"}, change, *context));
+  EXPECT_TRUE(filter(Proxy{router, gateway_node, proven}, change, *context));
+  EXPECT_FALSE(filter(Proxy{sidecar_node.id(), sidecar_node, proven}, change, *context));
+  EXPECT_FALSE(filter(Proxy{other_gateway.id(), other_gateway, proven}, change, *context));
 
   // /debug/config_status's account for the gateway: the servers left out, and with no proven
   // namespace, every secret its TLS servers need, said as not served and why.
@@ -2000,15 +2129,21 @@ spec:
       "listener port 8443 spec.servers[2]: every SNI name of it on port 8443 is already served by an earlier server "
       "(Envoy matches each name once)",
       "listener port 8443 spec.servers[3]: port 8443 already serves TLS (HTTPS) for an earlier server; Envoy cannot "
-      "serve both on one listener"};
-  EXPECT_THAT(describe(GatewayConfigNotes(*mesh, info, "edge")), ::testing::ElementsAreArray(left_out));
-  const std::vector<std::string> unproven = describe(GatewayConfigNotes(*mesh, info, ""));
-  ASSERT_EQ(unproven.size(), 5u);
+      "serve both on one listener",
+      "listener port 8443 spec.servers[1].hosts: SNI names shop.example.com not matched by this server: an earlier "
+      "server of the port has them"};
+  const std::vector<std::string> readers = {"edge/ingress"};
+  EXPECT_THAT(describe(GatewayConfigNotes(*mesh, info, proven, readers)), ::testing::ElementsAreArray(left_out));
+  const std::vector<std::string> unproven = describe(GatewayConfigNotes(*mesh, info, PeerIdentity{}, readers));
+  ASSERT_EQ(unproven.size(), 6u);
   EXPECT_EQ(unproven[2],
             "kubernetes://shop-cert spec.servers[0].tls.credentialName: not served: this proxy's stream proved no "
-            "namespace (plaintext xDS); cxds sends private keys only to a gateway whose client certificate names its "
-            "namespace (serve xDS with mTLS)");
-  EXPECT_THAT(unproven[4], ::testing::StartsWith("kubernetes://shop-cert-cacert spec.servers[1].tls.credentialName"));
+            "identity (plaintext xDS); cxds sends private keys only to a gateway whose client certificate names it "
+            "(serve xDS with mTLS)");
+  EXPECT_THAT(unproven[5], ::testing::StartsWith("kubernetes://shop-cert-cacert spec.servers[1].tls.credentialName"));
+  const std::vector<std::string> not_a_reader = describe(GatewayConfigNotes(*mesh, info, proven, {"edge/other"}));
+  ASSERT_EQ(not_a_reader.size(), 6u);
+  EXPECT_THAT(not_a_reader[2], ::testing::HasSubstr("service account edge/ingress may not read Secrets"));
 }
 
 // Which DestinationRule a proxy gets depends on its namespace, as istiod chooses: its own

@@ -65,7 +65,7 @@ class ScriptedGenerator final : public ProxyGenerator {
 
   std::unique_ptr<Session> Open(const envoy::config::core::v3::Node& node,
                                 absl::AnyInvocable<void(PushRequestPtr)> on_push,
-                                const std::string& /*verified_namespace*/ = "") override {
+                                const PeerIdentity& /*identity*/ = PeerIdentity{}) override {
     opened_node_ = node.id();
     on_push_ = std::move(on_push);
     return std::make_unique<ScriptedSession>(this);
