@@ -56,7 +56,8 @@ const CLI::Validator kServiceAccount(
           !ns.empty() && ns.size() <= 63 && ns.front() != '-' && ns.back() != '-' &&
           std::all_of(ns.begin(), ns.end(),
                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
-          !account.empty() && account.size() <= 253 && std::all_of(account.begin(), account.end(), [](char c) {
+          !account.empty() && account.size() <= 253 && account.front() != '-' && account.front() != '.' &&
+          account.back() != '-' && account.back() != '.' && std::all_of(account.begin(), account.end(), [](char c) {
             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
           });
       return ok ? "" : "must be NAMESPACE/SERVICE_ACCOUNT, not \"" + s.substr(0, 80) + "\"";

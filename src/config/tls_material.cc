@@ -37,9 +37,35 @@ Bio ReadOnly(std::string_view text) {
 // standard input): a config loader must never wait for one. This refuses instead.
 int NoPassword(char* /*buffer*/, int /*size*/, int /*writing*/, void* /*user*/) { return -1; }
 
+// "" when every line that is not blank lies inside a -----BEGIN/-----END block; else what is
+// outside. OpenSSL skips such text without a word, and material in it (a key in another form)
+// would then be served and shown where no key is expected.
+std::string TextOutsideBlocks(std::string_view text) {
+  bool inside = false;
+  size_t line_number = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty()) continue;
+    if (!inside) {
+      if (!line.starts_with("-----BEGIN ")) return StrCat("holds text outside a PEM block (line ", line_number, ")");
+      inside = true;
+    } else if (line.starts_with("-----END ")) {
+      inside = false;
+    }
+  }
+  return inside ? "holds a PEM block without its -----END line" : "";
+}
+
 }  // namespace
 
 std::string CertificatesProblem(std::string_view pem) {
+  if (std::string outside = TextOutsideBlocks(pem); !outside.empty()) return outside;
   Bio bio = ReadOnly(pem);
   if (bio == nullptr) return "is too large";
   // Block by block, not with PEM_read_bio_X509, which skips blocks of other types without a
@@ -86,6 +112,7 @@ std::string CertificatesProblem(std::string_view pem) {
 }
 
 std::string PrivateKeyProblem(std::string_view key_pem, std::string_view certificate_pem) {
+  if (std::string outside = TextOutsideBlocks(key_pem); !outside.empty()) return outside;
   Bio bio = ReadOnly(key_pem);
   if (bio == nullptr) return "is too large";
   Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassword, nullptr));

@@ -1731,9 +1731,11 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     // File paths on the proxy: absolute, as Envoy reads them from wherever it runs.
     const auto path = [&](const char* key, std::string& out) {
       std::optional<std::string> value = r.String(tls, key, tf, false);
-      if (!value.has_value()) return;
+      if (!value.has_value() || client.mode == PolicyFields::ClientTls::Mode::kDisable) return;
       if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
-        r.Error(tls[key], Reader::Join(tf, key), "must be an absolute file path on the proxy");
+        r.Error(tls[key], Reader::Join(tf, key),
+                "other than an absolute file path on the proxy is not supported by cxds (Envoy reads the file "
+                "itself, from wherever it runs)");
         return;
       }
       out = *value;
@@ -1742,8 +1744,15 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     path("privateKey", client.private_key);
     path("caCertificates", client.ca_certificates);
     client.sni = r.String(tls, "sni", tf, false).value_or("");
+    if (client.sni.size() > 255)
+      r.Error(tls["sni"], Reader::Join(tf, "sni"), "must be at most 255 bytes (a host name)");
     client.subject_alt_names = r.Strings(tls, "subjectAltNames", tf, false);
     client.insecure_skip_verify = r.Bool(tls, "insecureSkipVerify", tf).value_or(false);
+    if (client.insecure_skip_verify && (!client.ca_certificates.empty() || !client.subject_alt_names.empty())) {
+      // Istio refuses this too: nothing would check the server against them.
+      r.Error(tls["insecureSkipVerify"], Reader::Join(tf, "insecureSkipVerify"),
+              "cannot be set with caCertificates or subjectAltNames (they would not be checked)");
+    }
     if (client.mode == PolicyFields::ClientTls::Mode::kMutual &&
         (client.client_certificate.empty() || client.private_key.empty()) && r.error_count() == errors_before) {
       // Istio validates this too (without credentialName, which cxds does not serve here).

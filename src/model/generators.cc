@@ -1,5 +1,7 @@
 #include "model/generators.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -197,12 +199,15 @@ constexpr char kSystemCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
 // A DestinationRule's tls SIMPLE or MUTUAL for Envoy: an UpstreamTlsContext whose certificates
 // Envoy reads from the files named (istiod hands these paths to its node agent over SDS; a cxds
 // proxy has no agent, so Envoy reads them itself), the server checked against caCertificates
-// (else the system bundle) and subjectAltNames (a name with "://" as a URI SAN, else a DNS one),
-// nothing checked under insecureSkipVerify.
-void SetUpstreamTls(const PolicyFields::ClientTls& tls, Cluster& cluster) {
+// (else the system bundle) and subjectAltNames (by the form of each name: an IP address, an
+// e-mail address, a URI with "://", else a DNS name), nothing checked under insecureSkipVerify.
+// An HTTP/2 upstream offers ALPN h2, as istiod's does: HTTP/2 servers refuse TLS without it.
+void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, Cluster& cluster) {
+  using Matcher = envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher;
   envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
   if (!tls.sni.empty()) context.set_sni(tls.sni);
   auto* common = context.mutable_common_tls_context();
+  if (http2) common->add_alpn_protocols("h2");
   if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
     auto* certificate = common->add_tls_certificates();
     certificate->mutable_certificate_chain()->set_filename(tls.client_certificate);
@@ -213,9 +218,13 @@ void SetUpstreamTls(const PolicyFields::ClientTls& tls, Cluster& cluster) {
     validation->mutable_trusted_ca()->set_filename(tls.ca_certificates.empty() ? kSystemCaBundle : tls.ca_certificates);
     for (const std::string& name : tls.subject_alt_names) {
       auto* matcher = validation->add_match_typed_subject_alt_names();
-      matcher->set_san_type(name.find("://") != std::string::npos
-                                ? envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::URI
-                                : envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::DNS);
+      in6_addr ip6;
+      in_addr ip4;
+      const bool ip = inet_pton(AF_INET, name.c_str(), &ip4) == 1 || inet_pton(AF_INET6, name.c_str(), &ip6) == 1;
+      matcher->set_san_type(ip                                      ? Matcher::IP_ADDRESS
+                            : name.find("://") != std::string::npos ? Matcher::URI
+                            : name.find('@') != std::string::npos   ? Matcher::EMAIL
+                                                                    : Matcher::DNS);
       matcher->mutable_matcher()->set_exact(name);
     }
   }
@@ -348,7 +357,12 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
     }
   }
   if (!grpc) {
-    if (OriginatesTls(policy)) SetUpstreamTls(*policy->tls, cluster);
+    if (OriginatesTls(policy)) {
+      using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
+      const bool http2 = http2_port || (policy->connection_pool.has_value() &&
+                                        policy->connection_pool->h2_upgrade == H2Upgrade::kUpgrade);
+      SetUpstreamTls(*policy->tls, http2, cluster);
+    }
     SetHttpProtocolOptions(
         policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
         policy.has_value() && policy->tls.has_value() ? &*policy->tls : nullptr, http2_port, cluster);

@@ -356,7 +356,15 @@ data: {password: aHVudGVyMg==}
             "tls.key: is required with tls.crt (a certificate and its private key)");
   EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block("not a certificate", "    "),
                           "  tls.key: ", Block(key, "    "))),
-            "stringData.tls.crt: holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+            "stringData.tls.crt: holds text outside a PEM block (line 1)");
+  // Text outside the blocks (a key in another form, say) is refused: OpenSSL would skip it.
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ",
+                          Block(cert + "MIIEvQIBADANBgkqhkiG9w0B\n", "    "), "  tls.key: ", Block(key, "    "))),
+            StrCat("stringData.tls.crt: holds text outside a PEM block (line ",
+                   std::count(cert.begin(), cert.end(), '\n') + 1, ")"));
+  EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
+                          "  tls.key: ", Block(key + cert, "    "))),
+            "stringData.tls.key: holds another PEM block after the private key (one key alone belongs here)");
   // A private key pasted into the certificate field is refused, never served as a certificate.
   EXPECT_EQ(secret(StrCat("stringData:\n  cert: ", Block(cert + key, "    "), "  key: ", Block(key, "    "))),
             "stringData.cert: holds a PEM block of type \"PRIVATE KEY\" where only certificates (CERTIFICATE) belong "
@@ -1066,7 +1074,13 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
             "spec.trafficPolicy.tls.clientCertificate: is required for mode MUTUAL (the proxy's certificate and key "
             "files)");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCertificates: certs/ca.pem}\n"),
-            "spec.trafficPolicy.tls.caCertificates: must be an absolute file path on the proxy");
+            "spec.trafficPolicy.tls.caCertificates: other than an absolute file path on the proxy is not supported by "
+            "cxds (Envoy reads the file itself, from wherever it runs)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCertificates: /ca.pem, insecureSkipVerify: true}\n"),
+            "spec.trafficPolicy.tls.insecureSkipVerify: cannot be set with caCertificates or subjectAltNames (they "
+            "would not be checked)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: DISABLE, caCertificates: certs/ca.pem}\n"), "")
+      << "under DISABLE the other fields mean nothing, as in istiod";
   EXPECT_EQ(OnlyError(head + "    tls: {mode: ISTIO_MUTUAL}\n"),
             "spec.trafficPolicy.tls.mode: TLS mode ISTIO_MUTUAL is not supported by cxds (it issues no workload "
             "certificates; SIMPLE and MUTUAL with certificate files are)");

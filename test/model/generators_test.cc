@@ -1802,7 +1802,8 @@ spec:
         privateKey: /etc/certs/client-key.pem
         caCertificates: /etc/certs/ca.pem
         sni: shop.example.com
-        subjectAltNames: [shop.example.com, "spiffe://cluster.local/ns/shop/sa/shop"]
+        subjectAltNames: [shop.example.com, "spiffe://cluster.local/ns/shop/sa/shop", 127.0.0.1]
+      connectionPool: {http: {h2UpgradePolicy: UPGRADE}}
   - name: plain
     labels: {version: v2}
     trafficPolicy: {tls: {mode: DISABLE}}
@@ -1837,7 +1838,11 @@ spec:
   EXPECT_EQ(mutual.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/certs/client-key.pem");
   const auto& validation = mutual.common_tls_context().validation_context();
   EXPECT_EQ(validation.trusted_ca().filename(), "/etc/certs/ca.pem");
-  ASSERT_EQ(validation.match_typed_subject_alt_names_size(), 2);
+  ASSERT_EQ(validation.match_typed_subject_alt_names_size(), 3);
+  EXPECT_EQ(validation.match_typed_subject_alt_names(2).san_type(),
+            envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::IP_ADDRESS);
+  EXPECT_THAT(mutual.common_tls_context().alpn_protocols(), ::testing::ElementsAre("h2")) << "an HTTP/2 upstream";
+  EXPECT_THAT(simple.common_tls_context().alpn_protocols(), ::testing::IsEmpty());
   EXPECT_EQ(validation.match_typed_subject_alt_names(0).san_type(),
             envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::DNS);
   EXPECT_EQ(validation.match_typed_subject_alt_names(1).san_type(),
