@@ -14,7 +14,6 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/strings.h"
-#include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 #include "model/generators.h"
 #include "model/proxy.h"
@@ -228,19 +227,13 @@ std::string ChangeJson(const ChangeStages& c) {
 std::string ConfigDumpJson(const Snapshot& snapshot) {
   std::string out = "{";
   bool first_type = true;
-  google::protobuf::util::JsonPrintOptions options;
   for (const auto& [type_url, resources] : snapshot.types()) {
     out +=
         StrCat(first_type ? "" : ",", Quote(type_url), ":{\"version\":", Quote(resources->version), ",\"resources\":[");
     first_type = false;
     bool first = true;
     for (const auto& [name, resource] : resources->items) {
-      std::string json;
-      std::unique_ptr<google::protobuf::Message> redacted;
-      if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
-        json = "null";
-      }
-      out += StrCat(first ? "" : ",", json);
+      out += StrCat(first ? "" : ",", JsonForDisplay(*resource).value_or("null"));
       first = false;
     }
     out += "]}";

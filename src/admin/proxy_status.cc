@@ -5,7 +5,6 @@
 #include "admin/admin_server.h"
 #include "common/line_diff.h"
 #include "common/strings.h"
-#include "google/protobuf/util/json_util.h"
 #include "protocol/resource.h"
 #include "protocol/type_url.h"
 
@@ -30,14 +29,7 @@ std::optional<StreamSyncStatus> NewestStream(const AckLedger& ledger, const std:
 }
 
 std::string PrettyJson(const ResourcePtr& resource) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  std::string json;
-  std::unique_ptr<google::protobuf::Message> redacted;
-  if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
-    return "(not printable)";
-  }
-  return json;
+  return JsonForDisplay(*resource, /*pretty=*/true).value_or("(not printable)");
 }
 
 std::string NameList(const std::vector<std::string>& names) {
@@ -92,7 +84,6 @@ std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::s
   if (!newest.has_value()) return std::nullopt;
   std::string out = StrCat("{\"node\":", AdminJsonQuote(node_id), ",\"stream\":", newest->stream_id, ",\"types\":{");
   bool first_type = true;
-  google::protobuf::util::JsonPrintOptions options;
   for (const HeldResources& held : ledger.Held(newest->stream_id)) {
     const auto status = std::find_if(newest->types.begin(), newest->types.end(),
                                      [&](const TypeSyncStatus& t) { return t.type_url == held.type_url; });
@@ -104,11 +95,7 @@ std::optional<std::string> ProxyConfigJson(const AckLedger& ledger, const std::s
     first_type = false;
     bool first = true;
     for (const ResourcePtr& resource : held.resources) {
-      std::string json;
-      std::unique_ptr<google::protobuf::Message> redacted;
-      if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(*resource, redacted), &json, options).ok()) {
-        json = "null";
-      }
+      const std::string json = JsonForDisplay(*resource).value_or("null");
       out += StrCat(first ? "" : ",", "{\"name\":", AdminJsonQuote(resource->name()),
                     ",\"version\":", AdminJsonQuote(held.incremental ? resource->content_version() : cell.sent_version),
                     ",\"config\":", json, "}");

@@ -13,8 +13,9 @@ namespace cxds {
 // v1 Secret holding TLS material (type kubernetes.io/tls, or generic with Istio's keys), which
 // Gateways name in credentialName; other Secrets are skipped as kinds without xDS meaning.
 // Checked when read: the certificates parse, the key parses and belongs to the first
-// certificate. The key is served only to gateway proxies of the Secret's namespace, and never
-// shown by debug output (protocol/resource.h MessageForDisplay).
+// certificate. The key is served only to gateway proxies of the Secret's namespace whose stream
+// proved an allowed service account (model/generators.h SecretsRefusal), and never shown by
+// debug output (protocol/resource.h MessageForDisplay).
 struct K8sTlsSecret {
   ObjectMeta meta;
   std::string certificate_chain;  // PEM (tls.crt or cert); empty in a CA-only Secret

@@ -7,30 +7,47 @@
 #include <openssl/x509.h>
 
 #include <climits>
-#include <memory>
+#include <optional>
+#include <string>
 
+#include "common/openssl_ptr.h"
 #include "common/strings.h"
 
 namespace cxds {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
+// One PEM block: its type ("CERTIFICATE", "PRIVATE KEY", ...) and its DER bytes.
+struct PemBlock {
+  std::string name;
+  std::string der;
 };
-struct X509Free {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using Bio = std::unique_ptr<BIO, BioFree>;
-using Certificate = std::unique_ptr<X509, X509Free>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
 
-Bio ReadOnly(std::string_view text) {
+// The next PEM block of `bio`, or nullopt at the end; then `broken` says whether the end was a
+// broken block rather than no more blocks. The error queue is left empty.
+std::optional<PemBlock> NextBlock(BIO* bio, bool& broken) {
+  char* name = nullptr;
+  char* header = nullptr;
+  unsigned char* data = nullptr;
+  long length = 0;
+  const bool read = PEM_read_bio(bio, &name, &header, &data, &length) == 1;
+  std::optional<PemBlock> block;
+  if (read) block = PemBlock{name != nullptr ? name : "", std::string(reinterpret_cast<const char*>(data), length)};
+  OPENSSL_free(name);
+  OPENSSL_free(header);
+  OPENSSL_free(data);
+  if (!read) {
+    // OpenSSL says "no start line" when no block is left.
+    const unsigned long error = ERR_peek_last_error();
+    broken = !(ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE);
+  }
+  ERR_clear_error();
+  return block;
+}
+
+BioPtr ReadOnly(std::string_view text) {
   // OpenSSL takes an int length; config documents are far below that, but never trust it.
   if (text.size() > static_cast<size_t>(INT_MAX)) return nullptr;
-  return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  return BioPtr(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
 }
 
 // OpenSSL's default for an encrypted PEM block asks for a passphrase on the terminal (or
@@ -66,71 +83,47 @@ std::string TextOutsideBlocks(std::string_view text) {
 
 std::string CertificatesProblem(std::string_view pem) {
   if (std::string outside = TextOutsideBlocks(pem); !outside.empty()) return outside;
-  Bio bio = ReadOnly(pem);
+  BioPtr bio = ReadOnly(pem);
   if (bio == nullptr) return "is too large";
   // Block by block, not with PEM_read_bio_X509, which skips blocks of other types without a
   // word: a private key pasted into a certificate field would be taken, and then served and
   // shown where only certificates are expected.
   int count = 0;
-  while (true) {
-    char* name = nullptr;
-    char* header = nullptr;
-    unsigned char* data = nullptr;
-    long length = 0;
-    const int read = PEM_read_bio(bio.get(), &name, &header, &data, &length);
-    const std::string block_name = read == 1 && name != nullptr ? name : "";
-    Certificate cert;
-    if (read == 1 && block_name == "CERTIFICATE") {
-      const unsigned char* cursor = data;
-      cert.reset(d2i_X509(nullptr, &cursor, length));
-      if (cert != nullptr && cursor != data + length) cert.reset();  // bytes after the certificate
-    }
-    OPENSSL_free(name);
-    OPENSSL_free(header);
-    OPENSSL_free(data);
-    if (read != 1) {
-      // The end, said by OpenSSL as "no start line", or a broken block.
-      const unsigned long error = ERR_peek_last_error();
-      const bool clean_end = ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE;
-      ERR_clear_error();
-      if (!clean_end) return StrCat("holds a broken PEM block after certificate ", count);
-      break;
-    }
-    if (block_name != "CERTIFICATE") {
-      ERR_clear_error();
-      return StrCat("holds a PEM block of type \"", block_name.substr(0, 40),
+  bool broken = false;
+  while (std::optional<PemBlock> block = NextBlock(bio.get(), broken)) {
+    if (block->name != "CERTIFICATE") {
+      return StrCat("holds a PEM block of type \"", block->name.substr(0, 40),
                     "\" where only certificates (CERTIFICATE) belong (a private key belongs in its own field)");
     }
-    if (cert == nullptr) {
-      ERR_clear_error();
+    const auto* begin = reinterpret_cast<const unsigned char*>(block->der.data());
+    const unsigned char* cursor = begin;
+    X509Ptr cert(d2i_X509(nullptr, &cursor, static_cast<long>(block->der.size())));
+    ERR_clear_error();
+    // Bytes after the certificate are no certificate either.
+    if (cert == nullptr || cursor != begin + block->der.size()) {
       return StrCat("certificate ", count + 1, " is not a valid X.509 certificate");
     }
     ++count;
   }
+  if (broken) return StrCat("holds a broken PEM block after certificate ", count);
   if (count == 0) return "holds no PEM certificate (-----BEGIN CERTIFICATE-----)";
   return "";
 }
 
 std::string PrivateKeyProblem(std::string_view key_pem, std::string_view certificate_pem) {
   if (std::string outside = TextOutsideBlocks(key_pem); !outside.empty()) return outside;
-  Bio bio = ReadOnly(key_pem);
+  BioPtr bio = ReadOnly(key_pem);
   if (bio == nullptr) return "is too large";
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassword, nullptr));
+  KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassword, nullptr));
   ERR_clear_error();
   if (key == nullptr) return "holds no PEM private key that can be read without a password";
   // Nothing but the key: another block after it (a second key, a certificate) is refused.
-  char* name = nullptr;
-  char* header = nullptr;
-  unsigned char* data = nullptr;
-  long length = 0;
-  const bool more = PEM_read_bio(bio.get(), &name, &header, &data, &length) == 1;
-  OPENSSL_free(name);
-  OPENSSL_free(header);
-  OPENSSL_free(data);
-  ERR_clear_error();
-  if (more) return "holds another PEM block after the private key (one key alone belongs here)";
-  Bio cert_bio = ReadOnly(certificate_pem);
-  Certificate cert(cert_bio == nullptr ? nullptr : PEM_read_bio_X509(cert_bio.get(), nullptr, NoPassword, nullptr));
+  bool broken = false;
+  if (NextBlock(bio.get(), broken).has_value() || broken) {
+    return "holds another PEM block after the private key (one key alone belongs here)";
+  }
+  BioPtr cert_bio = ReadOnly(certificate_pem);
+  X509Ptr cert(cert_bio == nullptr ? nullptr : PEM_read_bio_X509(cert_bio.get(), nullptr, NoPassword, nullptr));
   ERR_clear_error();
   if (cert == nullptr) return "";  // the certificate's own problem is reported on its field
   if (X509_check_private_key(cert.get(), key.get()) != 1) {

@@ -395,7 +395,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       const DnsTarget target{service, port, subset_labels};
       // gRPC takes certificates only from its bootstrap's certificate providers (gRFC A29), not
       // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
-      // the cluster is left out (GrpcIgnoredPolicyFields says so).
+      // the cluster is left out (GrpcConfigNotes says so).
       if (proxy.grpc && OriginatesTls(PolicyFor(rule, subset, port.number))) return absl::OkStatus();
       // Proxies that get the same rule (of the same namespace) share the cluster.
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
@@ -1423,9 +1423,10 @@ namespace {
 // SDS for gateway proxies: the Secrets their HTTPS servers name, kubernetes://NAME (certificate
 // and key) and kubernetes://NAME-cacert (CA; from Secret NAME-cacert when there is one, else
 // NAME's own CA, as istiod reads them), from the Secret of that name in the proxy's namespace.
-// Stricter than a node's word: only to a stream whose authenticator proved that namespace
-// (mTLS), and only names a server of a Gateway picking the proxy uses, since what is served
-// here is a private key. Anything else asked for is not sent (GatewayConfigNotes says why).
+// Stricter than a node's word: only to a stream whose authenticator proved that namespace and a
+// service account allowed to read Secrets (SecretsRefusal), and only names a server of a Gateway
+// picking the proxy uses, since what is served here is a private key. Anything else asked for is
+// not sent (GatewayConfigNotes says why).
 class SecretGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit SecretGenerator(std::vector<std::string> readers) : readers_(std::move(readers)) {}
@@ -1602,11 +1603,6 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
     out.push_back(
         "outlierDetection (gRPC ejects by success rate and failure percentage, not by the consecutive errors "
         "Istio sets)");
-  }
-  if (policy.tls.has_value() && policy.tls->mode != PolicyFields::ClientTls::Mode::kDisable) {
-    out.push_back(
-        "tls mode SIMPLE or MUTUAL (gRPC takes certificates only from its bootstrap's certificate providers, not "
-        "from files: the cluster is left out for gRPC rather than served in plaintext)");
   }
   return out;
 }

@@ -13,7 +13,7 @@
 //        port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
 //   SDS  Envoy gateway proxies: kubernetes://NAME and kubernetes://NAME-cacert, the TLS material
 //        of their HTTPS servers' credentialName Secrets, only to a stream that proved the
-//        proxy's namespace (SecretsAllowed).
+//        proxy's namespace and an allowed service account (SecretsRefusal).
 //   RDS  Envoy: route configuration "PORT" with a virtual host per service on that port;
 //        gRPC: route configuration HOST:PORT with one virtual host. Routes from VirtualService
 //        HTTP routes (URI and header matches, weighted destinations, timeout, retries), else

@@ -9,6 +9,7 @@
 #include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/json_util.h"
 #include "protocol/type_url.h"
 
 namespace cxds {
@@ -221,6 +222,17 @@ const google::protobuf::Message& MessageForDisplay(const Resource& resource,
   if (!redacted) return resource.message();
   holder = std::move(copy);
   return *holder;
+}
+
+std::optional<std::string> JsonForDisplay(const Resource& resource, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  std::unique_ptr<google::protobuf::Message> holder;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(MessageForDisplay(resource, holder), &json, options).ok()) {
+    return std::nullopt;
+  }
+  return json;
 }
 
 std::string SerializedForDisplay(const Resource& resource) {

@@ -117,6 +117,8 @@ const google::protobuf::Message& MessageForDisplay(const Resource& resource,
                                                    std::unique_ptr<google::protobuf::Message>& holder);
 // The same, serialized: `resource`'s own bytes when nothing is redacted.
 std::string SerializedForDisplay(const Resource& resource);
+// The same as JSON (indented when `pretty`), or nullopt if it cannot be printed.
+std::optional<std::string> JsonForDisplay(const Resource& resource, bool pretty = false);
 
 // Appends a protobuf varint / a length-delimited field to `out`.
 void AppendVarint(uint64_t value, std::string* out);

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/files.h"
+#include "common/openssl_ptr.h"
 #include "common/strings.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
@@ -20,19 +21,6 @@ namespace cxds {
 namespace {
 // Larger PEM files are refused: a certificate chain or CA bundle is a few KiB to a few hundred.
 constexpr size_t kMaxPemBytes = 4 << 20;
-
-struct BioDeleter {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct X509Deleter {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct KeyDeleter {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using BioPtr = std::unique_ptr<BIO, BioDeleter>;
-using X509Ptr = std::unique_ptr<X509, X509Deleter>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, KeyDeleter>;
 
 // OpenSSL's reason for the last failure, and the error queue cleared.
 std::string OpenSslError() {
