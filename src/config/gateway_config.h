@@ -25,8 +25,9 @@ struct K8sTlsSecret {
 
 // networking.istio.io Gateway: the servers of the gateway proxies (router~ nodes) whose labels
 // include the selector. cxds serves plain HTTP servers (HTTP, HTTP2, GRPC), optionally
-// redirecting to HTTPS, and HTTPS servers terminating TLS (SIMPLE or MUTUAL) with a
-// credentialName Secret; TLS passthrough and TCP servers are not supported.
+// redirecting to HTTPS; HTTPS servers terminating TLS (SIMPLE or MUTUAL) with a credentialName
+// Secret; TCP servers (TCP, MONGO, REDIS, MYSQL: proxied as TCP); TLS servers that terminate
+// TLS the same way, then proxy TCP; and TLS or HTTPS servers passing TLS through (PASSTHROUGH).
 struct Gateway {
   ObjectMeta meta;
   LabelMap selector;  // empty: every gateway proxy
@@ -34,16 +35,22 @@ struct Gateway {
     std::string name;
     uint32_t port = 0;
     std::string port_name;
-    std::string protocol;  // HTTP, HTTP2, GRPC or HTTPS
+    std::string protocol;  // HTTP, HTTP2, GRPC, HTTPS, TCP, MONGO, REDIS, MYSQL or TLS
+    // Which routes of the bound VirtualServices it serves: http (HTTP, HTTP2, GRPC, and HTTPS
+    // that terminates), tcp (TCP, MONGO, REDIS, MYSQL, and TLS that terminates), or tls by SNI
+    // name (TLS or HTTPS with mode PASSTHROUGH).
+    enum class Routes { kHttp, kTcp, kTls };
+    Routes routes = Routes::kHttp;
     // "namespace/host": VirtualServices of that namespace ("*": any, ".": the Gateway's) bound
     // to the Gateway serve the host (a wildcard such as "*.example.com" or "*" allowed). A
     // host without a namespace in the file is "*/host".
     std::vector<std::string> hosts;
     bool https_redirect = false;  // tls.httpsRedirect: answer every request with a 301 to https
-    // An HTTPS server terminates TLS: the certificate of Secret `credential_name` in the gateway
-    // proxy's namespace (SDS kubernetes://NAME); MUTUAL also asks for the client's certificate
-    // and checks it against the Secret's CA (kubernetes://NAME-cacert).
-    enum class TlsMode { kNone, kSimple, kMutual };
+    // SIMPLE and MUTUAL terminate TLS with the certificate of Secret `credential_name` in the
+    // gateway proxy's namespace (SDS kubernetes://NAME); MUTUAL also asks for the client's
+    // certificate and checks it against the Secret's CA (kubernetes://NAME-cacert).
+    // PASSTHROUGH forwards the TLS bytes by the SNI name, holding no certificate.
+    enum class TlsMode { kNone, kSimple, kMutual, kPassthrough };
     TlsMode tls_mode = TlsMode::kNone;
     std::string credential_name;
     std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default

@@ -231,20 +231,28 @@ struct HttpRoute {
   static constexpr size_t kMaxDirectResponseBody = 4096;
 };
 
-// A tcp[] route: opaque connections to the host's TCP ports (TCP, TLS, MONGO, ...), by port.
+// A tcp[] route: opaque connections to the host's TCP ports (TCP, TLS, MONGO, ...), or to a
+// Gateway's TCP servers (and TLS servers that terminate), by port.
 struct TcpRoute {
-  std::vector<uint32_t> ports;  // match[].port; 0 or none: any port of the host
+  struct Match {
+    uint32_t port = 0;  // the host's (or the Gateway server's) port; 0: any
+    // As HttpRoute::Match::gateways: empty, the VirtualService's gateways.
+    std::vector<std::string> gateways;
+  };
+  std::vector<Match> match;  // empty: every connection
   std::vector<HttpRouteDestination> route;
 };
 
-// A tls[] route: TLS connections to the host's TLS and HTTPS ports, by the SNI name the client
-// sends (Envoy nodes only: proxyless gRPC has no opaque ports).
+// A tls[] route: TLS connections to the host's TLS and HTTPS ports, or to a Gateway's TLS
+// servers that pass TLS through, by the SNI name the client sends (Envoy nodes only: proxyless
+// gRPC has no opaque ports).
 struct TlsRoute {
   struct Match {
     // Required; each is one of the VirtualService's hosts or under one ("a.example.com" under
     // "*.example.com"), as Istio validates. "*": every name (and none).
     std::vector<std::string> sni_hosts;
-    uint32_t port = 0;  // 0: any TLS port of the host
+    uint32_t port = 0;                  // 0: any TLS port of the host (or of the Gateway's servers)
+    std::vector<std::string> gateways;  // as TcpRoute::Match::gateways
   };
   std::vector<Match> match;  // at least one
   std::vector<HttpRouteDestination> route;

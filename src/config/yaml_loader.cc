@@ -1198,29 +1198,6 @@ std::vector<HttpRouteDestination> ReadWeightedDestinations(Reader& r, const YAML
   return out;
 }
 
-// spec.tcp[]: opaque TCP routes; a match selects by the service port only.
-void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
-  const YAML::Node tcp = spec["tcp"];
-  if (!tcp.IsDefined() || !r.IsSeq(tcp, "spec.tcp")) return;
-  for (size_t i = 0; i < tcp.size(); ++i) {
-    const std::string f = Reader::Index("spec.tcp", i);
-    if (!r.IsMap(tcp[i], f)) continue;
-    r.OnlyKeys(tcp[i], f, {"match", "route"});
-    TcpRoute route;
-    if (const YAML::Node match = tcp[i]["match"]; match.IsDefined() && r.IsSeq(match, Reader::Join(f, "match"))) {
-      for (size_t j = 0; j < match.size(); ++j) {
-        const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
-        if (!r.IsMap(match[j], mf)) continue;
-        r.OnlyKeys(match[j], mf, {"port"},
-                   {"destinationSubnets", "sourceLabels", "gateways", "sourceNamespace", "sourceSubnet"});
-        route.ports.push_back(r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0));
-      }
-    }
-    route.route = ReadWeightedDestinations(r, tcp[i], f, /*http=*/false);
-    vs.tcp.push_back(std::move(route));
-  }
-}
-
 // `gateways` of `node` (field `f`) of a VirtualService of namespace `ns`: "mesh", or a Gateway
 // as "namespace/name" or "name" (of `ns`), returned as "mesh" and "namespace/name". Istio's
 // older "name.namespace" form is refused as not supported (cxds cannot tell it from a name).
@@ -1255,14 +1232,29 @@ std::vector<std::string> ReadGatewayNames(Reader& r, const YAML::Node& node, con
   return out;
 }
 
-// `gateways` of a tcp or tls route match: only "mesh" (cxds serves no TCP or TLS Gateway servers).
-void CheckMeshGatewayOnly(Reader& r, const YAML::Node& node, const std::string& f) {
-  for (const std::string& gateway : r.Strings(node, "gateways", f, false)) {
-    if (gateway != "mesh") {
-      r.Error(node["gateways"], Reader::Join(f, "gateways"),
-              StrCat("gateway \"", gateway.substr(0, 64),
-                     "\": tcp and tls routes at a Gateway are not supported by cxds (only \"mesh\")"));
+// spec.tcp[]: opaque TCP routes; a match selects by the port and the gateways.
+void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
+  const YAML::Node tcp = spec["tcp"];
+  if (!tcp.IsDefined() || !r.IsSeq(tcp, "spec.tcp")) return;
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    const std::string f = Reader::Index("spec.tcp", i);
+    if (!r.IsMap(tcp[i], f)) continue;
+    r.OnlyKeys(tcp[i], f, {"match", "route"});
+    TcpRoute route;
+    if (const YAML::Node match = tcp[i]["match"]; match.IsDefined() && r.IsSeq(match, Reader::Join(f, "match"))) {
+      for (size_t j = 0; j < match.size(); ++j) {
+        const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
+        if (!r.IsMap(match[j], mf)) continue;
+        r.OnlyKeys(match[j], mf, {"port", "gateways"},
+                   {"destinationSubnets", "sourceLabels", "sourceNamespace", "sourceSubnet"});
+        TcpRoute::Match m;
+        m.port = r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0);
+        m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
+        route.match.push_back(std::move(m));
+      }
     }
+    route.route = ReadWeightedDestinations(r, tcp[i], f, /*http=*/false);
+    vs.tcp.push_back(std::move(route));
   }
 }
 
@@ -1285,8 +1277,8 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
       if (!r.IsMap(match[j], mf)) continue;
       r.OnlyKeys(match[j], mf, {"sniHosts", "port", "gateways"},
                  {"destinationSubnets", "sourceLabels", "sourceNamespace"});
-      CheckMeshGatewayOnly(r, match[j], mf);
       TlsRoute::Match m;
+      m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
       m.sni_hosts = r.Strings(match[j], "sniHosts", mf, true);
       for (size_t k = 0; k < m.sni_hosts.size(); ++k) {
         const std::string& sni = m.sni_hosts[k];
@@ -1520,13 +1512,6 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     vs.gateways = ReadGatewayNames(r, spec, "spec", vs.meta.namespace_name);
     if (vs.gateways.empty() && r.IsSeq(spec["gateways"], "spec.gateways") && spec["gateways"].size() == 0) {
       vs.gateways = {"mesh"};  // an empty list is the default, as in Istio
-    }
-  }
-  const bool for_mesh = std::find(vs.gateways.begin(), vs.gateways.end(), "mesh") != vs.gateways.end();
-  for (const char* opaque : {"tcp", "tls"}) {
-    if (spec[opaque].IsDefined() && !for_mesh && !vs.gateways.empty()) {
-      r.Error(spec[opaque], Reader::Join("spec", opaque),
-              StrCat(opaque, " routes at a Gateway are not supported by cxds (only with \"mesh\" in spec.gateways)"));
     }
   }
   vs.hosts = r.Strings(spec, "hosts", "spec", true);
@@ -2008,14 +1993,23 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
   return out;
 }
 
-// A Gateway server's tls: httpsRedirect on a plain server; on an HTTPS server, TLS termination
-// with a credentialName Secret (SIMPLE or MUTUAL), as istiod serves it over SDS.
+// A Gateway server's tls, as istiod reads it: on an HTTP, HTTP2 or GRPC server only
+// httpsRedirect; on any other server TLS termination with a credentialName Secret (SIMPLE or
+// MUTUAL), as istiod serves it over SDS, or PASSTHROUGH (the mode when none is given). Sets the
+// server's routes (Gateway::Server::Routes) from its protocol and mode: an HTTPS server that
+// terminates serves http routes, another that terminates tcp routes, a passthrough one tls routes.
 void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway::Server& server) {
+  const bool http = server.protocol == "HTTP" || server.protocol == "HTTP2" || server.protocol == "GRPC";
+  server.routes = http || server.protocol == "HTTPS" ? Gateway::Server::Routes::kHttp : Gateway::Server::Routes::kTcp;
   const YAML::Node tls = s["tls"];
   const std::string tf = Reader::Join(f, "tls");
   if (!tls.IsDefined()) {
-    // Istio validates this too: an HTTPS server without TLS settings has nothing to serve with.
-    if (server.protocol == "HTTPS") r.Error(s, tf, "is required for an HTTPS server (mode and credentialName)");
+    // Istio validates this too: an HTTPS or TLS server without TLS settings has nothing to serve with.
+    if (server.protocol == "HTTPS" || server.protocol == "TLS") {
+      r.Error(s, tf,
+              StrCat("is required for ", server.protocol == "HTTPS" ? "an " : "a ", server.protocol,
+                     " server (mode, and credentialName to terminate)"));
+    }
     return;
   }
   if (!r.IsMap(tls, tf)) return;
@@ -2025,37 +2019,50 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
              {"caCrl", "credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki",
               "verifyCertificateHash"});
   server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
-  const std::string mode = r.String(tls, "mode", tf, false).value_or("");
+  const std::optional<std::string> given_mode = r.String(tls, "mode", tf, false);
+  const std::string mode = given_mode.value_or("PASSTHROUGH");  // Istio's enum default
   const std::string credential = r.String(tls, "credentialName", tf, false).value_or("");
   static constexpr std::string_view kModes[] = {"PASSTHROUGH",      "SIMPLE",       "MUTUAL",
                                                 "AUTO_PASSTHROUGH", "ISTIO_MUTUAL", "OPTIONAL_MUTUAL"};
-  if (!mode.empty() && std::find(std::begin(kModes), std::end(kModes), mode) == std::end(kModes)) {
+  if (std::find(std::begin(kModes), std::end(kModes), mode) == std::end(kModes)) {
     r.Error(tls["mode"], Reader::Join(tf, "mode"),
             StrCat("mode \"", mode.substr(0, 32),
                    "\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, ISTIO_MUTUAL, OPTIONAL_MUTUAL"));
     return;
   }
-  if (server.protocol != "HTTPS") {
-    // A plain server may only redirect: cxds terminates TLS on HTTPS servers alone.
+  if (http) {
+    // A plain HTTP server may only redirect, as istiod reads it (TLS needs an HTTPS server).
     for (const char* key : {"mode", "credentialName", "serverCertificate", "privateKey", "caCertificates",
                             "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
       if (!tls[key].IsDefined()) continue;
       r.Error(tls[key], Reader::Join(tf, key),
-              StrCat("on a server of protocol ", server.protocol.empty() ? "HTTP" : server.protocol,
-                     " is not supported by cxds (it terminates TLS on HTTPS servers only; httpsRedirect is "
+              StrCat("on a server of protocol ", server.protocol,
+                     " is not supported by cxds (TLS is served on HTTPS, TLS and TCP servers; httpsRedirect is "
                      "supported here)"));
     }
     return;
   }
-  if (mode.empty()) {
-    r.Error(tls, Reader::Join(tf, "mode"), "is required for an HTTPS server (SIMPLE or MUTUAL)");
+  if (mode == "PASSTHROUGH") {
+    // The client's TLS goes through untouched, routed by its SNI name: nothing to terminate with.
+    server.tls_mode = Gateway::Server::TlsMode::kPassthrough;
+    server.routes = Gateway::Server::Routes::kTls;
+    for (const char* key : {"credentialName", "serverCertificate", "privateKey", "caCertificates", "minProtocolVersion",
+                            "maxProtocolVersion", "cipherSuites"}) {
+      if (!tls[key].IsDefined()) continue;
+      r.Error(
+          tls[key], Reader::Join(tf, key),
+          StrCat("has no effect with mode PASSTHROUGH", given_mode.has_value() ? "" : " (the mode when none is given)",
+                 ", where the gateway does not terminate TLS: not supported by cxds (set mode SIMPLE or "
+                 "MUTUAL to terminate)"));
+    }
     return;
   }
   if (mode != "SIMPLE" && mode != "MUTUAL") {
     r.Error(tls["mode"], Reader::Join(tf, "mode"),
-            StrCat("mode ", mode,
-                   " is not supported by cxds (SIMPLE and MUTUAL with credentialName; cxds issues no workload "
-                   "certificates and passes no TLS through)"));
+            StrCat("mode ", mode, " is not supported by cxds (SIMPLE and MUTUAL with credentialName, and PASSTHROUGH",
+                   mode == "AUTO_PASSTHROUGH" ? "; cxds serves no SNI-named clusters for east-west traffic)"
+                   : mode == "ISTIO_MUTUAL"   ? "; cxds issues no workload certificates)"
+                                              : "; a client certificate is either required or not asked for)"));
     return;
   }
   server.tls_mode = mode == "SIMPLE" ? Gateway::Server::TlsMode::kSimple : Gateway::Server::TlsMode::kMutual;
@@ -2160,11 +2167,11 @@ MeshObject ReadGateway(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
         r.Error(port["protocol"], Reader::Join(pf, "protocol"),
                 StrCat("protocol \"", protocol.substr(0, 32),
                        "\" must be one of HTTP, HTTPS, GRPC, GRPC-WEB, HTTP2, MONGO, REDIS, MYSQL, TCP, TLS, UDP"));
-      } else if (protocol != "HTTP" && protocol != "HTTP2" && protocol != "GRPC" && protocol != "HTTPS") {
+      } else if (protocol == "UDP" || protocol == "GRPC-WEB") {
         r.Error(port["protocol"], Reader::Join(pf, "protocol"),
                 StrCat("protocol ", protocol,
-                       " at a Gateway is not supported by cxds (only HTTP, HTTP2, GRPC and HTTPS servers: no TLS "
-                       "passthrough or TCP proxying at gateways)"));
+                       " at a Gateway is not supported by cxds (HTTP, HTTP2, GRPC, HTTPS, TCP, MONGO, REDIS, MYSQL "
+                       "and TLS servers are)"));
       }
     }
     server.hosts = ReadServerHosts(r, s, f);

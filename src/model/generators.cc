@@ -572,26 +572,40 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
 
 // The TCP proxy of one opaque filter chain: to the chain's route's destinations (one, or
 // weighted), else to the service's own cluster.
+// A TCP proxy to the weighted destinations `route` (short hosts of `route_namespace`) of
+// connections to `port`, counted under `stat_prefix`.
+std::string DestinationCluster(const MeshContext& mesh, const HttpRouteDestination& d,
+                               const std::string& route_namespace, uint32_t port) {
+  const std::string host = ResolveHost(d.host, route_namespace, mesh.domain_suffix());
+  return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
+}
+
+TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestination>& route,
+                    const std::string& route_namespace, uint32_t port, const std::string& stat_prefix) {
+  TcpProxy tcp;
+  tcp.set_stat_prefix(stat_prefix);
+  const auto cluster_of = [&](const HttpRouteDestination& d) {
+    return DestinationCluster(mesh, d, route_namespace, port);
+  };
+  if (route.size() == 1) {
+    tcp.set_cluster(cluster_of(route.front()));
+    return tcp;
+  }
+  for (const HttpRouteDestination& d : route) {
+    if (d.weight == 0) continue;
+    auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
+    weighted->set_name(cluster_of(d));
+    weighted->set_weight(d.weight);
+  }
+  return tcp;
+}
+
 TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port) {
   const std::string cluster = ClusterName(port, "", chain.host);
+  if (chain.route != nullptr) return RouteProxy(mesh, *chain.route, chain.route_namespace, port, cluster);
   TcpProxy tcp;
   tcp.set_stat_prefix(cluster);
-  const auto cluster_of = [&](const HttpRouteDestination& d) {
-    const std::string host = ResolveHost(d.host, chain.route_namespace, mesh.domain_suffix());
-    return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
-  };
-  if (chain.route == nullptr) {
-    tcp.set_cluster(cluster);
-  } else if (chain.route->size() == 1) {
-    tcp.set_cluster(cluster_of(chain.route->front()));
-  } else {
-    for (const HttpRouteDestination& d : *chain.route) {
-      if (d.weight == 0) continue;
-      auto* weighted = tcp.mutable_weighted_clusters()->add_clusters();
-      weighted->set_name(cluster_of(d));
-      weighted->set_weight(d.weight);
-    }
-  }
+  tcp.set_cluster(cluster);
   return tcp;
 }
 
@@ -620,67 +634,6 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
 
 }  // namespace
 
-std::string GatewaySecretName(const std::string& credential_name) { return StrCat("kubernetes://", credential_name); }
-std::string GatewayCaSecretName(const std::string& credential_name) {
-  return StrCat("kubernetes://", credential_name, "-cacert");
-}
-
-std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server) {
-  return StrCat("https.", server.port, ".", server.port_name, ".", gateway.meta.name, ".", gateway.meta.namespace_name);
-}
-
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways) {
-  std::map<uint32_t, GatewayPort> ports;
-  for (const Gateway* gateway : gateways) {
-    for (const Gateway::Server& server : gateway->servers) {
-      const bool tls = server.tls_mode != Gateway::Server::TlsMode::kNone;
-      GatewayServer entry{gateway, &server, {}, ""};
-      auto [it, first] = ports.try_emplace(server.port);
-      GatewayPort& port = it->second;
-      if (first) port.tls = tls;
-      if (port.tls != tls) {
-        entry.left_out = StrCat("port ", server.port, " already serves ", port.tls ? "TLS (HTTPS)" : "plain HTTP",
-                                " for an earlier server; Envoy cannot serve both on one listener");
-        port.left_out.push_back(std::move(entry));
-        continue;
-      }
-      if (!tls) {
-        port.servers.push_back(std::move(entry));
-        continue;
-      }
-      // SNI names: the hosts without their namespace; "*" among them matches every name (the
-      // chain without server_names), as istiod's SNI hosts of a server.
-      bool catch_all = false;
-      std::vector<std::string> names;
-      for (const std::string& host : server.hosts) {
-        const std::string name = host.substr(host.find('/') + 1);
-        if (name == "*") catch_all = true;
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-      }
-      if (catch_all) names.clear();
-      // Envoy refuses a listener with two chains matching the same name: an earlier server keeps it.
-      std::vector<std::string> free_names;
-      for (const std::string& name : names) {
-        if (port.taken_names.insert(name).second) {
-          free_names.push_back(name);
-        } else {
-          entry.lost_names.push_back(name);
-        }
-      }
-      if (catch_all ? port.has_catch_all : free_names.empty()) {
-        entry.left_out = StrCat("every SNI name of it on port ", server.port,
-                                " is already served by an earlier server (Envoy matches each name once)");
-        port.left_out.push_back(std::move(entry));
-        continue;
-      }
-      port.has_catch_all = port.has_catch_all || catch_all;
-      entry.server_names = std::move(free_names);
-      port.servers.push_back(std::move(entry));
-    }
-  }
-  return ports;
-}
-
 namespace {
 
 envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const std::string& name) {
@@ -700,9 +653,10 @@ envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVer
   return Params::TLS_AUTO;
 }
 
-// An HTTPS server's TLS termination, as istiod builds it for a credentialName: the certificate
+// A server's TLS termination, as istiod builds it for a credentialName: the certificate
 // over SDS (on the ADS stream) as kubernetes://NAME; for MUTUAL a client certificate required
-// and checked against kubernetes://NAME-cacert. ALPN offers HTTP/2 and HTTP/1.1.
+// and checked against kubernetes://NAME-cacert. ALPN offers HTTP/2 and HTTP/1.1 (istiod offers it on
+// TLS servers that terminate for TCP too).
 envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsContext(const Gateway::Server& server) {
   envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
   auto* common = context.mutable_common_tls_context();
@@ -821,10 +775,13 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
 
  private:
   // A gateway proxy's listeners, as istiod names them: ADDRESS_PORT per port of the servers of
-  // the Gateways that pick it (PlanGatewayPorts). A plain port gets the HTTP connection manager
-  // with route configuration http.PORT; a TLS port one filter chain per HTTPS server, matching
-  // its SNI names, terminating TLS (GatewayTlsContext), routes https.PORT.PORT_NAME.GATEWAY.NS.
-  // Nothing else: a gateway has no outbound listeners.
+  // the Gateways that pick it (PlanGatewayPorts). A plain HTTP port gets the HTTP connection
+  // manager with route configuration http.PORT; a plain TCP port the TCP proxy of its server's
+  // tcp route; a TLS port the chains of PlanGatewayChains, by SNI name: an HTTPS server's
+  // terminates TLS (GatewayTlsContext) for routes https.PORT.PORT_NAME.GATEWAY.NS, a TLS
+  // server's terminates it for its tcp route, a passthrough server's proxy the TLS bytes.
+  // A port with no chain has no listener (Envoy refuses one). Nothing else: a gateway has no
+  // outbound listeners.
   absl::StatusOr<std::optional<GeneratedResources>> GatewayListeners(const ProxyInfo& proxy, const PushRequest& request,
                                                                      const MeshContext& mesh, ResourceCache& cache) {
     const std::vector<const Gateway*> gateways = mesh.GatewaysFor(proxy.labels);
@@ -836,18 +793,24 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     for (const auto& [port, plan] : PlanGatewayPorts(gateways)) {
       if (plan.servers.empty()) continue;
       const std::string name = StrCat(options_.gateway_address, "_", port);
-      // A plain listener is the same for every gateway proxy with this port; a TLS one follows
-      // from the Gateways that pick the proxy.
-      auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, plan.tls ? picked : "router"}, {kWholeContext}, request.push_sequence,
-          [&]() -> absl::StatusOr<ResourcePtr> { return Resource::FromMessage(GatewayListener(name, port, plan)); });
+      // A plain HTTP listener is the same for every gateway proxy with this port; the others
+      // follow from the Gateways that pick the proxy.
+      const bool http = plan.kind == GatewayPort::Kind::kHttp;
+      auto resource = cache.GetOrBuild({std::string(kListenerType), name, http ? "router" : picked}, {kWholeContext},
+                                       request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+                                         std::optional<Listener> listener = GatewayListener(mesh, name, port, plan);
+                                         if (!listener.has_value()) return absl::NotFoundError("no filter chain");
+                                         return Resource::FromMessage(*listener);
+                                       });
+      if (absl::IsNotFound(resource.status())) continue;
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
     return out;
   }
 
-  Listener GatewayListener(const std::string& name, uint32_t port, const GatewayPort& plan) const {
+  std::optional<Listener> GatewayListener(const MeshContext& mesh, const std::string& name, uint32_t port,
+                                          const GatewayPort& plan) const {
     Listener listener;
     listener.set_name(name);
     auto* address = listener.mutable_address()->mutable_socket_address();
@@ -861,23 +824,43 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       filter->set_name("envoy.filters.network.http_connection_manager");
       filter->mutable_typed_config()->PackFrom(hcm);
     };
-    if (!plan.tls) {
+    if (plan.kind == GatewayPort::Kind::kHttp) {
       add_manager(listener.add_filter_chains(), StrCat("http.", port));
       return listener;
     }
-    auto* inspector = listener.add_listener_filters();
-    inspector->set_name("envoy.filters.listener.tls_inspector");
-    inspector->mutable_typed_config()->PackFrom(
-        envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector());
-    for (const GatewayServer& entry : plan.servers) {
+    const GatewayChains planned = PlanGatewayChains(mesh, port, plan);
+    if (planned.chains.empty()) return std::nullopt;
+    if (plan.kind == GatewayPort::Kind::kTls) {
+      auto* inspector = listener.add_listener_filters();
+      inspector->set_name("envoy.filters.listener.tls_inspector");
+      inspector->mutable_typed_config()->PackFrom(
+          envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector());
+    }
+    for (const GatewayChain& planned_chain : planned.chains) {
+      const Gateway::Server& server = *planned_chain.entry->server;
       auto* chain = listener.add_filter_chains();
-      for (const std::string& server_name : entry.server_names) {
+      for (const std::string& server_name : planned_chain.server_names) {
         chain->mutable_filter_chain_match()->add_server_names(server_name);
       }
-      auto* socket = chain->mutable_transport_socket();
-      socket->set_name("envoy.transport_sockets.tls");
-      socket->mutable_typed_config()->PackFrom(GatewayTlsContext(*entry.server));
-      add_manager(chain, GatewayTlsRouteName(*entry.gateway, *entry.server));
+      if (server.tls_mode == Gateway::Server::TlsMode::kSimple ||
+          server.tls_mode == Gateway::Server::TlsMode::kMutual) {
+        auto* socket = chain->mutable_transport_socket();
+        socket->set_name("envoy.transport_sockets.tls");
+        socket->mutable_typed_config()->PackFrom(GatewayTlsContext(server));
+      }
+      if (planned_chain.route == nullptr) {
+        add_manager(chain, GatewayTlsRouteName(*planned_chain.entry->gateway, server));
+        continue;
+      }
+      auto* filter = chain->add_filters();
+      filter->set_name("envoy.filters.network.tcp_proxy");
+      // Counted under the destination's cluster, as istiod's; a split under the listener.
+      const std::string stat_prefix =
+          planned_chain.route->size() == 1
+              ? DestinationCluster(mesh, planned_chain.route->front(), planned_chain.route_namespace, port)
+              : StrCat("outbound_", name);
+      filter->mutable_typed_config()->PackFrom(
+          RouteProxy(mesh, *planned_chain.route, planned_chain.route_namespace, port, stat_prefix));
     }
     return listener;
   }
@@ -1276,6 +1259,7 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<GatewaySe
     const Gateway::Server& server = *entry.server;
     const std::string gateway_name = StrCat(gateway->meta.namespace_name, "/", gateway->meta.name);
     for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
+      if (vs->http.empty()) continue;  // tcp and tls routes only: nothing for an HTTP server
       for (const std::string& vs_host : vs->hosts) {
         const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
         for (const std::string& server_host : server.hosts) {
@@ -1362,12 +1346,15 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
               uint32_t port = 0;
               std::vector<GatewayServer> servers;
               if (name.starts_with("http.") && absl::SimpleAtoi(name.substr(5), &port)) {
-                if (auto it = plan.find(port); it != plan.end() && !it->second.tls) servers = it->second.servers;
+                if (auto it = plan.find(port); it != plan.end() && it->second.kind == GatewayPort::Kind::kHttp) {
+                  servers = it->second.servers;
+                }
               } else {
                 for (const auto& [number, served] : plan) {
-                  if (!served.tls) continue;
+                  if (served.kind != GatewayPort::Kind::kTls) continue;
                   for (const GatewayServer& entry : served.servers) {
-                    if (GatewayTlsRouteName(*entry.gateway, *entry.server) == name) {
+                    if (entry.server->routes == Gateway::Server::Routes::kHttp &&
+                        GatewayTlsRouteName(*entry.gateway, *entry.server) == name) {
                       port = number;
                       servers = {entry};
                     }
@@ -1622,6 +1609,10 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
   };
   const std::string refusal = SecretsRefusal(proxy, identity, readers);
   for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
+    for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
+      add({StrCat("listener port ", port),
+           StrCat(note.object.kind, " ", note.object.namespace_name, "/", note.object.name), note.field, note.reason});
+    }
     for (const GatewayServer& entry : plan.left_out) {
       const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
       add({StrCat("listener port ", port), ObjectName("Gateway", entry.gateway->meta),

@@ -9,10 +9,11 @@
 //   LDS  Envoy: one listener per port, ADDRESS_PORT, with the HTTP connection manager, RDS
 //        route configuration "PORT" and the router filter; an opaque port (TCP, TLS, ...) gets
 //        TCP proxy filter chains instead (MeshContext::OpaqueChains: by SNI name for TLS and
-//        HTTPS, with the TLS inspector). Proxyless gRPC: one API listener per HTTP service
-//        port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
+//        HTTPS, with the TLS inspector). Gateway proxies: a listener per port of their
+//        Gateways' servers (model/gateway_plan.h). Proxyless gRPC: one API listener per HTTP
+//        service port, HOST:PORT (target xds:///HOST:PORT), RDS route configuration HOST:PORT.
 //   SDS  Envoy gateway proxies: kubernetes://NAME and kubernetes://NAME-cacert, the TLS material
-//        of their HTTPS servers' credentialName Secrets, only to a stream that proved the
+//        of their terminating servers' credentialName Secrets, only to a stream that proved the
 //        proxy's namespace and an allowed service account (SecretsRefusal).
 //   RDS  Envoy: route configuration "PORT" with a virtual host per service on that port;
 //        gRPC: route configuration HOST:PORT with one virtual host. Routes from VirtualService
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gateway_plan.h"
 #include "model/mesh_model.h"
 #include "model/proxy.h"
 #include "pipeline/generator.h"
@@ -62,33 +64,6 @@ std::string ClusterName(uint32_t port, const std::string& subset, const std::str
 // whole route is. Empty: gRPC nodes get all of it. Shared with analysis (cxds_grpc_ignores).
 std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http);
 
-// A gateway proxy's servers per port, as its listeners are built. The first server of a port
-// (Gateways in GatewaysFor order, namespace/name; servers in file order) decides whether the port is plain HTTP
-// or terminates TLS: a server of the other kind on that port is left out, since Envoy cannot
-// serve both on one listener; so is a TLS server whose every SNI name an earlier server of the
-// port took (Envoy refuses a listener matching one name twice).
-struct GatewayServer {
-  const Gateway* gateway = nullptr;
-  const Gateway::Server* server = nullptr;
-  std::vector<std::string> server_names;  // TLS: the SNI names its filter chain matches; empty: every name
-  std::string left_out;                   // why it is not served; empty when it is
-  std::vector<std::string> lost_names;    // TLS: its SNI names an earlier server of the port has
-};
-struct GatewayPort {
-  bool tls = false;
-  std::vector<GatewayServer> servers;   // served, in order
-  std::vector<GatewayServer> left_out;  // with the reason
-  std::set<std::string> taken_names;
-  bool has_catch_all = false;
-};
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways);
-
-// istiod's names: the SDS secrets of an HTTPS server's credentialName (the certificate and key;
-// the CA for MUTUAL), and its route configuration https.PORT.PORT_NAME.GATEWAY.NAMESPACE.
-std::string GatewaySecretName(const std::string& credential_name);
-std::string GatewayCaSecretName(const std::string& credential_name);
-std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server);
-
 // Why a proxy may not be sent Secrets (private keys), or "" when it may: it must be an Envoy
 // gateway proxy (router~) whose stream's authenticator proved its namespace and a service
 // account among `readers` ("namespace/serviceaccount", TranslationOptions::secret_readers).
@@ -110,14 +85,15 @@ const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& nam
 
 // One thing of the config that applies to a proxy and that it is not given, and why.
 struct ProxyConfigNote {
-  std::string resource;  // the route configuration or cluster it concerns
+  std::string resource;  // the route configuration, cluster or listener it concerns
   std::string object;    // "VirtualService shop/reviews"
   std::string field;     // "spec.http[0]", "spec.subsets[1].trafficPolicy"
   std::string reason;
 };
 
 // For an Envoy gateway proxy: what its Gateways' servers need that it is not given, and why:
-// servers its listeners leave out, and the SDS secrets of HTTPS servers that are not served
+// servers its listeners leave out, servers no route applies to and tls route matches not
+// routed (PlanGatewayChains), and the SDS secrets of terminating servers that are not served
 // (the stream proved no namespace, or no such Secret in the proxy's namespace). Without these
 // Envoy keeps the TLS listener warming and serves none of its chains. At most `limit` notes.
 std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const ProxyInfo& proxy,

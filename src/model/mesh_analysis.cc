@@ -62,6 +62,8 @@ void UnusedTlsRoutes(const ObjectMap& served, const MeshContext& mesh, const std
     for (size_t i = 0; i < vs->tls.size(); ++i) {
       for (size_t j = 0; j < vs->tls[i].match.size(); ++j) {
         const uint32_t port = vs->tls[i].match[j].port;
+        // (At a Gateway, a match routes the TLS servers that pass TLS through: not judged here.)
+        if (!OpaqueMatchAt(vs->tls[i].match[j].gateways, *vs, "mesh")) continue;
         if (std::any_of(tls_ports.begin(), tls_ports.end(), [&](uint32_t p) { return port == 0 || p == port; })) {
           continue;
         }
@@ -258,11 +260,12 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
-// Gateway servers that cannot serve as written: an HTTPS server whose credentialName names no
-// Secret with what it needs (istioctl's IST0101 for gateway Secrets; cxds looks in every
-// namespace, since the proxies' namespace is not known here), and servers of one Gateway that
-// its listeners leave out (PlanGatewayPorts).
-void GatewayServers(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+// Gateway servers that cannot serve as written: a terminating server whose credentialName
+// names no Secret with what it needs (istioctl's IST0101 for gateway Secrets; cxds looks in
+// every namespace, since the proxies' namespace is not known here), servers of one Gateway that
+// its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or
+// tls route matches not routed there (PlanGatewayChains).
+void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
   std::map<std::string, std::pair<bool, bool>> material;  // Secret name -> (certificate, CA), any namespace
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kSecret)) {
     const auto* secret = std::get_if<K8sTlsSecret>(&stored->object);
@@ -297,6 +300,9 @@ void GatewayServers(const ObjectMap& served, std::vector<ConfigWarning>& out) {
       }
     }
     for (const auto& [port, plan] : PlanGatewayPorts({gateway})) {
+      for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
+        out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
+      }
       for (const GatewayServer& left_out : plan.left_out) {
         const size_t index = static_cast<size_t>(left_out.server - gateway->servers.data());
         out.push_back({key, StrCat("spec.servers[", index, "]"), "cxds_gateway_server_left_out",
@@ -326,7 +332,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);
-    GatewayServers(served, out);
+    GatewayServers(served, mesh, out);
     return out;
   };
 }

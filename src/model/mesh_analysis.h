@@ -26,9 +26,12 @@
 //                                 matches): Envoy nodes get it, gRPC nodes do without
 //   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
 //                                 hosts takes: no Envoy listener uses it
-//   cxds_gateway_server_left_out  a Gateway server its listeners leave out: plain HTTP and TLS on
-//                                 one port, or a TLS server whose every SNI name an earlier server
-//                                 of the port has (model/generators.h PlanGatewayPorts)
+//   cxds_gateway_server_left_out  a Gateway server its listeners leave out: servers of two kinds
+//                                 (plain HTTP, plain TCP, TLS) on one port, a second plain TCP
+//                                 server, a TLS server whose every SNI name an earlier server of
+//                                 the port has (model/gateway_plan.h PlanGatewayPorts); a TCP or
+//                                 TLS server no tcp or tls route applies to, and a tls route
+//                                 match whose SNI names another chain has (PlanGatewayChains)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
 #pragma once

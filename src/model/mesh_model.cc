@@ -40,6 +40,19 @@ std::string GatewayHostName(const Gateway& gateway, const std::string& server_ho
   return "";
 }
 
+bool TcpRouteApplies(const TcpRoute& route, const VirtualService& vs, const std::string& gateway, uint32_t port) {
+  if (route.match.empty()) return OpaqueMatchAt({}, vs, gateway);
+  return std::any_of(route.match.begin(), route.match.end(), [&](const TcpRoute::Match& match) {
+    return (match.port == 0 || match.port == port) && OpaqueMatchAt(match.gateways, vs, gateway);
+  });
+}
+
+bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const VirtualService& vs,
+                   const std::string& gateway) {
+  const std::vector<std::string>& gateways = match_gateways.empty() ? vs.gateways : match_gateways;
+  return std::find(gateways.begin(), gateways.end(), gateway) != gateways.end();
+}
+
 void ForEachDestination(const VirtualService& vs,
                         const std::function<void(const HttpRouteDestination&, const std::string&)>& fn) {
   for (size_t i = 0; i < vs.http.size(); ++i) {
@@ -331,9 +344,7 @@ void MeshContext::BuildOpaqueChains() {
         OpaqueChain chain{host};
         for (const VirtualService* vs : VirtualServicesFor(host)) {
           for (const TcpRoute& route : vs->tcp) {
-            if (chain.route == nullptr &&
-                (route.ports.empty() || std::any_of(route.ports.begin(), route.ports.end(),
-                                                    [&](uint32_t p) { return p == 0 || p == port.number; }))) {
+            if (chain.route == nullptr && TcpRouteApplies(route, *vs, "mesh", port.number)) {
               chain.route = &route.route;
               chain.route_namespace = vs->meta.namespace_name;
             }
@@ -350,7 +361,9 @@ void MeshContext::BuildOpaqueChains() {
           const TlsRoute& route = vs->tls[i];
           for (size_t j = 0; j < route.match.size(); ++j) {
             const TlsRoute::Match& match = route.match[j];
-            if (match.port != 0 && match.port != port.number) continue;
+            if ((match.port != 0 && match.port != port.number) || !OpaqueMatchAt(match.gateways, *vs, "mesh")) {
+              continue;
+            }
             routed = true;
             if (!matches_done[port.number].insert({&route, j}).second) continue;
             const ConfigKey vs_key{kind::kVirtualService, vs->meta.namespace_name, vs->meta.name};

@@ -260,6 +260,15 @@ bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
 std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
                             const std::string& host);
 
+// Whether tcp route `route` of `vs` applies to connections to `port` at `gateway`: one of its
+// matches does (by port and OpaqueMatchAt), or it has none and applies at `gateway`.
+bool TcpRouteApplies(const TcpRoute& route, const VirtualService& vs, const std::string& gateway, uint32_t port);
+
+// Whether a tcp or tls route match of `vs` applies at `gateway` ("mesh" or "namespace/name"):
+// its own `gateways` when it lists some, else the VirtualService's.
+bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const VirtualService& vs,
+                   const std::string& gateway);
+
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);
 

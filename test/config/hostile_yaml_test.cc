@@ -266,9 +266,7 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].destinationSubnets", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceLabels", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].sourceNamespace", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].gateways",
-                       "gateway \"istio-system/egress\": tcp and tls routes at a Gateway are not supported by cxds "
-                       "(only \"mesh\")"));
+  EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].gateways", "")) << "tls routes at a Gateway are supported";
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "")) << "http sourceLabels are supported";
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].statPrefix", "")) << "supported";

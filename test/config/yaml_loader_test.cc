@@ -441,9 +441,12 @@ spec:
   EXPECT_THAT(server.cipher_suites, ::testing::ElementsAre("ECDHE-ECDSA-AES128-GCM-SHA256"));
 
   const auto tls = [&](const std::string& text) { return OnlyError(head + text); };
-  EXPECT_EQ(tls(""), "spec.servers[0].tls: is required for an HTTPS server (mode and credentialName)");
+  EXPECT_EQ(tls(""), "spec.servers[0].tls: is required for an HTTPS server (mode, and credentialName to terminate)");
   EXPECT_EQ(tls("    tls: {credentialName: c}\n"),
-            "spec.servers[0].tls.mode: is required for an HTTPS server (SIMPLE or MUTUAL)");
+            "spec.servers[0].tls.credentialName: has no effect with mode PASSTHROUGH (the mode when none is given), "
+            "where the gateway does not terminate TLS: not supported by cxds (set mode SIMPLE or MUTUAL to "
+            "terminate)")
+      << "Istio's default mode is PASSTHROUGH: a credentialName without a mode would do nothing";
   EXPECT_EQ(tls("    tls: {mode: STRICT, credentialName: c}\n"),
             "spec.servers[0].tls.mode: mode \"STRICT\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, "
             "ISTIO_MUTUAL, OPTIONAL_MUTUAL");
@@ -456,9 +459,13 @@ spec:
   // Valid Istio that cxds does not serve.
   EXPECT_EQ(tls("    tls: {mode: ISTIO_MUTUAL}\n"),
             "spec.servers[0].tls.mode: mode ISTIO_MUTUAL is not supported by cxds (SIMPLE and MUTUAL with "
-            "credentialName; cxds issues no workload certificates and passes no TLS through)");
-  EXPECT_EQ(tls("    tls: {mode: PASSTHROUGH}\n").substr(0, 66),
-            "spec.servers[0].tls.mode: mode PASSTHROUGH is not supported by cxd");
+            "credentialName, and PASSTHROUGH; cxds issues no workload certificates)");
+  EXPECT_EQ(tls("    tls: {mode: AUTO_PASSTHROUGH}\n"),
+            "spec.servers[0].tls.mode: mode AUTO_PASSTHROUGH is not supported by cxds (SIMPLE and MUTUAL with "
+            "credentialName, and PASSTHROUGH; cxds serves no SNI-named clusters for east-west traffic)");
+  EXPECT_EQ(tls("    tls: {mode: OPTIONAL_MUTUAL, credentialName: c}\n"),
+            "spec.servers[0].tls.mode: mode OPTIONAL_MUTUAL is not supported by cxds (SIMPLE and MUTUAL with "
+            "credentialName, and PASSTHROUGH; a client certificate is either required or not asked for)");
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /etc/certs/c.pem, privateKey: /etc/certs/k.pem}\n"),
             "spec.servers[0].tls.credentialName: is required: certificates from files on the gateway "
             "(serverCertificate, privateKey) are not supported by cxds; name a Secret of the gateway's namespace");
@@ -467,6 +474,61 @@ spec:
             "by cxds: name a Secret of the gateway's namespace");
   EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
             "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
+}
+
+// TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes
+// of the bound VirtualServices a server serves.
+TEST(YamlLoaderTest, TcpAndTlsGatewayServersServeTcpOrTlsRoutes) {
+  const ParsedFile good = ParseConfigFile("gw.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: edge}
+spec:
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: ["*"]
+  - port: {number: 27017, name: mongo, protocol: MONGO}
+    hosts: [db.example.com]
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [nginx.example.com]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 8443, name: https-pass, protocol: HTTPS}
+    hosts: [api.example.com]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 9443, name: tls-end, protocol: TLS}
+    hosts: [db.example.com]
+    tls: {mode: SIMPLE, credentialName: db-cert}
+  - port: {number: 9444, name: tcp-end, protocol: TCP}
+    hosts: [db.example.com]
+    tls: {mode: MUTUAL, credentialName: db-cert}
+  - port: {number: 9445, name: tls-default, protocol: TLS}
+    hosts: [nginx.example.com]
+    tls: {}
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& servers = std::get<Gateway>(good.documents[0].object).servers;
+  ASSERT_EQ(servers.size(), 7u);
+  using Routes = Gateway::Server::Routes;
+  using Mode = Gateway::Server::TlsMode;
+  const std::vector<std::pair<Routes, Mode>> expected = {
+      {Routes::kTcp, Mode::kNone},        {Routes::kTcp, Mode::kNone},   {Routes::kTls, Mode::kPassthrough},
+      {Routes::kTls, Mode::kPassthrough}, {Routes::kTcp, Mode::kSimple}, {Routes::kTcp, Mode::kMutual},
+      {Routes::kTls, Mode::kPassthrough}};
+  for (size_t i = 0; i < servers.size(); ++i) {
+    EXPECT_EQ(servers[i].routes, expected[i].first) << "server " << i;
+    EXPECT_EQ(servers[i].tls_mode, expected[i].second) << "server " << i;
+  }
+  EXPECT_EQ(servers[4].credential_name, "db-cert");
+
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  servers:\n";
+  EXPECT_EQ(OnlyError(head + "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"
+                             "    tls: {mode: PASSTHROUGH, credentialName: c}\n"),
+            "spec.servers[0].tls.credentialName: has no effect with mode PASSTHROUGH, where the gateway does not "
+            "terminate TLS: not supported by cxds (set mode SIMPLE or MUTUAL to terminate)");
+  EXPECT_EQ(OnlyError(head + "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"
+                             "    tls: {mode: SIMPLE}\n"),
+            "spec.servers[0].tls.credentialName: is required for mode SIMPLE or MUTUAL: the Secret of the "
+            "gateway's namespace with the certificate");
 }
 
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
@@ -867,14 +929,16 @@ spec:
             "spec.servers[0].hosts[0]: host \"a.*.com\" may use '*' only as a whole first label (\"*.example.com\")");
   EXPECT_EQ(server("  - port: {number: 70000, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"),
             "spec.servers[0].port.number: must be an integer from 1 to 65535, got \"70000\"");
-  // Valid Istio that cxds does not serve.
   EXPECT_EQ(server("  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"),
-            "spec.servers[0].port.protocol: protocol TLS at a Gateway is not supported by cxds (only HTTP, HTTP2, "
-            "GRPC and HTTPS servers: no TLS passthrough or TCP proxying at gateways)");
+            "spec.servers[0].tls: is required for a TLS server (mode, and credentialName to terminate)");
+  // Valid Istio that cxds does not serve.
+  EXPECT_EQ(server("  - port: {number: 53, name: dns, protocol: UDP}\n    hosts: [a.example.com]\n"),
+            "spec.servers[0].port.protocol: protocol UDP at a Gateway is not supported by cxds (HTTP, HTTP2, GRPC, "
+            "HTTPS, TCP, MONGO, REDIS, MYSQL and TLS servers are)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    tls: {credentialName: cert}\n"),
-            "spec.servers[0].tls.credentialName: on a server of protocol HTTP is not supported by cxds (it "
-            "terminates TLS on HTTPS servers only; httpsRedirect is supported here)");
+            "spec.servers[0].tls.credentialName: on a server of protocol HTTP is not supported by cxds (TLS is "
+            "served on HTTPS, TLS and TCP servers; httpsRedirect is supported here)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    defaultEndpoint: 127.0.0.1:8080\n"),
             "spec.servers[0].defaultEndpoint: is not supported by cxds");
@@ -886,7 +950,7 @@ spec: {servers: []}
             "spec.servers: must list at least one server");
 
   // A VirtualService binds to Gateways by namespace/name or by a name of its own namespace;
-  // tcp and tls routes serve only the mesh.
+  // so does a tcp route match.
   const ParsedFile bound = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: shop, namespace: web}
@@ -898,15 +962,22 @@ spec:
   ASSERT_EQ(bound.documents.size(), 1u) << Errors(bound);
   EXPECT_THAT(std::get<VirtualService>(bound.documents[0].object).gateways,
               ::testing::ElementsAre("edge/ingress", "web/public"));
-  EXPECT_EQ(OnlyError(R"(apiVersion: networking.istio.io/v1
+  const ParsedFile tcp_at_gateway = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
-metadata: {name: db}
+metadata: {name: db, namespace: data}
 spec:
   hosts: [db.example.com]
-  gateways: [edge/ingress]
-  tcp: [{route: [{destination: {host: db.example.com}}]}]
-)"),
-            "spec.tcp: tcp routes at a Gateway are not supported by cxds (only with \"mesh\" in spec.gateways)");
+  gateways: [edge/ingress, mesh]
+  tcp:
+  - match: [{port: 31400, gateways: [edge/ingress]}]
+    route: [{destination: {host: db.example.com}}]
+)");
+  ASSERT_EQ(tcp_at_gateway.documents.size(), 1u) << Errors(tcp_at_gateway);
+  const auto& db = std::get<VirtualService>(tcp_at_gateway.documents[0].object);
+  ASSERT_EQ(db.tcp.size(), 1u);
+  ASSERT_EQ(db.tcp[0].match.size(), 1u);
+  EXPECT_EQ(db.tcp[0].match[0].port, 31400u);
+  EXPECT_THAT(db.tcp[0].match[0].gateways, ::testing::ElementsAre("edge/ingress"));
   const ParsedFile plain = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: shop}
@@ -941,7 +1012,9 @@ TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const auto& vs = std::get<VirtualService>(good.documents[0].object);
   ASSERT_EQ(vs.tcp.size(), 1u);
-  EXPECT_EQ(vs.tcp[0].ports, std::vector<uint32_t>{3306});
+  ASSERT_EQ(vs.tcp[0].match.size(), 1u);
+  EXPECT_EQ(vs.tcp[0].match[0].port, 3306u);
+  EXPECT_TRUE(vs.tcp[0].match[0].gateways.empty()) << "none given: the VirtualService's";
   EXPECT_EQ(vs.tcp[0].route[1].weight, 40u);
   EXPECT_EQ(OnlyError(head), "spec.http: is required (or spec.tcp or spec.tls: cxds serves HTTP, TCP and TLS routes)");
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, weight: 60}, {destination: {host: db}}]}]\n"),
@@ -1029,9 +1102,15 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
             "spec.tls[0].match[0].sourceLabels: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceNamespace: web}")),
             "spec.tls[0].match[0].sourceNamespace: is not supported by cxds");
-  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], gateways: [mesh, istio-system/egress]}")),
-            "spec.tls[0].match[0].gateways: gateway \"istio-system/egress\": tcp and tls routes at a Gateway are "
-            "not supported by cxds (only \"mesh\")");
+  // A match may name the Gateways it applies at (a passthrough server's routes).
+  const ParsedFile at_gateway =
+      ParseConfigFile("vs.yaml", head + route("{sniHosts: [api.example.com], gateways: [mesh, istio-system/egress]}"));
+  ASSERT_EQ(at_gateway.documents.size(), 1u) << Errors(at_gateway);
+  EXPECT_THAT(std::get<VirtualService>(at_gateway.documents[0].object).tls[0].match[0].gateways,
+              ::testing::ElementsAre("mesh", "istio-system/egress"));
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], gateways: [egress.istio-system]}")),
+            "spec.tls[0].match[0].gateways[0]: gateway \"egress.istio-system\": the name.namespace form is not "
+            "supported by cxds (write namespace/name)");
   // Line numbers: the error is at the offending sniHost.
   const ParsedFile bad = ParseConfigFile(
       "vs.yaml", head +

@@ -2133,8 +2133,8 @@ spec:
   const std::vector<std::string> left_out = {
       "listener port 8443 spec.servers[2]: every SNI name of it on port 8443 is already served by an earlier server "
       "(Envoy matches each name once)",
-      "listener port 8443 spec.servers[3]: port 8443 already serves TLS (HTTPS) for an earlier server; Envoy cannot "
-      "serve both on one listener",
+      "listener port 8443 spec.servers[3]: port 8443 already serves TLS for an earlier server; Envoy cannot serve "
+      "plain HTTP on the same listener",
       "listener port 8443 spec.servers[1].hosts: SNI names shop.example.com not matched by this server: an earlier "
       "server of the port has them"};
   const std::vector<std::string> readers = {"edge/ingress"};
@@ -2149,6 +2149,230 @@ spec:
   const std::vector<std::string> not_a_reader = describe(GatewayConfigNotes(*mesh, info, proven, {"edge/other"}));
   ASSERT_EQ(not_a_reader.size(), 6u);
   EXPECT_THAT(not_a_reader[2], ::testing::HasSubstr("service account edge/ingress may not read Secrets"));
+}
+
+// TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route
+// that applies at the Gateway, a passthrough server gets a chain per tls route match (its
+// sniHosts narrowed to the server's names), a TLS server that terminates proxies its tcp route
+// behind the TLS context; what no route takes, or another chain has, is left out and said.
+TEST_F(GeneratorsTest, TcpAndTlsGatewayServersProxyTheirTcpAndTlsRoutes) {
+  Apply("gateway.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: backends}
+spec:
+  resolution: STATIC
+  hosts: [db.mesh.local]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: echo}
+spec:
+  resolution: STATIC
+  hosts: [echo.mesh.local]
+  ports: [{number: 9000, name: tcp-echo, protocol: TCP}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: tls-backends}
+spec:
+  resolution: STATIC
+  hosts: [nginx.mesh.local, api.mesh.local]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: ["*"]
+  - port: {number: 31400, name: tcp-other, protocol: TCP}
+    hosts: [other.example.com]
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [nginx.example.com, "*.api.example.com"]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 443, name: tls-x, protocol: TLS}
+    hosts: [x.api.example.com]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cert}
+  - port: {number: 9443, name: tls-db, protocol: TLS}
+    hosts: [db.example.com]
+    tls: {mode: SIMPLE, credentialName: db-cert}
+  - port: {number: 9444, name: tls-none, protocol: TLS}
+    hosts: [none.example.com]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: tcp-edge, namespace: edge}
+spec:
+  hosts: [db.example.com]
+  gateways: [ingress]
+  tcp:
+  - match: [{port: 31400}]
+    route: [{destination: {host: db.mesh.local}}]
+  - match: [{port: 9443}]
+    route:
+    - {destination: {host: db.mesh.local}, weight: 80}
+    - {destination: {host: echo.mesh.local}, weight: 20}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: tls-edge, namespace: edge}
+spec:
+  hosts: [nginx.example.com, "*.api.example.com"]
+  gateways: [ingress, mesh]
+  tls:
+  - match: [{sniHosts: [nginx.example.com], port: 443}]
+    route: [{destination: {host: nginx.mesh.local}}]
+  - match: [{sniHosts: ["*.api.example.com"], gateways: [edge/ingress]}]
+    route: [{destination: {host: api.mesh.local}}]
+  - match: [{sniHosts: [x.api.example.com]}]
+    route: [{destination: {host: nginx.mesh.local}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db, namespace: edge}
+spec:
+  hosts: [db.mesh.local]
+  gateways: [ingress, mesh]
+  tcp:
+  - match: [{port: 5432, gateways: [edge/ingress]}]
+    route: [{destination: {host: echo.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  const auto ask = [&](const std::string& type, std::vector<std::string> names) {
+    auto h = Connect(router, false);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    h->Send(First(type, std::move(names)));
+    return h->Take();
+  };
+  const auto lds = ask(std::string(kListenerType), {});
+  ASSERT_EQ(lds.size(), 1u);
+  std::map<std::string, envoy::config::listener::v3::Listener> listeners;
+  for (int i = 0; i < lds[0].resources_size(); ++i) {
+    auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+    listeners[listener.name()] = listener;
+  }
+  // 9444's server has no route: no listener (Envoy refuses one without chains).
+  EXPECT_THAT(listeners,
+              ::testing::UnorderedElementsAre(::testing::Key("127.0.0.1_31400"), ::testing::Key("127.0.0.1_443"),
+                                              ::testing::Key("127.0.0.1_9443")));
+  using envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
+  const auto proxy_of = [](const envoy::config::listener::v3::FilterChain& chain) {
+    TcpProxy tcp;
+    EXPECT_EQ(chain.filters_size(), 1);
+    EXPECT_EQ(chain.filters(0).name(), "envoy.filters.network.tcp_proxy");
+    EXPECT_TRUE(chain.filters(0).typed_config().UnpackTo(&tcp));
+    EXPECT_THAT(PgvChecker().Check(tcp), ::testing::IsEmpty()) << tcp.DebugString();
+    return tcp;
+  };
+  const auto names_of = [](const envoy::config::listener::v3::FilterChain& chain) {
+    return std::vector<std::string>(chain.filter_chain_match().server_names().begin(),
+                                    chain.filter_chain_match().server_names().end());
+  };
+
+  // Plain TCP: one chain for every connection, to the first tcp route for the port; the second
+  // TCP server of the port is left out.
+  const auto& tcp_listener = listeners["127.0.0.1_31400"];
+  EXPECT_EQ(tcp_listener.listener_filters_size(), 0);
+  ASSERT_EQ(tcp_listener.filter_chains_size(), 1);
+  EXPECT_FALSE(tcp_listener.filter_chains(0).has_filter_chain_match());
+  EXPECT_FALSE(tcp_listener.filter_chains(0).has_transport_socket());
+  const TcpProxy to_db = proxy_of(tcp_listener.filter_chains(0));
+  EXPECT_EQ(to_db.cluster(), "outbound|5432||db.mesh.local") << "the destination's only port";
+  EXPECT_EQ(to_db.stat_prefix(), "outbound|5432||db.mesh.local");
+
+  // Port 443: the passthrough servers' chains per tls route match, then the HTTPS server's.
+  const auto& tls_listener = listeners["127.0.0.1_443"];
+  ASSERT_EQ(tls_listener.listener_filters_size(), 1);
+  EXPECT_EQ(tls_listener.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
+  ASSERT_EQ(tls_listener.filter_chains_size(), 4);
+  std::vector<std::pair<std::vector<std::string>, std::string>> chains;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(tls_listener.filter_chains(i).has_transport_socket()) << "passthrough: TLS goes through untouched";
+    chains.emplace_back(names_of(tls_listener.filter_chains(i)), proxy_of(tls_listener.filter_chains(i)).cluster());
+  }
+  using Chain = std::pair<std::vector<std::string>, std::string>;
+  EXPECT_THAT(chains, ::testing::ElementsAre(Chain{{"nginx.example.com"}, "outbound|443||nginx.mesh.local"},
+                                             Chain{{"*.api.example.com"}, "outbound|443||api.mesh.local"},
+                                             Chain{{"x.api.example.com"}, "outbound|443||api.mesh.local"}))
+      << "x.api.example.com belongs to the second server: the third match's route for it is not served";
+  const auto& https = tls_listener.filter_chains(3);
+  EXPECT_THAT(names_of(https), ::testing::ElementsAre("shop.example.com"));
+  EXPECT_EQ(https.transport_socket().name(), "envoy.transport_sockets.tls");
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(https.filters(0).typed_config().UnpackTo(&hcm));
+  EXPECT_EQ(hcm.rds().route_config_name(), "https.443.https.ingress.edge");
+
+  // A TLS server that terminates: its certificate over SDS, then its tcp route (a split).
+  const auto& db_listener = listeners["127.0.0.1_9443"];
+  ASSERT_EQ(db_listener.filter_chains_size(), 1);
+  const auto& db_chain = db_listener.filter_chains(0);
+  EXPECT_THAT(names_of(db_chain), ::testing::ElementsAre("db.example.com"));
+  envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
+  ASSERT_TRUE(db_chain.transport_socket().typed_config().UnpackTo(&context));
+  EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+  ASSERT_EQ(context.common_tls_context().tls_certificate_sds_secret_configs_size(), 1);
+  EXPECT_EQ(context.common_tls_context().tls_certificate_sds_secret_configs(0).name(), "kubernetes://db-cert");
+  const TcpProxy split = proxy_of(db_chain);
+  ASSERT_EQ(split.weighted_clusters().clusters_size(), 2);
+  EXPECT_EQ(split.weighted_clusters().clusters(0).name(), "outbound|5432||db.mesh.local");
+  EXPECT_EQ(split.weighted_clusters().clusters(0).weight(), 80u);
+  EXPECT_EQ(split.weighted_clusters().clusters(1).name(), "outbound|9000||echo.mesh.local");
+  EXPECT_EQ(split.stat_prefix(), "outbound_127.0.0.1_9443");
+
+  // Route configurations exist for the HTTPS server only, and the gateway is sent both Secret
+  // names only when it may read them (not here: no proven identity).
+  EXPECT_EQ(ask(std::string(kRouteType), {"https.443.https.ingress.edge"}).size(), 1u);
+  EXPECT_TRUE(ask(std::string(kRouteType), {"https.9443.tls-db.ingress.edge"}).empty());
+
+  // What is left out, for /debug/config_status.
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::core::v3::Node labelled;
+  labelled.set_id(router);
+  auto* labels = (*labelled.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  std::vector<std::string> notes;
+  for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(labelled), PeerIdentity{}, {})) {
+    if (note.resource.starts_with("listener port")) {
+      notes.push_back(StrCat(note.resource, " ", note.object, " ", note.field, ": ", note.reason));
+    }
+  }
+  EXPECT_THAT(
+      notes,
+      ::testing::ElementsAre(
+          "listener port 443 VirtualService edge/tls-edge spec.tls[2].match[0].sniHosts: SNI names x.api.example.com "
+          "not routed at Gateway edge/ingress port 443: another server of the port or an earlier tls route match "
+          "has them",
+          "listener port 9444 Gateway edge/ingress spec.servers[6]: takes no connections: no tls route match of a "
+          "VirtualService bound to the Gateway names an SNI host this server admits on port 9444",
+          "listener port 31400 Gateway edge/ingress spec.servers[1]: port 31400 already serves plain TCP for server "
+          "spec.servers[0] of Gateway edge/ingress; Envoy cannot tell plain TCP connections apart"));
+
+  // In the mesh, db.mesh.local keeps its own cluster: the tcp route is for the Gateway alone.
+  {
+    auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+    h->Send(First(std::string(kListenerType), {}));
+    auto responses = h->Take();
+    ASSERT_EQ(responses.size(), 1u);
+    bool found = false;
+    for (int i = 0; i < responses[0].resources_size(); ++i) {
+      const auto listener = Decode<envoy::config::listener::v3::Listener>(responses[0], i);
+      if (listener.name() != "127.0.0.1_5432") continue;
+      found = true;
+      ASSERT_EQ(listener.filter_chains_size(), 1);
+      EXPECT_EQ(proxy_of(listener.filter_chains(0)).cluster(), "outbound|5432||db.mesh.local");
+    }
+    EXPECT_TRUE(found);
+  }
 }
 
 // Which DestinationRule a proxy gets depends on its namespace, as istiod chooses: its own

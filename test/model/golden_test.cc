@@ -157,8 +157,9 @@ TEST_F(GoldenTest, EnvoySidecar) {
   ExpectGolden("envoy_sidecar.txtpb", out);
 }
 
-// A gateway proxy picked by the Gateway web/ingress: its listeners (wildcard), their route
-// configurations http.PORT. Its clusters are every service's, as the sidecar's above.
+// A gateway proxy picked by the Gateway web/ingress: its listeners (wildcard: two plain HTTP
+// ones, a TLS passthrough one and a TCP one), their route configurations http.PORT. Its clusters
+// are every service's, as the sidecar's above.
 TEST_F(GoldenTest, EnvoyGateway) {
   auto proxy = Connect("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local", false);
   (*(*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value()->mutable_fields())["istio"]

@@ -357,9 +357,55 @@ spec:
                           "port 443 is already served by an earlier server (Envoy matches each name once) "
                           "[cxds_gateway_server_left_out]",
                           "edge.yaml:1: Gateway edge/ingress: spec.servers[2]: not served: port 443 already serves "
-                          "TLS (HTTPS) for an earlier server; Envoy cannot serve both on one listener "
+                          "TLS for an earlier server; Envoy cannot serve plain HTTP on the same listener "
                           "[cxds_gateway_server_left_out]"));
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
+}
+
+// A TCP or passthrough server no route applies to takes no connections, and a tls route match
+// whose SNI name another server of the port owns is not routed: both said, on the object.
+TEST(MeshAnalysisTest, GatewayTcpAndTlsServersWithoutRoutesAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: [db.example.com]
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: ["*.example.com"]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 443, name: tls-b, protocol: TLS}
+    hosts: [b.example.com]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: edge-tls, namespace: edge}
+spec:
+  hosts: ["*.example.com"]
+  gateways: [ingress]
+  tcp:
+  - match: [{port: 9999}]
+    route: [{destination: {host: reviews.shop.svc.cluster.local, port: {number: 9080}}}]
+  tls:
+  - match: [{sniHosts: [b.example.com]}]
+    route: [{destination: {host: reviews.shop.svc.cluster.local, port: {number: 9080}}}]
+  - match: [{sniHosts: [a.example.com, b.example.com]}]
+    route: [{destination: {host: reviews.shop.svc.cluster.local, port: {number: 9080}}}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  // b.example.com of the first match is routed by the second server's chain; the second match
+  // finds it taken by then.
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("edge.yaml:15: VirtualService edge/edge-tls: spec.tls[1].match[0].sniHosts: not served: SNI "
+                          "names b.example.com not routed at Gateway edge/ingress port 443: another server of the "
+                          "port or an earlier tls route match has them [cxds_gateway_server_left_out]",
+                          "edge.yaml:1: Gateway edge/ingress: spec.servers[0]: not served: takes no connections: no "
+                          "tcp route of a VirtualService bound to the Gateway, with a host this server admits, "
+                          "applies to port 31400 [cxds_gateway_server_left_out]"));
 }
 
 // The defect of issue 17: Bookinfo's reviews split by subset over Kubernetes Services, with

@@ -1,0 +1,270 @@
+#include "model/gateway_plan.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/mesh_kinds.h"
+
+namespace cxds {
+
+using absl::StrCat;
+
+std::string GatewaySecretName(const std::string& credential_name) { return StrCat("kubernetes://", credential_name); }
+std::string GatewayCaSecretName(const std::string& credential_name) {
+  return StrCat("kubernetes://", credential_name, "-cacert");
+}
+
+std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server) {
+  return StrCat("https.", server.port, ".", server.port_name, ".", gateway.meta.name, ".", gateway.meta.namespace_name);
+}
+
+namespace {
+
+GatewayPort::Kind KindOf(const Gateway::Server& server) {
+  if (server.tls_mode != Gateway::Server::TlsMode::kNone) return GatewayPort::Kind::kTls;
+  return server.routes == Gateway::Server::Routes::kTcp ? GatewayPort::Kind::kTcp : GatewayPort::Kind::kHttp;
+}
+
+const char* KindName(GatewayPort::Kind kind) {
+  switch (kind) {
+    case GatewayPort::Kind::kHttp:
+      return "plain HTTP";
+    case GatewayPort::Kind::kTcp:
+      return "plain TCP";
+    case GatewayPort::Kind::kTls:
+      return "TLS";
+  }
+  return "";
+}
+
+std::string GatewayName(const Gateway& gateway) { return StrCat(gateway.meta.namespace_name, "/", gateway.meta.name); }
+
+std::string ServerField(const GatewayServer& entry) {
+  return StrCat("spec.servers[", entry.server - entry.gateway->servers.data(), "]");
+}
+
+// Whether `server` of `gateway` admits some host of `vs` (its namespace and host rules).
+bool Admits(const Gateway& gateway, const Gateway::Server& server, const VirtualService& vs,
+            const std::string& suffix) {
+  for (const std::string& vs_host : vs.hosts) {
+    const std::string host = ResolveHost(vs_host, vs.meta.namespace_name, suffix);
+    for (const std::string& server_host : server.hosts) {
+      if (!GatewayHostName(gateway, server_host, vs.meta.namespace_name, host).empty()) return true;
+    }
+  }
+  return false;
+}
+
+// The SNI names of a tls route match that a passthrough server with `server_names` (empty:
+// every name) takes: each the narrower of a sniHost and a server name under one another.
+std::vector<std::string> NarrowedNames(const std::vector<std::string>& sni_hosts,
+                                       const std::vector<std::string>& server_names) {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (const std::string& sni : sni_hosts) {
+    if (server_names.empty()) {
+      add(sni);
+      continue;
+    }
+    for (const std::string& name : server_names) {
+      if (HostSubsetOf(sni, name)) {
+        add(sni);
+      } else if (HostSubsetOf(name, sni)) {
+        add(name);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways) {
+  std::map<uint32_t, GatewayPort> ports;
+  for (const Gateway* gateway : gateways) {
+    for (const Gateway::Server& server : gateway->servers) {
+      const GatewayPort::Kind kind = KindOf(server);
+      GatewayServer entry{gateway, &server, {}, ""};
+      auto [it, first] = ports.try_emplace(server.port);
+      GatewayPort& port = it->second;
+      if (first) port.kind = kind;
+      if (port.kind != kind) {
+        entry.left_out = StrCat("port ", server.port, " already serves ", KindName(port.kind), " for an earlier server",
+                                "; Envoy cannot serve ", KindName(kind), " on the same listener");
+        port.left_out.push_back(std::move(entry));
+        continue;
+      }
+      if (kind == GatewayPort::Kind::kHttp) {
+        port.servers.push_back(std::move(entry));
+        continue;
+      }
+      if (kind == GatewayPort::Kind::kTcp) {
+        if (!port.servers.empty()) {
+          const GatewayServer& earlier = port.servers.front();
+          entry.left_out =
+              StrCat("port ", server.port, " already serves plain TCP for server ", ServerField(earlier),
+                     " of Gateway ", GatewayName(*earlier.gateway), "; Envoy cannot tell plain TCP connections apart");
+          port.left_out.push_back(std::move(entry));
+          continue;
+        }
+        port.servers.push_back(std::move(entry));
+        continue;
+      }
+      // SNI names: the hosts without their namespace; "*" among them matches every name (the
+      // chain without server_names), as istiod's SNI hosts of a server.
+      bool catch_all = false;
+      std::vector<std::string> names;
+      for (const std::string& host : server.hosts) {
+        const std::string name = host.substr(host.find('/') + 1);
+        if (name == "*") catch_all = true;
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+      if (catch_all) names.clear();
+      // Envoy refuses a listener with two chains matching the same name: an earlier server keeps it.
+      std::vector<std::string> free_names;
+      for (const std::string& name : names) {
+        if (port.taken_names.insert(name).second) {
+          free_names.push_back(name);
+        } else {
+          entry.lost_names.push_back(name);
+        }
+      }
+      if (catch_all ? port.has_catch_all : free_names.empty()) {
+        entry.left_out = StrCat("every SNI name of it on port ", server.port,
+                                " is already served by an earlier server (Envoy matches each name once)");
+        port.left_out.push_back(std::move(entry));
+        continue;
+      }
+      port.has_catch_all = port.has_catch_all || catch_all;
+      entry.server_names = std::move(free_names);
+      port.servers.push_back(std::move(entry));
+    }
+  }
+  return ports;
+}
+
+GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const GatewayPort& plan) {
+  GatewayChains out;
+  if (plan.kind == GatewayPort::Kind::kHttp) return out;
+  // Which server owns each SNI name ("" the catch-all): a route's name that another server owns
+  // would match twice. And the names (and catch-all) some chain matches already.
+  std::map<std::string, const GatewayServer*> owner;
+  for (const GatewayServer& entry : plan.servers) {
+    if (entry.server_names.empty()) owner.try_emplace("", &entry);
+    for (const std::string& name : entry.server_names) owner.try_emplace(name, &entry);
+  }
+  std::set<std::string> used;
+  // Per tls route match (VirtualService, route, match): the names some server's chain routes for
+  // it and those one could not take. A name another server owns is routed by that server's
+  // chain when the match applies there too: only names no chain routes are said.
+  struct MatchNames {
+    std::string gateway;
+    std::set<std::string> routed, lost;
+  };
+  std::map<std::tuple<const VirtualService*, size_t, size_t>, MatchNames> match_names;
+  const auto add_note = [&](GatewayChainNote note) {
+    // A match lost by two servers is said once.
+    for (const GatewayChainNote& said : out.notes) {
+      if (said.object == note.object && said.field == note.field && said.reason == note.reason) return;
+    }
+    out.notes.push_back(std::move(note));
+  };
+  const auto claim = [&](const std::vector<std::string>& names) {
+    if (names.empty()) used.insert("");
+    for (const std::string& name : names) used.insert(name);
+  };
+  for (const GatewayServer& entry : plan.servers) {
+    const Gateway& gateway = *entry.gateway;
+    const Gateway::Server& server = *entry.server;
+    const std::string gateway_name = GatewayName(gateway);
+    const ConfigKey gateway_key{kind::kGateway, gateway.meta.namespace_name, gateway.meta.name};
+    if (server.routes == Gateway::Server::Routes::kHttp) {
+      out.chains.push_back({&entry, entry.server_names, nullptr, ""});
+      claim(entry.server_names);
+      continue;
+    }
+    std::vector<const VirtualService*> bound;
+    for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
+      if (Admits(gateway, server, *vs, mesh.domain_suffix())) bound.push_back(vs);
+    }
+    if (server.routes == Gateway::Server::Routes::kTcp) {
+      const TcpRoute* picked = nullptr;
+      const VirtualService* picked_vs = nullptr;
+      for (const VirtualService* vs : bound) {
+        for (const TcpRoute& route : vs->tcp) {
+          if (picked == nullptr && TcpRouteApplies(route, *vs, gateway_name, port)) {
+            picked = &route;
+            picked_vs = vs;
+          }
+        }
+      }
+      if (picked == nullptr) {
+        add_note({gateway_key, ServerField(entry),
+                  StrCat("takes no connections: no tcp route of a VirtualService bound to the Gateway, "
+                         "with a host this server admits, applies to port ",
+                         port)});
+        continue;
+      }
+      out.chains.push_back({&entry, entry.server_names, &picked->route, picked_vs->meta.namespace_name});
+      claim(entry.server_names);
+      continue;
+    }
+    bool routed = false;
+    for (const VirtualService* vs : bound) {
+      for (size_t i = 0; i < vs->tls.size(); ++i) {
+        const TlsRoute& route = vs->tls[i];
+        for (size_t j = 0; j < route.match.size(); ++j) {
+          const TlsRoute::Match& match = route.match[j];
+          if ((match.port != 0 && match.port != port) || !OpaqueMatchAt(match.gateways, *vs, gateway_name)) continue;
+          std::vector<std::string> kept, lost;
+          bool catch_all = false;
+          for (const std::string& name : NarrowedNames(match.sni_hosts, entry.server_names)) {
+            const std::string key = name == "*" ? "" : name;
+            auto it = owner.find(key);
+            if ((it != owner.end() && it->second != &entry) || used.contains(key)) {
+              lost.push_back(name);
+            } else {
+              used.insert(key);
+              if (key.empty()) catch_all = true;
+              kept.push_back(name);
+            }
+          }
+          MatchNames& names = match_names[{vs, i, j}];
+          names.gateway = gateway_name;
+          names.lost.insert(lost.begin(), lost.end());
+          names.routed.insert(kept.begin(), kept.end());
+          if (kept.empty()) continue;
+          routed = true;
+          // Narrowed names are exact names or wildcards; the catch-all stands alone.
+          out.chains.push_back(
+              {&entry, catch_all ? std::vector<std::string>{} : kept, &route.route, vs->meta.namespace_name});
+        }
+      }
+    }
+    if (!routed) {
+      add_note({gateway_key, ServerField(entry),
+                StrCat("takes no connections: no tls route match of a VirtualService bound to the "
+                       "Gateway names an SNI host this server admits on port ",
+                       port)});
+    }
+  }
+  for (const auto& [match, names] : match_names) {
+    const auto& [vs, i, j] = match;
+    std::vector<std::string> lost;
+    for (const std::string& name : names.lost) {
+      if (!names.routed.contains(name)) lost.push_back(name);
+    }
+    if (lost.empty()) continue;
+    add_note({{kind::kVirtualService, vs->meta.namespace_name, vs->meta.name},
+              StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
+              StrCat("SNI names ", absl::StrJoin(lost, ", "), " not routed at Gateway ", names.gateway, " port ", port,
+                     ": another server of the port or an earlier tls route match has them")});
+  }
+  return out;
+}
+
+}  // namespace cxds
