@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
@@ -142,7 +144,7 @@ int Main(int argc, char** argv) {
        "address gateway proxies' listeners bind (0.0.0.0 for a gateway taking traffic from outside)");
   flag("secret-reader", serve.controller.translation.secret_readers,
        "NAMESPACE/SERVICE_ACCOUNT whose gateway proxies, proven by their client certificate (mTLS), are sent the "
-       "Secrets their HTTPS servers name (repeatable; none: no Secret is sent)")
+       "Secrets their terminating (HTTPS, TLS) servers name (repeatable; none: no Secret is sent)")
       ->check(kServiceAccount);
   flag("max-config-file-bytes", serve.controller.max_config_file_bytes,
        "larger config files are refused whole (their last good objects keep serving)")
@@ -250,16 +252,33 @@ int Main(int argc, char** argv) {
       // Settings from the file apply where no flag was given.
       try {
         const YAML::Node settings = YAML::LoadFile(settings_file);
+        const auto refuse = [&](const YAML::Node& at, const std::string& problem) {
+          std::cerr << settings_file << ":" << at.Mark().line + 1 << ": " << problem << "\n";
+          return 2;
+        };
+        if (!settings.IsMap() && !settings.IsNull()) return refuse(settings, "must be a map of setting: value");
         for (const auto& entry : settings) {
+          if (!entry.first.IsScalar()) return refuse(entry.first, "a setting's name must be a plain string");
           const std::string key = entry.first.Scalar();
           auto flag = serve_flags.find(key);
-          if (flag == serve_flags.end()) {
-            std::cerr << settings_file << ":" << entry.first.Mark().line + 1 << ": unknown setting \"" << key << "\"\n";
-            return 2;
+          if (flag == serve_flags.end()) return refuse(entry.first, "unknown setting \"" + key + "\"");
+          // A repeatable flag (secret-reader) takes a list; the others one value.
+          std::vector<std::string> values;
+          if (entry.second.IsSequence() && flag->second->get_items_expected_max() > 1) {
+            for (const YAML::Node& item : entry.second) {
+              if (!item.IsScalar()) return refuse(item, key + ": each value must be a plain string");
+              values.push_back(item.Scalar());
+            }
+          } else if (entry.second.IsScalar()) {
+            values.push_back(entry.second.Scalar());
+          } else {
+            return refuse(entry.second, key + (flag->second->get_items_expected_max() > 1
+                                                   ? ": must be a value or a list of values"
+                                                   : ": must be one value (not a list or a map)"));
           }
           if (flag->second->count() == 0) {
-            flag->second->add_result(entry.second.Scalar());
-            flag->second->run_callback();  // stores the value, with the flag's own checks
+            for (const std::string& value : values) flag->second->add_result(value);
+            flag->second->run_callback();  // stores the values, with the flag's own checks
           }
         }
       } catch (const YAML::Exception& e) {

@@ -21,6 +21,9 @@ struct K8sTlsSecret {
   std::string certificate_chain;  // PEM (tls.crt or cert); empty in a CA-only Secret
   std::string private_key;        // PEM (tls.key or key); set exactly when certificate_chain is
   std::string ca_certificates;    // PEM (ca.crt or cacert); optional
+  // PEM revocation lists (ca.crl or crl), checked with the CA: a client certificate they revoke
+  // is refused. Used from the Secret that gives a MUTUAL server its CA.
+  std::string revocation_lists;
 };
 
 // networking.istio.io Gateway: the servers of the gateway proxies (router~ nodes) whose labels

@@ -81,33 +81,60 @@ std::string TextOutsideBlocks(std::string_view text) {
 
 }  // namespace
 
-std::string CertificatesProblem(std::string_view pem) {
+namespace {
+
+// "" when `pem` holds at least one PEM block of type `type`, each of which `parses` whole, and
+// nothing else; else the problem, naming blocks as `what` ("certificate").
+std::string TypedBlocksProblem(std::string_view pem, std::string_view type, std::string_view what,
+                               bool (*parses)(const std::string& der)) {
   if (std::string outside = TextOutsideBlocks(pem); !outside.empty()) return outside;
   BioPtr bio = ReadOnly(pem);
   if (bio == nullptr) return "is too large";
-  // Block by block, not with PEM_read_bio_X509, which skips blocks of other types without a
-  // word: a private key pasted into a certificate field would be taken, and then served and
-  // shown where only certificates are expected.
+  // Block by block, not with PEM_read_bio_X509 and the like, which skip blocks of other types
+  // without a word: a private key pasted into a certificate field would be taken, and then
+  // served and shown where only certificates are expected.
   int count = 0;
   bool broken = false;
   while (std::optional<PemBlock> block = NextBlock(bio.get(), broken)) {
-    if (block->name != "CERTIFICATE") {
-      return StrCat("holds a PEM block of type \"", block->name.substr(0, 40),
-                    "\" where only certificates (CERTIFICATE) belong (a private key belongs in its own field)");
+    if (block->name != type) {
+      return StrCat("holds a PEM block of type \"", block->name.substr(0, 40), "\" where only ", what, "s (", type,
+                    ") belong (a private key belongs in its own field)");
     }
-    const auto* begin = reinterpret_cast<const unsigned char*>(block->der.data());
-    const unsigned char* cursor = begin;
-    X509Ptr cert(d2i_X509(nullptr, &cursor, static_cast<long>(block->der.size())));
-    ERR_clear_error();
-    // Bytes after the certificate are no certificate either.
-    if (cert == nullptr || cursor != begin + block->der.size()) {
-      return StrCat("certificate ", count + 1, " is not a valid X.509 certificate");
-    }
+    if (!parses(block->der)) return StrCat(what, " ", count + 1, " is not a valid X.509 ", what);
     ++count;
   }
-  if (broken) return StrCat("holds a broken PEM block after certificate ", count);
-  if (count == 0) return "holds no PEM certificate (-----BEGIN CERTIFICATE-----)";
+  if (broken) return StrCat("holds a broken PEM block after ", what, " ", count);
+  if (count == 0) return StrCat("holds no PEM ", what, " (-----BEGIN ", type, "-----)");
   return "";
+}
+
+// Whether `der` is exactly one X.509 certificate (bytes after it are no certificate either).
+bool ParsesAsCertificate(const std::string& der) {
+  const auto* begin = reinterpret_cast<const unsigned char*>(der.data());
+  const unsigned char* cursor = begin;
+  X509Ptr cert(d2i_X509(nullptr, &cursor, static_cast<long>(der.size())));
+  ERR_clear_error();
+  return cert != nullptr && cursor == begin + der.size();
+}
+
+bool ParsesAsCrl(const std::string& der) {
+  const auto* begin = reinterpret_cast<const unsigned char*>(der.data());
+  const unsigned char* cursor = begin;
+  X509_CRL* crl = d2i_X509_CRL(nullptr, &cursor, static_cast<long>(der.size()));
+  ERR_clear_error();
+  const bool whole = crl != nullptr && cursor == begin + der.size();
+  X509_CRL_free(crl);
+  return whole;
+}
+
+}  // namespace
+
+std::string CertificatesProblem(std::string_view pem) {
+  return TypedBlocksProblem(pem, "CERTIFICATE", "certificate", ParsesAsCertificate);
+}
+
+std::string RevocationListProblem(std::string_view pem) {
+  return TypedBlocksProblem(pem, "X509 CRL", "revocation list", ParsesAsCrl);
 }
 
 std::string PrivateKeyProblem(std::string_view key_pem, std::string_view certificate_pem) {

@@ -748,6 +748,7 @@ std::string ScalarAt(const YAML::Node& map, const char* key);
 constexpr const char* kCertKeys[] = {"cert", "tls.crt"};
 constexpr const char* kPrivateKeyKeys[] = {"key", "tls.key"};
 constexpr const char* kCaKeys[] = {"cacert", "ca.crt"};
+constexpr const char* kCrlKeys[] = {"crl", "ca.crl"};
 
 // Whether the Secret has a non-empty value under `key` (istiod takes an empty one as absent).
 bool SecretHasKey(const YAML::Node& doc, const char* key) {
@@ -825,12 +826,10 @@ MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sTlsSecret secret;
   secret.meta = std::move(meta);
   r.String(doc, "type", "", false);  // kubernetes.io/tls, Opaque or unset (CarriesTlsMaterial)
-  // Revocation lists and OCSP staples: istiod serves them; cxds would drop them without a word,
-  // so a Secret with one is refused rather than served without it.
-  for (const char* key : {"ca.crl", "crl", "tls.ocsp-staple"}) {
-    if (SecretHasKey(doc, key)) {
-      r.Error(doc, key, "is not supported by cxds (certificate revocation lists and OCSP staples are not served)");
-    }
+  // OCSP staples: istiod serves them; cxds would drop them without a word, so a Secret with one
+  // is refused rather than served without it.
+  if (SecretHasKey(doc, "tls.ocsp-staple")) {
+    r.Error(doc, "tls.ocsp-staple", "is not supported by cxds (OCSP staples are not served)");
   }
   for (const char* section : {"data", "stringData"}) {
     if (const YAML::Node map = doc[section]; map.IsDefined() && !map.IsNull()) r.IsMap(map, section);
@@ -867,6 +866,16 @@ MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
       r.Error(ca.node, ca.field, problem);
     }
     secret.ca_certificates = ca.text;
+    break;
+  }
+  // Revocation lists, as istiod reads them: the generic key first, then kubernetes.io/tls's.
+  for (const char* crl_key : kCrlKeys) {
+    if (!SecretHasKey(doc, crl_key)) continue;
+    const SecretValue crl = ReadSecretValue(r, doc, crl_key);
+    if (std::string problem = RevocationListProblem(crl.text); crl.ok && !problem.empty()) {
+      r.Error(crl.node, crl.field, problem);
+    }
+    secret.revocation_lists = crl.text;
     break;
   }
   if (!have_pair && secret.ca_certificates.empty() && r.error_count() == 0) {

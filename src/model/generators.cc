@@ -1445,7 +1445,12 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
             envoy::extensions::transport_sockets::tls::v3::Secret out_secret;
             out_secret.set_name(name);
             if (ca) {
-              out_secret.mutable_validation_context()->mutable_trusted_ca()->set_inline_bytes(secret->ca_certificates);
+              auto* validation = out_secret.mutable_validation_context();
+              validation->mutable_trusted_ca()->set_inline_bytes(secret->ca_certificates);
+              // Envoy then refuses a client certificate the lists revoke.
+              if (!secret->revocation_lists.empty()) {
+                validation->mutable_crl()->set_inline_bytes(secret->revocation_lists);
+              }
             } else {
               auto* certificate = out_secret.mutable_tls_certificate();
               certificate->mutable_certificate_chain()->set_inline_bytes(secret->certificate_chain);

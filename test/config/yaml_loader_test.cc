@@ -377,9 +377,24 @@ data: {password: aHVudGVyMg==}
   EXPECT_EQ(
       secret(StrCat("stringData:\n  cert: ", Block(cert, "    "), "  key: ", Block(pki.Read("encrypted.key"), "    "))),
       "stringData.key: holds no PEM private key that can be read without a password");
+  // Revocation lists are read beside the CA (ca.crl, or the generic crl), checked as PEM CRLs.
+  ASSERT_TRUE(pki.MakeCrl("ca", "ca", "other"));
+  const std::string crl = pki.Read("ca.crl");
+  const ParsedFile with_crl =
+      ParseConfigFile("crl.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: edge}\n",
+                                         "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
+                                         "  tls.key: ", Block(key, "    "), "  ca.crt: ", Block(ca, "    "),
+                                         "  ca.crl: ", Block(crl, "    ")));
+  ASSERT_EQ(with_crl.documents.size(), 1u) << Errors(with_crl);
+  EXPECT_EQ(std::get<K8sTlsSecret>(with_crl.documents[0].object).revocation_lists, crl);
+  EXPECT_EQ(secret(StrCat("stringData:\n  cacert: ", Block(ca, "    "), "  crl: ", Block("crl", "    "))),
+            "stringData.crl: holds text outside a PEM block (line 1)");
+  EXPECT_EQ(secret(StrCat("stringData:\n  cacert: ", Block(ca, "    "), "  crl: ", Block(crl + ca, "    "))),
+            "stringData.crl: holds a PEM block of type \"CERTIFICATE\" where only revocation lists (X509 CRL) "
+            "belong (a private key belongs in its own field)");
   EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
-                          "  tls.key: ", Block(key, "    "), "  ca.crl: ", Block("crl", "    "))),
-            "ca.crl: is not supported by cxds (certificate revocation lists and OCSP staples are not served)");
+                          "  tls.key: ", Block(key, "    "), "  tls.ocsp-staple: ", Block("staple", "    "))),
+            "tls.ocsp-staple: is not supported by cxds (OCSP staples are not served)");
   // An empty value is absent, as in istiod.
   EXPECT_EQ(secret(StrCat("type: kubernetes.io/tls\nstringData:\n  tls.crt: ", Block(cert, "    "),
                           "  tls.key: ", Block(key, "    "), "  ca.crt: \"\"\n")),

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -114,6 +115,33 @@ TEST(ServeStartupTest, BadTlsSettingsExitTwoNamingTheFileOrFlag) {
   const ServeRun ca_only = RunServe(base + "--client-ca " + pki.Path("ca.crt"));
   EXPECT_EQ(ca_only.exit_code, 2) << ca_only.output;
   EXPECT_THAT(ca_only.output, HasSubstr("--client-ca needs --tls-cert and --tls-key"));
+}
+
+// The --config settings file: a repeatable setting (secret-reader) takes a YAML list, each value
+// checked as its flag checks it; a single-valued one refuses a list, naming the line.
+TEST(ServeStartupTest, TheSettingsFileTakesListsForRepeatableSettingsOnly) {
+  cxds::testing::TestPki pki;  // a temporary directory for the files
+  const auto settings = [&](const std::string& name, const std::string& text) {
+    std::ofstream(pki.Path(name)) << text;
+    return pki.Path(name);
+  };
+  const std::string base = absl::StrCat("--config-dir ", CXDS_SOURCE_DIR,
+                                        "/examples/mesh --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:0 ");
+  // Read whole: the start then stops at the next check (a client CA without a certificate).
+  const ServeRun listed = RunServe(base + "--client-ca " + pki.Path("ca.crt") + " --config " +
+                                   settings("ok.yaml", "secret-reader: [edge/ingress, shop/gateway]\n"));
+  EXPECT_EQ(listed.exit_code, 2) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr("--client-ca needs --tls-cert and --tls-key"));
+
+  const ServeRun bad_value =
+      RunServe(base + "--config " + settings("bad.yaml", "debounce-after: 10ms\nsecret-reader: [edge/ingress, x]\n"));
+  EXPECT_EQ(bad_value.exit_code, 105) << bad_value.output;  // CLI11's validation failure
+  EXPECT_THAT(bad_value.output, HasSubstr("secret-reader"));
+
+  const ServeRun single =
+      RunServe(base + "--config " + settings("single.yaml", "\nroot-namespace: [istio-system, other]\n"));
+  EXPECT_EQ(single.exit_code, 2) << single.output;
+  EXPECT_THAT(single.output, HasSubstr(pki.Path("single.yaml") + ":2: root-namespace: must be one value"));
 }
 
 // Issue 13: the admin pages are never served unauthenticated off loopback.

@@ -55,6 +55,20 @@ class TestPki {
                             Path(name + ".crt")));
   }
 
+  // A revocation list NAME.crl of the CA `ca` revoking the certificate `revoked` (NAME.crt of an
+  // earlier MakeLeaf), made with `openssl ca` over a database of its own.
+  bool MakeCrl(const std::string& name, const std::string& ca, const std::string& revoked) {
+    const std::string config = Path(name + ".cnf");
+    std::ofstream(Path(name + ".index")).flush();
+    std::ofstream(Path(name + ".crlnumber")) << "01\n";
+    std::ofstream(config) << "[ca]\ndefault_ca = test\n[test]\ndatabase = " << Path(name + ".index")
+                          << "\ncrlnumber = " << Path(name + ".crlnumber")
+                          << "\ndefault_md = sha256\ndefault_crl_days = 1\ncertificate = " << Path(ca + ".crt")
+                          << "\nprivate_key = " << Path(ca + ".key") << "\n";
+    return Run(absl::StrCat("openssl ca -config ", config, " -revoke ", Path(revoked + ".crt"))) &&
+           Run(absl::StrCat("openssl ca -config ", config, " -gencrl -out ", Path(name + ".crl")));
+  }
+
   std::string Path(const std::string& file) const { return dir_ + "/" + file; }
   std::string Read(const std::string& file) const {
     std::ifstream in(Path(file));

@@ -2028,19 +2028,22 @@ spec:
   EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().certificate_chain().inline_bytes(), cert);
   EXPECT_EQ(served["kubernetes://shop-cert"].tls_certificate().private_key().inline_bytes(), key);
   EXPECT_EQ(served["kubernetes://shop-cert-cacert"].validation_context().trusted_ca().inline_bytes(), ca);
-  // A Secret NAME-cacert with a CA is preferred for the CA (istiod's order).
+  EXPECT_FALSE(served["kubernetes://shop-cert-cacert"].validation_context().has_crl());
+  // A Secret NAME-cacert with a CA is preferred for the CA (istiod's order), with its
+  // revocation list.
   ASSERT_TRUE(pki.MakeCa("ca2"));
-  Apply("ca-secret.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert-cacert, namespace: edge}\n",
-                                 "stringData:\n  cacert: ", block(pki.Read("ca2.crt"))));
+  ASSERT_TRUE(pki.MakeLeaf("revoked", "ca2", "DNS:client.example.com"));
+  ASSERT_TRUE(pki.MakeCrl("ca2", "ca2", "revoked"));
+  Apply("ca-secret.yaml",
+        StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert-cacert, namespace: edge}\n",
+               "stringData:\n  cacert: ", block(pki.Read("ca2.crt")), "  crl: ", block(pki.Read("ca2.crl"))));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::optional<DiscoveryResponse> ca_sds =
       ask(router, proven, std::string(kSecretType), {"kubernetes://shop-cert-cacert"});
   ASSERT_TRUE(ca_sds.has_value());
-  EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(*ca_sds, 0)
-                .validation_context()
-                .trusted_ca()
-                .inline_bytes(),
-            pki.Read("ca2.crt"));
+  const auto ca_secret = Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(*ca_sds, 0);
+  EXPECT_EQ(ca_secret.validation_context().trusted_ca().inline_bytes(), pki.Read("ca2.crt"));
+  EXPECT_EQ(ca_secret.validation_context().crl().inline_bytes(), pki.Read("ca2.crl"));
 
   // Debug output shows the certificate, never the key.
   const ResourcePtr resource = *Resource::FromMessage(served["kubernetes://shop-cert"]);
