@@ -1176,6 +1176,12 @@ std::vector<HttpRouteDestination> ReadWeightedDestinations(Reader& r, const YAML
     return out;
   }
   if (!r.IsSeq(destinations, Reader::Join(f, "route"))) return out;
+  if (destinations.size() == 0) {
+    // Istio refuses it too: a route to nowhere (Envoy would refuse the whole listener for a TCP
+    // proxy without a cluster).
+    r.Error(destinations, Reader::Join(f, "route"), "must list at least one destination");
+    return out;
+  }
   uint32_t total = 0;
   bool weights_valid = true;  // a bad weight is reported once, not again in the sum
   for (size_t j = 0; j < destinations.size(); ++j) {

@@ -1,7 +1,9 @@
 #include "model/gateway_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -57,20 +59,22 @@ bool Admits(const Gateway& gateway, const Gateway::Server& server, const Virtual
   return false;
 }
 
-// The SNI names of a tls route match that a passthrough server with `server_names` (empty:
-// every name) takes: each the narrower of a sniHost and a server name under one another.
-std::vector<std::string> NarrowedNames(const std::vector<std::string>& sni_hosts,
-                                       const std::vector<std::string>& server_names) {
+// The SNI names of a tls route match of a VirtualService of `vs_namespace` that a passthrough
+// `server` takes: each the narrower of a sniHost and a server host under one another, of the
+// server hosts whose namespace part admits that namespace (a name the server keeps for another
+// namespace's VirtualServices is not theirs to route).
+std::vector<std::string> NarrowedNames(const Gateway& gateway, const Gateway::Server& server,
+                                       const std::string& vs_namespace, const std::vector<std::string>& sni_hosts) {
   std::vector<std::string> out;
   const auto add = [&](const std::string& name) {
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   };
   for (const std::string& sni : sni_hosts) {
-    if (server_names.empty()) {
-      add(sni);
-      continue;
-    }
-    for (const std::string& name : server_names) {
+    for (const std::string& server_host : server.hosts) {
+      const size_t slash = server_host.find('/');
+      const std::string ns = server_host.substr(0, slash);
+      const std::string name = server_host.substr(slash + 1);
+      if (ns != "*" && vs_namespace != (ns == "." ? gateway.meta.namespace_name : ns)) continue;
       if (HostSubsetOf(sni, name)) {
         add(sni);
       } else if (HostSubsetOf(name, sni)) {
@@ -81,20 +85,93 @@ std::vector<std::string> NarrowedNames(const std::vector<std::string>& sni_hosts
   return out;
 }
 
+// The VirtualServices bound to `gateway` with a host `server` admits, in their order.
+std::vector<const VirtualService*> BoundTo(const MeshContext& mesh, const Gateway& gateway,
+                                           const Gateway::Server& server) {
+  std::vector<const VirtualService*> bound;
+  for (const VirtualService* vs : mesh.VirtualServicesOfGateway(GatewayName(gateway))) {
+    if (Admits(gateway, server, *vs, mesh.domain_suffix())) bound.push_back(vs);
+  }
+  return bound;
+}
+
+// Calls `fn(vs, i, j, names)` for each tls route match of the VirtualServices bound to a
+// passthrough `server` that applies to its port at its Gateway, with the SNI names it takes
+// there (NarrowedNames; none: skipped).
+void ForEachPassthroughMatch(
+    const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server,
+    const std::function<void(const VirtualService&, size_t, size_t, const std::vector<std::string>&)>& fn) {
+  const std::string gateway_name = GatewayName(gateway);
+  for (const VirtualService* vs : BoundTo(mesh, gateway, server)) {
+    for (size_t i = 0; i < vs->tls.size(); ++i) {
+      for (size_t j = 0; j < vs->tls[i].match.size(); ++j) {
+        const TlsRoute::Match& match = vs->tls[i].match[j];
+        if ((match.port != 0 && match.port != server.port) || !OpaqueMatchAt(match.gateways, *vs, gateway_name)) {
+          continue;
+        }
+        const std::vector<std::string> names = NarrowedNames(gateway, server, vs->meta.namespace_name, match.sni_hosts);
+        if (!names.empty()) fn(*vs, i, j, names);
+      }
+    }
+  }
+}
+
+// The first tcp route of the VirtualServices bound to `server` that applies to its port at its
+// Gateway, and its VirtualService; nulls when there is none.
+std::pair<const TcpRoute*, const VirtualService*> PickedTcpRoute(const MeshContext& mesh, const Gateway& gateway,
+                                                                 const Gateway::Server& server) {
+  for (const VirtualService* vs : BoundTo(mesh, gateway, server)) {
+    for (const TcpRoute& route : vs->tcp) {
+      if (TcpRouteApplies(route, *vs, GatewayName(gateway), server.port)) return {&route, vs};
+    }
+  }
+  return {nullptr, nullptr};
+}
+
+// Why a TCP or TLS server takes no connections (no route applies to it), or "".
+std::string NoRouteReason(const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server) {
+  if (server.routes == Gateway::Server::Routes::kTcp) {
+    if (PickedTcpRoute(mesh, gateway, server).first != nullptr) return "";
+    return StrCat(
+        "takes no connections: no tcp route of a VirtualService bound to the Gateway, with a host this "
+        "server admits, applies to port ",
+        server.port);
+  }
+  if (server.routes == Gateway::Server::Routes::kTls) {
+    bool any = false;
+    ForEachPassthroughMatch(mesh, gateway, server, [&](const auto&, size_t, size_t, const auto&) { any = true; });
+    if (any) return "";
+    return StrCat(
+        "takes no connections: no tls route match of a VirtualService bound to the Gateway names an SNI "
+        "host this server admits on port ",
+        server.port);
+  }
+  return "";
+}
+
 }  // namespace
 
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways) {
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways) {
   std::map<uint32_t, GatewayPort> ports;
   for (const Gateway* gateway : gateways) {
     for (const Gateway::Server& server : gateway->servers) {
       const GatewayPort::Kind kind = KindOf(server);
       GatewayServer entry{gateway, &server, {}, ""};
-      auto [it, first] = ports.try_emplace(server.port);
-      GatewayPort& port = it->second;
-      if (first) port.kind = kind;
+      GatewayPort& port = ports[server.port];
+      // A server no route applies to neither decides the port's kind nor holds names.
+      if (std::string reason = NoRouteReason(mesh, *gateway, server); !reason.empty()) {
+        entry.left_out = std::move(reason);
+        port.left_out.push_back(std::move(entry));
+        continue;
+      }
+      if (!port.decided) {
+        port.kind = kind;
+        port.decided = true;
+      }
       if (port.kind != kind) {
-        entry.left_out = StrCat("port ", server.port, " already serves ", KindName(port.kind), " for an earlier server",
-                                "; Envoy cannot serve ", KindName(kind), " on the same listener");
+        entry.left_out = StrCat("port ", server.port, " already serves ", KindName(port.kind),
+                                " for an earlier server; cxds serves one kind of server (plain HTTP, plain TCP or "
+                                "TLS) per port");
         port.left_out.push_back(std::move(entry));
         continue;
       }
@@ -187,42 +264,20 @@ GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const Ga
       claim(entry.server_names);
       continue;
     }
-    std::vector<const VirtualService*> bound;
-    for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
-      if (Admits(gateway, server, *vs, mesh.domain_suffix())) bound.push_back(vs);
-    }
     if (server.routes == Gateway::Server::Routes::kTcp) {
-      const TcpRoute* picked = nullptr;
-      const VirtualService* picked_vs = nullptr;
-      for (const VirtualService* vs : bound) {
-        for (const TcpRoute& route : vs->tcp) {
-          if (picked == nullptr && TcpRouteApplies(route, *vs, gateway_name, port)) {
-            picked = &route;
-            picked_vs = vs;
-          }
-        }
-      }
-      if (picked == nullptr) {
-        add_note({gateway_key, ServerField(entry),
-                  StrCat("takes no connections: no tcp route of a VirtualService bound to the Gateway, "
-                         "with a host this server admits, applies to port ",
-                         port)});
-        continue;
-      }
+      const auto [picked, picked_vs] = PickedTcpRoute(mesh, gateway, server);
+      if (picked == nullptr) continue;  // left out by PlanGatewayPorts
       out.chains.push_back({&entry, entry.server_names, &picked->route, picked_vs->meta.namespace_name});
       claim(entry.server_names);
       continue;
     }
     bool routed = false;
-    for (const VirtualService* vs : bound) {
-      for (size_t i = 0; i < vs->tls.size(); ++i) {
-        const TlsRoute& route = vs->tls[i];
-        for (size_t j = 0; j < route.match.size(); ++j) {
-          const TlsRoute::Match& match = route.match[j];
-          if ((match.port != 0 && match.port != port) || !OpaqueMatchAt(match.gateways, *vs, gateway_name)) continue;
+    ForEachPassthroughMatch(
+        mesh, gateway, server,
+        [&](const VirtualService& vs, size_t i, size_t j, const std::vector<std::string>& narrowed) {
           std::vector<std::string> kept, lost;
           bool catch_all = false;
-          for (const std::string& name : NarrowedNames(match.sni_hosts, entry.server_names)) {
+          for (const std::string& name : narrowed) {
             const std::string key = name == "*" ? "" : name;
             auto it = owner.find(key);
             if ((it != owner.end() && it->second != &entry) || used.contains(key)) {
@@ -233,23 +288,20 @@ GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const Ga
               kept.push_back(name);
             }
           }
-          MatchNames& names = match_names[{vs, i, j}];
+          MatchNames& names = match_names[{&vs, i, j}];
           names.gateway = gateway_name;
           names.lost.insert(lost.begin(), lost.end());
           names.routed.insert(kept.begin(), kept.end());
-          if (kept.empty()) continue;
+          if (kept.empty()) return;
           routed = true;
           // Narrowed names are exact names or wildcards; the catch-all stands alone.
           out.chains.push_back(
-              {&entry, catch_all ? std::vector<std::string>{} : kept, &route.route, vs->meta.namespace_name});
-        }
-      }
-    }
+              {&entry, catch_all ? std::vector<std::string>{} : kept, &vs.tls[i].route, vs.meta.namespace_name});
+        });
     if (!routed) {
       add_note({gateway_key, ServerField(entry),
-                StrCat("takes no connections: no tls route match of a VirtualService bound to the "
-                       "Gateway names an SNI host this server admits on port ",
-                       port)});
+                StrCat("takes no connections: every SNI name its tls route matches take on port ", port,
+                       " is another server's or an earlier match's")});
     }
   }
   for (const auto& [match, names] : match_names) {

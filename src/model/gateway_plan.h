@@ -15,14 +15,15 @@
 
 namespace cxds {
 
-// A gateway proxy's servers per port, as its listeners are built. The first server of a port
-// (Gateways in GatewaysFor order, namespace/name; servers in file order) decides the port's
-// kind: plain HTTP (HTTP, HTTP2, GRPC servers: one connection manager), plain TCP (one TCP
-// server: Envoy cannot tell plain connections apart, so a second is left out), or TLS (HTTPS
-// and TLS servers, terminating or passing through: a filter chain per server by SNI name). A
-// server of another kind on that port is left out, since Envoy cannot serve both on one
-// listener; so is a TLS server whose every SNI name an earlier server of the port took (Envoy
-// refuses a listener matching one name twice).
+// A gateway proxy's servers per port, as its listeners are built. A TCP or TLS server no route
+// applies to (no tcp route, or no tls route match with an SNI name it admits, of the
+// VirtualServices bound to its Gateway) is left out first: it takes no connections, so it
+// neither decides a port nor holds names. The first other server of a port (Gateways in
+// GatewaysFor order, namespace/name; servers in file order) decides the port's kind: plain HTTP (HTTP, HTTP2, GRPC
+// servers: one connection manager), plain TCP (one TCP server: Envoy cannot tell plain connections apart, so a second
+// is left out), or TLS (HTTPS and TLS servers, terminating or passing through: a filter chain per server by SNI name).
+// A server of another kind on that port is left out, since Envoy cannot serve both on one listener; so is a TLS server
+// whose every SNI name an earlier server of the port took (Envoy refuses a listener matching one name twice).
 struct GatewayServer {
   const Gateway* gateway = nullptr;
   const Gateway::Server* server = nullptr;
@@ -33,12 +34,13 @@ struct GatewayServer {
 struct GatewayPort {
   enum class Kind { kHttp, kTcp, kTls };
   Kind kind = Kind::kHttp;
+  bool decided = false;                 // some server decided `kind` (else every server is left out)
   std::vector<GatewayServer> servers;   // served, in order
   std::vector<GatewayServer> left_out;  // with the reason
   std::set<std::string> taken_names;
   bool has_catch_all = false;
 };
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const std::vector<const Gateway*>& gateways);
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways);
 
 // One filter chain of a TCP or TLS port's listener. An HTTPS server's chain terminates TLS and
 // runs its HTTP routes (`route` null); the others proxy TCP to `route`, the weighted
@@ -58,15 +60,16 @@ struct GatewayChainNote {
 };
 struct GatewayChains {
   std::vector<GatewayChain> chains;  // in the order of the port's servers, then of the routes
-  // Servers no route applies to (they take no connections), and tls route matches whose SNI
-  // names another server owns or an earlier match has.
+  // tls route matches whose SNI names another server of the port owns or an earlier match
+  // took (and no other chain routes for them), and passthrough servers left with no chain.
   std::vector<GatewayChainNote> notes;
 };
 // The chains of `port`, as istiod picks routes at a gateway: of the VirtualServices bound to a
 // server's Gateway that have a host the server admits (GatewayHostName), in their order, a TCP
 // or terminating TLS server takes the first tcp route that applies to the port at that Gateway
 // (TcpRouteApplies); a passthrough server gets a chain per tls route match that applies, for
-// its sniHosts narrowed to the server's names. Empty for a plain HTTP port.
+// its sniHosts narrowed to the server's hosts that admit the VirtualService's namespace. Empty
+// for a plain HTTP port.
 GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const GatewayPort& plan);
 
 // istiod's names: the SDS secrets of a terminating server's credentialName (the certificate and

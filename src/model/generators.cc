@@ -790,7 +790,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       picked += StrCat(gateway->meta.namespace_name, "/", gateway->meta.name, ",");
     }
     GeneratedResources out;
-    for (const auto& [port, plan] : PlanGatewayPorts(gateways)) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways)) {
       if (plan.servers.empty()) continue;
       const std::string name = StrCat(options_.gateway_address, "_", port);
       // A plain HTTP listener is the same for every gateway proxy with this port; the others
@@ -1342,7 +1342,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
             if (gateway_proxy) {
               // http.PORT: the plain servers of the port; https.PORT.PORT_NAME.GATEWAY.NS: that
               // TLS server alone.
-              const std::map<uint32_t, GatewayPort> plan = PlanGatewayPorts(gateways);
+              const std::map<uint32_t, GatewayPort> plan = PlanGatewayPorts(mesh, gateways);
               uint32_t port = 0;
               std::vector<GatewayServer> servers;
               if (name.starts_with("http.") && absl::SimpleAtoi(name.substr(5), &port)) {
@@ -1407,9 +1407,10 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
 
 namespace {
 
-// SDS for gateway proxies: the Secrets their HTTPS servers name, kubernetes://NAME (certificate
-// and key) and kubernetes://NAME-cacert (CA; from Secret NAME-cacert when there is one, else
-// NAME's own CA, as istiod reads them), from the Secret of that name in the proxy's namespace.
+// SDS for gateway proxies: the Secrets their terminating servers (HTTPS, TLS) name,
+// kubernetes://NAME (certificate and key) and kubernetes://NAME-cacert (CA and revocation lists;
+// from Secret NAME-cacert when it has a CA, else NAME's own, as istiod reads them), from the
+// Secret of that name in the proxy's namespace.
 // Stricter than a node's word: only to a stream whose authenticator proved that namespace and a
 // service account allowed to read Secrets (SecretsRefusal), and only names a server of a Gateway
 // picking the proxy uses, since what is served here is a private key. Anything else asked for is
@@ -1491,7 +1492,7 @@ std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
 
 std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy) {
   std::map<std::string, SecretUse> names;
-  for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels))) {
     for (const GatewayServer& entry : plan.servers) {
       const std::string& credential = entry.server->credential_name;
       if (credential.empty()) continue;
@@ -1613,7 +1614,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     if (notes.size() < limit) notes.push_back(std::move(note));
   };
   const std::string refusal = SecretsRefusal(proxy, identity, readers);
-  for (const auto& [port, plan] : PlanGatewayPorts(mesh.GatewaysFor(proxy.labels))) {
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels))) {
     for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
       add({StrCat("listener port ", port),
            StrCat(note.object.kind, " ", note.object.namespace_name, "/", note.object.name), note.field, note.reason});

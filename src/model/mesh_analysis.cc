@@ -299,7 +299,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
                               " has no ca.crt (or cacert): gateway proxies wait for it")});
       }
     }
-    for (const auto& [port, plan] : PlanGatewayPorts({gateway})) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway})) {
       for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
         out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
       }

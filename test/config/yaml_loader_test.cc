@@ -1032,6 +1032,8 @@ TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
   EXPECT_TRUE(vs.tcp[0].match[0].gateways.empty()) << "none given: the VirtualService's";
   EXPECT_EQ(vs.tcp[0].route[1].weight, 40u);
   EXPECT_EQ(OnlyError(head), "spec.http: is required (or spec.tcp or spec.tls: cxds serves HTTP, TCP and TLS routes)");
+  EXPECT_EQ(OnlyError(head + "  tcp: [{route: []}]\n"), "spec.tcp[0].route: must list at least one destination")
+      << "Envoy refuses a TCP proxy to nowhere, and the whole listener with it";
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, weight: 60}, {destination: {host: db}}]}]\n"),
             "spec.tcp[0].route: weights must add up to 100, got 60");
   EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceLabels: {a: b}}], route: [{destination: {host: db}}]}]\n"),

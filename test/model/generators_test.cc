@@ -153,7 +153,22 @@ class GeneratorsTest : public ::testing::Test {
     if (grpc) (*node_.mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
     if (!ns.empty()) (*node_.mutable_metadata()->mutable_fields())["NAMESPACE"].set_string_value(ns);
     return h;
+  }  // The listeners (by name) a gateway proxy `id` labelled istio=ingressgateway is sent.
+  std::map<std::string, envoy::config::listener::v3::Listener> IngressListeners(const std::string& id) {
+    auto h = Connect(id, false);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    h->Send(First(std::string(kListenerType), {}));
+    const auto responses = h->Take();
+    EXPECT_EQ(responses.size(), 1u);
+    std::map<std::string, envoy::config::listener::v3::Listener> listeners;
+    for (int i = 0; responses.size() == 1 && i < responses[0].resources_size(); ++i) {
+      auto listener = Decode<envoy::config::listener::v3::Listener>(responses[0], i);
+      listeners[listener.name()] = listener;
+    }
+    return listeners;
   }
+
   DiscoveryRequest First(const std::string& type, std::vector<std::string> names) {
     DiscoveryRequest r = Request(type, std::move(names));
     *r.mutable_node() = node_;
@@ -2136,8 +2151,8 @@ spec:
   const std::vector<std::string> left_out = {
       "listener port 8443 spec.servers[2]: every SNI name of it on port 8443 is already served by an earlier server "
       "(Envoy matches each name once)",
-      "listener port 8443 spec.servers[3]: port 8443 already serves TLS for an earlier server; Envoy cannot serve "
-      "plain HTTP on the same listener",
+      "listener port 8443 spec.servers[3]: port 8443 already serves TLS for an earlier server; cxds serves one kind "
+      "of server (plain HTTP, plain TCP or TLS) per port",
       "listener port 8443 spec.servers[1].hosts: SNI names shop.example.com not matched by this server: an earlier "
       "server of the port has them"};
   const std::vector<std::string> readers = {"edge/ingress"};
@@ -2192,7 +2207,7 @@ spec:
   - port: {number: 31400, name: tcp, protocol: TCP}
     hosts: ["*"]
   - port: {number: 31400, name: tcp-other, protocol: TCP}
-    hosts: [other.example.com]
+    hosts: [db.example.com]
   - port: {number: 443, name: tls, protocol: TLS}
     hosts: [nginx.example.com, "*.api.example.com"]
     tls: {mode: PASSTHROUGH}
@@ -2246,6 +2261,16 @@ spec:
   tcp:
   - match: [{port: 5432, gateways: [edge/ingress]}]
     route: [{destination: {host: echo.mesh.local}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: nginx-mesh, namespace: edge}
+spec:
+  hosts: [nginx.mesh.local]
+  gateways: [ingress, mesh]
+  tls:
+  - match: [{sniHosts: [nginx.mesh.local], gateways: [edge/ingress]}]
+    route: [{destination: {host: api.mesh.local}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
@@ -2256,13 +2281,7 @@ spec:
     h->Send(First(type, std::move(names)));
     return h->Take();
   };
-  const auto lds = ask(std::string(kListenerType), {});
-  ASSERT_EQ(lds.size(), 1u);
-  std::map<std::string, envoy::config::listener::v3::Listener> listeners;
-  for (int i = 0; i < lds[0].resources_size(); ++i) {
-    auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
-    listeners[listener.name()] = listener;
-  }
+  auto listeners = IngressListeners(router);
   // 9444's server has no route: no listener (Envoy refuses one without chains).
   EXPECT_THAT(listeners,
               ::testing::UnorderedElementsAre(::testing::Key("127.0.0.1_31400"), ::testing::Key("127.0.0.1_443"),
@@ -2331,8 +2350,8 @@ spec:
   EXPECT_EQ(split.weighted_clusters().clusters(1).name(), "outbound|9000||echo.mesh.local");
   EXPECT_EQ(split.stat_prefix(), "outbound_127.0.0.1_9443");
 
-  // Route configurations exist for the HTTPS server only, and the gateway is sent both Secret
-  // names only when it may read them (not here: no proven identity).
+  // Route configurations exist for the HTTPS server only; the Secrets it may be sent are those
+  // of both terminating servers, HTTPS and TLS.
   EXPECT_EQ(ask(std::string(kRouteType), {"https.443.https.ingress.edge"}).size(), 1u);
   EXPECT_TRUE(ask(std::string(kRouteType), {"https.9443.tls-db.ingress.edge"}).empty());
 
@@ -2343,6 +2362,9 @@ spec:
   labelled.set_id(router);
   auto* labels = (*labelled.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
   (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  std::vector<std::string> secret_names;
+  for (const auto& [name, use] : UsedSecretNames(*mesh, ParseProxyInfo(labelled))) secret_names.push_back(name);
+  EXPECT_THAT(secret_names, ::testing::ElementsAre("kubernetes://db-cert", "kubernetes://shop-cert"));
   std::vector<std::string> notes;
   for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(labelled), PeerIdentity{}, {})) {
     if (note.resource.starts_with("listener port")) {
@@ -2360,22 +2382,114 @@ spec:
           "listener port 31400 Gateway edge/ingress spec.servers[1]: port 31400 already serves plain TCP for server "
           "spec.servers[0] of Gateway edge/ingress; Envoy cannot tell plain TCP connections apart"));
 
-  // In the mesh, db.mesh.local keeps its own cluster: the tcp route is for the Gateway alone.
+  // In the mesh, db.mesh.local and nginx.mesh.local keep their own clusters: the tcp route and
+  // the tls route match are for the Gateway alone.
   {
     auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
     h->Send(First(std::string(kListenerType), {}));
     auto responses = h->Take();
     ASSERT_EQ(responses.size(), 1u);
-    bool found = false;
+    std::map<std::string, std::string> cluster_by_chain;
     for (int i = 0; i < responses[0].resources_size(); ++i) {
       const auto listener = Decode<envoy::config::listener::v3::Listener>(responses[0], i);
-      if (listener.name() != "127.0.0.1_5432") continue;
-      found = true;
-      ASSERT_EQ(listener.filter_chains_size(), 1);
-      EXPECT_EQ(proxy_of(listener.filter_chains(0)).cluster(), "outbound|5432||db.mesh.local");
+      if (listener.name() != "127.0.0.1_5432" && listener.name() != "127.0.0.1_443") continue;
+      for (const auto& chain : listener.filter_chains()) {
+        cluster_by_chain[StrCat(listener.name(), " ", absl::StrJoin(names_of(chain), ","))] = proxy_of(chain).cluster();
+      }
     }
-    EXPECT_TRUE(found);
+    EXPECT_EQ(cluster_by_chain["127.0.0.1_5432 "], "outbound|5432||db.mesh.local");
+    EXPECT_EQ(cluster_by_chain["127.0.0.1_443 nginx.mesh.local"], "outbound|443||nginx.mesh.local");
   }
+}
+
+// Passthrough servers by the namespace part of their hosts, a catch-all one on an HTTPS port,
+// and names: a server no route applies to takes no connections and holds no SNI name, so a
+// later server of the port gets it.
+TEST_F(GeneratorsTest, PassthroughServersRouteOnlyTheirNamespacesHostsAndUnroutedServersHoldNoNames) {
+  Apply("gateway.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: tls-backends}
+spec:
+  resolution: STATIC
+  hosts: [a.mesh.local, b.mesh.local]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8443, name: tls-teams, protocol: TLS}
+    hosts: [team-a/a.example.com, team-b/b.example.com]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 9443, name: tls-unrouted, protocol: TLS}
+    hosts: [c.example.com]
+    tls: {mode: PASSTHROUGH}
+  - port: {number: 9443, name: https-c, protocol: HTTPS}
+    hosts: [c.example.com]
+    tls: {mode: SIMPLE, credentialName: c-cert}
+  - port: {number: 10443, name: https-any, protocol: HTTPS}
+    hosts: ["*"]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: b, namespace: team-b}
+spec:
+  hosts: [a.example.com, b.example.com, "*.example.org"]
+  gateways: [edge/ingress]
+  tls:
+  - match: [{sniHosts: [a.example.com], port: 8443}]
+    route: [{destination: {host: a.mesh.local}}]
+  - match: [{sniHosts: [b.example.com], port: 8443}]
+    route: [{destination: {host: b.mesh.local}}]
+  - match: [{sniHosts: ["*.example.org"], port: 10443}]
+    route: [{destination: {host: b.mesh.local}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: c, namespace: edge}
+spec:
+  hosts: [c.example.com]
+  gateways: [ingress]
+  http: [{route: [{destination: {host: a.mesh.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: any, namespace: edge}
+spec:
+  hosts: ["*"]
+  gateways: [ingress]
+  tls:
+  - match: [{sniHosts: ["*"], port: 10443}]
+    route: [{destination: {host: a.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto listeners = IngressListeners("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local");
+  ASSERT_EQ(listeners.size(), 3u);
+  // a.example.com is kept for team-a's VirtualServices: team-b's match for it routes nothing.
+  const auto& teams = listeners["127.0.0.1_8443"];
+  ASSERT_EQ(teams.filter_chains_size(), 1);
+  EXPECT_THAT(teams.filter_chains(0).filter_chain_match().server_names(), ::testing::ElementsAre("b.example.com"));
+  // The unrouted passthrough server holds no name: the HTTPS server of the port terminates c.
+  const auto& c = listeners["127.0.0.1_9443"];
+  ASSERT_EQ(c.filter_chains_size(), 1);
+  EXPECT_THAT(c.filter_chains(0).filter_chain_match().server_names(), ::testing::ElementsAre("c.example.com"));
+  EXPECT_EQ(c.filter_chains(0).transport_socket().name(), "envoy.transport_sockets.tls");
+  // An HTTPS server passing TLS through, for every name: a catch-all chain (sniHosts "*",
+  // VirtualService any, older by name) and the wildcard of team-b's match, no TLS context.
+  const auto& any = listeners["127.0.0.1_10443"];
+  ASSERT_EQ(any.filter_chains_size(), 2);
+  std::vector<std::pair<std::string, std::string>> chains;
+  for (const auto& chain : any.filter_chains()) {
+    EXPECT_FALSE(chain.has_transport_socket());
+    envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+    EXPECT_TRUE(chain.filters(0).typed_config().UnpackTo(&tcp));
+    chains.emplace_back(absl::StrJoin(chain.filter_chain_match().server_names(), ","), tcp.cluster());
+  }
+  EXPECT_THAT(chains, ::testing::ElementsAre(::testing::Pair("", "outbound|443||a.mesh.local"),
+                                             ::testing::Pair("*.example.org", "outbound|443||b.mesh.local")));
 }
 
 // Which DestinationRule a proxy gets depends on its namespace, as istiod chooses: its own

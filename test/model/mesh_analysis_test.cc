@@ -346,19 +346,20 @@ spec:
     hosts: [b.example.com]
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
-  EXPECT_THAT(Strings(update.warnings),
-              ElementsAre("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialName: no Secret "
-                          "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
-                          "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
-                          "edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: no Secret "
-                          "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
-                          "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
-                          "edge.yaml:1: Gateway edge/ingress: spec.servers[1]: not served: every SNI name of it on "
-                          "port 443 is already served by an earlier server (Envoy matches each name once) "
-                          "[cxds_gateway_server_left_out]",
-                          "edge.yaml:1: Gateway edge/ingress: spec.servers[2]: not served: port 443 already serves "
-                          "TLS for an earlier server; Envoy cannot serve plain HTTP on the same listener "
-                          "[cxds_gateway_server_left_out]"));
+  EXPECT_THAT(
+      Strings(update.warnings),
+      ElementsAre("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialName: no Secret "
+                  "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                  "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: no Secret "
+                  "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                  "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[1]: not served: every SNI name of it on "
+                  "port 443 is already served by an earlier server (Envoy matches each name once) "
+                  "[cxds_gateway_server_left_out]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[2]: not served: port 443 already serves "
+                  "TLS for an earlier server; cxds serves one kind of server (plain HTTP, plain TCP or TLS) per port "
+                  "[cxds_gateway_server_left_out]"));
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
 }
 
