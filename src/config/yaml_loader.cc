@@ -775,13 +775,15 @@ bool SecretValueLooksLikePem(const YAML::Node& doc, const char* key) {
   return false;
 }
 
-// A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or a generic
-// (Opaque) one with a PEM certificate and key, or a PEM CA, under Istio's keys. Any other Secret
-// (a service account token with its ca.crt, docker config, ...) has no meaning for xDS: skipped.
+// A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or one of
+// another type (Opaque, unset, or a custom type such as example.com/cert, which istiod reads by
+// its keys alone) with a PEM certificate and key, or a PEM CA, under Istio's keys. Secrets of
+// Kubernetes' own other types (a service account token with its ca.crt, docker configs, basic
+// and SSH auth, bootstrap tokens) and those without such keys have no meaning for xDS: skipped.
 bool CarriesTlsMaterial(const YAML::Node& doc) {
   const std::string type = ScalarAt(doc, "type");
   if (type == "kubernetes.io/tls") return true;
-  if (!type.empty() && type != "Opaque") return false;
+  if (type.starts_with("kubernetes.io/") || type.starts_with("bootstrap.kubernetes.io/")) return false;
   for (size_t i = 0; i < std::size(kCertKeys); ++i) {
     if (SecretValueLooksLikePem(doc, kCertKeys[i]) && SecretHasKey(doc, kPrivateKeyKeys[i])) return true;
   }
@@ -825,7 +827,7 @@ SecretValue ReadSecretValue(Reader& r, const YAML::Node& doc, const char* key) {
 MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sTlsSecret secret;
   secret.meta = std::move(meta);
-  r.String(doc, "type", "", false);  // kubernetes.io/tls, Opaque or unset (CarriesTlsMaterial)
+  r.String(doc, "type", "", false);  // which types are read: CarriesTlsMaterial
   // OCSP staples: istiod serves them; cxds would drop them without a word, so a Secret with one
   // is refused rather than served without it.
   if (SecretHasKey(doc, "tls.ocsp-staple")) {

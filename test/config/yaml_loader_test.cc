@@ -411,13 +411,22 @@ data: {password: aHVudGVyMg==}
   // skipped, as before, not refused (a service account token carries a ca.crt too).
   for (const std::string& other :
        {StrCat("type: kubernetes.io/service-account-token\nstringData:\n  token: abc\n  ca.crt: ", Block(ca, "    ")),
-        std::string("type: Opaque\nstringData: {cert: a-password, key: another}\n")}) {
+        StrCat("type: kubernetes.io/basic-auth\nstringData:\n  password: a\n  ca.crt: ", Block(ca, "    ")),
+        std::string("type: Opaque\nstringData: {cert: a-password, key: another}\n"),
+        std::string("type: example.com/cert\nstringData: {note: nothing of TLS}\n")}) {
     const ParsedFile skipped =
         ParseConfigFile("x.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", other));
     EXPECT_TRUE(skipped.errors.empty()) << Errors(skipped);
     EXPECT_TRUE(skipped.documents.empty());
     EXPECT_EQ(skipped.skipped.size(), 1u) << other;
   }
+  // A custom type with Istio's keys is TLS material, as istiod reads it by its keys.
+  const ParsedFile custom =
+      ParseConfigFile("custom.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: edge}\n",
+                                            "type: example.com/cert\nstringData:\n  tls.crt: ", Block(cert, "    "),
+                                            "  tls.key: ", Block(key, "    ")));
+  ASSERT_EQ(custom.documents.size(), 1u) << Errors(custom);
+  EXPECT_EQ(std::get<K8sTlsSecret>(custom.documents[0].object).certificate_chain, cert);
   // No message quotes the material.
   const ParsedFile bad =
       ParseConfigFile("bad.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  cert: ",
