@@ -325,10 +325,13 @@ struct PolicyFields {
   std::optional<OutlierDetection> outlier_detection;
   // tls: how the proxy connects to the host. Certificates are files on the proxy (Envoy reads
   // them itself); SIMPLE checks the server against caCertificates (the proxy's system bundle
-  // when unset), MUTUAL also presents clientCertificate and privateKey.
+  // when unset), MUTUAL also presents clientCertificate and privateKey. Or, at gateways only
+  // (as in Istio), the Secret `credential_name` of the gateway's namespace over SDS: its CA
+  // (kubernetes://NAME-cacert) and for MUTUAL its certificate (kubernetes://NAME).
   struct ClientTls {
     enum class Mode { kDisable, kSimple, kMutual } mode = Mode::kDisable;
     std::string client_certificate, private_key, ca_certificates, sni;
+    std::string credential_name;
     std::vector<std::string> subject_alt_names;
     bool insecure_skip_verify = false;
   };

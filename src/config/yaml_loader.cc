@@ -1715,10 +1715,10 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
   if (const YAML::Node tls = node["tls"]; tls.IsDefined() && r.IsMap(tls, Reader::Join(f, "tls"))) {
     const std::string tf = Reader::Join(f, "tls");
     const int errors_before = r.error_count();
-    r.OnlyKeys(
-        tls, tf,
-        {"mode", "clientCertificate", "privateKey", "caCertificates", "subjectAltNames", "sni", "insecureSkipVerify"},
-        {"credentialName", "caCrl"});
+    r.OnlyKeys(tls, tf,
+               {"mode", "clientCertificate", "privateKey", "caCertificates", "subjectAltNames", "sni",
+                "insecureSkipVerify", "credentialName"},
+               {"caCrl"});
     const std::string mode = r.String(tls, "mode", tf, false).value_or("DISABLE");
     PolicyFields::ClientTls client;
     if (mode == "ISTIO_MUTUAL") {
@@ -1745,6 +1745,23 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     path("clientCertificate", client.client_certificate);
     path("privateKey", client.private_key);
     path("caCertificates", client.ca_certificates);
+    if (std::optional<std::string> credential = r.String(tls, "credentialName", tf, false);
+        credential.has_value() && client.mode != PolicyFields::ClientTls::Mode::kDisable) {
+      const YAML::Node at = tls["credentialName"];
+      const std::string cf = Reader::Join(tf, "credentialName");
+      if (credential->find("://") != std::string::npos) {
+        r.Error(at, cf,
+                "with a scheme (sds://, ...) is not supported by cxds: name a Secret of the gateway's namespace");
+      } else if (!IsDnsName(*credential)) {
+        r.Error(at, cf,
+                "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')");
+      } else if (!client.client_certificate.empty() || !client.private_key.empty() || !client.ca_certificates.empty()) {
+        // Istio refuses this too: the Secret holds the certificates then.
+        r.Error(at, cf, "cannot be set with clientCertificate, privateKey or caCertificates (the Secret holds them)");
+      } else {
+        client.credential_name = *credential;
+      }
+    }
     client.sni = r.String(tls, "sni", tf, false).value_or("");
     if (client.sni.size() > 255)
       r.Error(tls["sni"], Reader::Join(tf, "sni"), "must be at most 255 bytes (a host name)");
@@ -1755,11 +1772,12 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       r.Error(tls["insecureSkipVerify"], Reader::Join(tf, "insecureSkipVerify"),
               "cannot be set with caCertificates or subjectAltNames (they would not be checked)");
     }
-    if (client.mode == PolicyFields::ClientTls::Mode::kMutual &&
+    if (client.mode == PolicyFields::ClientTls::Mode::kMutual && client.credential_name.empty() &&
         (client.client_certificate.empty() || client.private_key.empty()) && r.error_count() == errors_before) {
-      // Istio validates this too (without credentialName, which cxds does not serve here).
+      // Istio validates this too.
       r.Error(tls, Reader::Join(tf, client.client_certificate.empty() ? "clientCertificate" : "privateKey"),
-              "is required for mode MUTUAL (the proxy's certificate and key files)");
+              "is required for mode MUTUAL (the proxy's certificate and key files), unless credentialName names a "
+              "Secret (at gateways)");
     }
     p.tls = client;  // under DISABLE the other fields mean nothing, as in istiod
   }

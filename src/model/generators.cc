@@ -202,20 +202,44 @@ constexpr char kSystemCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
 // (else the system bundle) and subjectAltNames (by the form of each name: an IP address, an
 // e-mail address, a URI with "://", else a DNS name), nothing checked under insecureSkipVerify.
 // An HTTP/2 upstream offers ALPN h2, as istiod's does: HTTP/2 servers refuse TLS without it.
-void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, Cluster& cluster) {
+envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const std::string& name) {
+  envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig sds;
+  sds.set_name(name);
+  sds.mutable_sds_config()->mutable_ads();
+  sds.mutable_sds_config()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
+  return sds;
+}
+
+void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway, Cluster& cluster) {
   using Matcher = envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher;
   envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
   if (!tls.sni.empty()) context.set_sni(tls.sni);
   auto* common = context.mutable_common_tls_context();
   if (http2) common->add_alpn_protocols("h2");
+  // A credentialName applies at gateways, as in istiod: the certificate and CA of that Secret in
+  // the gateway's namespace over SDS (served as a Gateway server's are, to proven readers only);
+  // sidecars keep to files, and have none then (the rule's analysis says so).
+  const bool sds = gateway && !tls.credential_name.empty();
   if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
-    auto* certificate = common->add_tls_certificates();
-    certificate->mutable_certificate_chain()->set_filename(tls.client_certificate);
-    certificate->mutable_private_key()->set_filename(tls.private_key);
+    if (sds) {
+      *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(tls.credential_name));
+    } else if (!tls.client_certificate.empty()) {
+      auto* certificate = common->add_tls_certificates();
+      certificate->mutable_certificate_chain()->set_filename(tls.client_certificate);
+      certificate->mutable_private_key()->set_filename(tls.private_key);
+    }
   }
   if (!tls.insecure_skip_verify) {
-    auto* validation = common->mutable_validation_context();
-    validation->mutable_trusted_ca()->set_filename(tls.ca_certificates.empty() ? kSystemCaBundle : tls.ca_certificates);
+    envoy::extensions::transport_sockets::tls::v3::CertificateValidationContext* validation = nullptr;
+    if (sds) {
+      auto* combined = common->mutable_combined_validation_context();
+      validation = combined->mutable_default_validation_context();
+      *combined->mutable_validation_context_sds_secret_config() = AdsSecret(GatewayCaSecretName(tls.credential_name));
+    } else {
+      validation = common->mutable_validation_context();
+      validation->mutable_trusted_ca()->set_filename(tls.ca_certificates.empty() ? kSystemCaBundle
+                                                                                 : tls.ca_certificates);
+    }
     for (const std::string& name : tls.subject_alt_names) {
       auto* matcher = validation->add_match_typed_subject_alt_names();
       in6_addr ip6;
@@ -282,7 +306,7 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
 
 // `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
 absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
-                                         bool http2_port, const DnsTarget* dns = nullptr) {
+                                         bool gateway, bool http2_port, const DnsTarget* dns = nullptr) {
   Cluster cluster;
   cluster.set_name(name);
   if (dns != nullptr) {
@@ -361,7 +385,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
       const bool http2 = http2_port || (policy->connection_pool.has_value() &&
                                         policy->connection_pool->h2_upgrade == H2Upgrade::kUpgrade);
-      SetUpstreamTls(*policy->tls, http2, cluster);
+      SetUpstreamTls(*policy->tls, http2, gateway, cluster);
     }
     SetHttpProtocolOptions(
         policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
@@ -397,11 +421,13 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
       // the cluster is left out (GrpcConfigNotes says so).
       if (proxy.grpc && OriginatesTls(PolicyFor(rule, subset, port.number))) return absl::OkStatus();
-      // Proxies that get the same rule (of the same namespace) share the cluster.
+      // Proxies that get the same rule (of the same namespace) share the cluster; gateways
+      // apart, whose TLS may come from a credentialName.
+      const bool gateway = proxy.type == "router" && !proxy.grpc;
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kClusterType), name, StrCat(Variant(proxy), "|dr:", RuleNamespace(rule))},
+          {std::string(kClusterType), name, StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleNamespace(rule))},
           {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
-            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc,
+            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, gateway,
                                 port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
           });
       if (!resource.ok()) return resource.status();
@@ -635,14 +661,6 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
 }  // namespace
 
 namespace {
-
-envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const std::string& name) {
-  envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig sds;
-  sds.set_name(name);
-  sds.mutable_sds_config()->mutable_ads();
-  sds.mutable_sds_config()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
-  return sds;
-}
 
 envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVersion(const std::string& istio) {
   using Params = envoy::extensions::transport_sockets::tls::v3::TlsParameters;
@@ -1503,6 +1521,30 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
       }
     }
   }
+  // DestinationRule tls credentialNames of the clusters a gateway is sent (every service's, by
+  // the rules of its namespace): the CA to check the server with, and for MUTUAL the
+  // certificate it presents.
+  if (proxy.type != "router" || proxy.grpc) return names;
+  for (const auto& [host, service] : mesh.services()) {
+    const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
+    if (rule == nullptr) continue;
+    std::vector<std::string> subsets = {""};
+    for (const DestinationRule::Subset& subset : rule->subsets) subsets.push_back(subset.name);
+    for (const ServicePort& port : service.ports) {
+      for (const std::string& subset : subsets) {
+        const std::optional<PolicyFields> policy = PolicyFor(rule, subset, port.number);
+        if (!OriginatesTls(policy) || policy->tls->credential_name.empty()) continue;
+        const PolicyFields::ClientTls& tls = *policy->tls;
+        const std::string by = StrCat("DestinationRule ", rule->meta.namespace_name, "/", rule->meta.name);
+        if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
+          names.try_emplace(GatewaySecretName(tls.credential_name), SecretUse{tls.credential_name, false, by});
+        }
+        if (!tls.insecure_skip_verify) {
+          names.try_emplace(GatewayCaSecretName(tls.credential_name), SecretUse{tls.credential_name, true, by});
+        }
+      }
+    }
+  }
   return names;
 }
 
@@ -1651,6 +1693,19 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
                            " (the gateway proxy's)")});
         }
       }
+    }
+  }
+  // Secrets of DestinationRule credentialNames (clusters the gateway originates TLS for).
+  for (const auto& [name, use] : UsedSecretNames(mesh, proxy)) {
+    if (use.rule.empty()) continue;
+    if (!refusal.empty()) {
+      add({name, use.rule, "tls.credentialName", StrCat("not served: ", refusal)});
+    } else if (FindMaterial(mesh, proxy.namespace_name, use.credential, use.ca) == nullptr) {
+      add({name, use.rule, "tls.credentialName",
+           use.ca ? StrCat("not served: no Secret ", use.credential, "-cacert with a CA, and Secret ", use.credential,
+                           " has none, in namespace ", proxy.namespace_name)
+                  : StrCat("not served: no Secret ", use.credential, " with a certificate and key in namespace ",
+                           proxy.namespace_name, " (the gateway proxy's)")});
     }
   }
   return notes;

@@ -76,6 +76,7 @@ std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
 struct SecretUse {
   std::string credential;
   bool ca = false;
+  std::string rule;  // for a DestinationRule's tls credentialName: "DestinationRule NS/NAME"; else empty
 };
 std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy);
 // The Secret of `namespace_name` holding credential `credential`'s certificate and key, or with

@@ -1177,7 +1177,7 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
   EXPECT_THAT(client.subject_alt_names, ::testing::ElementsAre("a.example.com"));
   EXPECT_EQ(OnlyError(head + "    tls: {mode: MUTUAL}\n"),
             "spec.trafficPolicy.tls.clientCertificate: is required for mode MUTUAL (the proxy's certificate and key "
-            "files)");
+            "files), unless credentialName names a Secret (at gateways)");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCertificates: certs/ca.pem}\n"),
             "spec.trafficPolicy.tls.caCertificates: other than an absolute file path on the proxy is not supported by "
             "cxds (Envoy reads the file itself, from wherever it runs)");
@@ -1189,8 +1189,20 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
   EXPECT_EQ(OnlyError(head + "    tls: {mode: ISTIO_MUTUAL}\n"),
             "spec.trafficPolicy.tls.mode: TLS mode ISTIO_MUTUAL is not supported by cxds (it issues no workload "
             "certificates; SIMPLE and MUTUAL with certificate files are)");
-  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: c}\n"),
-            "spec.trafficPolicy.tls.credentialName: is not supported by cxds");
+  // credentialName (at gateways): the Secret holds the certificates, so no files beside it.
+  const ParsedFile credential =
+      ParseConfigFile("dr.yaml", head + "    tls: {mode: MUTUAL, credentialName: egress-cert}\n");
+  ASSERT_EQ(credential.documents.size(), 1u) << Errors(credential);
+  EXPECT_EQ(std::get<DestinationRule>(credential.documents[0].object).traffic_policy->tls->credential_name,
+            "egress-cert");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: c, caCertificates: /ca.pem}\n"),
+            "spec.trafficPolicy.tls.credentialName: cannot be set with clientCertificate, privateKey or "
+            "caCertificates (the Secret holds them)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: \"sds://c\"}\n"),
+            "spec.trafficPolicy.tls.credentialName: with a scheme (sds://, ...) is not supported by cxds: name a "
+            "Secret of the gateway's namespace");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCrl: /crl.pem}\n"),
+            "spec.trafficPolicy.tls.caCrl: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{loadBalancer: {simple: RANDOM}}]\n"),
             "spec.trafficPolicy.portLevelSettings[0].port: is required");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]\n"),

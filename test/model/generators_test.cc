@@ -1890,6 +1890,89 @@ spec:
               ::testing::ElementsAre("outbound|8080||shop.mesh.local tls", "outbound|8080|mutual|shop.mesh.local tls"));
 }
 
+// A DestinationRule's tls credentialName applies at gateways, as in Istio (TLS origination at an
+// egress gateway): the cluster takes the Secret's certificate and CA over SDS, and the gateway
+// is sent them when its stream proved it may read them; a sidecar keeps to files, and without
+// any checks the server against the system bundle.
+TEST_F(GeneratorsTest, DestinationRuleCredentialNameOriginatesTlsAtGatewaysWithSdsSecrets) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("egress", "ca", "DNS:egress.example.com"));
+  const auto block = [](const std::string& pem) {
+    std::string out = "|\n";
+    for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty()))
+      absl::StrAppend(&out, "    ", line, "\n");
+    return out;
+  };
+  Apply("secret.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: egress-cert, namespace: edge}\n",
+                              "stringData:\n  cert: ", block(pki.Read("egress.crt")),
+                              "  key: ", block(pki.Read("egress.key")), "  cacert: ", block(pki.Read("ca.crt"))));
+  Apply("tls.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-tls, namespace: istio-system}
+spec:
+  host: shop.mesh.local
+  trafficPolicy:
+    tls: {mode: MUTUAL, credentialName: egress-cert, sni: shop.example.com}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~egress-1.edge~edge.svc.cluster.local";
+  const auto context_of = [](const envoy::config::cluster::v3::Cluster& cluster) {
+    envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
+    EXPECT_TRUE(cluster.transport_socket().typed_config().UnpackTo(&context)) << cluster.name();
+    EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+    return context;
+  };
+  const auto gateway = context_of(ClustersFor(router)["outbound|8080||shop.mesh.local"]);
+  ASSERT_EQ(gateway.common_tls_context().tls_certificate_sds_secret_configs_size(), 1);
+  EXPECT_EQ(gateway.common_tls_context().tls_certificate_sds_secret_configs(0).name(), "kubernetes://egress-cert");
+  EXPECT_EQ(gateway.common_tls_context().combined_validation_context().validation_context_sds_secret_config().name(),
+            "kubernetes://egress-cert-cacert");
+  EXPECT_EQ(gateway.common_tls_context().tls_certificates_size(), 0);
+  EXPECT_EQ(gateway.sni(), "shop.example.com");
+  const auto sidecar = context_of(
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local")["outbound|8080||shop.mesh.local"]);
+  EXPECT_EQ(sidecar.common_tls_context().tls_certificate_sds_secret_configs_size(), 0);
+  EXPECT_EQ(sidecar.common_tls_context().tls_certificates_size(), 0);
+  EXPECT_EQ(sidecar.common_tls_context().validation_context().trusted_ca().filename(),
+            "/etc/ssl/certs/ca-certificates.crt");
+
+  // The gateway's SDS: both names, to a stream that proved a reader of edge (edge/ingress).
+  PeerIdentity proven;
+  proven.authenticated = true;
+  proven.namespace_name = "edge";
+  proven.service_account = "ingress";
+  auto h = Connect(router, false, "", proven);
+  h->Send(First(std::string(kSecretType), {"kubernetes://egress-cert", "kubernetes://egress-cert-cacert"}));
+  const auto sds = h->Take();
+  ASSERT_EQ(sds.size(), 1u);
+  std::map<std::string, envoy::extensions::transport_sockets::tls::v3::Secret> served;
+  for (int i = 0; i < sds[0].resources_size(); ++i) {
+    auto secret = Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(sds[0], i);
+    served[secret.name()] = secret;
+  }
+  ASSERT_EQ(served.size(), 2u);
+  EXPECT_EQ(served["kubernetes://egress-cert"].tls_certificate().certificate_chain().inline_bytes(),
+            pki.Read("egress.crt"));
+  EXPECT_EQ(served["kubernetes://egress-cert-cacert"].validation_context().trusted_ca().inline_bytes(),
+            pki.Read("ca.crt"));
+  // Without the proof, nothing, and the gateway's config status says why.
+  auto plain = Connect(router, false);
+  plain->Send(First(std::string(kSecretType), {"kubernetes://egress-cert"}));
+  EXPECT_TRUE(plain->Take().empty());
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::core::v3::Node node;
+  node.set_id(router);
+  std::vector<std::string> notes;
+  for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(node), PeerIdentity{}, {})) {
+    notes.push_back(StrCat(note.resource, " ", note.object, " ", note.field));
+  }
+  EXPECT_THAT(notes, ::testing::ElementsAre(
+                         "kubernetes://egress-cert DestinationRule istio-system/shop-tls tls.credentialName",
+                         "kubernetes://egress-cert-cacert DestinationRule istio-system/shop-tls tls.credentialName"));
+}
+
 // An HTTPS Gateway server terminates TLS as istiod builds it for a credentialName: a filter
 // chain per server matching its SNI names, the certificate over SDS on the ADS stream
 // (kubernetes://NAME; MUTUAL: a client certificate required, checked against
