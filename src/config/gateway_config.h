@@ -53,9 +53,17 @@ struct Gateway {
     // gateway proxy's namespace (SDS kubernetes://NAME); MUTUAL also asks for the client's
     // certificate and checks it against the Secret's CA (kubernetes://NAME-cacert).
     // PASSTHROUGH forwards the TLS bytes by the SNI name, holding no certificate.
-    enum class TlsMode { kNone, kSimple, kMutual, kPassthrough };
+    // OPTIONAL_MUTUAL asks for a client certificate and checks one that is presented, but lets
+    // a client without one in. Without a credential name, the certificate, key and (to check
+    // clients) CA are files on the gateway, which Envoy reads itself.
+    enum class TlsMode { kNone, kSimple, kMutual, kPassthrough, kOptionalMutual };
     TlsMode tls_mode = TlsMode::kNone;
     std::string credential_name;
+    std::string server_certificate, private_key, ca_certificates;  // absolute paths; with no credential
+    bool Terminates() const {
+      return tls_mode == TlsMode::kSimple || tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual;
+    }
+    bool ChecksClients() const { return tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual; }
     std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default
     std::string max_protocol_version;
     std::vector<std::string> cipher_suites;

@@ -2029,8 +2029,9 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
 }
 
 // A Gateway server's tls, as istiod reads it: on an HTTP, HTTP2 or GRPC server only
-// httpsRedirect; on any other server TLS termination with a credentialName Secret (SIMPLE or
-// MUTUAL), as istiod serves it over SDS, or PASSTHROUGH (the mode when none is given). Sets the
+// httpsRedirect; on any other server TLS termination (SIMPLE, MUTUAL or OPTIONAL_MUTUAL) with a
+// credentialName Secret, as istiod serves it over SDS, or with certificate files on the gateway;
+// or PASSTHROUGH (the mode when none is given). Sets the
 // server's routes (Gateway::Server::Routes) from its protocol and mode: an HTTPS server that
 // terminates serves http routes, another that terminates tcp routes, a passthrough one tls routes.
 void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway::Server& server) {
@@ -2092,38 +2093,62 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     }
     return;
   }
-  if (mode != "SIMPLE" && mode != "MUTUAL") {
+  if (mode != "SIMPLE" && mode != "MUTUAL" && mode != "OPTIONAL_MUTUAL") {
     r.Error(tls["mode"], Reader::Join(tf, "mode"),
-            StrCat("mode ", mode, " is not supported by cxds (SIMPLE and MUTUAL with credentialName, and PASSTHROUGH",
+            StrCat("mode ", mode, " is not supported by cxds (SIMPLE, MUTUAL and OPTIONAL_MUTUAL, and PASSTHROUGH",
                    mode == "AUTO_PASSTHROUGH" ? "; cxds serves no SNI-named clusters for east-west traffic)"
-                   : mode == "ISTIO_MUTUAL"   ? "; cxds issues no workload certificates)"
-                                              : "; a client certificate is either required or not asked for)"));
+                                              : "; cxds issues no workload certificates)"));
     return;
   }
-  server.tls_mode = mode == "SIMPLE" ? Gateway::Server::TlsMode::kSimple : Gateway::Server::TlsMode::kMutual;
+  server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple
+                    : mode == "MUTUAL" ? Gateway::Server::TlsMode::kMutual
+                                       : Gateway::Server::TlsMode::kOptionalMutual;
   if (credential.empty()) {
-    // Istio's other way: files on the gateway's own disk, which istiod never reads.
-    r.Error(tls, Reader::Join(tf, "credentialName"),
-            tls["serverCertificate"].IsDefined() || tls["privateKey"].IsDefined()
-                ? "is required: certificates from files on the gateway (serverCertificate, privateKey) are not "
-                  "supported by cxds; name a Secret of the gateway's namespace"
-                : "is required for mode SIMPLE or MUTUAL: the Secret of the gateway's namespace with the "
-                  "certificate");
-    return;
-  }
-  // A Secret's name: a DNS subdomain (istiod prefixes "kubernetes://" to make the SDS name).
-  if (credential.find("://") != std::string::npos) {
+    // Istio's other way: files on the gateway's own disk. istiod hands the paths to its node
+    // agent; Envoy reads them itself here.
+    const bool checks_clients = server.tls_mode != Gateway::Server::TlsMode::kSimple;
+    const auto path = [&](const char* key, bool required, std::string& out) {
+      std::optional<std::string> value = r.String(tls, key, tf, false);
+      if (!value.has_value()) {
+        if (required) {
+          r.Error(tls, Reader::Join(tf, key),
+                  StrCat("is required for mode ", mode,
+                         " without credentialName (a file on the gateway; or name a "
+                         "Secret of the gateway's namespace in credentialName)"));
+        }
+        return;
+      }
+      if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
+        r.Error(tls[key], Reader::Join(tf, key),
+                "other than an absolute file path on the gateway is not supported by cxds (Envoy reads the file "
+                "itself, from wherever it runs)");
+        return;
+      }
+      out = *value;
+    };
+    if (!tls["serverCertificate"].IsDefined() && !tls["privateKey"].IsDefined()) {
+      r.Error(tls, Reader::Join(tf, "credentialName"),
+              StrCat("is required for mode ", mode,
+                     ": a Secret of the gateway's namespace with the certificate (or serverCertificate and "
+                     "privateKey, files on the gateway)"));
+      return;
+    }
+    path("serverCertificate", true, server.server_certificate);
+    path("privateKey", true, server.private_key);
+    path("caCertificates", checks_clients, server.ca_certificates);
+  } else if (credential.find("://") != std::string::npos) {
+    // A Secret's name: a DNS subdomain (istiod prefixes "kubernetes://" to make the SDS name).
     r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
             "with a scheme (sds://, kubernetes-gateway://, ...) is not supported by cxds: name a Secret of the "
             "gateway's namespace");
     return;
-  }
-  if (!IsDnsName(credential)) {
+  } else if (!IsDnsName(credential)) {
     r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
             "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')");
     return;
+  } else {
+    server.credential_name = credential;
   }
-  server.credential_name = credential;
   static constexpr std::string_view kVersions[] = {"TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"};
   for (const char* key : {"minProtocolVersion", "maxProtocolVersion"}) {
     std::optional<std::string> version = r.String(tls, key, tf, false);

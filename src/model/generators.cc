@@ -673,25 +673,39 @@ envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVer
 
 // A server's TLS termination, as istiod builds it for a credentialName: the certificate
 // over SDS (on the ADS stream) as kubernetes://NAME; for MUTUAL a client certificate required
-// and checked against kubernetes://NAME-cacert. ALPN offers HTTP/2 and HTTP/1.1 (istiod offers it on
+// and checked against kubernetes://NAME-cacert (OPTIONAL_MUTUAL: checked when presented).
+// Without a credentialName, the files on the gateway. ALPN offers HTTP/2 and HTTP/1.1 (istiod offers it on
 // TLS servers that terminate for TCP too).
 envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsContext(const Gateway::Server& server) {
   envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
   auto* common = context.mutable_common_tls_context();
   common->add_alpn_protocols("h2");
   common->add_alpn_protocols("http/1.1");
-  *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(server.credential_name));
+  const bool files = server.credential_name.empty();
+  if (files) {
+    auto* certificate = common->add_tls_certificates();
+    certificate->mutable_certificate_chain()->set_filename(server.server_certificate);
+    certificate->mutable_private_key()->set_filename(server.private_key);
+  } else {
+    *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(server.credential_name));
+  }
   if (!server.min_protocol_version.empty() || !server.max_protocol_version.empty() || !server.cipher_suites.empty()) {
     auto* params = common->mutable_tls_params();
     params->set_tls_minimum_protocol_version(TlsVersion(server.min_protocol_version));
     params->set_tls_maximum_protocol_version(TlsVersion(server.max_protocol_version));
     for (const std::string& suite : server.cipher_suites) params->add_cipher_suites(suite);
   }
-  if (server.tls_mode == Gateway::Server::TlsMode::kMutual) {
-    auto* combined = common->mutable_combined_validation_context();
-    combined->mutable_default_validation_context();
-    *combined->mutable_validation_context_sds_secret_config() = AdsSecret(GatewayCaSecretName(server.credential_name));
-    context.mutable_require_client_certificate()->set_value(true);
+  if (server.ChecksClients()) {
+    if (files) {
+      common->mutable_validation_context()->mutable_trusted_ca()->set_filename(server.ca_certificates);
+    } else {
+      auto* combined = common->mutable_combined_validation_context();
+      combined->mutable_default_validation_context();
+      *combined->mutable_validation_context_sds_secret_config() =
+          AdsSecret(GatewayCaSecretName(server.credential_name));
+    }
+    // OPTIONAL_MUTUAL: a certificate presented is checked, none is needed (istiod's too).
+    context.mutable_require_client_certificate()->set_value(server.tls_mode == Gateway::Server::TlsMode::kMutual);
   }
   return context;
 }
@@ -860,8 +874,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       for (const std::string& server_name : planned_chain.server_names) {
         chain->mutable_filter_chain_match()->add_server_names(server_name);
       }
-      if (server.tls_mode == Gateway::Server::TlsMode::kSimple ||
-          server.tls_mode == Gateway::Server::TlsMode::kMutual) {
+      if (server.Terminates()) {
         auto* socket = chain->mutable_transport_socket();
         socket->set_name("envoy.transport_sockets.tls");
         socket->mutable_typed_config()->PackFrom(GatewayTlsContext(server));
@@ -1516,7 +1529,7 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
       if (credential.empty()) continue;
       // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
       names.try_emplace(GatewaySecretName(credential), SecretUse{credential, false});
-      if (entry.server->tls_mode == Gateway::Server::TlsMode::kMutual) {
+      if (entry.server->ChecksClients()) {
         names.try_emplace(GatewayCaSecretName(credential), SecretUse{credential, true});
       }
     }
@@ -1678,7 +1691,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
       if (server.credential_name.empty()) continue;
       const std::string field = StrCat("spec.servers[", index, "].tls.credentialName");
       std::vector<std::pair<std::string, bool>> names = {{GatewaySecretName(server.credential_name), false}};
-      if (server.tls_mode == Gateway::Server::TlsMode::kMutual) {
+      if (server.ChecksClients()) {
         names.emplace_back(GatewayCaSecretName(server.credential_name), true);
       }
       for (const auto& [name, ca] : names) {

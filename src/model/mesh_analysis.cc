@@ -292,8 +292,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
              StrCat("no Secret ", name,
                     " with a certificate and key (tls.crt and tls.key) in any namespace: "
                     "gateway proxies wait for it, and Envoy serves none of the listener's chains meanwhile")});
-      } else if (server.tls_mode == Gateway::Server::TlsMode::kMutual && !has(StrCat(name, "-cacert"), true) &&
-                 !has(name, true)) {
+      } else if (server.ChecksClients() && !has(StrCat(name, "-cacert"), true) && !has(name, true)) {
         out.push_back({key, StrCat("spec.servers[", i, "].tls.credentialName"), "IST0101",
                        StrCat("mode MUTUAL needs a CA: no Secret ", name, "-cacert, and Secret ", name,
                               " has no ca.crt (or cacert): gateway proxies wait for it")});

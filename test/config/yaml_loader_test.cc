@@ -482,17 +482,33 @@ spec:
             "spec.servers[0].tls.minProtocolVersion: is above maxProtocolVersion: no version would be left");
   // Valid Istio that cxds does not serve.
   EXPECT_EQ(tls("    tls: {mode: ISTIO_MUTUAL}\n"),
-            "spec.servers[0].tls.mode: mode ISTIO_MUTUAL is not supported by cxds (SIMPLE and MUTUAL with "
-            "credentialName, and PASSTHROUGH; cxds issues no workload certificates)");
+            "spec.servers[0].tls.mode: mode ISTIO_MUTUAL is not supported by cxds (SIMPLE, MUTUAL and "
+            "OPTIONAL_MUTUAL, and PASSTHROUGH; cxds issues no workload certificates)");
   EXPECT_EQ(tls("    tls: {mode: AUTO_PASSTHROUGH}\n"),
-            "spec.servers[0].tls.mode: mode AUTO_PASSTHROUGH is not supported by cxds (SIMPLE and MUTUAL with "
-            "credentialName, and PASSTHROUGH; cxds serves no SNI-named clusters for east-west traffic)");
-  EXPECT_EQ(tls("    tls: {mode: OPTIONAL_MUTUAL, credentialName: c}\n"),
-            "spec.servers[0].tls.mode: mode OPTIONAL_MUTUAL is not supported by cxds (SIMPLE and MUTUAL with "
-            "credentialName, and PASSTHROUGH; a client certificate is either required or not asked for)");
-  EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /etc/certs/c.pem, privateKey: /etc/certs/k.pem}\n"),
-            "spec.servers[0].tls.credentialName: is required: certificates from files on the gateway "
-            "(serverCertificate, privateKey) are not supported by cxds; name a Secret of the gateway's namespace");
+            "spec.servers[0].tls.mode: mode AUTO_PASSTHROUGH is not supported by cxds (SIMPLE, MUTUAL and "
+            "OPTIONAL_MUTUAL, and PASSTHROUGH; cxds serves no SNI-named clusters for east-west traffic)");
+  EXPECT_EQ(tls("    tls: {mode: OPTIONAL_MUTUAL, credentialName: c}\n"), "");
+  // Certificates from files on the gateway, which Envoy reads itself.
+  const ParsedFile files = ParseConfigFile(
+      "gw.yaml", head +
+                     "    tls: {mode: OPTIONAL_MUTUAL, serverCertificate: /etc/certs/c.pem, privateKey: "
+                     "/etc/certs/k.pem, caCertificates: /etc/certs/ca.pem}\n");
+  ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
+  const Gateway::Server& from_files = std::get<Gateway>(files.documents[0].object).servers[0];
+  EXPECT_EQ(from_files.tls_mode, Gateway::Server::TlsMode::kOptionalMutual);
+  EXPECT_TRUE(from_files.credential_name.empty());
+  EXPECT_EQ(from_files.server_certificate, "/etc/certs/c.pem");
+  EXPECT_EQ(from_files.private_key, "/etc/certs/k.pem");
+  EXPECT_EQ(from_files.ca_certificates, "/etc/certs/ca.pem");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, serverCertificate: /etc/certs/c.pem, privateKey: /etc/certs/k.pem}\n"),
+            "spec.servers[0].tls.caCertificates: is required for mode MUTUAL without credentialName (a file on the "
+            "gateway; or name a Secret of the gateway's namespace in credentialName)");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: certs/c.pem, privateKey: /etc/certs/k.pem}\n"),
+            "spec.servers[0].tls.serverCertificate: other than an absolute file path on the gateway is not supported "
+            "by cxds (Envoy reads the file itself, from wherever it runs)");
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE}\n"),
+            "spec.servers[0].tls.credentialName: is required for mode SIMPLE: a Secret of the gateway's namespace "
+            "with the certificate (or serverCertificate and privateKey, files on the gateway)");
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, credentialName: \"sds://shop\"}\n"),
             "spec.servers[0].tls.credentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not supported "
             "by cxds: name a Secret of the gateway's namespace");
@@ -551,8 +567,8 @@ spec:
             "terminate TLS: not supported by cxds (set mode SIMPLE or MUTUAL to terminate)");
   EXPECT_EQ(OnlyError(head + "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"
                              "    tls: {mode: SIMPLE}\n"),
-            "spec.servers[0].tls.credentialName: is required for mode SIMPLE or MUTUAL: the Secret of the "
-            "gateway's namespace with the certificate");
+            "spec.servers[0].tls.credentialName: is required for mode SIMPLE: a Secret of the gateway's namespace "
+            "with the certificate (or serverCertificate and privateKey, files on the gateway)");
 }
 
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {

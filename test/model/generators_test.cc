@@ -1890,6 +1890,56 @@ spec:
               ::testing::ElementsAre("outbound|8080||shop.mesh.local tls", "outbound|8080|mutual|shop.mesh.local tls"));
 }
 
+// Termination with certificate files on the gateway (Envoy reads them), and OPTIONAL_MUTUAL: a
+// client certificate asked for and checked when presented, not required.
+TEST_F(GeneratorsTest, GatewayServersTerminateWithFilesAndOptionalMutual) {
+  Apply("gateway.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8443, name: https-files, protocol: HTTPS}
+    hosts: [files.example.com]
+    tls: {mode: MUTUAL, serverCertificate: /etc/gw/cert.pem, privateKey: /etc/gw/key.pem, caCertificates: /etc/gw/ca.pem}
+  - port: {number: 8443, name: https-optional, protocol: HTTPS}
+    hosts: [optional.example.com]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: optional-cert}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  auto listeners = IngressListeners(router);
+  ASSERT_EQ(listeners["127.0.0.1_8443"].filter_chains_size(), 2);
+  const auto context_of = [&](int i) {
+    envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
+    EXPECT_TRUE(listeners["127.0.0.1_8443"].filter_chains(i).transport_socket().typed_config().UnpackTo(&context));
+    EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+    return context;
+  };
+  const auto files = context_of(0);
+  ASSERT_EQ(files.common_tls_context().tls_certificates_size(), 1);
+  EXPECT_EQ(files.common_tls_context().tls_certificates(0).certificate_chain().filename(), "/etc/gw/cert.pem");
+  EXPECT_EQ(files.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/gw/key.pem");
+  EXPECT_EQ(files.common_tls_context().validation_context().trusted_ca().filename(), "/etc/gw/ca.pem");
+  EXPECT_EQ(files.common_tls_context().tls_certificate_sds_secret_configs_size(), 0);
+  EXPECT_TRUE(files.require_client_certificate().value());
+  const auto optional = context_of(1);
+  EXPECT_EQ(optional.common_tls_context().combined_validation_context().validation_context_sds_secret_config().name(),
+            "kubernetes://optional-cert-cacert");
+  EXPECT_TRUE(optional.has_require_client_certificate());
+  EXPECT_FALSE(optional.require_client_certificate().value());
+  // Only the credential's names are Secrets to send; the files are the gateway's own.
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::core::v3::Node node;
+  node.set_id(router);
+  auto* labels = (*node.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  std::vector<std::string> names;
+  for (const auto& [name, use] : UsedSecretNames(*mesh, ParseProxyInfo(node))) names.push_back(name);
+  EXPECT_THAT(names, ::testing::ElementsAre("kubernetes://optional-cert", "kubernetes://optional-cert-cacert"));
+}
+
 // A DestinationRule's tls credentialName applies at gateways, as in Istio (TLS origination at an
 // egress gateway): the cluster takes the Secret's certificate and CA over SDS, and the gateway
 // is sent them when its stream proved it may read them; a sidecar keeps to files, and without
