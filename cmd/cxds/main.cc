@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "common/logging.h"
 #include "cxds/commands.h"
-#include "yaml-cpp/yaml.h"
+#include "cxds/settings_file.h"
 
 namespace {
 
@@ -250,42 +250,9 @@ int Main(int argc, char** argv) {
   if (serve_cmd->parsed()) {
     if (!settings_file.empty()) {
       // Settings from the file apply where no flag was given.
-      try {
-        const YAML::Node settings = YAML::LoadFile(settings_file);
-        const auto refuse = [&](const YAML::Node& at, const std::string& problem) {
-          std::cerr << settings_file << ":" << at.Mark().line + 1 << ": " << problem << "\n";
-          return 2;
-        };
-        if (!settings.IsMap() && !settings.IsNull()) return refuse(settings, "must be a map of setting: value");
-        for (const auto& entry : settings) {
-          if (!entry.first.IsScalar()) return refuse(entry.first, "a setting's name must be a plain string");
-          const std::string key = entry.first.Scalar();
-          auto flag = serve_flags.find(key);
-          if (flag == serve_flags.end()) return refuse(entry.first, "unknown setting \"" + key + "\"");
-          // A repeatable flag (secret-reader) takes a list; the others one value.
-          std::vector<std::string> values;
-          if (entry.second.IsSequence() && flag->second->get_items_expected_max() > 1) {
-            for (const YAML::Node& item : entry.second) {
-              if (!item.IsScalar()) return refuse(item, key + ": each value must be a plain string");
-              values.push_back(item.Scalar());
-            }
-          } else if (entry.second.IsScalar()) {
-            values.push_back(entry.second.Scalar());
-          } else {
-            return refuse(entry.second, key + (flag->second->get_items_expected_max() > 1
-                                                   ? ": must be a value or a list of values"
-                                                   : ": must be one value (not a list or a map)"));
-          }
-          if (flag->second->count() == 0) {
-            for (const std::string& value : values) flag->second->add_result(value);
-            flag->second->run_callback();  // stores the values, with the flag's own checks
-          }
-        }
-      } catch (const YAML::Exception& e) {
-        std::cerr << settings_file << ":" << e.mark.line + 1 << ": " << e.msg << "\n";
+      if (const std::string problem = cxds::ApplySettingsFile(settings_file, serve_flags); !problem.empty()) {
+        std::cerr << problem << "\n";
         return 2;
-      } catch (const CLI::ParseError& e) {
-        return app.exit(e);
       }
     }
     // A directory written continuously is still read at least this often.

@@ -135,8 +135,8 @@ TEST(ServeStartupTest, TheSettingsFileTakesListsForRepeatableSettingsOnly) {
 
   const ServeRun bad_value =
       RunServe(base + "--config " + settings("bad.yaml", "debounce-after: 10ms\nsecret-reader: [edge/ingress, x]\n"));
-  EXPECT_EQ(bad_value.exit_code, 105) << bad_value.output;  // CLI11's validation failure
-  EXPECT_THAT(bad_value.output, HasSubstr("secret-reader"));
+  EXPECT_EQ(bad_value.exit_code, 2) << bad_value.output;
+  EXPECT_THAT(bad_value.output, HasSubstr(pki.Path("bad.yaml") + ":2: secret-reader: "));
 
   const ServeRun single =
       RunServe(base + "--config " + settings("single.yaml", "\nroot-namespace: [istio-system, other]\n"));
