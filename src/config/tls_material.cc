@@ -9,6 +9,7 @@
 #include <climits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/openssl_ptr.h"
 #include "common/strings.h"
@@ -133,8 +134,40 @@ std::string CertificatesProblem(std::string_view pem) {
   return TypedBlocksProblem(pem, "CERTIFICATE", "certificate", ParsesAsCertificate);
 }
 
-std::string RevocationListProblem(std::string_view pem) {
-  return TypedBlocksProblem(pem, "X509 CRL", "revocation list", ParsesAsCrl);
+std::string RevocationListProblem(std::string_view pem, std::string_view ca_pem) {
+  if (std::string problem = TypedBlocksProblem(pem, "X509 CRL", "revocation list", ParsesAsCrl); !problem.empty()) {
+    return problem;
+  }
+  // Each list must be signed by one of the CAs it is served with: Envoy (OpenSSL) refuses every
+  // client certificate of a CA whose list it cannot verify.
+  std::vector<X509Ptr> cas;
+  BioPtr ca_bio = ReadOnly(ca_pem);
+  while (ca_bio != nullptr) {
+    X509Ptr ca(PEM_read_bio_X509(ca_bio.get(), nullptr, NoPassword, nullptr));
+    if (ca == nullptr) break;
+    cas.push_back(std::move(ca));
+  }
+  ERR_clear_error();
+  BioPtr bio = ReadOnly(pem);
+  for (int index = 1; bio != nullptr; ++index) {
+    X509_CRL* crl = PEM_read_bio_X509_CRL(bio.get(), nullptr, NoPassword, nullptr);
+    if (crl == nullptr) break;
+    bool signed_by_ca = false;
+    for (const X509Ptr& ca : cas) {
+      if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(ca.get())) != 0) continue;
+      EVP_PKEY* key = X509_get0_pubkey(ca.get());
+      signed_by_ca = signed_by_ca || (key != nullptr && X509_CRL_verify(crl, key) == 1);
+    }
+    X509_CRL_free(crl);
+    ERR_clear_error();
+    if (!signed_by_ca) {
+      return StrCat("revocation list ", index,
+                    " is not signed by a CA of the Secret's CA certificates (Envoy would refuse every client "
+                    "certificate of that CA)");
+    }
+  }
+  ERR_clear_error();
+  return "";
 }
 
 std::string PrivateKeyProblem(std::string_view key_pem, std::string_view certificate_pem) {

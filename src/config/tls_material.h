@@ -14,9 +14,10 @@ namespace cxds {
 // "" when `pem` holds at least one certificate and nothing that is not one; else the problem.
 std::string CertificatesProblem(std::string_view pem);
 
-// "" when `pem` holds at least one certificate revocation list (X509 CRL) and nothing else;
-// else the problem.
-std::string RevocationListProblem(std::string_view pem);
+// "" when `pem` holds at least one certificate revocation list (X509 CRL) and nothing else,
+// each signed by a certificate of `ca_pem` (already checked with CertificatesProblem); else the
+// problem.
+std::string RevocationListProblem(std::string_view pem, std::string_view ca_pem);
 
 // "" when `key_pem` is one private key and it belongs to the first certificate of
 // `certificate_pem` (already checked with CertificatesProblem); else the problem.

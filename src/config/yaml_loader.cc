@@ -748,7 +748,7 @@ std::string ScalarAt(const YAML::Node& map, const char* key);
 constexpr const char* kCertKeys[] = {"cert", "tls.crt"};
 constexpr const char* kPrivateKeyKeys[] = {"key", "tls.key"};
 constexpr const char* kCaKeys[] = {"cacert", "ca.crt"};
-constexpr const char* kCrlKeys[] = {"crl", "ca.crl"};
+constexpr const char* kCrlKeys[] = {"crl", "ca.crl"};  // each the pair of kCaKeys' entry
 
 // Whether the Secret has a non-empty value under `key` (istiod takes an empty one as absent).
 bool SecretHasKey(const YAML::Node& doc, const char* key) {
@@ -777,18 +777,25 @@ bool SecretValueLooksLikePem(const YAML::Node& doc, const char* key) {
 
 // A Secret that is TLS material for a gateway (credentialName): kubernetes.io/tls, or one of
 // another type (Opaque, unset, or a custom type such as example.com/cert, which istiod reads by
-// its keys alone) with a PEM certificate and key, or a PEM CA, under Istio's keys. Secrets of
+// its keys alone) with a PEM certificate and key, or (not for a custom type) a PEM CA, under
+// Istio's keys. Secrets of
 // Kubernetes' own other types (a service account token with its ca.crt, docker configs, basic
 // and SSH auth, bootstrap tokens) and those without such keys have no meaning for xDS: skipped.
 bool CarriesTlsMaterial(const YAML::Node& doc) {
   const std::string type = ScalarAt(doc, "type");
   if (type == "kubernetes.io/tls") return true;
   if (type.starts_with("kubernetes.io/") || type.starts_with("bootstrap.kubernetes.io/")) return false;
+  // A custom type is someone else's format: TLS material only with a PEM certificate and a PEM
+  // key under one naming (a PEM CA alone, or a key of another kind, is not taken as a sign).
+  const bool custom = !type.empty() && type != "Opaque";
   for (size_t i = 0; i < std::size(kCertKeys); ++i) {
-    if (SecretValueLooksLikePem(doc, kCertKeys[i]) && SecretHasKey(doc, kPrivateKeyKeys[i])) return true;
+    if (SecretValueLooksLikePem(doc, kCertKeys[i]) &&
+        (custom ? SecretValueLooksLikePem(doc, kPrivateKeyKeys[i]) : SecretHasKey(doc, kPrivateKeyKeys[i]))) {
+      return true;
+    }
   }
-  return std::any_of(std::begin(kCaKeys), std::end(kCaKeys),
-                     [&](const char* key) { return SecretValueLooksLikePem(doc, key); });
+  return !custom && std::any_of(std::begin(kCaKeys), std::end(kCaKeys),
+                                [&](const char* key) { return SecretValueLooksLikePem(doc, key); });
 }
 
 // One value of a Secret: from stringData (text) when it is there, as the API server merges it
@@ -861,24 +868,36 @@ MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
             StrCat("is required with ", has_cert ? kCertKeys[i] : kPrivateKeyKeys[i],
                    " (a certificate and its private key)"));
   }
-  for (const char* ca_key : kCaKeys) {
-    if (!SecretHasKey(doc, ca_key)) continue;
-    const SecretValue ca = ReadSecretValue(r, doc, ca_key);
-    if (std::string problem = CertificatesProblem(ca.text); ca.ok && !problem.empty()) {
-      r.Error(ca.node, ca.field, problem);
-    }
+  // The CA, and beside it its revocation lists, as istiod pairs them: cacert with crl, ca.crt
+  // with ca.crl.
+  const char* paired_crl_key = nullptr;
+  bool ca_ok = false;
+  for (size_t i = 0; i < std::size(kCaKeys); ++i) {
+    if (!SecretHasKey(doc, kCaKeys[i])) continue;
+    const SecretValue ca = ReadSecretValue(r, doc, kCaKeys[i]);
+    std::string problem = ca.ok ? CertificatesProblem(ca.text) : "";
+    if (!problem.empty()) r.Error(ca.node, ca.field, problem);
+    ca_ok = ca.ok && problem.empty();
     secret.ca_certificates = ca.text;
+    paired_crl_key = kCrlKeys[i];
     break;
   }
-  // Revocation lists, as istiod reads them: the generic key first, then kubernetes.io/tls's.
   for (const char* crl_key : kCrlKeys) {
     if (!SecretHasKey(doc, crl_key)) continue;
+    if (paired_crl_key == nullptr || std::string_view(crl_key) != paired_crl_key) {
+      // istiod reads it only beside its CA: served here, it would check nothing; dropped, it would
+      // be lost without a word.
+      r.Error(doc, crl_key,
+              StrCat("is not supported by cxds without ", std::string_view(crl_key) == "crl" ? "cacert" : "ca.crt",
+                     " beside it (revocation lists are read with their CA: crl with cacert, ca.crl with ca.crt)"));
+      continue;
+    }
     const SecretValue crl = ReadSecretValue(r, doc, crl_key);
-    if (std::string problem = RevocationListProblem(crl.text); crl.ok && !problem.empty()) {
+    if (!crl.ok || !ca_ok) continue;
+    if (std::string problem = RevocationListProblem(crl.text, secret.ca_certificates); !problem.empty()) {
       r.Error(crl.node, crl.field, problem);
     }
     secret.revocation_lists = crl.text;
-    break;
   }
   if (!have_pair && secret.ca_certificates.empty() && r.error_count() == 0) {
     r.Error(doc, "data", "holds no certificate: tls.crt and tls.key (or cert and key), or ca.crt (or cacert)");

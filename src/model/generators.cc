@@ -218,7 +218,7 @@ void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway
   if (http2) common->add_alpn_protocols("h2");
   // A credentialName applies at gateways, as in istiod: the certificate and CA of that Secret in
   // the gateway's namespace over SDS (served as a Gateway server's are, to proven readers only);
-  // sidecars keep to files, and have none then (the rule's analysis says so).
+  // sidecars keep to files, and have none then (analysis: cxds_gateway_only).
   const bool sds = gateway && !tls.credential_name.empty();
   if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
     if (sds) {
@@ -1538,7 +1538,9 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
   // the rules of its namespace): the CA to check the server with, and for MUTUAL the
   // certificate it presents.
   if (proxy.type != "router" || proxy.grpc) return names;
+  const ProxyScope scope(proxy, mesh);
   for (const auto& [host, service] : mesh.services()) {
+    if (!scope.Visible(service)) continue;  // no cluster of it is sent (ClusterGenerator)
     const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
     if (rule == nullptr) continue;
     std::vector<std::string> subsets = {""};

@@ -160,6 +160,12 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
 // operations, rewrites, mirrors and pseudo-header or query matches (gRFC A28).
 void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   const auto check_fields = [&](const ConfigKey& key, const PolicyFields& policy, const std::string& field) {
+    if (policy.tls.has_value() && !policy.tls->credential_name.empty() &&
+        policy.tls->mode != PolicyFields::ClientTls::Mode::kDisable) {
+      out.push_back({key, field + ".tls.credentialName", "cxds_gateway_only",
+                     "applies at gateway proxies only, as in Istio: sidecars connect without its certificate and "
+                     "check the server against their system CA bundle"});
+    }
     if (!policy.consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
     const Key k = policy.consistent_hash->key;
@@ -347,6 +353,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_grpc_ignores",
                                                   "cxds_tls_route_unused",
                                                   "cxds_gateway_server_left_out",
+                                                  "cxds_gateway_only",
                                                   "pilot_destrule_subsets"};
   return kCodes;
 }

@@ -32,6 +32,8 @@
 //                                 the port has (model/gateway_plan.h PlanGatewayPorts); a TCP or
 //                                 TLS server no tcp or tls route applies to, and a tls route
 //                                 match whose SNI names another chain has (PlanGatewayChains)
+//   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
+//                                 sidecars connect without it (as in Istio)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
 #pragma once

@@ -389,6 +389,18 @@ data: {password: aHVudGVyMg==}
   EXPECT_EQ(std::get<K8sTlsSecret>(with_crl.documents[0].object).revocation_lists, crl);
   EXPECT_EQ(secret(StrCat("stringData:\n  cacert: ", Block(ca, "    "), "  crl: ", Block("crl", "    "))),
             "stringData.crl: holds text outside a PEM block (line 1)");
+  // A list must be signed by the Secret's CA, and sit beside it (crl with cacert, ca.crl with
+  // ca.crt, as istiod pairs them).
+  ASSERT_TRUE(pki.MakeCa("other-ca"));
+  ASSERT_TRUE(pki.MakeLeaf("other-leaf", "other-ca", "DNS:x.example.com"));
+  ASSERT_TRUE(pki.MakeCrl("other-ca", "other-ca", "other-leaf"));
+  EXPECT_EQ(
+      secret(StrCat("stringData:\n  cacert: ", Block(ca, "    "), "  crl: ", Block(pki.Read("other-ca.crl"), "    "))),
+      "stringData.crl: revocation list 1 is not signed by a CA of the Secret's CA certificates (Envoy would "
+      "refuse every client certificate of that CA)");
+  EXPECT_EQ(secret(StrCat("stringData:\n  ca.crt: ", Block(ca, "    "), "  crl: ", Block(crl, "    "))),
+            "crl: is not supported by cxds without cacert beside it (revocation lists are read with their CA: crl "
+            "with cacert, ca.crl with ca.crt)");
   EXPECT_EQ(secret(StrCat("stringData:\n  cacert: ", Block(ca, "    "), "  crl: ", Block(crl + ca, "    "))),
             "stringData.crl: holds a PEM block of type \"CERTIFICATE\" where only revocation lists (X509 CRL) "
             "belong (a private key belongs in its own field)");
@@ -413,7 +425,8 @@ data: {password: aHVudGVyMg==}
        {StrCat("type: kubernetes.io/service-account-token\nstringData:\n  token: abc\n  ca.crt: ", Block(ca, "    ")),
         StrCat("type: kubernetes.io/basic-auth\nstringData:\n  password: a\n  ca.crt: ", Block(ca, "    ")),
         std::string("type: Opaque\nstringData: {cert: a-password, key: another}\n"),
-        std::string("type: example.com/cert\nstringData: {note: nothing of TLS}\n")}) {
+        std::string("type: example.com/cert\nstringData: {note: nothing of TLS}\n"),
+        StrCat("type: example.com/api\nstringData:\n  key: sk_live_123\n  ca.crt: ", Block(ca, "    "))}) {
     const ParsedFile skipped =
         ParseConfigFile("x.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n", other));
     EXPECT_TRUE(skipped.errors.empty()) << Errors(skipped);

@@ -2006,6 +2006,18 @@ spec:
             pki.Read("egress.crt"));
   EXPECT_EQ(served["kubernetes://egress-cert-cacert"].validation_context().trusted_ca().inline_bytes(),
             pki.Read("ca.crt"));
+  // A proven gateway of another namespace gets that namespace's Secret of the name (none here),
+  // a sidecar none at all.
+  PeerIdentity shop = proven;
+  shop.namespace_name = "shop";
+  auto other = Connect("router~127.0.0.10~egress-1.shop~shop.svc.cluster.local", false, "", shop);
+  other->Send(First(std::string(kSecretType), {"kubernetes://egress-cert", "kubernetes://egress-cert-cacert"}));
+  EXPECT_TRUE(other->Take().empty());
+  PeerIdentity app = proven;
+  app.service_account = "app";
+  auto sidecar_stream = Connect("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local", false, "", app);
+  sidecar_stream->Send(First(std::string(kSecretType), {"kubernetes://egress-cert"}));
+  EXPECT_TRUE(sidecar_stream->Take().empty());
   // Without the proof, nothing, and the gateway's config status says why.
   auto plain = Connect(router, false);
   plain->Send(First(std::string(kSecretType), {"kubernetes://egress-cert"}));

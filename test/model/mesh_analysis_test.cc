@@ -488,6 +488,28 @@ spec:
       << "the header hash is honoured by both";
 }
 
+// A tls credentialName serves gateways only: said where it is, on each policy that has one.
+TEST(MeshAnalysisTest, ACredentialNameThatSidecarsIgnoreIsReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: inventory}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy:
+    portLevelSettings: [{port: {number: 8080}, tls: {mode: MUTUAL, credentialName: egress-cert}}]
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {tls: {mode: DISABLE, credentialName: unused}}}
+)");
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("dr.yaml:1: DestinationRule default/inventory: "
+                          "spec.trafficPolicy.portLevelSettings[0].tls.credentialName: applies at gateway proxies "
+                          "only, as in Istio: sidecars connect without its certificate and check the server against "
+                          "their system CA bundle [cxds_gateway_only]"))
+      << "under DISABLE it means nothing";
+}
+
 // Applies the mesh, then vs.yaml: a VirtualService for inventory.mesh.local with `http` routes.
 ConfigStore::Update ApplyInventoryRoutes(ConfigStore& store, const std::string& http) {
   store.ApplyFile("mesh.yaml", kMesh);
