@@ -1739,17 +1739,27 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       uint32_t port = 0;
       if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) continue;
       const std::string host = name.substr(0, colon);
-      // The host's own clusters a TLS rule keeps from gRPC: not in the view, so said here.
-      if (const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy_namespace); rule != nullptr) {
-        std::vector<std::string> subsets = {""};
-        for (const auto& subset : rule->subsets) subsets.push_back(subset.name);
-        for (const std::string& subset : subsets) {
-          if (!OriginatesTls(PolicyFor(rule, subset, port))) continue;
-          add({ClusterName(port, subset, host), ObjectName("DestinationRule", rule->meta), "tls",
-               "not served to gRPC: tls mode SIMPLE or MUTUAL with certificate files, which gRPC cannot use (its "
-               "certificates come from its bootstrap's certificate providers); requests routed there fail "
-               "rather than go in plaintext"});
+      // The clusters its routes name (the host's own, and those VirtualService routes send to
+      // other hosts and ports) that a TLS rule keeps from gRPC: not in the view, so said here.
+      std::set<std::string> named;
+      if (const auto* config = dynamic_cast<const RouteConfiguration*>(&resource->message())) {
+        for (const auto& vhost : config->virtual_hosts()) {
+          for (const auto& route : vhost.routes()) {
+            if (!route.has_route()) continue;
+            if (!route.route().cluster().empty()) named.insert(route.route().cluster());
+            for (const auto& weighted : route.route().weighted_clusters().clusters()) named.insert(weighted.name());
+          }
         }
+      }
+      for (const std::string& cluster_name : named) {
+        const std::optional<ParsedCluster> cluster = ParseClusterName(cluster_name);
+        if (!cluster.has_value()) continue;
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
+        if (rule == nullptr || !OriginatesTls(PolicyFor(rule, cluster->subset, cluster->port))) continue;
+        add({cluster_name, ObjectName("DestinationRule", rule->meta), "tls",
+             "not served to gRPC: tls mode SIMPLE or MUTUAL with certificate files, which gRPC cannot use (its "
+             "certificates come from its bootstrap's certificate providers); requests routed there fail "
+             "rather than go in plaintext"});
       }
       for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {

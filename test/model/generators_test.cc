@@ -1822,6 +1822,18 @@ spec:
   - name: plain
     labels: {version: v2}
     trafficPolicy: {tls: {mode: DISABLE}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop-split}
+spec:
+  hosts: [shop.mesh.local]
+  http:
+  - match: [{uri: {prefix: /all}}]
+    route: [{destination: {host: shop.mesh.local}}]
+  - route:
+    - {destination: {host: shop.mesh.local, subset: mutual}, weight: 50}
+    - {destination: {host: shop.mesh.local, subset: plain}, weight: 50}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
@@ -1878,16 +1890,22 @@ spec:
   // Its config status names the clusters left out and why.
   const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
   ASSERT_NE(mesh, nullptr);
-  envoy::config::route::v3::RouteConfiguration config;
-  config.set_name("shop.mesh.local:8080");
-  absl::StatusOr<SnapshotPtr> held = Snapshot::Create("1", {*Resource::FromMessage(config)});
+  // The route configuration the gRPC node holds: the clusters its routes name.
+  auto grpc_routes = Connect("grpc-client", true);
+  grpc_routes->Send(First(std::string(kRouteType), {"shop.mesh.local:8080"}));
+  std::vector<DiscoveryResponse> rds = grpc_routes->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  ASSERT_EQ(rds[0].resources_size(), 1);
+  absl::StatusOr<SnapshotPtr> held =
+      Snapshot::Create("1", {*Resource::FromMessage(Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0))});
   ASSERT_TRUE(held.ok()) << held.status();
   std::vector<std::string> notes;
   for (const ProxyConfigNote& note : GrpcConfigNotes(*mesh, **held, "default")) {
     notes.push_back(StrCat(note.resource, " ", note.field));
   }
   EXPECT_THAT(notes,
-              ::testing::ElementsAre("outbound|8080||shop.mesh.local tls", "outbound|8080|mutual|shop.mesh.local tls"));
+              ::testing::ElementsAre("outbound|8080|mutual|shop.mesh.local tls", "outbound|8080||shop.mesh.local tls"))
+      << "the split's TLS subset too; the plain one is served";
 }
 
 // Termination with certificate files on the gateway (Envoy reads them), and OPTIONAL_MUTUAL: a
