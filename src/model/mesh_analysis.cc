@@ -266,7 +266,49 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
-// Gateway servers that cannot serve as written: a terminating server whose credentialName
+// Servers that two Gateways picking one proxy leave out together, and neither alone: a proxy
+// whose labels include both selectors (one selector within the other: the wider label set
+// has both) gets both Gateways' servers on one listener per port, planned in GatewaysFor order.
+// Said on the server left out, naming the other Gateway. At most kMaxGatewayPairs pairs.
+void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+  constexpr size_t kMaxGatewayPairs = 10000;
+  std::vector<std::pair<ConfigKey, const Gateway*>> gateways;
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kGateway)) {
+    if (const auto* gateway = std::get_if<Gateway>(&stored->object)) gateways.emplace_back(key, gateway);
+  }
+  // What each Gateway leaves out alone: (gateway, server index).
+  std::set<std::pair<const Gateway*, size_t>> alone;
+  for (const auto& [key, gateway] : gateways) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway})) {
+      for (const GatewayServer& left_out : plan.left_out) {
+        alone.emplace(gateway, static_cast<size_t>(left_out.server - gateway->servers.data()));
+      }
+    }
+  }
+  size_t pairs = 0;
+  for (size_t i = 0; i < gateways.size(); ++i) {
+    for (size_t j = i + 1; j < gateways.size() && pairs < kMaxGatewayPairs; ++j) {
+      const Gateway* first = gateways[i].second;
+      const Gateway* second = gateways[j].second;
+      if (!LabelsMatch(first->selector, second->selector) && !LabelsMatch(second->selector, first->selector)) continue;
+      ++pairs;
+      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second})) {
+        for (const GatewayServer& left_out : plan.left_out) {
+          const size_t index = static_cast<size_t>(left_out.server - left_out.gateway->servers.data());
+          if (alone.contains({left_out.gateway, index})) continue;
+          const bool is_first = left_out.gateway == first;
+          const Gateway& other = is_first ? *second : *first;
+          out.push_back({is_first ? gateways[i].first : gateways[j].first, StrCat("spec.servers[", index, "]"),
+                         "cxds_gateway_server_left_out",
+                         StrCat("not served on gateway proxies that Gateway ", other.meta.namespace_name, "/",
+                                other.meta.name, " also picks: ", left_out.left_out)});
+        }
+      }
+    }
+  }
+}
+
+// Gateway servers that cannot serve as written (also GatewayPairs): a terminating server whose credentialName
 // names no Secret with what it needs (istioctl's IST0101 for gateway Secrets; cxds looks in
 // every namespace, since the proxies' namespace is not known here), servers of one Gateway that
 // its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or
@@ -322,6 +364,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
       }
     }
   }
+  GatewayPairs(served, mesh, out);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@
 //                                 server, a TLS server whose every SNI name an earlier server of
 //                                 the port has (model/gateway_plan.h PlanGatewayPorts); a TCP or
 //                                 TLS server no tcp or tls route applies to, and a tls route
-//                                 match whose SNI names another chain has (PlanGatewayChains)
+//                                 match whose SNI names another chain has (PlanGatewayChains); a
+//                                 server two Gateways that can pick one proxy leave out together
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and

@@ -363,6 +363,48 @@ spec:
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
 }
 
+// Two Gateways that can pick one proxy (one selector within the other) share its listeners: a
+// server only that pairing leaves out is said, naming the other Gateway; Gateways that cannot
+// meet on a proxy are not compared.
+TEST(MeshAnalysisTest, ServersTwoGatewaysLeaveOutTogetherAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: a, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: [a.example.com]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: b, namespace: edge}
+spec:
+  selector: {istio: ingressgateway, team: web}
+  servers: [{port: {number: 8080, name: tcp, protocol: TCP}, hosts: [b.example.com]}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: c, namespace: edge}
+spec:
+  selector: {istio: egressgateway}
+  servers: [{port: {number: 8080, name: tcp, protocol: TCP}, hosts: [b.example.com]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: b, namespace: edge}
+spec:
+  hosts: [b.example.com]
+  gateways: [b, c]
+  tcp: [{route: [{destination: {host: reviews.shop.svc.cluster.local, port: {number: 9080}}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("edge.yaml:8: Gateway edge/b: spec.servers[0]: not served on gateway proxies that Gateway "
+                          "edge/a also picks: port 8080 already serves plain HTTP for an earlier server; cxds serves "
+                          "one kind of server (plain HTTP, plain TCP or TLS) per port [cxds_gateway_server_left_out]"));
+}
+
 // A TCP or passthrough server no route applies to takes no connections, and a tls route match
 // whose SNI name another server of the port owns is not routed: both said, on the object.
 TEST(MeshAnalysisTest, GatewayTcpAndTlsServersWithoutRoutesAreReported) {
