@@ -1729,6 +1729,34 @@ std::optional<TrafficPolicy::ConsistentHash> ReadConsistentHash(Reader& r, const
   return hash;
 }
 
+// tls[key] as an absolute file path on the `where` ("proxy", "gateway"), which Envoy reads
+// itself; nullopt when absent or refused (reported).
+std::optional<std::string> ReadCertificatePath(Reader& r, const YAML::Node& tls, const char* key, const std::string& tf,
+                                               const char* where) {
+  std::optional<std::string> value = r.String(tls, key, tf, false);
+  if (!value.has_value()) return std::nullopt;
+  if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
+    r.Error(tls[key], Reader::Join(tf, key),
+            StrCat("other than an absolute file path on the ", where,
+                   " is not supported by cxds (Envoy reads the file itself, from wherever it runs)"));
+    return std::nullopt;
+  }
+  return value;
+}
+
+// What is wrong with a credentialName (a Secret's name, a DNS subdomain: istiod prefixes
+// "kubernetes://" to make the SDS name), or "".
+std::string CredentialNameProblem(const std::string& credential) {
+  if (credential.find("://") != std::string::npos) {
+    return "with a scheme (sds://, kubernetes-gateway://, ...) is not supported by cxds: name a Secret of the "
+           "gateway's namespace";
+  }
+  if (!IsDnsName(credential)) {
+    return "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')";
+  }
+  return "";
+}
+
 // loadBalancer, connectionPool, outlierDetection and tls of a traffic policy or a port's settings.
 void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, PolicyFields& p) {
   if (const YAML::Node tls = node["tls"]; tls.IsDefined() && r.IsMap(tls, Reader::Join(f, "tls"))) {
@@ -1751,15 +1779,8 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     }
     // File paths on the proxy: absolute, as Envoy reads them from wherever it runs.
     const auto path = [&](const char* key, std::string& out) {
-      std::optional<std::string> value = r.String(tls, key, tf, false);
-      if (!value.has_value() || client.mode == PolicyFields::ClientTls::Mode::kDisable) return;
-      if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
-        r.Error(tls[key], Reader::Join(tf, key),
-                "other than an absolute file path on the proxy is not supported by cxds (Envoy reads the file "
-                "itself, from wherever it runs)");
-        return;
-      }
-      out = *value;
+      if (client.mode == PolicyFields::ClientTls::Mode::kDisable) return;
+      out = ReadCertificatePath(r, tls, key, tf, "proxy").value_or("");
     };
     path("clientCertificate", client.client_certificate);
     path("privateKey", client.private_key);
@@ -1768,12 +1789,8 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
         credential.has_value() && client.mode != PolicyFields::ClientTls::Mode::kDisable) {
       const YAML::Node at = tls["credentialName"];
       const std::string cf = Reader::Join(tf, "credentialName");
-      if (credential->find("://") != std::string::npos) {
-        r.Error(at, cf,
-                "with a scheme (sds://, ...) is not supported by cxds: name a Secret of the gateway's namespace");
-      } else if (!IsDnsName(*credential)) {
-        r.Error(at, cf,
-                "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')");
+      if (std::string problem = CredentialNameProblem(*credential); !problem.empty()) {
+        r.Error(at, cf, problem);
       } else if (!client.client_certificate.empty() || !client.private_key.empty() || !client.ca_certificates.empty()) {
         // Istio refuses this too: the Secret holds the certificates then.
         r.Error(at, cf, "cannot be set with clientCertificate, privateKey or caCertificates (the Secret holds them)");
@@ -2127,23 +2144,14 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     // agent; Envoy reads them itself here.
     const bool checks_clients = server.tls_mode != Gateway::Server::TlsMode::kSimple;
     const auto path = [&](const char* key, bool required, std::string& out) {
-      std::optional<std::string> value = r.String(tls, key, tf, false);
-      if (!value.has_value()) {
-        if (required) {
-          r.Error(tls, Reader::Join(tf, key),
-                  StrCat("is required for mode ", mode,
-                         " without credentialName (a file on the gateway; or name a "
-                         "Secret of the gateway's namespace in credentialName)"));
-        }
+      if (required && !tls[key].IsDefined()) {
+        r.Error(tls, Reader::Join(tf, key),
+                StrCat("is required for mode ", mode,
+                       " without credentialName (a file on the gateway; or name a Secret of the gateway's namespace "
+                       "in credentialName)"));
         return;
       }
-      if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
-        r.Error(tls[key], Reader::Join(tf, key),
-                "other than an absolute file path on the gateway is not supported by cxds (Envoy reads the file "
-                "itself, from wherever it runs)");
-        return;
-      }
-      out = *value;
+      out = ReadCertificatePath(r, tls, key, tf, "gateway").value_or("");
     };
     if (!tls["serverCertificate"].IsDefined() && !tls["privateKey"].IsDefined()) {
       r.Error(tls, Reader::Join(tf, "credentialName"),
@@ -2155,15 +2163,8 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     path("serverCertificate", true, server.server_certificate);
     path("privateKey", true, server.private_key);
     path("caCertificates", checks_clients, server.ca_certificates);
-  } else if (credential.find("://") != std::string::npos) {
-    // A Secret's name: a DNS subdomain (istiod prefixes "kubernetes://" to make the SDS name).
-    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
-            "with a scheme (sds://, kubernetes-gateway://, ...) is not supported by cxds: name a Secret of the "
-            "gateway's namespace");
-    return;
-  } else if (!IsDnsName(credential)) {
-    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
-            "must be the name of a Secret in the gateway's namespace (lower-case letters, digits, '-' and '.')");
+  } else if (std::string problem = CredentialNameProblem(credential); !problem.empty()) {
+    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"), problem);
     return;
   } else {
     server.credential_name = credential;

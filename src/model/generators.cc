@@ -1657,6 +1657,15 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
   return out;
 }
 
+// Why the certificate (or with `ca` the CA) of `credential` is not sent to a gateway of
+// `namespace_name`: FindMaterial found no Secret holding it.
+std::string MissingMaterial(const std::string& credential, bool ca, const std::string& namespace_name) {
+  return ca ? StrCat("not served: no Secret ", credential, "-cacert with a CA, and Secret ", credential,
+                     " has none, in namespace ", namespace_name)
+            : StrCat("not served: no Secret ", credential, " with a certificate and key in namespace ", namespace_name,
+                     " (the gateway proxy's)");
+}
+
 std::string ObjectName(const char* kind, const ObjectMeta& meta) {
   return StrCat(kind, " ", meta.namespace_name, "/", meta.name);
 }
@@ -1701,11 +1710,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
           add({name, ObjectName("Gateway", entry.gateway->meta), field, StrCat("not served: ", refusal)});
         } else if (FindMaterial(mesh, proxy.namespace_name, server.credential_name, ca) == nullptr) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field,
-               ca ? StrCat("not served: no Secret ", server.credential_name, "-cacert with a CA, and Secret ",
-                           server.credential_name, " has none, in namespace ", proxy.namespace_name)
-                  : StrCat("not served: no Secret ", server.credential_name,
-                           " with a certificate and key in namespace ", proxy.namespace_name,
-                           " (the gateway proxy's)")});
+               MissingMaterial(server.credential_name, ca, proxy.namespace_name)});
         }
       }
     }
@@ -1716,11 +1721,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     if (!refusal.empty()) {
       add({name, use.rule, "tls.credentialName", StrCat("not served: ", refusal)});
     } else if (FindMaterial(mesh, proxy.namespace_name, use.credential, use.ca) == nullptr) {
-      add({name, use.rule, "tls.credentialName",
-           use.ca ? StrCat("not served: no Secret ", use.credential, "-cacert with a CA, and Secret ", use.credential,
-                           " has none, in namespace ", proxy.namespace_name)
-                  : StrCat("not served: no Secret ", use.credential, " with a certificate and key in namespace ",
-                           proxy.namespace_name, " (the gateway proxy's)")});
+      add({name, use.rule, "tls.credentialName", MissingMaterial(use.credential, use.ca, proxy.namespace_name)});
     }
   }
   return notes;

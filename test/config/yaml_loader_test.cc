@@ -1228,8 +1228,8 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
             "spec.trafficPolicy.tls.credentialName: cannot be set with clientCertificate, privateKey or "
             "caCertificates (the Secret holds them)");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: \"sds://c\"}\n"),
-            "spec.trafficPolicy.tls.credentialName: with a scheme (sds://, ...) is not supported by cxds: name a "
-            "Secret of the gateway's namespace");
+            "spec.trafficPolicy.tls.credentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not "
+            "supported by cxds: name a Secret of the gateway's namespace");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCrl: /crl.pem}\n"),
             "spec.trafficPolicy.tls.caCrl: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{loadBalancer: {simple: RANDOM}}]\n"),
