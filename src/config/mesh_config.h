@@ -269,6 +269,9 @@ struct VirtualService {
   std::vector<HttpRoute> http;
   std::vector<TcpRoute> tcp;
   std::vector<TlsRoute> tls;
+  // exportTo, as a ServiceEntry's: which namespaces' proxies get these routes (ExportRank in
+  // model/mesh_model.h). Empty: every namespace.
+  std::vector<std::string> export_to;
 };
 
 // The fields of a traffic policy that a port's settings replace (loadBalancer, connectionPool,
@@ -357,6 +360,9 @@ struct DestinationRule {
     std::optional<TrafficPolicy> traffic_policy;
   };
   std::vector<Subset> subsets;
+  // exportTo, as a ServiceEntry's: which namespaces' proxies may get the rule (MergedDestinationRules
+  // in model/mesh_model.h). Empty: every namespace.
+  std::vector<std::string> export_to;
 };
 
 // networking.istio.io Sidecar (egress scoping).

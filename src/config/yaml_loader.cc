@@ -578,20 +578,9 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
   return w;
 }
 
-// exportTo: every namespace ("*", Istio's default) is what cxds serves; narrower visibility is
-// refused rather than ignored, since ignoring it would widen what the object applies to.
-void CheckExportTo(Reader& r, const YAML::Node& spec) {
-  for (const std::string& to : r.Strings(spec, "exportTo", "spec", false)) {
-    if (to != "*") {
-      r.Error(spec["exportTo"], "spec.exportTo",
-              StrCat("exportTo \"", to.substr(0, 64), "\" is not supported by cxds (only \"*\": every namespace)"));
-    }
-  }
-}
-
-// A ServiceEntry's exportTo, as Istio validates it: "*", ".", "~" or namespace names, each
-// once; "*" and "~" only alone.
-std::vector<std::string> ReadServiceExportTo(Reader& r, const YAML::Node& spec) {
+// exportTo (ServiceEntry, VirtualService, DestinationRule), as Istio validates it: "*", ".",
+// "~" or namespace names, each once; "*" and "~" only alone.
+std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec) {
   std::vector<std::string> out = r.Strings(spec, "exportTo", "spec", false);
   std::set<std::string> seen;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -912,7 +901,7 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (!r.IsMap(spec, "spec")) return se;
   r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location", "exportTo"},
              {"addresses", "subjectAltNames"});
-  se.export_to = ReadServiceExportTo(r, spec);
+  se.export_to = ReadExportTo(r, spec);
   se.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < se.hosts.size(); ++i) {
     if (se.hosts[i] == "*") {
@@ -1537,13 +1526,39 @@ void ReadRedirectOrDirectResponse(Reader& r, const YAML::Node& h, const std::str
   route.direct_response = out;
 }
 
+// The chains of a sidecar's opaque (TCP, TLS) listeners are the same for every proxy that sees
+// the service (MeshContext::OpaqueChains), so tcp and tls routes cannot differ by the client's
+// namespace: a VirtualService with such routes in the mesh and a narrower exportTo is refused
+// rather than served to every namespace. (At Gateways and for HTTP routes, exportTo is honoured.)
+void RefuseNarrowOpaqueExports(Reader& r, const YAML::Node& spec, const VirtualService& vs) {
+  if (vs.export_to.empty() || vs.export_to == std::vector<std::string>{"*"}) return;
+  const auto in_mesh = [&](const std::vector<std::string>& match_gateways) {
+    const std::vector<std::string>& at = match_gateways.empty() ? vs.gateways : match_gateways;
+    return std::find(at.begin(), at.end(), "mesh") != at.end();
+  };
+  bool opaque_in_mesh = false;
+  for (const TcpRoute& route : vs.tcp) {
+    if (route.match.empty()) opaque_in_mesh = opaque_in_mesh || in_mesh({});
+    for (const TcpRoute::Match& match : route.match) opaque_in_mesh = opaque_in_mesh || in_mesh(match.gateways);
+  }
+  for (const TlsRoute& route : vs.tls) {
+    for (const TlsRoute::Match& match : route.match) opaque_in_mesh = opaque_in_mesh || in_mesh(match.gateways);
+  }
+  if (opaque_in_mesh) {
+    r.Error(spec["exportTo"], "spec.exportTo",
+            "exportTo other than \"*\" on a VirtualService with tcp or tls routes for the mesh is not supported by "
+            "cxds (sidecars' TCP and TLS listeners are shared by every namespace; HTTP routes and routes bound "
+            "only to Gateways may be exported narrowly)");
+  }
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return vs;
   r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
-  CheckExportTo(r, spec);
+  vs.export_to = ReadExportTo(r, spec);
   if (spec["gateways"].IsDefined() && !spec["gateways"].IsNull()) {  // null: the default, as in Istio
     vs.gateways = ReadGatewayNames(r, spec, "spec", vs.meta.namespace_name);
     if (vs.gateways.empty() && r.IsSeq(spec["gateways"], "spec.gateways") && spec["gateways"].size() == 0) {
@@ -1556,6 +1571,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   }
   ReadTcpRoutes(r, spec, vs);
   ReadTlsRoutes(r, spec, vs);
+  RefuseNarrowOpaqueExports(r, spec, vs);
   const YAML::Node http = spec["http"];
   if (!http.IsDefined()) {
     if (!spec["tcp"].IsDefined() && !spec["tls"].IsDefined()) {
@@ -1976,7 +1992,7 @@ MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return dr;
   r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"}, {"workloadSelector"});
-  CheckExportTo(r, spec);
+  dr.export_to = ReadExportTo(r, spec);
   dr.host = r.String(spec, "host", "spec", true).value_or("");
   CheckHost(r, spec["host"], "spec.host", dr.host, /*allow_wildcard=*/true);
   dr.traffic_policy = ReadTrafficPolicy(r, spec, "spec");

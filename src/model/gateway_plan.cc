@@ -87,9 +87,9 @@ std::vector<std::string> NarrowedNames(const Gateway& gateway, const Gateway::Se
 
 // The VirtualServices bound to `gateway` with a host `server` admits, in their order.
 std::vector<const VirtualService*> BoundTo(const MeshContext& mesh, const Gateway& gateway,
-                                           const Gateway::Server& server) {
+                                           const Gateway::Server& server, const std::string& proxy_namespace) {
   std::vector<const VirtualService*> bound;
-  for (const VirtualService* vs : mesh.VirtualServicesOfGateway(GatewayName(gateway))) {
+  for (const VirtualService* vs : mesh.VirtualServicesOfGateway(GatewayName(gateway), proxy_namespace)) {
     if (Admits(gateway, server, *vs, mesh.domain_suffix())) bound.push_back(vs);
   }
   return bound;
@@ -99,10 +99,10 @@ std::vector<const VirtualService*> BoundTo(const MeshContext& mesh, const Gatewa
 // passthrough `server` that applies to its port at its Gateway, with the SNI names it takes
 // there (NarrowedNames; none: skipped).
 void ForEachPassthroughMatch(
-    const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server,
+    const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server, const std::string& proxy_namespace,
     const std::function<void(const VirtualService&, size_t, size_t, const std::vector<std::string>&)>& fn) {
   const std::string gateway_name = GatewayName(gateway);
-  for (const VirtualService* vs : BoundTo(mesh, gateway, server)) {
+  for (const VirtualService* vs : BoundTo(mesh, gateway, server, proxy_namespace)) {
     for (size_t i = 0; i < vs->tls.size(); ++i) {
       for (size_t j = 0; j < vs->tls[i].match.size(); ++j) {
         const TlsRoute::Match& match = vs->tls[i].match[j];
@@ -119,8 +119,9 @@ void ForEachPassthroughMatch(
 // The first tcp route of the VirtualServices bound to `server` that applies to its port at its
 // Gateway, and its VirtualService; nulls when there is none.
 std::pair<const TcpRoute*, const VirtualService*> PickedTcpRoute(const MeshContext& mesh, const Gateway& gateway,
-                                                                 const Gateway::Server& server) {
-  for (const VirtualService* vs : BoundTo(mesh, gateway, server)) {
+                                                                 const Gateway::Server& server,
+                                                                 const std::string& proxy_namespace) {
+  for (const VirtualService* vs : BoundTo(mesh, gateway, server, proxy_namespace)) {
     for (const TcpRoute& route : vs->tcp) {
       if (TcpRouteApplies(route, *vs, GatewayName(gateway), server.port)) return {&route, vs};
     }
@@ -129,9 +130,10 @@ std::pair<const TcpRoute*, const VirtualService*> PickedTcpRoute(const MeshConte
 }
 
 // Why a TCP or TLS server takes no connections (no route applies to it), or "".
-std::string NoRouteReason(const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server) {
+std::string NoRouteReason(const MeshContext& mesh, const Gateway& gateway, const Gateway::Server& server,
+                          const std::string& proxy_namespace) {
   if (server.routes == Gateway::Server::Routes::kTcp) {
-    if (PickedTcpRoute(mesh, gateway, server).first != nullptr) return "";
+    if (PickedTcpRoute(mesh, gateway, server, proxy_namespace).first != nullptr) return "";
     return StrCat(
         "takes no connections: no tcp route of a VirtualService bound to the Gateway, with a host this "
         "server admits, applies to port ",
@@ -139,7 +141,8 @@ std::string NoRouteReason(const MeshContext& mesh, const Gateway& gateway, const
   }
   if (server.routes == Gateway::Server::Routes::kTls) {
     bool any = false;
-    ForEachPassthroughMatch(mesh, gateway, server, [&](const auto&, size_t, size_t, const auto&) { any = true; });
+    ForEachPassthroughMatch(mesh, gateway, server, proxy_namespace,
+                            [&](const auto&, size_t, size_t, const auto&) { any = true; });
     if (any) return "";
     return StrCat(
         "takes no connections: no tls route match of a VirtualService bound to the Gateway names an SNI "
@@ -151,15 +154,17 @@ std::string NoRouteReason(const MeshContext& mesh, const Gateway& gateway, const
 
 }  // namespace
 
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways) {
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways,
+                                                 const std::string& proxy_namespace) {
   std::map<uint32_t, GatewayPort> ports;
   for (const Gateway* gateway : gateways) {
     for (const Gateway::Server& server : gateway->servers) {
       const GatewayPort::Kind kind = KindOf(server);
       GatewayServer entry{gateway, &server, {}, ""};
       GatewayPort& port = ports[server.port];
+      port.proxy_namespace = proxy_namespace;
       // A server no route applies to neither decides the port's kind nor holds names.
-      if (std::string reason = NoRouteReason(mesh, *gateway, server); !reason.empty()) {
+      if (std::string reason = NoRouteReason(mesh, *gateway, server, proxy_namespace); !reason.empty()) {
         entry.left_out = std::move(reason);
         port.left_out.push_back(std::move(entry));
         continue;
@@ -265,7 +270,7 @@ GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const Ga
       continue;
     }
     if (server.routes == Gateway::Server::Routes::kTcp) {
-      const auto [picked, picked_vs] = PickedTcpRoute(mesh, gateway, server);
+      const auto [picked, picked_vs] = PickedTcpRoute(mesh, gateway, server, plan.proxy_namespace);
       if (picked == nullptr) continue;  // left out by PlanGatewayPorts
       out.chains.push_back({&entry, entry.server_names, &picked->route, picked_vs->meta.namespace_name});
       claim(entry.server_names);
@@ -273,7 +278,7 @@ GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const Ga
     }
     bool routed = false;
     ForEachPassthroughMatch(
-        mesh, gateway, server,
+        mesh, gateway, server, plan.proxy_namespace,
         [&](const VirtualService& vs, size_t i, size_t j, const std::vector<std::string>& narrowed) {
           std::vector<std::string> kept, lost;
           bool catch_all = false;

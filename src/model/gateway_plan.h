@@ -39,8 +39,12 @@ struct GatewayPort {
   std::vector<GatewayServer> left_out;  // with the reason
   std::set<std::string> taken_names;
   bool has_catch_all = false;
+  std::string proxy_namespace;  // whose VirtualServices (exportTo) the plan follows
 };
-std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways);
+// `proxy_namespace`: the gateway proxy's, which decides the VirtualServices it sees (exportTo,
+// MeshContext::VirtualServicesOfGateway); "" sees those exported to every namespace only.
+std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways,
+                                                 const std::string& proxy_namespace);
 
 // One filter chain of a TCP or TLS port's listener. An HTTPS server's chain terminates TLS and
 // runs its HTTP routes (`route` null); the others proxy TCP to `route`, the weighted

@@ -821,8 +821,11 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     for (const Gateway* gateway : gateways) {
       picked += StrCat(gateway->meta.namespace_name, "/", gateway->meta.name, ",");
     }
+    // The VirtualServices bound to them that the proxy sees depend on its namespace only when
+    // some VirtualService is exported narrowly.
+    if (mesh.virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
     GeneratedResources out;
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways)) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways, proxy.namespace_name)) {
       if (plan.servers.empty()) continue;
       const std::string name = StrCat(options_.gateway_address, "_", port);
       // A plain HTTP listener is the same for every gateway proxy with this port; the others
@@ -1242,7 +1245,8 @@ void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, 
 // else (a VirtualService decides) or, without one, a catch-all to the service.
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, const ProxyScope& scope, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
-  const std::vector<const VirtualService*> virtual_services = mesh.VirtualServicesFor(service.host);
+  const std::vector<const VirtualService*> virtual_services =
+      mesh.VirtualServicesFor(service.host, scope.namespace_name());
   for (const VirtualService* vs : virtual_services) {
     AddVirtualServiceRoutes(
         mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, scope.namespace_name(),
@@ -1289,7 +1293,7 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<GatewaySe
     const Gateway* gateway = entry.gateway;
     const Gateway::Server& server = *entry.server;
     const std::string gateway_name = StrCat(gateway->meta.namespace_name, "/", gateway->meta.name);
-    for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name)) {
+    for (const VirtualService* vs : mesh.VirtualServicesOfGateway(gateway_name, scope.namespace_name())) {
       if (vs->http.empty()) continue;  // tcp and tls routes only: nothing for an HTTP server
       for (const std::string& vs_host : vs->hosts) {
         const std::string host = ResolveHost(vs_host, vs->meta.namespace_name, mesh.domain_suffix());
@@ -1373,7 +1377,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
             if (gateway_proxy) {
               // http.PORT: the plain servers of the port; https.PORT.PORT_NAME.GATEWAY.NS: that
               // TLS server alone.
-              const std::map<uint32_t, GatewayPort> plan = PlanGatewayPorts(mesh, gateways);
+              const std::map<uint32_t, GatewayPort> plan = PlanGatewayPorts(mesh, gateways, proxy.namespace_name);
               uint32_t port = 0;
               std::vector<GatewayServer> servers;
               if (name.starts_with("http.") && absl::SimpleAtoi(name.substr(5), &port)) {
@@ -1523,7 +1527,7 @@ std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
 
 std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy) {
   std::map<std::string, SecretUse> names;
-  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels))) {
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayServer& entry : plan.servers) {
       const std::string& credential = entry.server->credential_name;
       if (credential.empty()) continue;
@@ -1680,7 +1684,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     if (notes.size() < limit) notes.push_back(std::move(note));
   };
   const std::string refusal = SecretsRefusal(proxy, identity, readers);
-  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels))) {
+  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
       add({StrCat("listener port ", port),
            StrCat(note.object.kind, " ", note.object.namespace_name, "/", note.object.name), note.field, note.reason});
@@ -1762,7 +1766,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
              "certificates come from its bootstrap's certificate providers); requests routed there fail "
              "rather than go in plaintext"});
       }
-      for (const VirtualService* vs : mesh.VirtualServicesFor(host)) {
+      for (const VirtualService* vs : mesh.VirtualServicesFor(host, proxy_namespace)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];
           const bool applies =

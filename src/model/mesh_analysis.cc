@@ -126,17 +126,15 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
     if (service == nullptr) continue;
     // Every namespace's rules (which proxies get one depends on their namespace), but of a
     // subset two rules of a namespace define, only the definition served.
-    const auto& in_namespace = mesh.destination_rules().by_namespace;
-    const auto rules = in_namespace.find(dr->meta.namespace_name);
-    if (rules == in_namespace.end()) continue;
-    const auto entry = rules->second.find(host);
-    if (entry == rules->second.end()) continue;
+    const std::vector<const MergedDestinationRules::Entry*> entries =
+        mesh.destination_rules().EntriesOf(dr->meta.namespace_name, host);
     for (size_t s = 0; s < dr->subsets.size(); ++s) {
       const DestinationRule::Subset& subset = dr->subsets[s];
-      if (auto owner = entry->second.subset_owners.find(subset.name);
-          owner == entry->second.subset_owners.end() || owner->second != key) {
-        continue;
-      }
+      const bool served = std::any_of(entries.begin(), entries.end(), [&](const MergedDestinationRules::Entry* entry) {
+        auto owner = entry->subset_owners.find(subset.name);
+        return owner != entry->subset_owners.end() && owner->second == key;
+      });
+      if (!served) continue;
       for (const ServicePort& port : service->ports) {
         const std::vector<EndpointInfo>* endpoints = endpoints_of(host, port.number);
         if (endpoints == nullptr) continue;  // the service's own warning says it
@@ -266,6 +264,8 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
+// Gateways are planned for a gateway proxy of the Gateway's own namespace (where its deployment
+// usually is): that decides which narrowly exported VirtualServices count.
 // Servers that two Gateways picking one proxy leave out together, and neither alone: a proxy
 // whose labels include both selectors (one selector within the other: the wider label set
 // has both) gets both Gateways' servers on one listener per port, planned in GatewaysFor order.
@@ -279,7 +279,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
   // What each Gateway leaves out alone: (gateway, server index).
   std::set<std::pair<const Gateway*, size_t>> alone;
   for (const auto& [key, gateway] : gateways) {
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway})) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, gateway->meta.namespace_name)) {
       for (const GatewayServer& left_out : plan.left_out) {
         alone.emplace(gateway, static_cast<size_t>(left_out.server - gateway->servers.data()));
       }
@@ -292,7 +292,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
       const Gateway* second = gateways[j].second;
       if (!LabelsMatch(first->selector, second->selector) && !LabelsMatch(second->selector, first->selector)) continue;
       ++pairs;
-      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second})) {
+      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second}, first->meta.namespace_name)) {
         for (const GatewayServer& left_out : plan.left_out) {
           const size_t index = static_cast<size_t>(left_out.server - left_out.gateway->servers.data());
           if (alone.contains({left_out.gateway, index})) continue;
@@ -346,7 +346,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
                               " has no ca.crt (or cacert): gateway proxies wait for it")});
       }
     }
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway})) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, gateway->meta.namespace_name)) {
       for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
         out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
       }

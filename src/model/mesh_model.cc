@@ -178,6 +178,9 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   std::map<std::string, std::vector<Claim>> bound;  // gateway -> VirtualServices bound to it
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
+      if (!vs->export_to.empty() && vs->export_to != std::vector<std::string>{"*"}) {
+        virtual_services_vary_by_namespace_ = true;
+      }
       for (const std::string& gateway : vs->gateways) {
         if (gateway != "mesh") bound[gateway].push_back({vs, key, 0});
       }
@@ -212,13 +215,43 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   for (auto& [host, list] : claims) {
     std::stable_sort(list.begin(), list.end(),
                      [](const Claim& a, const Claim& b) { return OlderFirst(a.vs->meta, a.key, b.vs->meta, b.key); });
-    virtual_services_[host] = {list.front().vs};
-    for (size_t i = 1; i < list.size(); ++i) {
-      if (list[i].vs == list.front().vs) continue;  // one VirtualService naming a host twice
-      findings_.push_back({list[i].key, StrCat("spec.hosts[", list[i].host_index, "]"), "pilot_vservice_dup_domain",
-                           StrCat("host ", host, " is also a host of VirtualService ", list.front().key.namespace_name,
-                                  "/", list.front().key.name,
-                                  ", which is older (or first by name) and is served for it; these routes are not")});
+    std::vector<const VirtualService*>& candidates = virtual_services_[host];
+    for (const Claim& claim : list) {
+      if (std::find(candidates.begin(), candidates.end(), claim.vs) == candidates.end()) {
+        candidates.push_back(claim.vs);  // (not twice: one VirtualService naming a host twice)
+      }
+    }
+  }
+  // A VirtualService no proxy gets for a host: one exported everywhere when an older one is too;
+  // one exported to some namespaces when each of them gets another (VirtualServicesFor).
+  for (const auto& [host, list] : claims) {
+    std::set<const VirtualService*> said;
+    for (const Claim& claim : list) {
+      const VirtualService* vs = claim.vs;
+      if (!said.insert(vs).second) continue;
+      const VirtualService* winner = nullptr;
+      if (ExportRank(vs->export_to, vs->meta.namespace_name, "").has_value()) {  // exported everywhere
+        for (const VirtualService* other : virtual_services_[host]) {
+          if (ExportRank(other->export_to, other->meta.namespace_name, "").has_value()) {
+            winner = other;
+            break;
+          }
+        }
+      } else {
+        for (const std::string& to : vs->export_to) {
+          if (to == "~") break;
+          const std::vector<const VirtualService*> got =
+              VirtualServicesFor(host, to == "." ? vs->meta.namespace_name : to);
+          winner = got.empty() ? nullptr : got.front();
+          if (winner == vs) break;
+        }
+      }
+      if (winner == nullptr || winner == vs) continue;
+      findings_.push_back({claim.key, StrCat("spec.hosts[", claim.host_index, "]"), "pilot_vservice_dup_domain",
+                           StrCat("host ", host, " is also a host of VirtualService ", winner->meta.namespace_name, "/",
+                                  winner->meta.name,
+                                  ", which is served for it instead (older, or first by name, or exported more "
+                                  "narrowly to the proxies' namespace); these routes are not")});
     }
   }
   std::set<SourceCondition> conditions;
@@ -240,7 +273,9 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   destination_rules_ = MergeDestinationRules(*objects_, domain_suffix_, root_namespace);
   findings_.insert(findings_.end(), destination_rules_.findings.begin(), destination_rules_.findings.end());
   // A rule outside the namespace of a service it applies to reaches that service's proxies
-  // by their namespace (its own, or the root namespace's for those without a rule).
+  // by their namespace (its own, or the root namespace's for those without a rule); so does a
+  // rule exported to fewer than all namespaces.
+  rules_vary_by_namespace_ = destination_rules_.exports_restricted;
   for (const auto& [ns, rules] : destination_rules_.by_namespace) {
     for (const auto& [host, entry] : rules) {
       if (rules_vary_by_namespace_) break;
@@ -278,10 +313,20 @@ const K8sTlsSecret* MeshContext::FindSecret(const std::string& namespace_name, c
   return it == objects_->end() ? nullptr : std::get_if<K8sTlsSecret>(&it->second->object);
 }
 
-const std::vector<const VirtualService*>& MeshContext::VirtualServicesOfGateway(const std::string& gateway) const {
-  static const std::vector<const VirtualService*> kNone;
+std::vector<const VirtualService*> MeshContext::VirtualServicesOfGateway(const std::string& gateway,
+                                                                         const std::string& proxy_namespace) const {
   auto it = gateway_virtual_services_.find(gateway);
-  return it == gateway_virtual_services_.end() ? kNone : it->second;
+  if (it == gateway_virtual_services_.end()) return {};
+  if (!virtual_services_vary_by_namespace_) return it->second;
+  std::vector<std::pair<int, const VirtualService*>> ranked;
+  for (const VirtualService* vs : it->second) {
+    const std::optional<int> rank = ExportRank(vs->export_to, vs->meta.namespace_name, proxy_namespace);
+    if (rank.has_value()) ranked.emplace_back(*rank, vs);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const VirtualService*> out;
+  for (const auto& [rank, vs] : ranked) out.push_back(vs);
+  return out;
 }
 
 void MeshContext::BuildOpaqueChains() {
@@ -394,9 +439,35 @@ const ServiceInfo* MeshContext::FindService(const std::string& host) const {
   return it == services_.end() ? nullptr : &it->second;
 }
 
-std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::string& host) const {
+std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
+                              const std::string& proxy_namespace) {
+  if (export_to.empty()) return 2;
+  std::optional<int> rank;
+  for (const std::string& to : export_to) {
+    if (to == "*") return 2;
+    if (proxy_namespace.empty() || to == "~") continue;
+    if ((to == "." || to == object_namespace) && proxy_namespace == object_namespace) return 0;
+    if (to == proxy_namespace) rank = 1;
+  }
+  return rank;
+}
+
+std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::string& host,
+                                                                   const std::string& proxy_namespace) const {
   auto it = virtual_services_.find(host);
-  return it == virtual_services_.end() ? std::vector<const VirtualService*>{} : it->second;
+  if (it == virtual_services_.end() || it->second.empty()) return {};
+  if (!virtual_services_vary_by_namespace_) return {it->second.front()};
+  // The oldest of the best rank, as istiod's list (private, exported by name, public) deduped.
+  const VirtualService* best = nullptr;
+  int best_rank = 3;
+  for (const VirtualService* vs : it->second) {
+    const std::optional<int> rank = ExportRank(vs->export_to, vs->meta.namespace_name, proxy_namespace);
+    if (rank.has_value() && *rank < best_rank) {
+      best = vs;
+      best_rank = *rank;
+    }
+  }
+  return best == nullptr ? std::vector<const VirtualService*>{} : std::vector<const VirtualService*>{best};
 }
 
 const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host,
@@ -407,20 +478,64 @@ const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host,
   return entry != nullptr ? entry->rule : nullptr;
 }
 
+namespace {
+
+bool ExportedTo(const std::set<std::string>& export_to, const std::string& proxy_namespace) {
+  return export_to.contains("*") || (!proxy_namespace.empty() && export_to.contains(proxy_namespace));
+}
+
+}  // namespace
+
 const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::string& host,
                                                                     const std::string& proxy_namespace,
                                                                     const std::string& service_namespace) const {
-  for (const std::string* ns : {&proxy_namespace, &service_namespace}) {
-    // A proxy of the root namespace (a gateway, usually) gets the service's rules before the
-    // root's mesh-wide ones, as in istiod, which looks at its own namespace's only for rules
-    // exported to "." (cxds serves rules exported to "*" only).
-    if (ns->empty() || (ns == &proxy_namespace && *ns == root_namespace)) continue;
-    if (auto rules = by_namespace.find(*ns); rules != by_namespace.end()) {
+  // 1. The proxy's namespace's own rules. A proxy of the root namespace (a gateway, usually)
+  // looks there only at rules exported to "." (istiod's rootNamespaceLocal): the root's
+  // others are mesh-wide defaults, looked at last.
+  if (proxy_namespace == root_namespace) {
+    if (const Entry* entry = FindForHost(root_local, host)) return entry;
+  } else if (!proxy_namespace.empty()) {
+    if (auto rules = by_namespace.find(proxy_namespace); rules != by_namespace.end()) {
       if (const Entry* entry = FindForHost(rules->second, host)) return entry;
     }
   }
-  auto root = by_namespace.find(root_namespace);
-  return root == by_namespace.end() ? nullptr : FindForHost(root->second, host);
+  // 2. The service's namespace's, then the root namespace's rules exported to the proxy's
+  // namespace, for the most specific host that has any (istiod looks no further in that namespace).
+  for (const std::string* ns : {&service_namespace, &root_namespace}) {
+    if (ns->empty()) continue;
+    auto rules = exported.find(*ns);
+    if (rules == exported.end()) continue;
+    const std::vector<Entry>* entries = FindForHost(rules->second, host);
+    if (entries == nullptr) continue;
+    for (const Entry& entry : *entries) {
+      if (ExportedTo(entry.export_to, proxy_namespace)) return &entry;
+    }
+  }
+  return nullptr;
+}
+
+bool MergedDestinationRules::AnyFor(const std::string& host) const {
+  const auto has = [&](const auto& by_host) { return FindForHost(by_host, host) != nullptr; };
+  return has(root_local) ||
+         std::any_of(by_namespace.begin(), by_namespace.end(), [&](const auto& in) { return has(in.second); }) ||
+         std::any_of(exported.begin(), exported.end(), [&](const auto& in) { return has(in.second); });
+}
+
+std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::EntriesOf(const std::string& namespace_name,
+                                                                                    const std::string& host) const {
+  std::vector<const Entry*> out;
+  if (auto rules = by_namespace.find(namespace_name); rules != by_namespace.end()) {
+    if (auto entry = rules->second.find(host); entry != rules->second.end()) out.push_back(&entry->second);
+  }
+  if (namespace_name == root_namespace) {
+    if (auto entry = root_local.find(host); entry != root_local.end()) out.push_back(&entry->second);
+  }
+  if (auto rules = exported.find(namespace_name); rules != exported.end()) {
+    if (auto entries = rules->second.find(host); entries != rules->second.end()) {
+      for (const Entry& entry : entries->second) out.push_back(&entry);
+    }
+  }
+  return out;
 }
 
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
@@ -440,37 +555,65 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
   MergedDestinationRules out;
   out.root_namespace = root_namespace;
   for (auto& [where, list] : claims) {
+    const std::string& ns = where.first;
     const std::string& host = where.second;
     std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
       return OlderFirst(a.rule->meta, a.key, b.rule->meta, b.key);
     });
-    const Claim& first = list.front();
-    MergedDestinationRules::Entry& entry = out.by_namespace[where.first][host];
-    entry.rule = first.rule;
-    entry.key = first.key;
-    for (const auto& subset : first.rule->subsets) entry.subset_owners.try_emplace(subset.name, first.key);
-    DestinationRule* merged = nullptr;  // made at the first rule merged in
-    for (size_t i = 1; i < list.size(); ++i) {
-      const Claim& other = list[i];
+    // Rules exported alike are merged, oldest first, as istiod's enhanced merge does; rules
+    // exported differently stay apart (groups in the order of their oldest rule).
+    std::vector<MergedDestinationRules::Entry> groups;
+    std::vector<DestinationRule*> copies;  // per group: its merge in out.merged, made at the first rule merged in
+    for (const Claim& claim : list) {
+      std::set<std::string> export_to;
+      for (const std::string& to : claim.rule->export_to) export_to.insert(to == "." ? ns : to);
+      if (export_to.empty()) export_to.insert("*");
+      if (export_to != std::set<std::string>{"*"}) out.exports_restricted = true;
+      auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.export_to == export_to; });
+      if (group == groups.end()) {
+        MergedDestinationRules::Entry& entry = groups.emplace_back();
+        entry.rule = claim.rule;
+        entry.key = claim.key;
+        entry.export_to = std::move(export_to);
+        for (const auto& subset : claim.rule->subsets) entry.subset_owners.try_emplace(subset.name, claim.key);
+        copies.push_back(nullptr);
+        continue;
+      }
+      MergedDestinationRules::Entry& entry = *group;
+      DestinationRule*& merged = copies[group - groups.begin()];
       if (merged == nullptr) {
-        merged = &out.merged.emplace_back(*first.rule);
+        merged = &out.merged.emplace_back(*entry.rule);
         entry.rule = merged;
       }
-      for (size_t j = 0; j < other.rule->subsets.size(); ++j) {
-        const auto& subset = other.rule->subsets[j];
-        if (entry.subset_owners.try_emplace(subset.name, other.key).second) {
+      for (size_t j = 0; j < claim.rule->subsets.size(); ++j) {
+        const auto& subset = claim.rule->subsets[j];
+        if (entry.subset_owners.try_emplace(subset.name, claim.key).second) {
           merged->subsets.push_back(subset);
         } else {
           out.findings.push_back(
-              {other.key, StrCat("spec.subsets[", j, "].name"), "pilot_destrule_subsets",
+              {claim.key, StrCat("spec.subsets[", j, "].name"), "pilot_destrule_subsets",
                StrCat("subset \"", subset.name, "\" of ", host, " is also defined by ",
                       entry.subset_owners.at(subset.name).namespace_name, "/", entry.subset_owners.at(subset.name).name,
                       ", whose definition is served; this one is not")});
         }
       }
-      if (!merged->traffic_policy.has_value() && other.rule->traffic_policy.has_value()) {
-        merged->traffic_policy = other.rule->traffic_policy;
+      if (!merged->traffic_policy.has_value() && claim.rule->traffic_policy.has_value()) {
+        merged->traffic_policy = claim.rule->traffic_policy;
       }
+    }
+    bool local_found = false;
+    bool root_local_found = false;
+    for (MergedDestinationRules::Entry& group : groups) {
+      const bool private_only = group.export_to == std::set<std::string>{ns};
+      if (!local_found && (group.export_to.contains("*") || group.export_to.contains(ns))) {
+        local_found = true;
+        out.by_namespace[ns][host] = group;
+      }
+      if (private_only && ns == root_namespace && !root_local_found) {
+        root_local_found = true;
+        out.root_local[host] = group;
+      }
+      if (!private_only && !group.export_to.contains("~")) out.exported[ns][host].push_back(std::move(group));
     }
   }
   return out;
@@ -530,15 +673,15 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
-        const bool any_rule = std::any_of(rules.by_namespace.begin(), rules.by_namespace.end(),
-                                          [&](const auto& in) { return FindForHost(in.second, host) != nullptr; });
+        const bool any_rule = rules.AnyFor(host);
         if (rule != nullptr) {
           error.message = StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
                                  rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
         } else if (any_rule) {
           error.message = StrCat("subset \"", d.subset, "\" of ", host,
                                  " is not defined: no DestinationRule for the host applies to proxies of namespace ",
-                                 ns, " (rules are looked up in the proxy's namespace, the service's, then ", root, ")");
+                                 ns, " (rules are looked up in the proxy's namespace, the service's, then ", root,
+                                 ", those of other namespaces only when exported to it)");
         } else {
           error.message =
               StrCat("subset \"", d.subset, "\" of ", host, " is not defined: no DestinationRule has host ", host);

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -71,6 +72,14 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
   return any != by_host.end() ? &any->second : nullptr;
 }
 
+// Where exportTo `export_to` (of an object of `object_namespace`) places the object for proxies
+// of `proxy_namespace`, as istiod indexes VirtualServices: 0 private to the proxy's namespace
+// ("." or its own name, and the proxy is of it), 1 exported to the proxy's namespace by name,
+// 2 public ("*", or no exportTo); nullopt: not seen ("~", or other namespaces only). An empty
+// `proxy_namespace` (no proxy in view) sees public objects only.
+std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
+                              const std::string& proxy_namespace);
+
 // Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to
 // every namespace that has none of its own for a host, and its Sidecar without a
 // workloadSelector to every namespace without a Sidecar.
@@ -86,17 +95,32 @@ struct MergedDestinationRules {
     const DestinationRule* rule = nullptr;           // the original, or the merge in `merged`
     ConfigKey key;                                   // the served (first) rule
     std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
+    // The namespaces its rules are exported to ("." as their own; "*": every one). Only rules
+    // exported alike are merged (istiod's enhanced merge); others stay apart.
+    std::set<std::string> export_to;
   };
-  std::map<std::string, std::map<std::string, Entry>> by_namespace;  // namespace -> host -> entry
-  std::deque<DestinationRule> merged;                                // stable addresses for the entries
+  // namespace -> host -> the rule a proxy of that namespace looks at first: of its rules
+  // exported to "*", "." or the namespace itself, the oldest (with those exported alike merged).
+  std::map<std::string, std::map<std::string, Entry>> by_namespace;
+  // namespace -> host -> its rules exported beyond it ("*", or other namespaces), oldest first.
+  std::map<std::string, std::map<std::string, std::vector<Entry>>> exported;
+  // host -> the root namespace's rule exported to "." only: for proxies of the root namespace.
+  std::map<std::string, Entry> root_local;
+  std::deque<DestinationRule> merged;  // stable addresses for the entries
   std::vector<ConfigWarning> findings;
   std::string root_namespace = kRootNamespace;
+  bool exports_restricted = false;  // some rule is exported to fewer than all namespaces
   // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
-  // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; not for a
-  // proxy of the root namespace), else the service's namespace's, else the root namespace's.
-  // An empty namespace is skipped.
+  // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; for a proxy of
+  // the root namespace, only the root's rules exported to "."), else the service's namespace's,
+  // else the root namespace's, each the most specific host's rules exported to the proxy's
+  // namespace (the first of them). An empty namespace is skipped; an empty `proxy_namespace`
+  // gets rules exported to every namespace only.
   const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
                       const std::string& service_namespace) const;
+  bool AnyFor(const std::string& host) const;  // whether any rule of any namespace applies to it
+  // The rules of `namespace_name` for exactly `host`, however exported.
+  std::vector<const Entry*> EntriesOf(const std::string& namespace_name, const std::string& host) const;
 };
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
                                              const std::string& root_namespace = kRootNamespace);
@@ -112,11 +136,18 @@ class MeshContext final : public PushContext {
 
   const std::map<std::string, ServiceInfo>& services() const { return services_; }
   const ServiceInfo* FindService(const std::string& host) const;
-  // The VirtualService whose routes `host` gets in the mesh (none or one; only those bound to
-  // "mesh", the default of spec.gateways): of several naming it, the
-  // oldest (metadata.creationTimestamp; unset counts as newest), then by name, then namespace,
-  // as istiod keeps it; the others are findings (pilot_vservice_dup_domain).
-  std::vector<const VirtualService*> VirtualServicesFor(const std::string& host) const;
+  // The VirtualService whose routes `host` gets in the mesh for proxies of `proxy_namespace`
+  // (none or one; only those bound to "mesh", the default of spec.gateways): of several naming
+  // it, the best by ExportRank for that namespace (its own namespace's private ones, then those
+  // exported to it by name, then those exported to every namespace), and of those the oldest
+  // (metadata.creationTimestamp; unset counts as newest), then by name, then namespace, as
+  // istiod keeps it; those never served are findings (pilot_vservice_dup_domain). An empty
+  // `proxy_namespace`: those exported to every namespace only.
+  std::vector<const VirtualService*> VirtualServicesFor(const std::string& host,
+                                                        const std::string& proxy_namespace = "") const;
+  // Whether some VirtualService is exported to fewer than all namespaces, so that the routes a
+  // proxy gets depend on its namespace.
+  bool virtual_services_vary_by_namespace() const { return virtual_services_vary_by_namespace_; }
   // The DestinationRule a proxy of `proxy_namespace` gets for `host` (MergedDestinationRules::
   // Lookup, its service's namespace from the context): in each namespace the host's own, else
   // the most specific wildcard one (FindForHost); several there are merged. An empty
@@ -138,10 +169,12 @@ class MeshContext final : public PushContext {
   const Gateway* FindGateway(const std::string& name) const;  // "namespace/name"
   // The Secret of TLS material `name` in `namespace_name` (a Gateway's credentialName), or null.
   const K8sTlsSecret* FindSecret(const std::string& namespace_name, const std::string& name) const;
-  // The VirtualServices bound to Gateway "namespace/name" (spec.gateways), oldest first
-  // (metadata.creationTimestamp, then name, then namespace): at a gateway, the routes of
-  // several for one host are merged in this order, as istiod merges them.
-  const std::vector<const VirtualService*>& VirtualServicesOfGateway(const std::string& gateway) const;
+  // The VirtualServices bound to Gateway "namespace/name" (spec.gateways) that gateway proxies
+  // of `proxy_namespace` see (ExportRank), in istiod's order: by rank, then oldest first
+  // (metadata.creationTimestamp, then name, then namespace): at a gateway, the routes of several
+  // for one host are merged in this order, as istiod merges them.
+  std::vector<const VirtualService*> VirtualServicesOfGateway(const std::string& gateway,
+                                                              const std::string& proxy_namespace) const;
   const std::string& domain_suffix() const { return domain_suffix_; }
   const std::string& root_namespace() const { return destination_rules_.root_namespace; }
   // The distinct source conditions (sourceLabels, sourceNamespace) of the served
@@ -187,8 +220,10 @@ class MeshContext final : public PushContext {
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
-  std::map<std::string, std::vector<const VirtualService*>> virtual_services_;  // bound to "mesh"
-  std::map<std::string, const Gateway*> gateways_;                              // by "namespace/name"
+  // Bound to "mesh", by host: every VirtualService naming it, oldest first.
+  std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
+  bool virtual_services_vary_by_namespace_ = false;
+  std::map<std::string, const Gateway*> gateways_;  // by "namespace/name"
   std::map<std::string, std::vector<const VirtualService*>> gateway_virtual_services_;
   MergedDestinationRules destination_rules_;
   bool rules_vary_by_namespace_ = false;

@@ -66,7 +66,8 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
   }
   if (context.exports_restricted()) key_ = StrCat(key_, "|ns:", proxy.namespace_name);
   route_key_ = key_;
-  if (context.rules_vary_by_namespace() && !context.exports_restricted()) {
+  if ((context.rules_vary_by_namespace() || context.virtual_services_vary_by_namespace()) &&
+      !context.exports_restricted()) {
     route_key_ = StrCat(route_key_, "|ns:", proxy.namespace_name);
   }
   if (!context.source_conditions().empty()) {
@@ -88,11 +89,7 @@ bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& la
 }
 
 bool ProxyScope::Exported(const ServiceInfo& service) const {
-  if (service.export_to.empty()) return true;
-  for (const std::string& to : service.export_to) {
-    if (to == "*" || to == namespace_name_ || (to == "." && service.namespace_name == namespace_name_)) return true;
-  }
-  return false;  // "~", or not among the namespaces listed
+  return ExportRank(service.export_to, service.namespace_name, namespace_name_).has_value();
 }
 
 bool ProxyScope::Visible(const ServiceInfo& service) const {

@@ -48,8 +48,9 @@ class ProxyScope {
     return SourceMatches(match, labels_, namespace_name_, gateway);
   }
   // key() and which of the context's source conditions the proxy meets, and its namespace when
-  // DestinationRules (hash policies) vary by namespace: what its routes depend on. key() alone
-  // while no VirtualService has source conditions and rules do not vary.
+  // DestinationRules (hash policies) or VirtualServices (exportTo) vary by namespace: what its
+  // routes depend on. key() alone while no VirtualService has source conditions and neither
+  // rules nor VirtualServices vary.
   const std::string& route_key() const { return route_key_; }
   const std::string& namespace_name() const { return namespace_name_; }
 

@@ -219,15 +219,44 @@ spec:
   EXPECT_THAT(errors_of("[\"*\", web]"), ::testing::HasSubstr("spec.exportTo[0]: \"*\" must be the only entry"));
   EXPECT_THAT(errors_of("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
   EXPECT_THAT(errors_of("[Web]"), ::testing::HasSubstr("spec.exportTo[0]: must be \"*\", \".\", \"~\" or a namespace"));
-  const ParsedFile vs = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+}
+
+// VirtualServices and DestinationRules take exportTo as ServiceEntries do; tcp and tls routes
+// for the mesh cannot differ by namespace (shared listeners), so those are refused narrowed.
+TEST(YamlLoaderTest, VirtualServiceAndDestinationRuleExportToAreCheckedAsIstioChecksThem) {
+  const auto vs_errors = [](const std::string& export_to, const std::string& routes) {
+    return Errors(ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
-metadata: {name: a}
+metadata: {name: a, namespace: web}
 spec:
   hosts: [a.mesh.local]
-  exportTo: ["."]
-  http: [{route: [{destination: {host: a.mesh.local}}]}]
-)");
-  EXPECT_THAT(Errors(vs), ::testing::HasSubstr("exportTo \".\" is not supported by cxds"));
+  gateways: [mesh, edge]
+  exportTo: )" + export_to + "\n" + routes));
+  };
+  const std::string http = "  http: [{route: [{destination: {host: a.mesh.local}}]}]\n";
+  const std::string tcp = "  tcp: [{route: [{destination: {host: a.mesh.local}}]}]\n";
+  const std::string tcp_at_edge =
+      "  tcp: [{match: [{gateways: [edge]}], route: [{destination: {host: a.mesh.local}}]}]\n";
+  EXPECT_EQ(vs_errors("[\".\"]", http), "");
+  EXPECT_EQ(vs_errors("[\"~\"]", http), "");
+  EXPECT_EQ(vs_errors("[\".\", shop]", http + tcp_at_edge), "");
+  EXPECT_EQ(vs_errors("[\"*\"]", tcp), "");
+  EXPECT_THAT(vs_errors("[\".\"]", tcp),
+              ::testing::HasSubstr("spec.exportTo: exportTo other than \"*\" on a VirtualService with tcp or tls "
+                                   "routes for the mesh is not supported by cxds"));
+  EXPECT_THAT(vs_errors("[\"*\", web]", http), ::testing::HasSubstr("spec.exportTo[0]: \"*\" must be the only entry"));
+  const auto dr_errors = [](const std::string& export_to) {
+    return Errors(ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: a}
+spec:
+  host: a.mesh.local
+  exportTo: )" + export_to + "\n"));
+  };
+  EXPECT_EQ(dr_errors("[\".\", web]"), "");
+  EXPECT_EQ(dr_errors("[\"~\"]"), "");
+  EXPECT_THAT(dr_errors("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
+  EXPECT_THAT(dr_errors("[\"~\", web]"), ::testing::HasSubstr("spec.exportTo[0]: \"~\" must be the only entry"));
 }
 
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {

@@ -1625,6 +1625,108 @@ spec:
   EXPECT_EQ(bytes[0], bytes[1]);
 }
 
+// VirtualService and DestinationRule exportTo, end to end through the generators: a sidecar or
+// gRPC client of namespace web gets web's private VirtualService, one of another namespace the
+// public one; a gateway proxy sees only VirtualServices exported to its own namespace; a rule
+// exported to "." shapes only its namespace's clusters.
+TEST_F(GeneratorsTest, ExportToDecidesWhichProxiesGetVirtualServicesAndDestinationRules) {
+  Apply("exports.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: default}
+spec:
+  hosts: [shop.mesh.local]
+  http: [{name: public, route: [{destination: {host: shop.mesh.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop-for-web, namespace: web}
+spec:
+  hosts: [shop.mesh.local]
+  exportTo: ["."]
+  http: [{name: web-only, route: [{destination: {host: shop.mesh.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-in-web, namespace: web}
+spec:
+  host: shop.mesh.local
+  exportTo: ["."]
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*/*.example.com"]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: private-site, namespace: default}
+spec:
+  hosts: [private.example.com]
+  gateways: [edge/ingress]
+  exportTo: ["."]
+  http: [{name: private, route: [{destination: {host: shop.mesh.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: edge-site, namespace: default}
+spec:
+  hosts: [edge.example.com]
+  gateways: [edge/ingress]
+  exportTo: [edge]
+  http: [{name: edge, route: [{destination: {host: shop.mesh.local}}]}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (bool grpc : {false, true}) {
+    for (const std::string ns : {"web", "default", "other"}) {
+      SCOPED_TRACE(StrCat(grpc ? "gRPC " : "Envoy ", ns));
+      auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc, ns);
+      h->Send(First(std::string(kRouteType), {grpc ? "shop.mesh.local:8080" : "8080"}));
+      auto rds = h->Take();
+      ASSERT_EQ(rds.size(), 1u);
+      EXPECT_THAT(RouteNames(Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0), "shop.mesh.local:8080"),
+                  ::testing::ElementsAre(ns == "web" ? "web-only" : "public"));
+    }
+  }
+  // The rule exported to "." reaches web's proxies only.
+  const auto lb_of = [&](const std::string& ns) {
+    auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, ns);
+    h->Send(First(std::string(kClusterType), {}));
+    auto responses = h->Take();
+    EXPECT_EQ(responses.size(), 1u);
+    for (int i = 0; !responses.empty() && i < responses[0].resources_size(); ++i) {
+      const auto cluster = Decode<envoy::config::cluster::v3::Cluster>(responses[0], i);
+      if (cluster.name() == "outbound|8080||shop.mesh.local") return cluster.lb_policy();
+    }
+    ADD_FAILURE() << "no cluster for shop.mesh.local";
+    return envoy::config::cluster::v3::Cluster::ROUND_ROBIN;
+  };
+  EXPECT_EQ(lb_of("web"), envoy::config::cluster::v3::Cluster::RANDOM);
+  EXPECT_NE(lb_of("default"), envoy::config::cluster::v3::Cluster::RANDOM);
+  // Gateway proxies of namespace edge see edge-site (exported to edge), never private-site.
+  const auto gateway_domains = [&](const std::string& id, const std::string& ns) {
+    auto h = Connect(id, false, ns);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    h->Send(First(std::string(kRouteType), {"http.8080"}));
+    auto rds = h->Take();
+    std::vector<std::string> names;
+    if (rds.size() != 1) {
+      ADD_FAILURE() << "no route configuration";
+      return names;
+    }
+    const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+    for (const auto& vhost : config.virtual_hosts()) names.push_back(vhost.name());
+    return names;
+  };
+  EXPECT_THAT(gateway_domains("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local", "edge"),
+              ::testing::ElementsAre("edge.example.com:8080"));
+  EXPECT_THAT(gateway_domains("router~127.0.0.9~ingress-1.default~default.svc.cluster.local", "default"),
+              ::testing::ElementsAre("private.example.com:8080"));
+}
+
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
 // (router~ node): a listener and route configuration http.PORT per server port, a virtual host
 // per VirtualService host the server's hosts admit (routes of several merged, oldest first),

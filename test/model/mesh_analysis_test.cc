@@ -92,8 +92,9 @@ spec:
 )");
   EXPECT_THAT(Strings(update.warnings),
               ElementsAre("vs.yaml:1: VirtualService default/a-new: spec.hosts[0]: host inventory.mesh.local is also a "
-                          "host of VirtualService default/z-old, which is older (or first by name) and is served for "
-                          "it; these routes are not [pilot_vservice_dup_domain]"));
+                          "host of VirtualService default/z-old, which is served for it instead (older, or first by "
+                          "name, or exported more narrowly to the proxies' namespace); these routes are not "
+                          "[pilot_vservice_dup_domain]"));
   MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
   const std::vector<const VirtualService*> served = context.VirtualServicesFor("inventory.mesh.local");
   ASSERT_EQ(served.size(), 1u);

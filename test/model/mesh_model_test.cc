@@ -373,5 +373,153 @@ spec:
   }
 }
 
+// VirtualService exportTo, as istiod indexes it: a proxy gets, for a host, the oldest of its
+// own namespace's VirtualServices exported to it ("." or the namespace's name), else of those
+// other namespaces export to it by name, else of those exported everywhere; "~" reaches no
+// one. Only VirtualServices exported alike shadow each other (pilot_vservice_dup_domain).
+TEST(MeshContextTest, VirtualServiceExportToDecidesWhichNamespacesGetItsRoutes) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: public, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: for-web, namespace: shop, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  exportTo: [web]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: own, namespace: web, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  exportTo: ["."]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: hidden, namespace: shop}
+spec:
+  hosts: [a.web.svc.cluster.local]
+  exportTo: ["~"]
+  http: [{route: [{destination: {host: a.web.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: later-public, namespace: web, creationTimestamp: "2026-01-04T00:00:00Z"}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local}}]}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  EXPECT_TRUE(mesh.virtual_services_vary_by_namespace());
+  const auto served = [&](const std::string& host, const std::string& ns) {
+    std::vector<std::string> names;
+    for (const VirtualService* vs : mesh.VirtualServicesFor(host, ns)) names.push_back(vs->meta.name);
+    return names;
+  };
+  const std::string b = "b.shop.svc.cluster.local";
+  EXPECT_THAT(served(b, "web"), ::testing::ElementsAre("own"));  // private first, though newest
+  EXPECT_THAT(served(b, "shop"), ::testing::ElementsAre("public"));
+  EXPECT_THAT(served(b, "other"), ::testing::ElementsAre("public"));
+  EXPECT_THAT(served(b, ""), ::testing::ElementsAre("public"));
+  EXPECT_THAT(served("a.web.svc.cluster.local", "shop"), ::testing::IsEmpty());
+  EXPECT_THAT(served("a.web.svc.cluster.local", "web"), ::testing::IsEmpty());
+  // later-public is never served (public is exported everywhere too, and older), nor is for-web
+  // (web, the one namespace it is exported to, gets its own); own is.
+  std::vector<std::string> duplicates;
+  for (const ConfigWarning& finding : mesh.findings()) {
+    if (finding.code == "pilot_vservice_dup_domain") duplicates.push_back(finding.key.name);
+  }
+  EXPECT_THAT(duplicates, ::testing::UnorderedElementsAre("for-web", "later-public"));
+  // Routes differ by namespace, so the route key carries it.
+  ProxyInfo web;
+  web.namespace_name = "web";
+  ProxyInfo shop;
+  shop.namespace_name = "shop";
+  EXPECT_NE(ProxyScope(web, mesh).route_key(), ProxyScope(shop, mesh).route_key());
+  EXPECT_EQ(ProxyScope(web, mesh).key(), "all") << "listeners and clusters do not depend on VirtualService exports";
+}
+
+// DestinationRule exportTo, as istiod looks rules up: the proxy's namespace's own rules
+// exported to it (".", "*", its name); then the service's namespace's, then the root
+// namespace's, that are exported to the proxy's namespace. A proxy of the root namespace looks
+// at the root's "." rules first. Rules exported differently are not merged.
+TEST(MeshContextTest, DestinationRuleExportToDecidesWhichNamespacesGetTheRule) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: private, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: mine, labels: {v: "1"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: for-web, namespace: shop, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: [web]
+  subsets: [{name: web, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: also-for-web, namespace: shop, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: [web]
+  subsets: [{name: web2, labels: {v: "3"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: mesh-default, namespace: istio-system}
+spec:
+  host: "*.cluster.local"
+  subsets: [{name: root, labels: {v: "4"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: root-only, namespace: istio-system}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: gateway, labels: {v: "5"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: nobody, namespace: web}
+spec:
+  host: a.web.svc.cluster.local
+  exportTo: ["~"]
+  subsets: [{name: none, labels: {v: "6"}}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  EXPECT_TRUE(mesh.rules_vary_by_namespace());
+  const auto rule_of = [&](const std::string& host, const std::string& ns) {
+    const DestinationRule* rule = mesh.DestinationRuleFor(host, ns);
+    std::vector<std::string> subsets;
+    if (rule != nullptr) {
+      for (const auto& subset : rule->subsets) subsets.push_back(subset.name);
+    }
+    return subsets;
+  };
+  const std::string b = "b.shop.svc.cluster.local";
+  EXPECT_THAT(rule_of(b, "shop"), ::testing::ElementsAre("mine"));
+  EXPECT_THAT(rule_of(b, "web"), ::testing::ElementsAre("web", "web2")) << "merged: exported alike";
+  EXPECT_THAT(rule_of(b, "other"), ::testing::ElementsAre("root")) << "shop exports nothing to it";
+  EXPECT_THAT(rule_of(b, "istio-system"), ::testing::ElementsAre("gateway"));
+  EXPECT_THAT(rule_of("a.web.svc.cluster.local", "web"), ::testing::ElementsAre("root"))
+      << "a rule exported to no namespace reaches not even its own";
+}
+
 }  // namespace
 }  // namespace cxds
