@@ -79,6 +79,8 @@ struct WorkloadEndpoint {  // an inline ServiceEntry endpoint, or a WorkloadEntr
   std::map<std::string, uint32_t> ports;  // port name -> port
   LabelMap labels;
   uint32_t weight = 0;  // 0: unset (1)
+  // Failure domain "region/zone/subzone" (Istio's form; "" unknown): EDS groups endpoints by it.
+  std::string locality;
 };
 
 // networking.istio.io ServiceEntry.

@@ -548,11 +548,21 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   return ports;
 }
 
+// A locality as Istio reads it: "region/zone/subzone", the subzone taking any further '/'
+// (istiod's SplitN of 3). Bounded, and printable, since it is sent in EDS.
+std::string LocalityProblem(const std::string& locality) {
+  if (locality.size() > 253) return "must be at most 253 characters";
+  for (const char c : locality) {
+    if (c <= ' ' || c == 0x7f) return "must not contain spaces or control characters";
+  }
+  return "";
+}
+
 // `names_allowed`: a ServiceEntry of resolution DNS, whose endpoint addresses may be names.
 WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::string& field, bool names_allowed = false) {
   WorkloadEndpoint w;
   r.OnlyKeys(node, field, {"address", "ports", "labels", "weight", "network", "locality", "serviceAccount"});
-  for (const char* unsupported : {"network", "locality", "serviceAccount"}) {
+  for (const char* unsupported : {"network", "serviceAccount"}) {
     if (node[unsupported].IsDefined()) {
       r.Error(node[unsupported], Reader::Join(field, unsupported), "is not supported by cxds");
     }
@@ -575,6 +585,10 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
   }
   w.labels = r.Labels(node, "labels", field);
   w.weight = r.Uint(node, "weight", field, false, 1, 1u << 31).value_or(0);
+  w.locality = r.String(node, "locality", field, false).value_or("");
+  if (std::string problem = LocalityProblem(w.locality); !problem.empty()) {
+    r.Error(node["locality"], Reader::Join(field, "locality"), problem);
+  }
   return w;
 }
 

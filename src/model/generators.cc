@@ -269,6 +269,44 @@ struct DnsTarget {
   const LabelMap* subset_labels;  // null: every endpoint
 };
 
+// Endpoints grouped by locality as istiod sends them: one LocalityLbEndpoints per locality
+// ("region/zone/subzone", the subzone taking any further '/'), in locality order, weighted by
+// the sum of its endpoints' weights, so that gRPC's weighted_target (which picks a locality
+// first) keeps each endpoint's share. Endpoints of no locality are grouped under
+// `unknown_region` ("" for no Locality at all).
+class LocalityGroups {
+ public:
+  explicit LocalityGroups(std::string unknown_region) : unknown_region_(std::move(unknown_region)) {}
+  envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight) {
+    Group& group = groups_[locality];
+    group.weight = std::min<uint64_t>(group.weight + std::max<uint32_t>(weight, 1), UINT32_MAX);
+    return group.endpoints.add_lb_endpoints();
+  }
+  // Moves the groups into `out`; `weigh`: set each locality's load_balancing_weight.
+  void MoveTo(google::protobuf::RepeatedPtrField<envoy::config::endpoint::v3::LocalityLbEndpoints>& out, bool weigh) {
+    for (auto& [name, group] : groups_) {
+      auto* locality = out.Add();
+      *locality = std::move(group.endpoints);
+      const std::vector<std::string> parts = absl::StrSplit(name, absl::MaxSplits('/', 2));
+      const std::string region = name.empty() ? unknown_region_ : parts[0];
+      if (!region.empty()) locality->mutable_locality()->set_region(region);
+      if (parts.size() > 1) locality->mutable_locality()->set_zone(parts[1]);
+      if (parts.size() > 2) locality->mutable_locality()->set_sub_zone(parts[2]);
+      if (weigh) locality->mutable_load_balancing_weight()->set_value(static_cast<uint32_t>(group.weight));
+    }
+    groups_.clear();
+  }
+  bool empty() const { return groups_.empty(); }
+
+ private:
+  struct Group {
+    envoy::config::endpoint::v3::LocalityLbEndpoints endpoints;
+    uint64_t weight = 0;
+  };
+  std::string unknown_region_;
+  std::map<std::string, Group> groups_;
+};
+
 // Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
 // endpoint), DNS_ROUND_ROBIN a LOGICAL_DNS one (one connection to the first address); its
 // endpoints (those a subset selects) are the names, or without endpoints the host itself.
@@ -276,9 +314,11 @@ struct DnsTarget {
 void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& cluster) {
   auto* assignment = cluster.mutable_load_assignment();
   assignment->set_cluster_name(name);
-  auto* locality = assignment->add_endpoints();
-  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight) {
-    auto* lb = locality->add_lb_endpoints();
+  LocalityGroups groups("");
+  size_t count = 0;
+  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality) {
+    auto* lb = groups.Add(locality, weight);
+    ++count;
     auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
     socket->set_address(address);
     socket->set_port_value(port);
@@ -286,18 +326,20 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   };
   const uint32_t service_port = dns.port.target_port != 0 ? dns.port.target_port : dns.port.number;
   if (dns.service.dns_endpoints.empty()) {
-    add(dns.service.host, service_port, 0);
+    add(dns.service.host, service_port, 0, "");
   } else {
     for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
       if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
       auto named = endpoint.ports.find(dns.port.name);
-      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight);
+      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
+          endpoint.locality);
     }
   }
+  if (groups.empty()) assignment->add_endpoints();  // (as before: one empty group)
+  groups.MoveTo(*assignment->mutable_endpoints(), /*weigh=*/false);
   // Envoy refuses a LOGICAL_DNS cluster without exactly one endpoint: a subset that selects
   // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
-  const bool logical =
-      dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && locality->lb_endpoints_size() == 1;
+  const bool logical = dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && count == 1;
   cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
   cluster.set_dns_lookup_family(Cluster::V4_PREFERRED);
   cluster.mutable_dns_refresh_rate()->set_seconds(60);
@@ -531,9 +573,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
                                                      const EndpointIndex& index, const LabelMap* subset_labels) {
     ClusterLoadAssignment cla;
     cla.set_cluster_name(name);
-    auto* locality = cla.add_endpoints();
-    locality->mutable_locality()->set_region("local");
-    locality->mutable_load_balancing_weight()->set_value(1);
+    LocalityGroups groups("local");
     if (auto host = index.find(cluster.host); host != index.end()) {
       if (auto port = host->second->find(cluster.port); port != host->second->end()) {
         for (const EndpointInfo& endpoint : port->second) {
@@ -545,7 +585,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
             }
             if (!match) continue;
           }
-          auto* lb = locality->add_lb_endpoints();
+          auto* lb = groups.Add(endpoint.locality, endpoint.weight);
           auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
           socket->set_address(endpoint.address);
           socket->set_port_value(endpoint.port);
@@ -553,6 +593,12 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         }
       }
     }
+    if (groups.empty()) {  // no endpoint: one empty locality, as before (PGV: weight at least 1)
+      auto* locality = cla.add_endpoints();
+      locality->mutable_locality()->set_region("local");
+      locality->mutable_load_balancing_weight()->set_value(1);
+    }
+    groups.MoveTo(*cla.mutable_endpoints(), /*weigh=*/true);
     return Resource::FromMessage(cla);
   }
 

@@ -92,6 +92,17 @@ uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
   return port.target_port != 0 ? port.target_port : port.number;
 }
 
+// A Pod's locality as istiod reads it without node labels: its `istio-locality` label,
+// "region.zone.subzone" with dots (a label value cannot hold '/').
+std::string PodLocality(const K8sPod* pod) {
+  if (pod == nullptr) return "";
+  auto it = pod->meta.labels.find("istio-locality");
+  if (it == pod->meta.labels.end()) return "";
+  std::string locality = it->second;
+  std::replace(locality.begin(), locality.end(), '.', '/');
+  return locality;
+}
+
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
   // A DNS ServiceEntry's endpoints are in its clusters (Envoy resolves them), not in EDS.
   if (a.resolution != ServiceEntry::Resolution::kStatic || b.resolution != ServiceEntry::Resolution::kStatic) {
@@ -899,7 +910,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       if (members.empty()) break;
       auto& list = index[host][port.number];
       for (const WorkloadEndpoint* w : members) {
-        list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight});
+        list.push_back(
+            EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight, w->locality});
       }
     }
   };
@@ -920,7 +932,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           for (const std::string& address : endpoint.addresses) {
             const K8sPod* pod = pods.For(*slice, endpoint, address);
             index[host][service_port->number].push_back(
-                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1});
+                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, PodLocality(pod)});
           }
         }
       }
@@ -931,16 +943,18 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       if (resolved == nullptr) continue;
       for (const std::string& host : se->hosts) {
         for (const ServicePort& port : se->ports) {
-          const auto add = [&](const std::string& name, uint32_t port_number, const LabelMap& labels, uint32_t weight) {
+          const auto add = [&](const std::string& name, uint32_t port_number, const LabelMap& labels, uint32_t weight,
+                               const std::string& locality) {
             auto it = resolved->find(name);
             if (it == resolved->end()) return;
             for (const std::string& address : it->second) {
-              index[host][port.number].push_back(EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1});
+              index[host][port.number].push_back(
+                  EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1, locality});
             }
           };
-          if (se->endpoints.empty()) add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0);
+          if (se->endpoints.empty()) add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0, "");
           for (const WorkloadEndpoint& endpoint : se->endpoints) {
-            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight);
+            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight, endpoint.locality);
           }
         }
       }

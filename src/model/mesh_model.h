@@ -53,6 +53,9 @@ struct EndpointInfo {
   uint32_t port = 0;
   LabelMap labels;
   uint32_t weight = 1;
+  // "region/zone/subzone" ("" unknown): a WorkloadEntry's or inline endpoint's `locality`, or
+  // for an EndpointSlice endpoint its Pod's `istio-locality` label (dots for slashes).
+  std::string locality;
 };
 
 // Endpoints per host and service port number.

@@ -259,6 +259,30 @@ spec:
   EXPECT_THAT(dr_errors("[\"~\", web]"), ::testing::HasSubstr("spec.exportTo[0]: \"~\" must be the only entry"));
 }
 
+// An endpoint's locality (ServiceEntry endpoints, WorkloadEntries) is read as Istio writes it;
+// network and serviceAccount stay unsupported.
+TEST(YamlLoaderTest, EndpointLocalityIsReadAndBounded) {
+  const ParsedFile ok = ParseConfigFile("we.yaml", R"(apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1}
+spec: {address: 127.0.0.7, locality: us-east/us-east-1a/rack-2}
+)");
+  ASSERT_EQ(Errors(ok), "");
+  EXPECT_EQ(std::get<WorkloadEntry>(ok.documents.at(0).object).spec.locality, "us-east/us-east-1a/rack-2");
+  const ParsedFile spaced = ParseConfigFile("we.yaml", R"(apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1}
+spec: {address: 127.0.0.7, locality: "us east"}
+)");
+  EXPECT_THAT(Errors(spaced), ::testing::HasSubstr("spec.locality: must not contain spaces or control characters"));
+  const ParsedFile network = ParseConfigFile("we.yaml", R"(apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1}
+spec: {address: 127.0.0.7, network: vpc-1}
+)");
+  EXPECT_THAT(Errors(network), ::testing::HasSubstr("spec.network: is not supported by cxds"));
+}
+
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

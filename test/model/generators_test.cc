@@ -1727,6 +1727,82 @@ spec:
               ::testing::ElementsAre("private.example.com:8080"));
 }
 
+// Endpoints carry their locality (a ServiceEntry endpoint's or WorkloadEntry's `locality`, a
+// Pod's `istio-locality` label) and EDS groups them by it as istiod does: one locality per
+// region/zone/subzone, in order, weighted by the sum of its endpoints' weights (gRPC picks a
+// locality by these weights first), endpoints of no locality under region "local".
+TEST_F(GeneratorsTest, EndpointsAreGroupedByLocalityWeightedByTheirEndpoints) {
+  Apply("localities.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: 127.0.0.61, locality: us-east/us-east-1a, weight: 3}
+  - {address: 127.0.0.62, locality: us-east/us-east-1a}
+  - {address: 127.0.0.63, locality: eu-west/eu-west-1b/rack/7}
+  - {address: 127.0.0.64}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube, namespace: default}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: kube-1, namespace: default, labels: {istio-locality: ap-south.ap-south-1c}}
+status: {podIP: 127.0.0.65}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: kube-1, namespace: default, labels: {kubernetes.io/service-name: kube}}
+addressType: IPv4
+ports: [{name: http, port: 18080}]
+endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  struct Group {
+    std::string region, zone, sub_zone;
+    uint32_t weight;
+    std::vector<std::string> addresses;
+    bool operator==(const Group&) const = default;
+  };
+  const auto groups_of = [&](bool grpc, const std::string& cluster) {
+    auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    h->Send(First(std::string(kEndpointType), {cluster}));
+    auto eds = h->Take();
+    std::vector<Group> out;
+    if (eds.size() != 1 || eds[0].resources_size() != 1) {
+      ADD_FAILURE() << "no assignment for " << cluster;
+      return out;
+    }
+    const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+    for (const auto& locality : cla.endpoints()) {
+      Group group{locality.locality().region(),
+                  locality.locality().zone(),
+                  locality.locality().sub_zone(),
+                  locality.load_balancing_weight().value(),
+                  {}};
+      for (const auto& lb : locality.lb_endpoints()) {
+        group.addresses.push_back(lb.endpoint().address().socket_address().address());
+      }
+      out.push_back(std::move(group));
+    }
+    return out;
+  };
+  for (bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    EXPECT_EQ(groups_of(grpc, "outbound|8080||geo.mesh.local"),
+              (std::vector<Group>{{"local", "", "", 1, {"127.0.0.64"}},
+                                  {"eu-west", "eu-west-1b", "rack/7", 1, {"127.0.0.63"}},
+                                  {"us-east", "us-east-1a", "", 4, {"127.0.0.61", "127.0.0.62"}}}));
+    EXPECT_EQ(groups_of(grpc, "outbound|8080||kube.default.svc.cluster.local"),
+              (std::vector<Group>{{"ap-south", "ap-south-1c", "", 1, {"127.0.0.65"}}}));
+  }
+}
+
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
 // (router~ node): a listener and route configuration http.PORT per server port, a virtual host
 // per VirtualService host the server's hosts admit (routes of several merged, oldest first),
