@@ -80,10 +80,12 @@ const ConfigKey kWholeContext{kind::kPushContext, "", ""};
 
 const char* Variant(const ProxyInfo& proxy) { return proxy.grpc ? "grpc" : "envoy"; }
 
-// Which namespace's DestinationRules a resource was built from (part of its cache key).
-const std::string& RuleNamespace(const DestinationRule* rule) {
-  static const std::string kNone = "-";
-  return rule != nullptr ? rule->meta.namespace_name : kNone;
+// Which DestinationRule a resource was built from (part of its cache key): the served rule's
+// namespace/name, which a merge keeps (the oldest rule of those merged). One namespace may serve
+// several rules for a host to proxies of different namespaces (exportTo), so the namespace alone
+// would not do.
+std::string RuleId(const DestinationRule* rule) {
+  return rule != nullptr ? StrCat(rule->meta.namespace_name, "/", rule->meta.name) : "-";
 }
 
 // `d` as a protobuf Duration, to the nanosecond.
@@ -467,7 +469,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       // apart, whose TLS may come from a credentialName.
       const bool gateway = proxy.type == "router" && !proxy.grpc;
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kClusterType), name, StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleNamespace(rule))},
+          {std::string(kClusterType), name, StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleId(rule))},
           {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
             return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, gateway,
                                 port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
@@ -558,7 +560,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kEndpointType), name, cluster->subset.empty() ? "" : StrCat("dr:", RuleNamespace(rule))},
+          {std::string(kEndpointType), name, cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule))},
           {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
           [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
       if (!resource.ok()) return resource.status();
@@ -869,7 +871,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     }
     // The VirtualServices bound to them that the proxy sees depend on its namespace only when
     // some VirtualService is exported narrowly.
-    if (mesh.virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
+    if (mesh.gateway_virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
     GeneratedResources out;
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways, proxy.namespace_name)) {
       if (plan.servers.empty()) continue;
@@ -1407,7 +1409,9 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
     std::string variant = StrCat(Variant(proxy), "|", scope.route_key());
     if (gateway_proxy) {
       gateways = mesh.GatewaysFor(proxy.labels);
-      variant = StrCat("router|", scope.route_key(), "|gateways:");
+      variant = StrCat("router|", scope.route_key(),
+                       mesh.gateway_virtual_services_vary_by_namespace() ? StrCat("|ns:", proxy.namespace_name) : "",
+                       "|gateways:");
       for (const Gateway* gateway : gateways) {
         variant += StrCat(gateway->meta.namespace_name, "/", gateway->meta.name, ",");
       }

@@ -264,8 +264,9 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
-// Gateways are planned for a gateway proxy of the Gateway's own namespace (where its deployment
-// usually is): that decides which narrowly exported VirtualServices count.
+// Gateways are planned with the VirtualServices exported to every namespace: a narrowly exported
+// one counts only for gateway proxies of the namespaces it names, which a Gateway does not say
+// (/debug/config_status judges those per proxy).
 // Servers that two Gateways picking one proxy leave out together, and neither alone: a proxy
 // whose labels include both selectors (one selector within the other: the wider label set
 // has both) gets both Gateways' servers on one listener per port, planned in GatewaysFor order.
@@ -279,7 +280,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
   // What each Gateway leaves out alone: (gateway, server index).
   std::set<std::pair<const Gateway*, size_t>> alone;
   for (const auto& [key, gateway] : gateways) {
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, gateway->meta.namespace_name)) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {
       for (const GatewayServer& left_out : plan.left_out) {
         alone.emplace(gateway, static_cast<size_t>(left_out.server - gateway->servers.data()));
       }
@@ -292,7 +293,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
       const Gateway* second = gateways[j].second;
       if (!LabelsMatch(first->selector, second->selector) && !LabelsMatch(second->selector, first->selector)) continue;
       ++pairs;
-      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second}, first->meta.namespace_name)) {
+      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second}, "")) {
         for (const GatewayServer& left_out : plan.left_out) {
           const size_t index = static_cast<size_t>(left_out.server - left_out.gateway->servers.data());
           if (alone.contains({left_out.gateway, index})) continue;
@@ -346,7 +347,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
                               " has no ca.crt (or cacert): gateway proxies wait for it")});
       }
     }
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, gateway->meta.namespace_name)) {
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {
       for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
         out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
       }

@@ -189,13 +189,14 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   std::map<std::string, std::vector<Claim>> bound;  // gateway -> VirtualServices bound to it
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
-      if (!vs->export_to.empty() && vs->export_to != std::vector<std::string>{"*"}) {
-        virtual_services_vary_by_namespace_ = true;
-      }
+      const bool narrow = !vs->export_to.empty() && vs->export_to != std::vector<std::string>{"*"};
       for (const std::string& gateway : vs->gateways) {
-        if (gateway != "mesh") bound[gateway].push_back({vs, key, 0});
+        if (gateway == "mesh") continue;
+        bound[gateway].push_back({vs, key, 0});
+        gateway_virtual_services_vary_by_namespace_ = gateway_virtual_services_vary_by_namespace_ || narrow;
       }
       if (std::find(vs->gateways.begin(), vs->gateways.end(), "mesh") == vs->gateways.end()) continue;
+      virtual_services_vary_by_namespace_ = virtual_services_vary_by_namespace_ || narrow;
       for (size_t i = 0; i < vs->hosts.size(); ++i) {
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
@@ -328,7 +329,7 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesOfGateway(const s
                                                                          const std::string& proxy_namespace) const {
   auto it = gateway_virtual_services_.find(gateway);
   if (it == gateway_virtual_services_.end()) return {};
-  if (!virtual_services_vary_by_namespace_) return it->second;
+  if (!gateway_virtual_services_vary_by_namespace_) return it->second;
   std::vector<std::pair<int, const VirtualService*>> ranked;
   for (const VirtualService* vs : it->second) {
     const std::optional<int> rank = ExportRank(vs->export_to, vs->meta.namespace_name, proxy_namespace);
@@ -491,8 +492,11 @@ const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host,
 
 namespace {
 
+// Whether a rule exported to `export_to` (as written; empty: everywhere) reaches proxies of
+// `proxy_namespace` from another namespace's exported rules ("" : those exported everywhere).
 bool ExportedTo(const std::set<std::string>& export_to, const std::string& proxy_namespace) {
-  return export_to.contains("*") || (!proxy_namespace.empty() && export_to.contains(proxy_namespace));
+  return export_to.empty() || export_to.contains("*") ||
+         (!proxy_namespace.empty() && export_to.contains(proxy_namespace));
 }
 
 }  // namespace
@@ -501,25 +505,29 @@ const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::s
                                                                     const std::string& proxy_namespace,
                                                                     const std::string& service_namespace) const {
   // 1. The proxy's namespace's own rules. A proxy of the root namespace (a gateway, usually)
-  // looks there only at rules exported to "." (istiod's rootNamespaceLocal): the root's
-  // others are mesh-wide defaults, looked at last.
+  // looks there only at rules exported to "." alone (istiod's rootNamespaceLocal): the root's
+  // others are mesh-wide defaults, looked at last. Of several for the host, the last (istiod's
+  // SidecarScope keeps the last without a workload selector).
+  const std::vector<Entry>* local = nullptr;
   if (proxy_namespace == root_namespace) {
-    if (const Entry* entry = FindForHost(root_local, host)) return entry;
+    local = FindForHost(root_local, host);
   } else if (!proxy_namespace.empty()) {
     if (auto rules = by_namespace.find(proxy_namespace); rules != by_namespace.end()) {
-      if (const Entry* entry = FindForHost(rules->second, host)) return entry;
+      local = FindForHost(rules->second, host);
     }
   }
+  if (local != nullptr && !local->empty()) return &local->back();
   // 2. The service's namespace's, then the root namespace's rules exported to the proxy's
-  // namespace, for the most specific host that has any (istiod looks no further in that namespace).
+  // namespace, among those of the most specific host that has any: when none of those is
+  // exported to it, that namespace gives none (istiod looks no further there).
   for (const std::string* ns : {&service_namespace, &root_namespace}) {
     if (ns->empty()) continue;
     auto rules = exported.find(*ns);
     if (rules == exported.end()) continue;
     const std::vector<Entry>* entries = FindForHost(rules->second, host);
     if (entries == nullptr) continue;
-    for (const Entry& entry : *entries) {
-      if (ExportedTo(entry.export_to, proxy_namespace)) return &entry;
+    for (auto entry = entries->rbegin(); entry != entries->rend(); ++entry) {
+      if (ExportedTo(entry->export_to, proxy_namespace)) return &*entry;
     }
   }
   return nullptr;
@@ -535,19 +543,64 @@ bool MergedDestinationRules::AnyFor(const std::string& host) const {
 std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::EntriesOf(const std::string& namespace_name,
                                                                                     const std::string& host) const {
   std::vector<const Entry*> out;
-  if (auto rules = by_namespace.find(namespace_name); rules != by_namespace.end()) {
-    if (auto entry = rules->second.find(host); entry != rules->second.end()) out.push_back(&entry->second);
-  }
-  if (namespace_name == root_namespace) {
-    if (auto entry = root_local.find(host); entry != root_local.end()) out.push_back(&entry->second);
-  }
-  if (auto rules = exported.find(namespace_name); rules != exported.end()) {
-    if (auto entries = rules->second.find(host); entries != rules->second.end()) {
+  const auto add = [&](const std::map<std::string, std::vector<Entry>>& by_host) {
+    if (auto entries = by_host.find(host); entries != by_host.end()) {
       for (const Entry& entry : entries->second) out.push_back(&entry);
     }
-  }
+  };
+  if (auto rules = by_namespace.find(namespace_name); rules != by_namespace.end()) add(rules->second);
+  if (namespace_name == root_namespace) add(root_local);
+  if (auto rules = exported.find(namespace_name); rules != exported.end()) add(rules->second);
   return out;
 }
+
+namespace {
+
+// Adds `rule` (exported to `export_to`, as written) to `list`, the rules of one host in one of
+// istiod's indexes, as istiod's enhanced merge does without workload selectors: into each rule
+// exported alike, or to a (non-empty) subset of where it is exported; as a rule of its own when
+// the last it met could not take it.
+void MergeInto(std::vector<MergedDestinationRules::Entry>& list, const DestinationRule* rule, const ConfigKey& key,
+               const std::set<std::string>& export_to, const std::string& host, MergedDestinationRules& out) {
+  bool separate = true;
+  for (MergedDestinationRules::Entry& entry : list) {
+    const bool alike = entry.export_to == export_to;
+    const bool wider = !entry.export_to.empty() && std::includes(export_to.begin(), export_to.end(),
+                                                                 entry.export_to.begin(), entry.export_to.end());
+    if (!alike && !wider) {
+      separate = true;
+      continue;
+    }
+    separate = false;
+    if (entry.copy == nullptr) {
+      entry.copy = &out.merged.emplace_back(*entry.rule);
+      entry.rule = entry.copy;
+    }
+    for (size_t j = 0; j < rule->subsets.size(); ++j) {
+      const auto& subset = rule->subsets[j];
+      if (entry.subset_owners.try_emplace(subset.name, key).second) {
+        entry.copy->subsets.push_back(subset);
+      } else if (entry.subset_owners.at(subset.name) != key) {
+        const ConfigKey& owner = entry.subset_owners.at(subset.name);
+        out.findings.push_back(
+            {key, StrCat("spec.subsets[", j, "].name"), "pilot_destrule_subsets",
+             StrCat("subset \"", subset.name, "\" of ", host, " is also defined by ", owner.namespace_name, "/",
+                    owner.name, ", whose definition is served; this one is not")});
+      }
+    }
+    if (!entry.copy->traffic_policy.has_value() && rule->traffic_policy.has_value()) {
+      entry.copy->traffic_policy = rule->traffic_policy;
+    }
+  }
+  if (!separate) return;
+  MergedDestinationRules::Entry& entry = list.emplace_back();
+  entry.rule = rule;
+  entry.key = key;
+  entry.export_to = export_to;
+  for (const auto& subset : rule->subsets) entry.subset_owners.try_emplace(subset.name, key);
+}
+
+}  // namespace
 
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
                                              const std::string& root_namespace) {
@@ -571,62 +624,25 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
     std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
       return OlderFirst(a.rule->meta, a.key, b.rule->meta, b.key);
     });
-    // Rules exported alike are merged, oldest first, as istiod's enhanced merge does; rules
-    // exported differently stay apart (groups in the order of their oldest rule).
-    std::vector<MergedDestinationRules::Entry> groups;
-    std::vector<DestinationRule*> copies;  // per group: its merge in out.merged, made at the first rule merged in
     for (const Claim& claim : list) {
-      std::set<std::string> export_to;
-      for (const std::string& to : claim.rule->export_to) export_to.insert(to == "." ? ns : to);
-      if (export_to.empty()) export_to.insert("*");
-      if (export_to != std::set<std::string>{"*"}) out.exports_restricted = true;
-      auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.export_to == export_to; });
-      if (group == groups.end()) {
-        MergedDestinationRules::Entry& entry = groups.emplace_back();
-        entry.rule = claim.rule;
-        entry.key = claim.key;
-        entry.export_to = std::move(export_to);
-        for (const auto& subset : claim.rule->subsets) entry.subset_owners.try_emplace(subset.name, claim.key);
-        copies.push_back(nullptr);
-        continue;
+      const std::set<std::string> export_to(claim.rule->export_to.begin(), claim.rule->export_to.end());
+      if (!export_to.empty() && export_to != std::set<std::string>{"*"}) out.exports_restricted = true;
+      // istiod's three indexes: the namespace's own (what its proxies look at first), its
+      // exported rules, and the root namespace's rules for itself alone.
+      if (export_to.empty() || export_to.contains("*") || export_to.contains(".") || export_to.contains(ns)) {
+        MergeInto(out.by_namespace[ns][host], claim.rule, claim.key, export_to, host, out);
       }
-      MergedDestinationRules::Entry& entry = *group;
-      DestinationRule*& merged = copies[group - groups.begin()];
-      if (merged == nullptr) {
-        merged = &out.merged.emplace_back(*entry.rule);
-        entry.rule = merged;
+      const bool private_only = export_to.size() == 1 && (export_to.contains(".") || export_to.contains(ns));
+      if (!private_only) {
+        MergeInto(out.exported[ns][host], claim.rule, claim.key, export_to, host, out);
+      } else if (ns == root_namespace) {
+        MergeInto(out.root_local[host], claim.rule, claim.key, export_to, host, out);
       }
-      for (size_t j = 0; j < claim.rule->subsets.size(); ++j) {
-        const auto& subset = claim.rule->subsets[j];
-        if (entry.subset_owners.try_emplace(subset.name, claim.key).second) {
-          merged->subsets.push_back(subset);
-        } else {
-          out.findings.push_back(
-              {claim.key, StrCat("spec.subsets[", j, "].name"), "pilot_destrule_subsets",
-               StrCat("subset \"", subset.name, "\" of ", host, " is also defined by ",
-                      entry.subset_owners.at(subset.name).namespace_name, "/", entry.subset_owners.at(subset.name).name,
-                      ", whose definition is served; this one is not")});
-        }
-      }
-      if (!merged->traffic_policy.has_value() && claim.rule->traffic_policy.has_value()) {
-        merged->traffic_policy = claim.rule->traffic_policy;
-      }
-    }
-    bool local_found = false;
-    bool root_local_found = false;
-    for (MergedDestinationRules::Entry& group : groups) {
-      const bool private_only = group.export_to == std::set<std::string>{ns};
-      if (!local_found && (group.export_to.contains("*") || group.export_to.contains(ns))) {
-        local_found = true;
-        out.by_namespace[ns][host] = group;
-      }
-      if (private_only && ns == root_namespace && !root_local_found) {
-        root_local_found = true;
-        out.root_local[host] = group;
-      }
-      if (!private_only && !group.export_to.contains("~")) out.exported[ns][host].push_back(std::move(group));
     }
   }
+  // A rule merged in two indexes is said once.
+  std::set<std::pair<ConfigKey, std::string>> said;
+  std::erase_if(out.findings, [&](const ConfigWarning& w) { return !said.emplace(w.key, w.field).second; });
   return out;
 }
 
@@ -676,18 +692,35 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
         const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        // The rule proxies of the VirtualService's namespace get (the namespace it is written
-        // for; proxies of other namespaces may get another rule, as in Istio).
-        const std::string& ns = vs->meta.namespace_name;
-        const auto* rule = rules.Lookup(host, ns, ServiceNamespaceOf(candidate, host, suffix, entries));
-        if (rule != nullptr && DefinesSubset(*rule->rule, d.subset)) return;
+        // The rule proxies of each namespace the VirtualService is exported to get: its own when
+        // exported everywhere (the namespace it is written for; proxies of other namespaces may
+        // get another rule, as in Istio), else each it names ("~": none gets its routes).
+        std::vector<std::string> namespaces;
+        for (const std::string& to : vs->export_to) {
+          if (to != "*" && to != "~") namespaces.push_back(to == "." ? vs->meta.namespace_name : to);
+        }
+        const bool everywhere =
+            vs->export_to.empty() || std::find(vs->export_to.begin(), vs->export_to.end(), "*") != vs->export_to.end();
+        if (everywhere) namespaces = {vs->meta.namespace_name};
+        std::string ns;
+        const MergedDestinationRules::Entry* rule = nullptr;
+        for (const std::string& candidate_ns : namespaces) {
+          rule = rules.Lookup(host, candidate_ns, ServiceNamespaceOf(candidate, host, suffix, entries));
+          ns = candidate_ns;
+          if (rule == nullptr || !DefinesSubset(*rule->rule, d.subset)) break;
+        }
+        if (namespaces.empty() || (rule != nullptr && DefinesSubset(*rule->rule, d.subset))) return;
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
         const bool any_rule = rules.AnyFor(host);
         if (rule != nullptr) {
-          error.message = StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ",
-                                 rule->key.namespace_name, "/", rule->key.name, " (host ", host, ")");
+          error.message = StrCat(
+              "subset \"", d.subset, "\" is not defined by DestinationRule ", rule->key.namespace_name, "/",
+              rule->key.name, " (host ", host,
+              ns == vs->meta.namespace_name
+                  ? ")"
+                  : StrCat(", the rule proxies of namespace ", ns, " get, to which this VirtualService is exported)"));
         } else if (any_rule) {
           error.message = StrCat("subset \"", d.subset, "\" of ", host,
                                  " is not defined: no DestinationRule for the host applies to proxies of namespace ",

@@ -90,39 +90,42 @@ inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
 // them: in each namespace, of the rules for one host, oldest first (metadata.creationTimestamp;
-// unset counts as newest), then by name, the first is served, and the others are merged into
-// it (every subset whose name is new; its traffic policy only if the first has none). A
-// duplicate subset is a finding (pilot_destrule_subsets, istiod's metric).
+// unset counts as newest), then by name, a rule is merged into the earlier ones exported alike
+// (or to fewer namespaces: a subset of its exportTo) (every subset whose name is new; its
+// traffic policy only if the earlier has none), else kept as a rule of its own. With no
+// exportTo anywhere, every rule of a host is merged into the oldest. A duplicate subset is a
+// finding (pilot_destrule_subsets, istiod's metric).
 struct MergedDestinationRules {
   struct Entry {
     const DestinationRule* rule = nullptr;           // the original, or the merge in `merged`
-    ConfigKey key;                                   // the served (first) rule
+    ConfigKey key;                                   // the first (oldest) rule of the merge
     std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
-    // The namespaces its rules are exported to ("." as their own; "*": every one). Only rules
-    // exported alike are merged (istiod's enhanced merge); others stay apart.
-    std::set<std::string> export_to;
+    std::set<std::string> export_to;                 // of the first rule, as written (empty: none given)
+    DestinationRule* copy = nullptr;                 // `rule` once others were merged into it
   };
-  // namespace -> host -> the rule a proxy of that namespace looks at first: of its rules
-  // exported to "*", "." or the namespace itself, the oldest (with those exported alike merged).
-  std::map<std::string, std::map<std::string, Entry>> by_namespace;
-  // namespace -> host -> its rules exported beyond it ("*", or other namespaces), oldest first.
+  // istiod's indexes, namespace -> host -> rules (oldest first, those exported alike or more
+  // widely merged into earlier ones; a proxy gets the last that applies to it):
+  // its rules exported to "*", ".", its own name or nowhere in particular: what the namespace's
+  // proxies look at first;
+  std::map<std::string, std::map<std::string, std::vector<Entry>>> by_namespace;
+  // its rules exported beyond it (all but those exported to itself alone), for other namespaces;
   std::map<std::string, std::map<std::string, std::vector<Entry>>> exported;
-  // host -> the root namespace's rule exported to "." only: for proxies of the root namespace.
-  std::map<std::string, Entry> root_local;
+  // host -> the root namespace's rules exported to itself alone: for proxies of the root namespace.
+  std::map<std::string, std::vector<Entry>> root_local;
   std::deque<DestinationRule> merged;  // stable addresses for the entries
   std::vector<ConfigWarning> findings;
   std::string root_namespace = kRootNamespace;
   bool exports_restricted = false;  // some rule is exported to fewer than all namespaces
   // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
   // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; for a proxy of
-  // the root namespace, only the root's rules exported to "."), else the service's namespace's,
-  // else the root namespace's, each the most specific host's rules exported to the proxy's
-  // namespace (the first of them). An empty namespace is skipped; an empty `proxy_namespace`
-  // gets rules exported to every namespace only.
+  // the root namespace, only the root's rules exported to "." alone), else the service's
+  // namespace's, else the root namespace's, each of the most specific host's rules exported to
+  // the proxy's namespace. An empty namespace is skipped; an empty `proxy_namespace` gets rules
+  // exported to every namespace only.
   const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
                       const std::string& service_namespace) const;
   bool AnyFor(const std::string& host) const;  // whether any rule of any namespace applies to it
-  // The rules of `namespace_name` for exactly `host`, however exported.
+  // The rules of `namespace_name` for exactly `host`, in every index.
   std::vector<const Entry*> EntriesOf(const std::string& namespace_name, const std::string& host) const;
 };
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
@@ -148,9 +151,11 @@ class MeshContext final : public PushContext {
   // `proxy_namespace`: those exported to every namespace only.
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host,
                                                         const std::string& proxy_namespace = "") const;
-  // Whether some VirtualService is exported to fewer than all namespaces, so that the routes a
-  // proxy gets depend on its namespace.
+  // Whether some VirtualService bound to the mesh (to a Gateway) is exported to fewer than all
+  // namespaces, so that the routes a sidecar or gRPC client (a gateway proxy) gets depend on its
+  // namespace.
   bool virtual_services_vary_by_namespace() const { return virtual_services_vary_by_namespace_; }
+  bool gateway_virtual_services_vary_by_namespace() const { return gateway_virtual_services_vary_by_namespace_; }
   // The DestinationRule a proxy of `proxy_namespace` gets for `host` (MergedDestinationRules::
   // Lookup, its service's namespace from the context): in each namespace the host's own, else
   // the most specific wildcard one (FindForHost); several there are merged. An empty
@@ -226,6 +231,7 @@ class MeshContext final : public PushContext {
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   bool virtual_services_vary_by_namespace_ = false;
+  bool gateway_virtual_services_vary_by_namespace_ = false;
   std::map<std::string, const Gateway*> gateways_;  // by "namespace/name"
   std::map<std::string, std::vector<const VirtualService*>> gateway_virtual_services_;
   MergedDestinationRules destination_rules_;

@@ -1654,6 +1654,22 @@ spec:
   trafficPolicy: {loadBalancer: {simple: RANDOM}}
 ---
 apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-own, namespace: default}
+spec:
+  host: shop.mesh.local
+  exportTo: ["."]
+  trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-for-ops, namespace: default}
+spec:
+  host: shop.mesh.local
+  exportTo: [ops]
+  trafficPolicy: {loadBalancer: {consistentHash: {useSourceIp: true}}}
+---
+apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: ingress, namespace: edge}
 spec:
@@ -1703,8 +1719,13 @@ spec:
     ADD_FAILURE() << "no cluster for shop.mesh.local";
     return envoy::config::cluster::v3::Cluster::ROUND_ROBIN;
   };
+  // Two rules of one namespace (default) for one host reach different namespaces: each proxy
+  // gets its own, whichever connected first (the cache keys the rule, not its namespace).
   EXPECT_EQ(lb_of("web"), envoy::config::cluster::v3::Cluster::RANDOM);
-  EXPECT_NE(lb_of("default"), envoy::config::cluster::v3::Cluster::RANDOM);
+  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::LEAST_REQUEST);
+  EXPECT_EQ(lb_of("ops"), envoy::config::cluster::v3::Cluster::RING_HASH);
+  EXPECT_EQ(lb_of("other"), envoy::config::cluster::v3::Cluster::ROUND_ROBIN);
+  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::LEAST_REQUEST);
   // Gateway proxies of namespace edge see edge-site (exported to edge), never private-site.
   const auto gateway_domains = [&](const std::string& id, const std::string& ns) {
     auto h = Connect(id, false, ns);

@@ -163,7 +163,10 @@ spec:
   ASSERT_NE(shop_rule, nullptr);
   ASSERT_EQ(shop_rule->subsets.size(), 1u);
   EXPECT_EQ(shop_rule->subsets[0].name, "v9");
-  EXPECT_EQ(context.DestinationRuleFor("inventory.mesh.local", "web"), rule);
+  const DestinationRule* web_rule = context.DestinationRuleFor("inventory.mesh.local", "web");
+  ASSERT_NE(web_rule, nullptr);
+  EXPECT_EQ(web_rule->meta.name, rule->meta.name) << "the same merge, from default's exported rules";
+  EXPECT_EQ(web_rule->subsets.size(), rule->subsets.size());
   EXPECT_TRUE(context.rules_vary_by_namespace());
 
   // v9 is only in the rule of namespace shop: a route to it from a VirtualService of namespace

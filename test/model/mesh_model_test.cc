@@ -521,5 +521,152 @@ spec:
       << "a rule exported to no namespace reaches not even its own";
 }
 
+// Several rules of one host in one namespace, exported differently, as istiod's enhanced merge
+// keeps them: merged only into earlier rules exported alike (or to a subset of where they are);
+// a proxy gets the last rule that applies to it; an exact host's rules that reach no proxy of a
+// namespace end the search in that namespace (a wildcard rule there does not step in).
+TEST(MeshContextTest, RulesExportedDifferentlyStayApartAndTheLastApplies) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: everyone, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {v: "1"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: own, namespace: shop, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: v2, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: for-web, namespace: shop, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: [web]
+  subsets: [{name: v3, labels: {v: "3"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web-and-ops, namespace: shop, creationTimestamp: "2026-01-04T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: [web, ops]
+  subsets: [{name: v4, labels: {v: "4"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: hidden, namespace: web}
+spec:
+  host: a.web.svc.cluster.local
+  exportTo: ["~"]
+  subsets: [{name: h, labels: {v: "5"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: wide, namespace: web}
+spec:
+  host: "*.web.svc.cluster.local"
+  subsets: [{name: w, labels: {v: "6"}}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const auto subsets_of = [&](const std::string& host, const std::string& ns) {
+    const DestinationRule* rule = mesh.DestinationRuleFor(host, ns);
+    std::vector<std::string> names;
+    if (rule != nullptr) {
+      for (const auto& subset : rule->subsets) names.push_back(subset.name);
+    }
+    return names;
+  };
+  const std::string b = "b.shop.svc.cluster.local";
+  // shop's own index: everyone (no exportTo) and own (".") stay apart; the last applies.
+  EXPECT_THAT(subsets_of(b, "shop"), ::testing::ElementsAre("v2"));
+  // Exported: everyone, for-web (web-and-ops, exported more widely, merged into it and, being
+  // last to meet it, not kept on its own, as istiod does): the last exported to the proxy's.
+  EXPECT_THAT(subsets_of(b, "web"), ::testing::ElementsAre("v3", "v4"));
+  EXPECT_THAT(subsets_of(b, "ops"), ::testing::ElementsAre("v1"));
+  EXPECT_THAT(subsets_of(b, "other"), ::testing::ElementsAre("v1"));
+  // a.web: the exact host's one rule reaches nobody, so namespace web gives other namespaces
+  // nothing (not its wildcard rule); web's own proxies look at their index, where "~" is not.
+  EXPECT_THAT(subsets_of("a.web.svc.cluster.local", "shop"), ::testing::IsEmpty());
+  EXPECT_THAT(subsets_of("a.web.svc.cluster.local", "web"), ::testing::ElementsAre("w"));
+}
+
+// A VirtualService's subsets are checked against the rule of each namespace it is exported to:
+// one exported only to web may route to a subset only web's proxies get.
+TEST(MeshContextTest, SubsetsAreCheckedWhereTheVirtualServiceIsExported) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: own, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: v1, labels: {v: "1"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: for-web, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: [web]
+  subsets: [{name: v2, labels: {v: "2"}}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const auto errors_of = [&](const std::string& export_to) {
+    const ConfigStore::Update update = store.ApplyFile("vs.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: shop}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  exportTo: )",
+                                                                         export_to, R"(
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: v2}}]}]
+)"));
+    std::string out;
+    for (const auto& error : update.errors) out += error.ToString() + "\n";
+    return out;
+  };
+  EXPECT_EQ(errors_of("[web]"), "");
+  EXPECT_THAT(errors_of("[\".\"]"),
+              ::testing::HasSubstr("subset \"v2\" is not defined by DestinationRule shop/own (host "
+                                   "b.shop.svc.cluster.local)"));
+  EXPECT_THAT(errors_of("[web, ops]"),
+              ::testing::HasSubstr("subset \"v2\" of b.shop.svc.cluster.local is not defined: no DestinationRule for "
+                                   "the host applies to proxies of namespace ops"));
+  EXPECT_EQ(errors_of("[\"~\"]"), "") << "reaches no proxy: nothing to check";
+}
+
+// A narrowly exported VirtualService bound only to a Gateway splits gateway proxies' routes by
+// namespace, not every sidecar's.
+TEST(MeshContextTest, AGatewayOnlyNarrowExportLeavesSidecarRoutesShared) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: edge, namespace: web}
+spec:
+  hosts: [edge.example.com]
+  gateways: [web/ingress]
+  exportTo: ["."]
+  http: [{route: [{destination: {host: a.web.svc.cluster.local}}]}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  EXPECT_FALSE(mesh.virtual_services_vary_by_namespace());
+  EXPECT_TRUE(mesh.gateway_virtual_services_vary_by_namespace());
+  ProxyInfo web;
+  web.namespace_name = "web";
+  ProxyInfo shop;
+  shop.namespace_name = "shop";
+  EXPECT_EQ(ProxyScope(web, mesh).route_key(), ProxyScope(shop, mesh).route_key());
+  EXPECT_EQ(mesh.VirtualServicesOfGateway("web/ingress", "web").size(), 1u);
+  EXPECT_TRUE(mesh.VirtualServicesOfGateway("web/ingress", "shop").empty());
+}
+
 }  // namespace
 }  // namespace cxds
