@@ -290,6 +290,18 @@ struct PolicyFields {
     uint64_t minimum_ring_size = 1024;  // Istio's default
   };
   std::optional<ConsistentHash> consistent_hash;
+  // loadBalancer.localityLbSetting: how a proxy of a known locality spreads requests over the
+  // localities of the endpoints (applied per proxy in EDS, as istiod does).
+  struct LocalityLb {
+    bool enabled = true;
+    struct Distribute {
+      std::string from;                                  // "region/zone/subzone", '*' for any part
+      std::vector<std::pair<std::string, uint32_t>> to;  // locality pattern -> weight (adding up to 100)
+    };
+    std::vector<Distribute> distribute;
+    std::vector<std::pair<std::string, std::string>> failover;  // region -> region
+  };
+  std::optional<LocalityLb> locality_lb;
   struct ConnectionPool {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;

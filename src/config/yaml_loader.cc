@@ -1786,6 +1786,83 @@ std::string CredentialNameProblem(const std::string& credential) {
   }
   return "";
 }
+// A locality pattern of localityLbSetting, as Istio validates it: "region/zone/subzone", at most
+// three parts, '*' only as a whole last part ("us-east/*").
+std::string LocalityPatternProblem(const std::string& pattern) {
+  if (pattern.empty()) return "must not be empty";
+  if (std::string problem = LocalityProblem(pattern); !problem.empty()) return problem;
+  const std::vector<std::string> parts = absl::StrSplit(pattern, '/');
+  if (parts.size() > 3) return "must be region, region/zone or region/zone/subzone";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].empty()) return "must not have an empty part";
+    if (parts[i].find('*') != std::string::npos && (parts[i] != "*" || i + 1 != parts.size())) {
+      return "may use '*' only as its whole last part (\"us-east/*\")";
+    }
+  }
+  return "";
+}
+
+// loadBalancer.localityLbSetting: enabled, distribute (from -> to weights adding up to 100) or
+// failover (region -> another region), as Istio validates them; failoverPriority is refused.
+PolicyFields::LocalityLb ReadLocalityLb(Reader& r, const YAML::Node& node, const std::string& f) {
+  PolicyFields::LocalityLb out;
+  if (!r.IsMap(node, f)) return out;
+  r.OnlyKeys(node, f, {"enabled", "distribute", "failover"}, {"failoverPriority"});
+  if (node["enabled"].IsDefined()) out.enabled = r.Bool(node, "enabled", f).value_or(true);
+  if (node["distribute"].IsDefined() && node["failover"].IsDefined()) {
+    r.Error(node["failover"], Reader::Join(f, "failover"),
+            "give distribute or failover, not both (as Istio validates)");
+  }
+  if (const YAML::Node list = node["distribute"]; list.IsDefined() && r.IsSeq(list, Reader::Join(f, "distribute"))) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string df = Reader::Index(Reader::Join(f, "distribute"), i);
+      if (!r.IsMap(list[i], df)) continue;
+      r.OnlyKeys(list[i], df, {"from", "to"});
+      PolicyFields::LocalityLb::Distribute rule;
+      rule.from = r.String(list[i], "from", df, true).value_or("");
+      if (std::string problem = LocalityPatternProblem(rule.from); !problem.empty() && list[i]["from"].IsDefined()) {
+        r.Error(list[i]["from"], Reader::Join(df, "from"), problem);
+      }
+      uint64_t total = 0;
+      if (const YAML::Node to = list[i]["to"]; to.IsDefined() && r.IsMap(to, Reader::Join(df, "to"))) {
+        for (const auto& entry : to) {
+          const std::string tf = Reader::Join(Reader::Join(df, "to"), entry.first.Scalar());
+          if (std::string problem = LocalityPatternProblem(entry.first.Scalar()); !problem.empty()) {
+            r.Error(entry.first, tf, problem);
+          }
+          const std::optional<uint32_t> weight = r.UintValue(entry.second, tf, 1, 100);
+          if (!weight.has_value()) continue;
+          total += *weight;
+          rule.to.emplace_back(entry.first.Scalar(), *weight);
+        }
+      }
+      if (total != 100 && list[i]["to"].IsDefined()) {
+        r.Error(list[i]["to"], Reader::Join(df, "to"),
+                StrCat("weights must add up to 100 (they add up to ", total, ")"));
+      }
+      out.distribute.push_back(std::move(rule));
+    }
+  }
+  if (const YAML::Node list = node["failover"]; list.IsDefined() && r.IsSeq(list, Reader::Join(f, "failover"))) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ff = Reader::Index(Reader::Join(f, "failover"), i);
+      if (!r.IsMap(list[i], ff)) continue;
+      r.OnlyKeys(list[i], ff, {"from", "to"});
+      const std::string from = r.String(list[i], "from", ff, true).value_or("");
+      const std::string to = r.String(list[i], "to", ff, true).value_or("");
+      for (const auto& [key, value] : {std::pair{"from", &from}, std::pair{"to", &to}}) {
+        if (!list[i][key].IsDefined()) continue;
+        if (value->empty() || value->find('/') != std::string::npos || value->find('*') != std::string::npos ||
+            !LocalityProblem(*value).empty()) {
+          r.Error(list[i][key], Reader::Join(ff, key), "must be a region (failover is from region to region)");
+        }
+      }
+      if (!from.empty() && from == to) r.Error(list[i], ff, "from and to must be different regions");
+      out.failover.emplace_back(from, to);
+    }
+  }
+  return out;
+}
 
 // loadBalancer, connectionPool, outlierDetection and tls of a traffic policy or a port's settings.
 void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, PolicyFields& p) {
@@ -1849,8 +1926,11 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
   }
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
-    r.OnlyKeys(node["loadBalancer"], lf, {"simple", "consistentHash"},
-               {"localityLbSetting", "warmupDurationSecs", "warmup"});
+    r.OnlyKeys(node["loadBalancer"], lf, {"simple", "consistentHash", "localityLbSetting"},
+               {"warmupDurationSecs", "warmup"});
+    if (const YAML::Node locality = node["loadBalancer"]["localityLbSetting"]; locality.IsDefined()) {
+      p.locality_lb = ReadLocalityLb(r, locality, Reader::Join(lf, "localityLbSetting"));
+    }
     if (const YAML::Node hash = node["loadBalancer"]["consistentHash"]; hash.IsDefined()) {
       if (node["loadBalancer"]["simple"].IsDefined()) {
         r.Error(hash, Reader::Join(lf, "consistentHash"), "give simple or consistentHash, not both");

@@ -111,9 +111,11 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     if (s.name != subset || !s.traffic_policy.has_value()) continue;
     PolicyFields out = merged.value_or(PolicyFields{});
     const TrafficPolicy& over = *s.traffic_policy;
-    if (over.load_balancer != PolicyFields::LoadBalancer::kUnset || over.consistent_hash.has_value()) {
+    if (over.load_balancer != PolicyFields::LoadBalancer::kUnset || over.consistent_hash.has_value() ||
+        over.locality_lb.has_value()) {  // loadBalancer, replaced whole
       out.load_balancer = over.load_balancer;
       out.consistent_hash = over.consistent_hash;
+      out.locality_lb = over.locality_lb;
     }
     if (over.connection_pool.has_value()) out.connection_pool = over.connection_pool;
     if (over.outlier_detection.has_value()) out.outlier_detection = over.outlier_detection;
@@ -272,29 +274,39 @@ struct DnsTarget {
 };
 
 // Endpoints grouped by locality as istiod sends them: one LocalityLbEndpoints per locality
-// ("region/zone/subzone", the subzone taking any further '/'), in locality order, weighted by
+// (region, zone, subzone: the first three '/' parts, as istiod splits them), in order, weighted by
 // the sum of its endpoints' weights, so that gRPC's weighted_target (which picks a locality
 // first) keeps each endpoint's share. Endpoints of no locality are grouped under
-// `unknown_region` ("" for no Locality at all).
+// `unknown_region` ("" for no Locality at all), with any that name that region alone. Grouped
+// by the parsed parts, since gRPC refuses an update naming one locality twice ("r" and "r/"),
+// and scaled down when the weights would add up to more than gRPC accepts (2^32 - 1).
 class LocalityGroups {
  public:
   explicit LocalityGroups(std::string unknown_region) : unknown_region_(std::move(unknown_region)) {}
   envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight) {
-    Group& group = groups_[locality];
-    group.weight = std::min<uint64_t>(group.weight + std::max<uint32_t>(weight, 1), UINT32_MAX);
+    std::vector<std::string> parts = absl::StrSplit(locality, '/');
+    parts.resize(3);
+    if (parts[0].empty()) parts = {unknown_region_, "", ""};
+    Group& group = groups_[{parts[0], parts[1], parts[2]}];
+    group.weight += std::max<uint32_t>(weight, 1);
     return group.endpoints.add_lb_endpoints();
   }
   // Moves the groups into `out`; `weigh`: set each locality's load_balancing_weight.
   void MoveTo(google::protobuf::RepeatedPtrField<envoy::config::endpoint::v3::LocalityLbEndpoints>& out, bool weigh) {
+    uint64_t total = 0;
+    for (const auto& [name, group] : groups_) total += group.weight;
+    const uint64_t divisor = total / UINT32_MAX + 1;  // 1 unless the sum overflows what gRPC takes
     for (auto& [name, group] : groups_) {
       auto* locality = out.Add();
       *locality = std::move(group.endpoints);
-      const std::vector<std::string> parts = absl::StrSplit(name, absl::MaxSplits('/', 2));
-      const std::string region = name.empty() ? unknown_region_ : parts[0];
+      const auto& [region, zone, sub_zone] = name;
       if (!region.empty()) locality->mutable_locality()->set_region(region);
-      if (parts.size() > 1) locality->mutable_locality()->set_zone(parts[1]);
-      if (parts.size() > 2) locality->mutable_locality()->set_sub_zone(parts[2]);
-      if (weigh) locality->mutable_load_balancing_weight()->set_value(static_cast<uint32_t>(group.weight));
+      if (!zone.empty()) locality->mutable_locality()->set_zone(zone);
+      if (!sub_zone.empty()) locality->mutable_locality()->set_sub_zone(sub_zone);
+      if (weigh) {
+        locality->mutable_load_balancing_weight()->set_value(
+            static_cast<uint32_t>(std::max<uint64_t>(group.weight / divisor, 1)));
+      }
     }
     groups_.clear();
   }
@@ -306,7 +318,7 @@ class LocalityGroups {
     uint64_t weight = 0;
   };
   std::string unknown_region_;
-  std::map<std::string, Group> groups_;
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups_;
 };
 
 // Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
@@ -363,6 +375,11 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
   }
   cluster.mutable_connect_timeout()->set_seconds(10);
   if (policy.has_value()) {
+    // localityLbSetting.distribute: Envoy weighs localities only with this set (istiod sets it).
+    if (!grpc && policy->locality_lb.has_value() && policy->locality_lb->enabled &&
+        !policy->locality_lb->distribute.empty()) {
+      cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
+    }
     if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
       cluster.set_lb_policy(Cluster::RING_HASH);
       cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(
@@ -517,6 +534,103 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
   }
 };
 
+// Whether a locality matches a localityLbSetting pattern ("region/zone/subzone", '*' or a
+// missing part matching anything; the region must be given), as istiod's LocalityMatch.
+bool LocalityMatches(const envoy::config::core::v3::Locality& locality, const std::string& pattern) {
+  const std::vector<std::string> parts = absl::StrSplit(pattern, absl::MaxSplits('/', 2));
+  const auto part_matches = [&](size_t i, const std::string& value) {
+    return i >= parts.size() || parts[i] == "*" || parts[i] == value;
+  };
+  return !parts.empty() && (parts[0] == "*" || parts[0] == locality.region()) && part_matches(1, locality.zone()) &&
+         part_matches(2, locality.sub_zone());
+}
+
+// What localityLbSetting does for one proxy, as istiod's ApplyLocalityLoadBalancer: with the
+// proxy's locality known, the first `distribute` rule whose `from` matches it, else (only with
+// outlier detection, without which Envoy would never fail over) failover by priority. Unset
+// setting: Istio's mesh default, enabled with no rules. Null: nothing to apply.
+struct LocalityLbPlan {
+  envoy::config::core::v3::Locality proxy;
+  std::optional<PolicyFields::LocalityLb::Distribute> distribute;  // a copy: the policy is a temporary
+  std::vector<std::pair<std::string, std::string>> failover;       // used without distribute
+  std::string key;                                                 // for cache keys: the proxy's locality
+};
+std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
+                                             const envoy::config::core::v3::Node& node) {
+  if (!policy.has_value()) return std::nullopt;
+  const std::optional<envoy::config::core::v3::Locality> locality = NodeLocality(node);
+  if (!locality.has_value()) return std::nullopt;
+  const PolicyFields::LocalityLb setting = policy->locality_lb.value_or(PolicyFields::LocalityLb{});
+  if (!setting.enabled) return std::nullopt;
+  LocalityLbPlan plan;
+  plan.proxy = *locality;
+  plan.key = StrCat(plan.proxy.region(), "/", plan.proxy.zone(), "/", plan.proxy.sub_zone());
+  if (!setting.distribute.empty()) {
+    for (const auto& rule : policy->locality_lb->distribute) {
+      if (LocalityMatches(plan.proxy, rule.from)) {
+        plan.distribute = rule;
+        return plan;
+      }
+    }
+    return std::nullopt;  // no rule for this proxy's locality: endpoints as they are
+  }
+  if (!policy->outlier_detection.has_value()) return std::nullopt;
+  plan.failover = setting.failover;
+  return plan;
+}
+
+// Applies `plan` to an assignment's localities, as istiod's applyLocalityWeights and
+// applyLocalityFailover: distribute gives each `to` pattern's weight to the localities it
+// matches (split by their own weights, rounded up) and empties the localities no pattern
+// matches; failover sets priorities: 0 the proxy's subzone, 1 its zone, 2 its region, 3 another
+// region (4 when a failover rule for the proxy's region names another), then renumbered from 0
+// without gaps (Envoy and gRPC want them contiguous).
+void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
+  auto& localities = *cla.mutable_endpoints();
+  if (plan.distribute.has_value()) {
+    std::vector<bool> matched(localities.size(), false);
+    for (const auto& [pattern, weight] : plan.distribute->to) {
+      uint64_t total = 0;
+      std::vector<int> picked;
+      for (int i = 0; i < localities.size(); ++i) {
+        if (matched[i] || !LocalityMatches(localities[i].locality(), pattern)) continue;
+        matched[i] = true;
+        picked.push_back(i);
+        total += std::max<uint32_t>(localities[i].load_balancing_weight().value(), 1);
+      }
+      for (int i : picked) {
+        const uint64_t own = std::max<uint32_t>(localities[i].load_balancing_weight().value(), 1);
+        const uint64_t share = (own * weight + total - 1) / total;  // ceil, as istiod rounds
+        localities[i].mutable_load_balancing_weight()->set_value(static_cast<uint32_t>(std::max<uint64_t>(share, 1)));
+      }
+    }
+    for (int i = 0; i < localities.size(); ++i) {
+      if (!matched[i]) localities[i].clear_lb_endpoints();
+    }
+    return;
+  }
+  std::map<uint32_t, std::vector<int>> by_priority;
+  for (int i = 0; i < localities.size(); ++i) {
+    const auto& at = localities[i].locality();
+    uint32_t priority = 3;
+    if (at.region() == plan.proxy.region()) {
+      priority = at.zone() != plan.proxy.zone() ? 2 : at.sub_zone() != plan.proxy.sub_zone() ? 1 : 0;
+    } else {
+      for (const auto& [from, to] : plan.failover) {
+        if (from != plan.proxy.region()) continue;
+        if (at.region() != to) priority = 4;
+        break;
+      }
+    }
+    by_priority[priority].push_back(i);
+  }
+  uint32_t next = 0;
+  for (const auto& [priority, members] : by_priority) {
+    for (int i : members) localities[i].set_priority(next);
+    ++next;
+  }
+}
+
 class EndpointGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit EndpointGenerator(const MeshModel& model) : model_(model) {}
@@ -559,10 +673,16 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         }
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
+      // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's locality.
+      const std::optional<LocalityLbPlan> locality_plan =
+          rule != nullptr ? PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_node.node)
+                          : std::nullopt;
+      std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
+      if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kEndpointType), name, cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule))},
+          {std::string(kEndpointType), name, variant},
           {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
-          [&] { return BuildAssignment(name, *cluster, *index, subset_labels); });
+          [&] { return BuildAssignment(name, *cluster, *index, subset_labels, locality_plan); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
@@ -572,7 +692,8 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
 
  private:
   static absl::StatusOr<ResourcePtr> BuildAssignment(const std::string& name, const ParsedCluster& cluster,
-                                                     const EndpointIndex& index, const LabelMap* subset_labels) {
+                                                     const EndpointIndex& index, const LabelMap* subset_labels,
+                                                     const std::optional<LocalityLbPlan>& locality_plan) {
     ClusterLoadAssignment cla;
     cla.set_cluster_name(name);
     LocalityGroups groups("local");
@@ -601,6 +722,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       locality->mutable_load_balancing_weight()->set_value(1);
     }
     groups.MoveTo(*cla.mutable_endpoints(), /*weigh=*/true);
+    if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, cla);
     return Resource::FromMessage(cla);
   }
 

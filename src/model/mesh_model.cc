@@ -92,15 +92,26 @@ uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
   return port.target_port != 0 ? port.target_port : port.number;
 }
 
-// A Pod's locality as istiod reads it without node labels: its `istio-locality` label,
-// "region.zone.subzone" with dots (a label value cannot hold '/').
-std::string PodLocality(const K8sPod* pod) {
-  if (pod == nullptr) return "";
-  auto it = pod->meta.labels.find("istio-locality");
-  if (it == pod->meta.labels.end()) return "";
-  std::string locality = it->second;
-  std::replace(locality.begin(), locality.end(), '.', '/');
-  return locality;
+// A locality from labels, as istiod's GetLocalityLabel reads them: `topology.istio.io/locality`,
+// else `istio-locality`, "region.zone.subzone" with dots (a label value cannot hold '/'); a
+// value that has '/' is taken as it is.
+std::string LabelLocality(const LabelMap& labels) {
+  for (const char* key : {"topology.istio.io/locality", "istio-locality"}) {
+    auto it = labels.find(key);
+    if (it == labels.end()) continue;
+    std::string locality = it->second;
+    if (locality.find('/') == std::string::npos) std::replace(locality.begin(), locality.end(), '.', '/');
+    return locality;
+  }
+  return "";
+}
+
+// A Pod's locality: its labels' (cxds reads no Node objects, whose topology labels istiod uses).
+std::string PodLocality(const K8sPod* pod) { return pod == nullptr ? "" : LabelLocality(pod->meta.labels); }
+
+// A WorkloadEntry's or inline endpoint's: its `locality`, else its labels', as istiod falls back.
+std::string WorkloadLocality(const WorkloadEndpoint& w) {
+  return w.locality.empty() ? LabelLocality(w.labels) : w.locality;
 }
 
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
@@ -732,8 +743,11 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         }
         // The rule that defined the subset in the served state, if any, is what changed.
         if (!before.has_value()) before = MergeDestinationRules(current, suffix, root);
-        if (const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
-            old != nullptr && old->subset_owners.contains(d.subset)) {
+        // A rule now served in its place (a newer one exported differently) is what changed.
+        const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
+        if (rule != nullptr && (old == nullptr || old->key != rule->key)) {
+          error.target = rule->key;
+        } else if (old != nullptr && old->subset_owners.contains(d.subset)) {
           error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {
           error.target = rule->key;
@@ -943,8 +957,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       if (members.empty()) break;
       auto& list = index[host][port.number];
       for (const WorkloadEndpoint* w : members) {
-        list.push_back(
-            EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight, w->locality});
+        list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight,
+                                    WorkloadLocality(*w)});
       }
     }
   };
@@ -987,7 +1001,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           };
           if (se->endpoints.empty()) add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0, "");
           for (const WorkloadEndpoint& endpoint : se->endpoints) {
-            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight, endpoint.locality);
+            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight,
+                WorkloadLocality(endpoint));
           }
         }
       }

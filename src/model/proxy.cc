@@ -28,7 +28,19 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
   if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
     proxy.grpc = generator->second.string_value() == "grpc";
   }
+  proxy.locality = NodeLocality(node);
   return proxy;
+}
+
+std::optional<envoy::config::core::v3::Locality> NodeLocality(const envoy::config::core::v3::Node& node) {
+  // A part longer than any real one is taken as no locality: it becomes part of cache keys.
+  constexpr size_t kMaxPart = 128;
+  const auto& locality = node.locality();
+  if (locality.region().empty() || locality.region().size() > kMaxPart || locality.zone().size() > kMaxPart ||
+      locality.sub_zone().size() > kMaxPart) {
+    return std::nullopt;
+  }
+  return locality;
 }
 
 namespace {

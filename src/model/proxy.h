@@ -12,6 +12,7 @@
 // istiod). No Sidecar at all: everything.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "config/mesh_config.h"
@@ -27,9 +28,14 @@ struct ProxyInfo {
   std::string namespace_name = "default";
   LabelMap labels;
   bool grpc = false;
+  // node.locality when it names a region (else unset): what localityLbSetting is applied for.
+  std::optional<envoy::config::core::v3::Locality> locality;
 };
 
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
+// node.locality (Envoy's and gRPC's bootstrap set it) when it names a region and no part is
+// over 128 bytes; else unset.
+std::optional<envoy::config::core::v3::Locality> NodeLocality(const envoy::config::core::v3::Node& node);
 
 class ProxyScope {
  public:

@@ -283,6 +283,35 @@ spec: {address: 127.0.0.7, network: vpc-1}
   EXPECT_THAT(Errors(network), ::testing::HasSubstr("spec.network: is not supported by cxds"));
 }
 
+// localityLbSetting is checked as Istio validates it; failoverPriority is not supported.
+TEST(YamlLoaderTest, LocalityLbSettingIsCheckedAsIstioChecksIt) {
+  const auto errors_of = [](const std::string& setting) {
+    return Errors(ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: a}
+spec:
+  host: a.mesh.local
+  trafficPolicy:
+    loadBalancer:
+      localityLbSetting: )" + setting + "\n"));
+  };
+  EXPECT_EQ(errors_of(R"({distribute: [{from: "us-east/*", to: {"us-east/a": 70, "eu-west/*": 30}}]})"), "");
+  EXPECT_EQ(errors_of(R"({enabled: false})"), "");
+  EXPECT_EQ(errors_of(R"({failover: [{from: us-east, to: eu-west}]})"), "");
+  EXPECT_THAT(errors_of(R"({distribute: [{from: us-east, to: {us-east: 70}}]})"),
+              ::testing::HasSubstr("weights must add up to 100 (they add up to 70)"));
+  EXPECT_THAT(errors_of(R"({distribute: [{from: "*/a", to: {us-east: 100}}]})"),
+              ::testing::HasSubstr("distribute[0].from: may use '*' only as its whole last part"));
+  EXPECT_THAT(errors_of(R"({failover: [{from: us-east, to: us-east}]})"),
+              ::testing::HasSubstr("from and to must be different regions"));
+  EXPECT_THAT(errors_of(R"({failover: [{from: us-east/a, to: eu-west}]})"),
+              ::testing::HasSubstr("failover[0].from: must be a region"));
+  EXPECT_THAT(errors_of(R"({failover: [{from: a, to: b}], distribute: [{from: a, to: {b: 100}}]})"),
+              ::testing::HasSubstr("give distribute or failover, not both"));
+  EXPECT_THAT(errors_of(R"({failoverPriority: [topology.istio.io/network]})"),
+              ::testing::HasSubstr("failoverPriority: is not supported by cxds"));
+}
+
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {
   const ParsedFile parsed = ParseConfigFile("x.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule

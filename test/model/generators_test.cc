@@ -1816,12 +1816,120 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
   for (bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     EXPECT_EQ(groups_of(grpc, "outbound|8080||geo.mesh.local"),
-              (std::vector<Group>{{"local", "", "", 1, {"127.0.0.64"}},
-                                  {"eu-west", "eu-west-1b", "rack/7", 1, {"127.0.0.63"}},
+              (std::vector<Group>{{"eu-west", "eu-west-1b", "rack", 1, {"127.0.0.63"}},
+                                  {"local", "", "", 1, {"127.0.0.64"}},
                                   {"us-east", "us-east-1a", "", 4, {"127.0.0.61", "127.0.0.62"}}}));
     EXPECT_EQ(groups_of(grpc, "outbound|8080||kube.default.svc.cluster.local"),
               (std::vector<Group>{{"ap-south", "ap-south-1c", "", 1, {"127.0.0.65"}}}));
   }
+}
+
+// localityLbSetting, applied per proxy in EDS as istiod does: with outlier detection, priorities
+// by how much of the proxy's locality an endpoint shares (failover rules pushing other regions
+// back), renumbered without gaps; `distribute` re-weighs localities for proxies of its `from`
+// (and Envoy's clusters get locality_weighted_lb_config); a proxy of no locality, or a rule
+// without outlier detection, gets the endpoints as they are.
+TEST_F(GeneratorsTest, LocalityLbSettingShapesEachProxysEndpoints) {
+  const std::string entry = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: 127.0.0.61, locality: us-east/a}
+  - {address: 127.0.0.62, locality: us-east/b}
+  - {address: 127.0.0.63, locality: eu-west/a}
+  - {address: 127.0.0.64, locality: ap-south/a, weight: 3}
+---
+)";
+  Apply("geo.yaml", entry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3}
+    loadBalancer:
+      localityLbSetting:
+        failover: [{from: us-east, to: eu-west}]
+  subsets:
+  - name: spread
+    labels: {}
+    trafficPolicy:
+      loadBalancer:
+        localityLbSetting:
+          distribute:
+          - from: us-east/*
+            to: {us-east/a: 60, "ap-south/*": 40}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  // locality (region/zone) -> (priority, weight, endpoint count), as proxy `region/zone` gets them.
+  using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
+  const auto shape = [&](bool grpc, const std::string& region, const std::string& zone, const std::string& cluster) {
+    auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    node_.mutable_locality()->set_region(region);
+    node_.mutable_locality()->set_zone(zone);
+    h->Send(First(std::string(kEndpointType), {cluster}));
+    node_.clear_locality();
+    auto eds = h->Take();
+    Shape out;
+    if (eds.size() != 1 || eds[0].resources_size() != 1) {
+      ADD_FAILURE() << "no assignment";
+      return out;
+    }
+    const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+    for (const auto& locality : cla.endpoints()) {
+      out[StrCat(locality.locality().region(), "/", locality.locality().zone())] = {
+          locality.priority(), locality.load_balancing_weight().value(), locality.lb_endpoints_size()};
+    }
+    return out;
+  };
+  const std::string all = "outbound|8080||geo.mesh.local";
+  for (bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    // us-east/a: its zone 0, its region 1, the failover region 2, the rest 3 (4 renumbered).
+    EXPECT_EQ(
+        shape(grpc, "us-east", "a", all),
+        (Shape{
+            {"us-east/a", {0, 1, 1}}, {"us-east/b", {1, 1, 1}}, {"eu-west/a", {2, 1, 1}}, {"ap-south/a", {3, 3, 1}}}));
+    // eu-west/a: no failover rule for its region: every other region is 2 (3 renumbered).
+    EXPECT_EQ(
+        shape(grpc, "eu-west", "a", all),
+        (Shape{
+            {"us-east/a", {1, 1, 1}}, {"us-east/b", {1, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {1, 3, 1}}}));
+    // No locality: as they are.
+    EXPECT_EQ(
+        shape(grpc, "", "", all),
+        (Shape{
+            {"us-east/a", {0, 1, 1}}, {"us-east/b", {0, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {0, 3, 1}}}));
+    // The subset distributes from us-east: us-east/a 60, ap-south 40, the rest emptied.
+    EXPECT_EQ(shape(grpc, "us-east", "b", "outbound|8080|spread|geo.mesh.local"), (Shape{{"us-east/a", {0, 60, 1}},
+                                                                                         {"us-east/b", {0, 1, 0}},
+                                                                                         {"eu-west/a", {0, 1, 0}},
+                                                                                         {"ap-south/a", {0, 40, 1}}}));
+    EXPECT_EQ(
+        shape(grpc, "eu-west", "a", "outbound|8080|spread|geo.mesh.local"),
+        (Shape{
+            {"us-east/a", {0, 1, 1}}, {"us-east/b", {0, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {0, 3, 1}}}))
+        << "no distribute rule from eu-west: as they are";
+  }
+  const auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  ASSERT_TRUE(clusters.contains("outbound|8080|spread|geo.mesh.local"));
+  EXPECT_TRUE(clusters.at("outbound|8080|spread|geo.mesh.local").common_lb_config().has_locality_weighted_lb_config());
+  EXPECT_FALSE(clusters.at(all).common_lb_config().has_locality_weighted_lb_config());
+
+  // Without outlier detection, failover would never happen: no priorities.
+  Apply("geo.yaml", entry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  trafficPolicy: {loadBalancer: {localityLbSetting: {failover: [{from: us-east, to: eu-west}]}}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_EQ(std::get<0>(shape(false, "us-east", "a", all).at("ap-south/a")), 0u);
 }
 
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
