@@ -1792,11 +1792,16 @@ std::string LocalityPatternProblem(const std::string& pattern) {
   if (pattern.empty()) return "must not be empty";
   if (std::string problem = LocalityProblem(pattern); !problem.empty()) return problem;
   const std::vector<std::string> parts = absl::StrSplit(pattern, '/');
-  if (parts.size() > 3) return "must be region, region/zone or region/zone/subzone";
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].empty()) return "must not have an empty part";
-    if (parts[i].find('*') != std::string::npos && (parts[i] != "*" || i + 1 != parts.size())) {
-      return "may use '*' only as its whole last part (\"us-east/*\")";
+    if (parts[i].find('*') != std::string::npos && i + 1 != parts.size()) {
+      return "may use '*' only at its end (as Istio validates)";
+    }
+  }
+  if (parts.size() > 3) return "with more than three parts is not supported by cxds (region/zone/subzone)";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].empty()) return "with an empty part is not supported by cxds";
+    if (parts[i].find('*') != std::string::npos && parts[i] != "*") {
+      return "with '*' inside a part is not supported by cxds (only a whole last part: \"us-east/*\")";
     }
   }
   return "";
@@ -1809,7 +1814,11 @@ PolicyFields::LocalityLb ReadLocalityLb(Reader& r, const YAML::Node& node, const
   if (!r.IsMap(node, f)) return out;
   r.OnlyKeys(node, f, {"enabled", "distribute", "failover"}, {"failoverPriority"});
   if (node["enabled"].IsDefined()) out.enabled = r.Bool(node, "enabled", f).value_or(true);
-  if (node["distribute"].IsDefined() && node["failover"].IsDefined()) {
+  const auto non_empty = [&](const char* key) {
+    const YAML::Node list = node[key];
+    return list.IsDefined() && list.IsSequence() && list.size() > 0;
+  };
+  if (non_empty("distribute") && non_empty("failover")) {
     r.Error(node["failover"], Reader::Join(f, "failover"),
             "give distribute or failover, not both (as Istio validates)");
   }

@@ -280,14 +280,19 @@ struct DnsTarget {
 // `unknown_region` ("" for no Locality at all), with any that name that region alone. Grouped
 // by the parsed parts, since gRPC refuses an update naming one locality twice ("r" and "r/"),
 // and scaled down when the weights would add up to more than gRPC accepts (2^32 - 1).
+using LocalityParts = std::tuple<std::string, std::string, std::string>;  // region, zone, subzone
+LocalityParts ParseLocality(const std::string& locality, const std::string& unknown_region) {
+  std::vector<std::string> parts = absl::StrSplit(locality, '/');
+  parts.resize(3);
+  if (parts[0].empty()) return {unknown_region, "", ""};
+  return {parts[0], parts[1], parts[2]};
+}
+
 class LocalityGroups {
  public:
   explicit LocalityGroups(std::string unknown_region) : unknown_region_(std::move(unknown_region)) {}
   envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight) {
-    std::vector<std::string> parts = absl::StrSplit(locality, '/');
-    parts.resize(3);
-    if (parts[0].empty()) parts = {unknown_region_, "", ""};
-    Group& group = groups_[{parts[0], parts[1], parts[2]}];
+    Group& group = groups_[ParseLocality(locality, unknown_region_)];
     group.weight += std::max<uint32_t>(weight, 1);
     return group.endpoints.add_lb_endpoints();
   }
@@ -318,7 +323,7 @@ class LocalityGroups {
     uint64_t weight = 0;
   };
   std::string unknown_region_;
-  std::map<std::tuple<std::string, std::string, std::string>, Group> groups_;
+  std::map<LocalityParts, Group> groups_;
 };
 
 // Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
@@ -376,7 +381,8 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
   cluster.mutable_connect_timeout()->set_seconds(10);
   if (policy.has_value()) {
     // localityLbSetting.distribute: Envoy weighs localities only with this set (istiod sets it).
-    if (!grpc && policy->locality_lb.has_value() && policy->locality_lb->enabled &&
+    // (Not for DNS clusters, whose localities carry no weights: the setting is not applied there.)
+    if (!grpc && dns == nullptr && policy->locality_lb.has_value() && policy->locality_lb->enabled &&
         !policy->locality_lb->distribute.empty()) {
       cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
     }
@@ -556,7 +562,8 @@ struct LocalityLbPlan {
   std::string key;                                                 // for cache keys: the proxy's locality
 };
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
-                                             const envoy::config::core::v3::Node& node) {
+                                             const envoy::config::core::v3::Node& node,
+                                             const std::vector<EndpointInfo>& endpoints) {
   if (!policy.has_value()) return std::nullopt;
   const std::optional<envoy::config::core::v3::Locality> locality = NodeLocality(node);
   if (!locality.has_value()) return std::nullopt;
@@ -564,11 +571,11 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   if (!setting.enabled) return std::nullopt;
   LocalityLbPlan plan;
   plan.proxy = *locality;
-  plan.key = StrCat(plan.proxy.region(), "/", plan.proxy.zone(), "/", plan.proxy.sub_zone());
   if (!setting.distribute.empty()) {
-    for (const auto& rule : policy->locality_lb->distribute) {
-      if (LocalityMatches(plan.proxy, rule.from)) {
-        plan.distribute = rule;
+    for (size_t i = 0; i < setting.distribute.size(); ++i) {
+      if (LocalityMatches(plan.proxy, setting.distribute[i].from)) {
+        plan.distribute = setting.distribute[i];
+        plan.key = StrCat("distribute#", i);  // the result depends on the rule alone
         return plan;
       }
     }
@@ -576,7 +583,55 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   }
   if (!policy->outlier_detection.has_value()) return std::nullopt;
   plan.failover = setting.failover;
+  // The key: the proxy's locality cut to what the endpoints' localities share with it, which
+  // alone decides the priorities, so that clients naming made-up localities share entries
+  // (the cache would grow with every new name otherwise). Parts length-prefixed.
+  bool region = false, zone = false, sub_zone = false;
+  for (const EndpointInfo& endpoint : endpoints) {
+    const auto [r, z, s] = ParseLocality(endpoint.locality, "local");
+    if (r != plan.proxy.region()) continue;
+    region = true;
+    if (z != plan.proxy.zone()) continue;
+    zone = true;
+    sub_zone = sub_zone || s == plan.proxy.sub_zone();
+  }
+  const auto part = [](bool seen, const std::string& value) {
+    return seen ? StrCat(value.size(), ":", value) : std::string("?");
+  };
+  plan.key = StrCat("failover#", part(region, plan.proxy.region()), part(zone, plan.proxy.zone()),
+                    part(sub_zone, plan.proxy.sub_zone()));
+  for (size_t i = 0; !region && i < plan.failover.size(); ++i) {
+    if (plan.failover[i].first == plan.proxy.region()) {
+      plan.key += StrCat("#rule", i);  // the rule for its region decides which region comes next
+      break;
+    }
+  }
   return plan;
+}
+
+// Keeps the locality weights of each priority within what gRPC accepts (a sum of at most
+// 2^32 - 1; distribute's shares and the at-least-1 floor can push it over) and gives emptied
+// localities weight 1.
+void CapLocalityWeights(ClusterLoadAssignment& cla) {
+  std::map<uint32_t, uint64_t> totals;
+  for (auto& locality : *cla.mutable_endpoints()) {
+    if (locality.lb_endpoints().empty() && locality.has_load_balancing_weight()) {
+      locality.mutable_load_balancing_weight()->set_value(1);
+    }
+    totals[locality.priority()] += locality.load_balancing_weight().value();
+  }
+  for (auto& [priority, total] : totals) {
+    while (total > UINT32_MAX) {  // at most a few rounds: each at least halves the sum
+      const uint64_t divisor = total / UINT32_MAX + 1;
+      total = 0;
+      for (auto& locality : *cla.mutable_endpoints()) {
+        if (locality.priority() != priority || !locality.has_load_balancing_weight()) continue;
+        const uint64_t scaled = std::max<uint64_t>(locality.load_balancing_weight().value() / divisor, 1);
+        locality.mutable_load_balancing_weight()->set_value(static_cast<uint32_t>(scaled));
+        total += scaled;
+      }
+    }
+  }
 }
 
 // Applies `plan` to an assignment's localities, as istiod's applyLocalityWeights and
@@ -674,9 +729,15 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's locality.
+      static const std::vector<EndpointInfo> kNoEndpoints;
+      const std::vector<EndpointInfo>* port_endpoints = &kNoEndpoints;
+      if (auto host = index->find(cluster->host); host != index->end()) {
+        if (auto port = host->second->find(cluster->port); port != host->second->end()) port_endpoints = &port->second;
+      }
       const std::optional<LocalityLbPlan> locality_plan =
-          rule != nullptr ? PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_node.node)
-                          : std::nullopt;
+          rule != nullptr
+              ? PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_node.node, *port_endpoints)
+              : std::nullopt;
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
@@ -723,6 +784,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     }
     groups.MoveTo(*cla.mutable_endpoints(), /*weigh=*/true);
     if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, cla);
+    CapLocalityWeights(cla);
     return Resource::FromMessage(cla);
   }
 

@@ -743,9 +743,17 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         }
         // The rule that defined the subset in the served state, if any, is what changed.
         if (!before.has_value()) before = MergeDestinationRules(current, suffix, root);
-        // A rule now served in its place (a newer one exported differently) is what changed.
+        // What changed: a rule now served in its place that is itself new or edited (a newer one
+        // exported differently), else the rule that defined the subset in the served state
+        // (deleted, or narrowed: reverting it keeps the subset), else the rule served now.
         const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
-        if (rule != nullptr && (old == nullptr || old->key != rule->key)) {
+        const auto edited = [&](const ConfigKey& k) {
+          auto now = candidate.find(k);
+          auto was = current.find(k);
+          return now != candidate.end() &&
+                 (was == current.end() || was->second->content_hash != now->second->content_hash);
+        };
+        if (rule != nullptr && (old == nullptr || old->key != rule->key) && edited(rule->key)) {
           error.target = rule->key;
         } else if (old != nullptr && old->subset_owners.contains(d.subset)) {
           error.target = old->subset_owners.at(d.subset);

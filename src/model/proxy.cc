@@ -28,7 +28,6 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
   if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
     proxy.grpc = generator->second.string_value() == "grpc";
   }
-  proxy.locality = NodeLocality(node);
   return proxy;
 }
 

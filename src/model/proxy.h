@@ -28,8 +28,6 @@ struct ProxyInfo {
   std::string namespace_name = "default";
   LabelMap labels;
   bool grpc = false;
-  // node.locality when it names a region (else unset): what localityLbSetting is applied for.
-  std::optional<envoy::config::core::v3::Locality> locality;
 };
 
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);

@@ -301,7 +301,7 @@ spec:
   EXPECT_THAT(errors_of(R"({distribute: [{from: us-east, to: {us-east: 70}}]})"),
               ::testing::HasSubstr("weights must add up to 100 (they add up to 70)"));
   EXPECT_THAT(errors_of(R"({distribute: [{from: "*/a", to: {us-east: 100}}]})"),
-              ::testing::HasSubstr("distribute[0].from: may use '*' only as its whole last part"));
+              ::testing::HasSubstr("distribute[0].from: may use '*' only at its end (as Istio validates)"));
   EXPECT_THAT(errors_of(R"({failover: [{from: us-east, to: us-east}]})"),
               ::testing::HasSubstr("from and to must be different regions"));
   EXPECT_THAT(errors_of(R"({failover: [{from: us-east/a, to: eu-west}]})"),

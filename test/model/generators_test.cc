@@ -1839,8 +1839,10 @@ spec:
   ports: [{number: 8080, name: http, protocol: HTTP}]
   endpoints:
   - {address: 127.0.0.61, locality: us-east/a}
+  - {address: 127.0.0.66, locality: us-east/a/s2}
   - {address: 127.0.0.62, locality: us-east/b}
   - {address: 127.0.0.63, locality: eu-west/a}
+  - {address: 127.0.0.65, locality: eu-west/c, weight: 3}
   - {address: 127.0.0.64, locality: ap-south/a, weight: 3}
 ---
 )";
@@ -1862,15 +1864,19 @@ spec:
         localityLbSetting:
           distribute:
           - from: us-east/*
-            to: {us-east/a: 60, "ap-south/*": 40}
+            to: {us-east/a: 60, "eu-west/*": 40}
+  - name: off
+    labels: {}
+    trafficPolicy: {loadBalancer: {localityLbSetting: {enabled: false}}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  // locality (region/zone) -> (priority, weight, endpoint count), as proxy `region/zone` gets them.
+  // region/zone/subzone -> (priority, weight, endpoint count), as a proxy of `locality` gets them.
   using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
-  const auto shape = [&](bool grpc, const std::string& region, const std::string& zone, const std::string& cluster) {
+  const auto shape = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster) {
     auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
-    node_.mutable_locality()->set_region(region);
-    node_.mutable_locality()->set_zone(zone);
+    node_.mutable_locality()->set_region(locality[0]);
+    node_.mutable_locality()->set_zone(locality[1]);
+    node_.mutable_locality()->set_sub_zone(locality[2]);
     h->Send(First(std::string(kEndpointType), {cluster}));
     node_.clear_locality();
     auto eds = h->Take();
@@ -1880,40 +1886,46 @@ spec:
       return out;
     }
     const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
-    for (const auto& locality : cla.endpoints()) {
-      out[StrCat(locality.locality().region(), "/", locality.locality().zone())] = {
-          locality.priority(), locality.load_balancing_weight().value(), locality.lb_endpoints_size()};
+    for (const auto& l : cla.endpoints()) {
+      out[StrCat(l.locality().region(), "/", l.locality().zone(), "/", l.locality().sub_zone())] = {
+          l.priority(), l.load_balancing_weight().value(), l.lb_endpoints_size()};
     }
     return out;
   };
   const std::string all = "outbound|8080||geo.mesh.local";
+  const Shape as_they_are = {{"us-east/a/", {0, 1, 1}}, {"us-east/a/s2", {0, 1, 1}}, {"us-east/b/", {0, 1, 1}},
+                             {"eu-west/a/", {0, 1, 1}}, {"eu-west/c/", {0, 3, 1}},   {"ap-south/a/", {0, 3, 1}}};
   for (bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
-    // us-east/a: its zone 0, its region 1, the failover region 2, the rest 3 (4 renumbered).
-    EXPECT_EQ(
-        shape(grpc, "us-east", "a", all),
-        (Shape{
-            {"us-east/a", {0, 1, 1}}, {"us-east/b", {1, 1, 1}}, {"eu-west/a", {2, 1, 1}}, {"ap-south/a", {3, 3, 1}}}));
-    // eu-west/a: no failover rule for its region: every other region is 2 (3 renumbered).
-    EXPECT_EQ(
-        shape(grpc, "eu-west", "a", all),
-        (Shape{
-            {"us-east/a", {1, 1, 1}}, {"us-east/b", {1, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {1, 3, 1}}}));
-    // No locality: as they are.
-    EXPECT_EQ(
-        shape(grpc, "", "", all),
-        (Shape{
-            {"us-east/a", {0, 1, 1}}, {"us-east/b", {0, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {0, 3, 1}}}));
-    // The subset distributes from us-east: us-east/a 60, ap-south 40, the rest emptied.
-    EXPECT_EQ(shape(grpc, "us-east", "b", "outbound|8080|spread|geo.mesh.local"), (Shape{{"us-east/a", {0, 60, 1}},
-                                                                                         {"us-east/b", {0, 1, 0}},
-                                                                                         {"eu-west/a", {0, 1, 0}},
-                                                                                         {"ap-south/a", {0, 40, 1}}}));
-    EXPECT_EQ(
-        shape(grpc, "eu-west", "a", "outbound|8080|spread|geo.mesh.local"),
-        (Shape{
-            {"us-east/a", {0, 1, 1}}, {"us-east/b", {0, 1, 1}}, {"eu-west/a", {0, 1, 1}}, {"ap-south/a", {0, 3, 1}}}))
-        << "no distribute rule from eu-west: as they are";
+    // us-east/a: its subzone 0, its zone 1, its region 2, the failover region 3, the rest 4.
+    EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all), (Shape{{"us-east/a/", {0, 1, 1}},
+                                                             {"us-east/a/s2", {1, 1, 1}},
+                                                             {"us-east/b/", {2, 1, 1}},
+                                                             {"eu-west/a/", {3, 1, 1}},
+                                                             {"eu-west/c/", {3, 3, 1}},
+                                                             {"ap-south/a/", {4, 3, 1}}}));
+    // eu-west/a: no failover rule for its region; priorities 0, 2 and 3 renumbered 0, 1, 2.
+    EXPECT_EQ(shape(grpc, {"eu-west", "a", ""}, all), (Shape{{"us-east/a/", {2, 1, 1}},
+                                                             {"us-east/a/s2", {2, 1, 1}},
+                                                             {"us-east/b/", {2, 1, 1}},
+                                                             {"eu-west/a/", {0, 1, 1}},
+                                                             {"eu-west/c/", {1, 3, 1}},
+                                                             {"ap-south/a/", {2, 3, 1}}}));
+    // Localities no endpoint shares: one shape (and one cache entry), whatever they are called.
+    EXPECT_EQ(shape(grpc, {"mars", "x", ""}, all), shape(grpc, {"venus", "y", "z"}, all));
+    EXPECT_EQ(shape(grpc, {"", "", ""}, all), as_they_are) << "no locality";
+    EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, "outbound|8080|off|geo.mesh.local"), as_they_are) << "enabled: false";
+    // The subset distributes from us-east: us-east/a's 60 split between its two subzones, 40
+    // over eu-west by their weights (1 and 3), the rest emptied (weight 1, no endpoint).
+    EXPECT_EQ(shape(grpc, {"us-east", "b", ""}, "outbound|8080|spread|geo.mesh.local"),
+              (Shape{{"us-east/a/", {0, 30, 1}},
+                     {"us-east/a/s2", {0, 30, 1}},
+                     {"us-east/b/", {0, 1, 0}},
+                     {"eu-west/a/", {0, 10, 1}},
+                     {"eu-west/c/", {0, 30, 1}},
+                     {"ap-south/a/", {0, 1, 0}}}));
+    EXPECT_EQ(shape(grpc, {"eu-west", "a", ""}, "outbound|8080|spread|geo.mesh.local"), as_they_are)
+        << "no distribute rule from eu-west";
   }
   const auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   ASSERT_TRUE(clusters.contains("outbound|8080|spread|geo.mesh.local"));
@@ -1929,7 +1941,7 @@ spec:
   trafficPolicy: {loadBalancer: {localityLbSetting: {failover: [{from: us-east, to: eu-west}]}}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  EXPECT_EQ(std::get<0>(shape(false, "us-east", "a", all).at("ap-south/a")), 0u);
+  for (bool grpc : {false, true}) EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all), as_they_are);
 }
 
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy

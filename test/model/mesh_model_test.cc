@@ -1,5 +1,6 @@
 #include "model/mesh_model.h"
 
+#include "absl/strings/str_replace.h"
 #include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -666,6 +667,58 @@ spec:
   EXPECT_EQ(ProxyScope(web, mesh).route_key(), ProxyScope(shop, mesh).route_key());
   EXPECT_EQ(mesh.VirtualServicesOfGateway("web/ingress", "web").size(), 1u);
   EXPECT_TRUE(mesh.VirtualServicesOfGateway("web/ingress", "shop").empty());
+}
+
+// When a change leaves a VirtualService's subset undefined, the change is what is refused: a
+// newer rule served in place of the one defining it, or the defining rule narrowed away.
+TEST(MeshContextTest, ASubsetErrorRefusesTheRuleThatChanged) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
+  const std::string rule = R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r1, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {v: "1"}}]
+)";
+  store.ApplyFile("mesh.yaml", kServicesAB + rule + R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: shop}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: v1}}]}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const ConfigKey r1{"DestinationRule", "shop", "r1"};
+  const ConfigKey r2{"DestinationRule", "shop", "r2"};
+  // A newer rule exported to "." alone would be served to shop's proxies instead: it is refused.
+  ConfigStore::Update update = store.ApplyFile("r2.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r2, namespace: shop, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: v2, labels: {v: "2"}}]
+)");
+  ASSERT_EQ(update.errors.size(), 1u);
+  EXPECT_THAT(update.errors[0].ToString(), ::testing::HasSubstr("DestinationRule shop/r2"));
+  EXPECT_FALSE(store.Snapshot()->contains(r2));
+  // Narrowing r1 away from shop is refused; r1 keeps serving as it was.
+  update = store.ApplyFile("mesh.yaml", kServicesAB +
+                                            absl::StrReplaceAll(rule, {{"spec:\n", "spec:\n  exportTo: [web]\n"}}) +
+                                            R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: shop}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: v1}}]}]
+)");
+  ASSERT_FALSE(update.errors.empty());
+  const auto snapshot = store.Snapshot();
+  const auto served = snapshot->find(r1);
+  ASSERT_NE(served, snapshot->end());
+  EXPECT_TRUE(std::get<DestinationRule>(served->second->object).export_to.empty()) << "the last good version";
 }
 
 }  // namespace
