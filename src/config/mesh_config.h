@@ -271,9 +271,7 @@ struct VirtualService {
   std::vector<HttpRoute> http;
   std::vector<TcpRoute> tcp;
   std::vector<TlsRoute> tls;
-  // exportTo, as a ServiceEntry's: which namespaces' proxies get these routes (ExportRank in
-  // model/mesh_model.h). Empty: every namespace.
-  std::vector<std::string> export_to;
+  std::vector<std::string> export_to;  // as a ServiceEntry's (ExportRank, model/mesh_model.h)
 };
 
 // The fields of a traffic policy that a port's settings replace (loadBalancer, connectionPool,
@@ -290,8 +288,7 @@ struct PolicyFields {
     uint64_t minimum_ring_size = 1024;  // Istio's default
   };
   std::optional<ConsistentHash> consistent_hash;
-  // loadBalancer.localityLbSetting: how a proxy of a known locality spreads requests over the
-  // localities of the endpoints (applied per proxy in EDS, as istiod does).
+  // loadBalancer.localityLbSetting (applied per proxy locality in EDS, as istiod does).
   struct LocalityLb {
     bool enabled = true;
     struct Distribute {
@@ -374,9 +371,7 @@ struct DestinationRule {
     std::optional<TrafficPolicy> traffic_policy;
   };
   std::vector<Subset> subsets;
-  // exportTo, as a ServiceEntry's: which namespaces' proxies may get the rule (MergedDestinationRules
-  // in model/mesh_model.h). Empty: every namespace.
-  std::vector<std::string> export_to;
+  std::vector<std::string> export_to;  // as a ServiceEntry's (MergedDestinationRules, model/mesh_model.h)
 };
 
 // networking.istio.io Sidecar (egress scoping).
