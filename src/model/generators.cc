@@ -559,18 +559,17 @@ struct LocalityLbPlan {
   envoy::config::core::v3::Locality proxy;
   std::optional<PolicyFields::LocalityLb::Distribute> distribute;  // a copy: the policy is a temporary
   std::vector<std::pair<std::string, std::string>> failover;       // used without distribute
-  std::string key;                                                 // for cache keys: the proxy's locality
+  std::string key;  // for cache keys: what decides the result (the rule, or the locality's shared part)
 };
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
-                                             const envoy::config::core::v3::Node& node,
+                                             const envoy::config::core::v3::Locality& locality,
                                              const std::vector<EndpointInfo>& endpoints) {
   if (!policy.has_value()) return std::nullopt;
-  const std::optional<envoy::config::core::v3::Locality> locality = NodeLocality(node);
-  if (!locality.has_value()) return std::nullopt;
-  const PolicyFields::LocalityLb setting = policy->locality_lb.value_or(PolicyFields::LocalityLb{});
+  static const PolicyFields::LocalityLb kMeshDefault;  // Istio's: enabled, no rules
+  const PolicyFields::LocalityLb& setting = policy->locality_lb.has_value() ? *policy->locality_lb : kMeshDefault;
   if (!setting.enabled) return std::nullopt;
   LocalityLbPlan plan;
-  plan.proxy = *locality;
+  plan.proxy = locality;
   if (!setting.distribute.empty()) {
     for (size_t i = 0; i < setting.distribute.size(); ++i) {
       if (LocalityMatches(plan.proxy, setting.distribute[i].from)) {
@@ -704,6 +703,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     // pushes go to every proxy of a host, and most meshes keep rules beside their services.
     const std::string proxy_namespace =
         mesh.rules_vary_by_namespace() ? ParseProxyInfo(proxy_node.node).namespace_name : std::string();
+    const std::optional<envoy::config::core::v3::Locality> proxy_locality = NodeLocality(proxy_node.node);
     GeneratedResources out;
     out.incremental = endpoint_only || request.delta_scope.has_value();
     // An endpoint change of one service looks at every proxy's EDS names (a mesh proxy watches
@@ -728,16 +728,20 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         }
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
-      // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's locality.
-      static const std::vector<EndpointInfo> kNoEndpoints;
-      const std::vector<EndpointInfo>* port_endpoints = &kNoEndpoints;
-      if (auto host = index->find(cluster->host); host != index->end()) {
-        if (auto port = host->second->find(cluster->port); port != host->second->end()) port_endpoints = &port->second;
+      // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's
+      // locality (a proxy of no locality, most of them, costs nothing more here).
+      std::optional<LocalityLbPlan> locality_plan;
+      if (rule != nullptr && proxy_locality.has_value()) {
+        static const std::vector<EndpointInfo> kNoEndpoints;
+        const std::vector<EndpointInfo>* port_endpoints = &kNoEndpoints;
+        if (auto host = index->find(cluster->host); host != index->end()) {
+          if (auto port = host->second->find(cluster->port); port != host->second->end()) {
+            port_endpoints = &port->second;
+          }
+        }
+        locality_plan =
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), *proxy_locality, *port_endpoints);
       }
-      const std::optional<LocalityLbPlan> locality_plan =
-          rule != nullptr
-              ? PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_node.node, *port_endpoints)
-              : std::nullopt;
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(

@@ -374,6 +374,15 @@ spec:
   }
 }
 
+// The subset names of the DestinationRule proxies of `ns` get for `host` (none: empty).
+std::vector<std::string> SubsetsServed(const MeshContext& mesh, const std::string& host, const std::string& ns) {
+  std::vector<std::string> names;
+  if (const DestinationRule* rule = mesh.DestinationRuleFor(host, ns); rule != nullptr) {
+    for (const auto& subset : rule->subsets) names.push_back(subset.name);
+  }
+  return names;
+}
+
 // VirtualService exportTo, as istiod indexes it: a proxy gets, for a host, the oldest of its
 // own namespace's VirtualServices exported to it ("." or the namespace's name), else of those
 // other namespaces export to it by name, else of those exported everywhere; "~" reaches no
@@ -505,20 +514,12 @@ spec:
   ASSERT_EQ(store.error_count(), 0u);
   const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
   EXPECT_TRUE(mesh.rules_vary_by_namespace());
-  const auto rule_of = [&](const std::string& host, const std::string& ns) {
-    const DestinationRule* rule = mesh.DestinationRuleFor(host, ns);
-    std::vector<std::string> subsets;
-    if (rule != nullptr) {
-      for (const auto& subset : rule->subsets) subsets.push_back(subset.name);
-    }
-    return subsets;
-  };
   const std::string b = "b.shop.svc.cluster.local";
-  EXPECT_THAT(rule_of(b, "shop"), ::testing::ElementsAre("mine"));
-  EXPECT_THAT(rule_of(b, "web"), ::testing::ElementsAre("web", "web2")) << "merged: exported alike";
-  EXPECT_THAT(rule_of(b, "other"), ::testing::ElementsAre("root")) << "shop exports nothing to it";
-  EXPECT_THAT(rule_of(b, "istio-system"), ::testing::ElementsAre("gateway"));
-  EXPECT_THAT(rule_of("a.web.svc.cluster.local", "web"), ::testing::ElementsAre("root"))
+  EXPECT_THAT(SubsetsServed(mesh, b, "shop"), ::testing::ElementsAre("mine"));
+  EXPECT_THAT(SubsetsServed(mesh, b, "web"), ::testing::ElementsAre("web", "web2")) << "merged: exported alike";
+  EXPECT_THAT(SubsetsServed(mesh, b, "other"), ::testing::ElementsAre("root")) << "shop exports nothing to it";
+  EXPECT_THAT(SubsetsServed(mesh, b, "istio-system"), ::testing::ElementsAre("gateway"));
+  EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "web"), ::testing::ElementsAre("root"))
       << "a rule exported to no namespace reaches not even its own";
 }
 
@@ -576,26 +577,18 @@ spec:
 )");
   ASSERT_EQ(store.error_count(), 0u);
   const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
-  const auto subsets_of = [&](const std::string& host, const std::string& ns) {
-    const DestinationRule* rule = mesh.DestinationRuleFor(host, ns);
-    std::vector<std::string> names;
-    if (rule != nullptr) {
-      for (const auto& subset : rule->subsets) names.push_back(subset.name);
-    }
-    return names;
-  };
   const std::string b = "b.shop.svc.cluster.local";
   // shop's own index: everyone (no exportTo) and own (".") stay apart; the last applies.
-  EXPECT_THAT(subsets_of(b, "shop"), ::testing::ElementsAre("v2"));
+  EXPECT_THAT(SubsetsServed(mesh, b, "shop"), ::testing::ElementsAre("v2"));
   // Exported: everyone, for-web (web-and-ops, exported more widely, merged into it and, being
   // last to meet it, not kept on its own, as istiod does): the last exported to the proxy's.
-  EXPECT_THAT(subsets_of(b, "web"), ::testing::ElementsAre("v3", "v4"));
-  EXPECT_THAT(subsets_of(b, "ops"), ::testing::ElementsAre("v1"));
-  EXPECT_THAT(subsets_of(b, "other"), ::testing::ElementsAre("v1"));
+  EXPECT_THAT(SubsetsServed(mesh, b, "web"), ::testing::ElementsAre("v3", "v4"));
+  EXPECT_THAT(SubsetsServed(mesh, b, "ops"), ::testing::ElementsAre("v1"));
+  EXPECT_THAT(SubsetsServed(mesh, b, "other"), ::testing::ElementsAre("v1"));
   // a.web: the exact host's one rule reaches nobody, so namespace web gives other namespaces
   // nothing (not its wildcard rule); web's own proxies look at their index, where "~" is not.
-  EXPECT_THAT(subsets_of("a.web.svc.cluster.local", "shop"), ::testing::IsEmpty());
-  EXPECT_THAT(subsets_of("a.web.svc.cluster.local", "web"), ::testing::ElementsAre("w"));
+  EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "shop"), ::testing::IsEmpty());
+  EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "web"), ::testing::ElementsAre("w"));
 }
 
 // A VirtualService's subsets are checked against the rule of each namespace it is exported to:
