@@ -2045,6 +2045,15 @@ ProxyFilter MeshProxyFilter() {
     const auto* mesh_context = dynamic_cast<const MeshContext*>(&context);
     if (mesh_context == nullptr) return true;  // not the mesh's context: no scope to judge by, push
     const MeshContext& mesh = *mesh_context;
+    // With no Sidecar and every service exported everywhere, every proxy sees every host, so
+    // any change but a secret's reaches it: the push to thousands of proxies of an endpoint
+    // change reads none of their nodes.
+    const bool unscoped =
+        mesh.sidecars().empty() && mesh.root_default_sidecar() == nullptr && !mesh.exports_restricted();
+    if (unscoped && std::any_of(request.configs.begin(), request.configs.end(),
+                                [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
+      return true;
+    }
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     for (const ConfigKey& key : request.configs) {

@@ -119,8 +119,9 @@ bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
   if (a.resolution != ServiceEntry::Resolution::kStatic || b.resolution != ServiceEntry::Resolution::kStatic) {
     return false;
   }
+  // exportTo decides which proxies see the service: not an endpoint change.
   return a.hosts == b.hosts && a.ports == b.ports && a.workload_selector == b.workload_selector &&
-         a.meta.labels == b.meta.labels;
+         a.meta.labels == b.meta.labels && a.export_to == b.export_to;
 }
 
 bool IsEndpointKind(const std::string& kind) {

@@ -2651,6 +2651,39 @@ spec:
   EXPECT_THAT(not_a_reader[2], ::testing::HasSubstr("service account edge/ingress may not read Secrets"));
 }
 
+// Which proxies an endpoint change reaches (MeshProxyFilter): those that see its host. shop's
+// Sidecar keeps its proxies to shop's hosts; without it (and with no narrow exportTo) every
+// proxy sees every host, and gets the change; a narrow exportTo scopes again.
+TEST_F(GeneratorsTest, AnEndpointChangeReachesTheProxiesThatSeeItsHost) {
+  const ProxyFilter filter = MeshProxyFilter();
+  PushRequest change;
+  change.configs.insert(ConfigKey{kind::kEndpoints, "default", "inventory.mesh.local"});
+  const auto reaches = [&](const std::string& id) {
+    envoy::config::core::v3::Node node;
+    node.set_id(id);
+    return filter(Proxy{id, node, PeerIdentity{}}, change, *pipeline_->context());
+  };
+  const std::string shop_proxy = "sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local";
+  const std::string default_proxy = "sidecar~127.0.0.6~app-1.default~default.svc.cluster.local";
+  EXPECT_FALSE(reaches(shop_proxy)) << "shop's Sidecar leaves inventory out";
+  EXPECT_TRUE(reaches(default_proxy));
+
+  std::string unscoped = kMesh;
+  unscoped.erase(unscoped.find("---\napiVersion: networking.istio.io/v1\nkind: Sidecar"));
+  Apply("mesh.yaml", unscoped);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_TRUE(reaches(shop_proxy));
+  EXPECT_TRUE(reaches(default_proxy));
+
+  std::string narrow = unscoped;
+  narrow.replace(narrow.find("  resolution: STATIC\n  hosts: [inventory"), 0, "  exportTo: [\".\"]\n");
+  Apply("mesh.yaml", narrow);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_TRUE(last_request_.full) << "exportTo is not an endpoint change: the context is rebuilt";
+  EXPECT_FALSE(reaches(shop_proxy)) << "inventory is exported to its own namespace only";
+  EXPECT_TRUE(reaches(default_proxy));
+}
+
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route
 // that applies at the Gateway, a passthrough server gets a chain per tls route match (its
 // sniHosts narrowed to the server's names), a TLS server that terminates proxies its tcp route
