@@ -16,21 +16,42 @@ std::string_view FeedbackKindName(FeedbackKind kind) {
   return "UNKNOWN";
 }
 
-void AckLedger::OpenStream(int64_t stream_id, absl::Time now) {
+AckLedger::StreamHandle AckLedger::Find(int64_t stream_id) const {
   MutexLock lock(&mu_);
-  streams_[stream_id].opened = now;
+  auto it = streams_.find(stream_id);
+  return it != streams_.end() ? it->second : nullptr;
+}
+
+AckLedger::StreamHandle AckLedger::FindOrOpen(int64_t stream_id) {
+  MutexLock lock(&mu_);
+  StreamHandle& stream = streams_[stream_id];
+  if (stream == nullptr) stream = std::make_shared<Stream>(stream_id);
+  return stream;
+}
+
+AckLedger::StreamHandle AckLedger::OpenStream(int64_t stream_id, absl::Time now) {
+  StreamHandle stream = FindOrOpen(stream_id);
+  MutexLock lock(&stream->mu_);
+  stream->opened_ = now;
+  return stream;
 }
 
 void AckLedger::SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity) {
-  MutexLock lock(&mu_);
-  streams_[stream_id].node_id = node_id;
-  streams_[stream_id].identity = identity;
+  StreamHandle stream = FindOrOpen(stream_id);
+  MutexLock lock(&stream->mu_);
+  stream->node_id_ = node_id;
+  stream->identity_ = identity;
 }
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
                            const std::string& version, size_t resources, absl::Time now, const SentResources& held) {
+  RecordSent(*FindOrOpen(stream_id), type_url, nonce, version, resources, now, held);
+}
+
+void AckLedger::RecordSent(Stream& stream, const std::string& type_url, const std::string& nonce,
+                           const std::string& version, size_t resources, absl::Time now, const SentResources& held) {
   // A response's resources are copied (shared pointers, no bodies) and sorted before the lock,
-  // and what they replace is released after it: the lock is shared by every stream.
+  // and what they replace is released after it: status readers wait on the lock.
   const auto by_name = [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); };
   std::vector<ResourcePtr> replaced;
   std::vector<ResourcePtr> incoming;
@@ -44,8 +65,8 @@ void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const
     if (held.removed != nullptr) removed = *held.removed;
     std::sort(removed.begin(), removed.end());
   }
-  MutexLock lock(&mu_);
-  TypeEntry& entry = streams_[stream_id].types[type_url];
+  MutexLock lock(&stream.mu_);
+  TypeEntry& entry = stream.types_[type_url];
   if (held.resources != nullptr && !held.incremental) {
     entry.held_sotw.swap(replaced);
     entry.held_delta.swap(incoming);  // a stream is one variant; kept apart for clarity
@@ -113,15 +134,26 @@ void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const
   entry.status.sent_nonce = nonce;
   entry.status.sent_resources = resources;
   entry.status.sent_time = now;
-  entry.recent.push_back(SentRecord{next_seq_++, nonce, version});
+  entry.recent.push_back(SentRecord{stream.next_seq_++, nonce, version});
   while (entry.recent.size() > kRememberedResponses) entry.recent.pop_front();
 }
 
 FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
                                         const std::string& client_version, const std::string* error_message,
                                         int error_code, absl::Time now) {
+  StreamHandle stream = Find(stream_id);
+  if (stream == nullptr) {
+    Stream unknown(stream_id);  // records nothing: the feedback is UNMATCHED
+    return RecordFeedback(unknown, type_url, nonce, client_version, error_message, error_code, now);
+  }
+  return RecordFeedback(*stream, type_url, nonce, client_version, error_message, error_code, now);
+}
+
+FeedbackEvent AckLedger::RecordFeedback(Stream& stream, const std::string& type_url, const std::string& nonce,
+                                        const std::string& client_version, const std::string* error_message,
+                                        int error_code, absl::Time now) {
   FeedbackEvent event;
-  event.stream_id = stream_id;
+  event.stream_id = stream.id_;
   event.type_url = type_url;
   event.nonce = nonce;
   event.client_version = client_version;
@@ -130,14 +162,10 @@ FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& ty
     event.error = *error_message;
     event.error_code = error_code;
   }
-  MutexLock lock(&mu_);
-  auto stream_it = streams_.find(stream_id);
-  if (stream_it == streams_.end()) {
-    return event;
-  }
-  event.node_id = stream_it->second.node_id;
-  auto type_it = stream_it->second.types.find(type_url);
-  if (type_it == stream_it->second.types.end()) {
+  MutexLock lock(&stream.mu_);
+  event.node_id = stream.node_id_;
+  auto type_it = stream.types_.find(type_url);
+  if (type_it == stream.types_.end()) {
     return event;
   }
   TypeEntry& entry = type_it->second;
@@ -169,9 +197,10 @@ FeedbackEvent AckLedger::RecordFeedback(int64_t stream_id, const std::string& ty
 }
 
 void AckLedger::ForgetType(int64_t stream_id, const std::string& type_url) {
-  MutexLock lock(&mu_);
-  auto it = streams_.find(stream_id);
-  if (it != streams_.end()) it->second.types.erase(type_url);
+  StreamHandle stream = Find(stream_id);
+  if (stream == nullptr) return;
+  MutexLock lock(&stream->mu_);
+  stream->types_.erase(type_url);
 }
 
 void AckLedger::CloseStream(int64_t stream_id) {
@@ -181,10 +210,10 @@ void AckLedger::CloseStream(int64_t stream_id) {
 
 std::vector<HeldResources> AckLedger::Held(int64_t stream_id) const {
   std::vector<HeldResources> out;
-  MutexLock lock(&mu_);
-  auto it = streams_.find(stream_id);
-  if (it == streams_.end()) return out;
-  for (const auto& [type_url, entry] : it->second.types) {
+  StreamHandle stream = Find(stream_id);
+  if (stream == nullptr) return out;
+  MutexLock lock(&stream->mu_);
+  for (const auto& [type_url, entry] : stream->types_) {
     HeldResources held{type_url, entry.held_sotw, entry.held_incremental, entry.held_truncated};
     held.resources.insert(held.resources.end(), entry.held_delta.begin(), entry.held_delta.end());
     out.push_back(std::move(held));
@@ -192,25 +221,32 @@ std::vector<HeldResources> AckLedger::Held(int64_t stream_id) const {
   return out;
 }
 
+StreamSyncStatus AckLedger::StatusOf(const Stream& stream) {
+  MutexLock lock(&stream.mu_);
+  StreamSyncStatus status{stream.id_, stream.node_id_, stream.opened_, {}, stream.identity_};
+  for (const auto& [type, entry] : stream.types_) status.types.push_back(entry.status);
+  return status;
+}
+
 std::vector<StreamSyncStatus> AckLedger::AllStreams() const {
-  MutexLock lock(&mu_);
-  std::vector<StreamSyncStatus> out;
-  out.reserve(streams_.size());
-  for (const auto& [id, stream] : streams_) {
-    StreamSyncStatus status{id, stream.node_id, stream.opened, {}, stream.identity};
-    for (const auto& [type, entry] : stream.types) status.types.push_back(entry.status);
-    out.push_back(std::move(status));
+  // The handles are taken under the ledger's lock, each stream read under its own: streams
+  // keep recording meanwhile.
+  std::vector<StreamHandle> streams;
+  {
+    MutexLock lock(&mu_);
+    streams.reserve(streams_.size());
+    for (const auto& [id, stream] : streams_) streams.push_back(stream);
   }
+  std::vector<StreamSyncStatus> out;
+  out.reserve(streams.size());
+  for (const StreamHandle& stream : streams) out.push_back(StatusOf(*stream));
   return out;
 }
 
 std::optional<StreamSyncStatus> AckLedger::GetStream(int64_t stream_id) const {
-  MutexLock lock(&mu_);
-  auto it = streams_.find(stream_id);
-  if (it == streams_.end()) return std::nullopt;
-  StreamSyncStatus status{stream_id, it->second.node_id, it->second.opened, {}, it->second.identity};
-  for (const auto& [type, entry] : it->second.types) status.types.push_back(entry.status);
-  return status;
+  StreamHandle stream = Find(stream_id);
+  if (stream == nullptr) return std::nullopt;
+  return StatusOf(*stream);
 }
 
 }  // namespace cxds

@@ -9,12 +9,15 @@
 //  - feedback that matches no recorded response is UNMATCHED, never guessed to be an ACK.
 // A stream's entries are dropped when it closes.
 //
-// Thread-safe: streams record concurrently; status readers take a consistent copy.
+// Thread-safe: streams record concurrently; status readers take a copy, consistent per stream.
+// A stream records through the handle OpenStream gave it: its own lock, no search among the
+// other streams (the ledger-wide lock guards only which streams exist).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,7 +104,12 @@ class AckLedger {
   // How many recent responses per (stream, type) can still be matched by feedback.
   static constexpr size_t kRememberedResponses = 16;
 
-  void OpenStream(int64_t stream_id, absl::Time now);
+  // One stream's records. Opaque; the stream core keeps the handle for the stream's life.
+  class Stream;
+  using StreamHandle = std::shared_ptr<Stream>;
+
+  // Opens (or, for an id already open, reopens) the stream's records.
+  StreamHandle OpenStream(int64_t stream_id, absl::Time now);
   // `identity`: the client's authenticated identity as logs show it (PeerIdentity::Describe).
   void SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity = "none");
   // How many resources per (stream, type) are kept for the client status; beyond, the rest
@@ -113,9 +121,14 @@ class AckLedger {
 
   void RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce, const std::string& version,
                   size_t resources, absl::Time now, const SentResources& held = {});
+  void RecordSent(Stream& stream, const std::string& type_url, const std::string& nonce, const std::string& version,
+                  size_t resources, absl::Time now, const SentResources& held = {});
   // Matches feedback (a request with a non-empty response_nonce) against what was sent.
   // `error_message` is set for a NACK (a request with error_detail).
   FeedbackEvent RecordFeedback(int64_t stream_id, const std::string& type_url, const std::string& nonce,
+                               const std::string& client_version, const std::string* error_message, int error_code,
+                               absl::Time now);
+  FeedbackEvent RecordFeedback(Stream& stream, const std::string& type_url, const std::string& nonce,
                                const std::string& client_version, const std::string* error_message, int error_code,
                                absl::Time now);
   // Drops one type of a stream from the status (SotW unsubscribe from everything).
@@ -144,16 +157,28 @@ class AckLedger {
     bool held_incremental = false;
     bool held_truncated = false;
   };
-  struct StreamEntry {
-    std::string node_id;
-    std::string identity = "none";
-    absl::Time opened;
-    std::map<std::string, TypeEntry> types;
-  };
+
+  StreamHandle Find(int64_t stream_id) const;  // null for a stream not open
+  StreamHandle FindOrOpen(int64_t stream_id);
+  static StreamSyncStatus StatusOf(const Stream& stream);
 
   mutable Mutex mu_;
-  std::map<int64_t, StreamEntry> streams_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, StreamHandle> streams_ ABSL_GUARDED_BY(mu_);
+};
+
+class AckLedger::Stream {
+ public:
+  explicit Stream(int64_t id) : id_(id) {}
+
+ private:
+  friend class AckLedger;
+  const int64_t id_;
+  mutable Mutex mu_;
+  std::string node_id_ ABSL_GUARDED_BY(mu_);
+  std::string identity_ ABSL_GUARDED_BY(mu_) = "none";
+  absl::Time opened_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TypeEntry> types_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;  // orders the stream's responses
 };
 
 }  // namespace cxds

@@ -56,7 +56,7 @@ StreamCore::StreamCore(const StreamEnvironment& env, int64_t stream_id, std::str
 StreamCore::~StreamCore() = default;
 
 void StreamCore::Start(absl::StatusOr<PeerIdentity> peer) {
-  env_.ledger->OpenStream(stream_id_, env_.clock->Now());
+  ledger_stream_ = env_.ledger->OpenStream(stream_id_, env_.clock->Now());
   if (!peer.ok()) {
     EndStream(peer.status());
     return;
@@ -214,8 +214,8 @@ void StreamCore::RecordSent(const OutgoingResponse& response) {
   if (response.heartbeat) {
     // Renews TTLs only: changes nothing the client holds and belongs to no push; the ledger
     // still moves, since the client answers its nonce.
-    env_.ledger->RecordSent(stream_id_, response.type_url, response.nonce, response.version, response.resources.size(),
-                            env_.clock->Now());
+    env_.ledger->RecordSent(*ledger_stream_, response.type_url, response.nonce, response.version,
+                            response.resources.size(), env_.clock->Now());
     Log().info("SENT stream={} node={} type={} version={} nonce={} resources={} heartbeat=true", stream_id_, node_log_,
                response.type_url, response.version, response.nonce, response.resources.size());
     return;
@@ -230,8 +230,8 @@ void StreamCore::RecordSent(const OutgoingDeltaResponse& response) {
 }
 
 void StreamCore::RecordSentSummary(const SentSummary& sent) {
-  env_.ledger->RecordSent(stream_id_, sent.type_url, sent.nonce, sent.version, sent.resources.size(), env_.clock->Now(),
-                          SentResources{&sent.resources, sent.removed, sent.delta || sent.partial});
+  env_.ledger->RecordSent(*ledger_stream_, sent.type_url, sent.nonce, sent.version, sent.resources.size(),
+                          env_.clock->Now(), SentResources{&sent.resources, sent.removed, sent.delta || sent.partial});
   size_t bytes = 0;
   for (const ResourcePtr& resource : sent.resources) bytes += resource->serialized().size();
   metrics_->Sent(sent.type_url, bytes);
@@ -288,9 +288,9 @@ void StreamCore::RecordAnswer(const std::string& type_url, const std::string& no
                               const google::rpc::Status* error, bool delta) {
   // The message is kept (ledger, callbacks, convergence records) only up to the limit.
   const std::string kept_error = error != nullptr ? KeptError(error->message()) : "";
-  FeedbackEvent event =
-      env_.ledger->RecordFeedback(stream_id_, type_url, nonce, client_version, error != nullptr ? &kept_error : nullptr,
-                                  error != nullptr ? error->code() : 0, env_.clock->Now());
+  FeedbackEvent event = env_.ledger->RecordFeedback(*ledger_stream_, type_url, nonce, client_version,
+                                                    error != nullptr ? &kept_error : nullptr,
+                                                    error != nullptr ? error->code() : 0, env_.clock->Now());
   event.node_id = node_.id();
   const char* const delta_tag = delta ? " delta=true" : "";
   switch (event.kind) {

@@ -361,7 +361,8 @@ class StreamCore : public PushTarget {
   ServerCallbacks* const callbacks_;  // never null: env_.callbacks or a null object
   ServerMetrics* const metrics_;      // likewise
   TransportBase* const base_transport_;
-  PushAccounting accounting_;  // confined to event processing
+  PushAccounting accounting_;              // confined to event processing
+  AckLedger::StreamHandle ledger_stream_;  // this stream's records in env_.ledger, from Start
 
   Mutex mu_;
   std::deque<Request> requests_ ABSL_GUARDED_BY(mu_);

@@ -105,6 +105,27 @@ TEST_F(AckLedgerTest, EntriesAreDroppedWithTheStream) {
   EXPECT_EQ(Ack(3, "n1", "1").kind, FeedbackKind::kUnmatched);
 }
 
+// A stream records through its handle, and the ledger reads what it recorded; the handle of
+// a closed stream still takes records (a write completing late) without bringing it back.
+TEST_F(AckLedgerTest, AStreamRecordsThroughItsHandle) {
+  AckLedger::StreamHandle stream = ledger_.OpenStream(5, kT0);
+  ledger_.SetNode(5, "handle-node");
+  ledger_.RecordSent(*stream, kEds, "n1", "1", 1, kT0);
+  EXPECT_EQ(ledger_.RecordFeedback(*stream, kEds, "n1", "1", nullptr, 0, kT0).kind, FeedbackKind::kAck);
+  EXPECT_EQ(Ack(5, "n1", "1").kind, FeedbackKind::kAck) << "the id and the handle name one record";
+  auto status = ledger_.GetStream(5);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->node_id, "handle-node");
+  EXPECT_EQ(status->types[0].acked_version, "1");
+  EXPECT_EQ(status->types[0].acks, 2u);
+  EXPECT_EQ(ledger_.OpenStream(5, kT0 + absl::Seconds(1)), stream) << "an id open is one record";
+  ledger_.CloseStream(5);
+  ledger_.RecordSent(*stream, kEds, "n2", "2", 1, kT0);
+  EXPECT_EQ(ledger_.RecordFeedback(*stream, kEds, "n2", "2", nullptr, 0, kT0).kind, FeedbackKind::kAck);
+  EXPECT_FALSE(ledger_.GetStream(5).has_value());
+  EXPECT_EQ(ledger_.AllStreams().size(), 1u);  // stream 3 of the fixture
+}
+
 // Issue 15 (CSDS): what the client holds. A SotW response replaces the type's set; Delta
 // responses add and replace by name and drop what they remove; the set is bounded.
 std::vector<std::string> HeldNames(const AckLedger& ledger, int64_t stream, bool* incremental = nullptr) {
