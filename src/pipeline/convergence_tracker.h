@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "push/push_observer.h"
@@ -90,7 +91,9 @@ struct ChangeStages {
   std::optional<absl::Time> push_started;
   std::string push_version;
   bool full = false;
-  std::map<int64_t, ProxyStages> proxies;  // by stream id
+  // By stream id. A B-tree: each event of each proxy looks its record up, and stream ids come
+  // in rising order, so its nodes stay dense where a red-black tree would miss the cache.
+  absl::btree_map<int64_t, ProxyStages> proxies;
   // Capping (see the header comment): what the dropped per-proxy records had counted, whether
   // any record was dropped or never kept, and the events that found no record.
   ChangeCounters dropped;

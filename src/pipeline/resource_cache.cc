@@ -13,26 +13,25 @@ absl::StatusOr<ResourcePtr> ResourceCache::GetOrBuild(const ResourceCacheKey& ke
       stats_.stale_builds++;
       entry = nullptr;
     } else {
-      std::shared_ptr<Entry>& slot = entries_[key];
-      if (slot == nullptr) {
-        slot = std::make_shared<Entry>();
-        dependencies_[key] = dependencies;
+      Slot& slot = entries_[key];
+      if (slot.entry == nullptr) {
+        slot.entry = std::make_shared<Entry>();
+        slot.dependencies = dependencies;
         for (const ConfigKey& config : dependencies) dependents_[config].insert(key);
       }
-      entry = slot;
+      entry = slot.entry;
     }
   }
   if (entry == nullptr) return build();  // an old push: not stored
   MutexLock entry_lock(&entry->mu);      // concurrent callers for the key wait for one build
   if (entry->value != nullptr) {
-    MutexLock lock(&mu_);
-    stats_.hits++;
+    hits_.fetch_add(1, std::memory_order_relaxed);
     return entry->value;
   }
   absl::StatusOr<ResourcePtr> built = build();
   if (!built.ok()) {
     MutexLock lock(&mu_);
-    if (auto it = entries_.find(key); it != entries_.end() && it->second == entry) DropLocked(key);
+    if (auto it = entries_.find(key); it != entries_.end() && it->second.entry == entry) DropLocked(key);
     return built.status();
   }
   entry->value = *built;
@@ -42,16 +41,15 @@ absl::StatusOr<ResourcePtr> ResourceCache::GetOrBuild(const ResourceCacheKey& ke
 }
 
 void ResourceCache::DropLocked(const ResourceCacheKey& key) {
-  entries_.erase(key);
-  auto deps = dependencies_.find(key);
-  if (deps == dependencies_.end()) return;
-  for (const ConfigKey& config : deps->second) {
+  auto slot = entries_.find(key);
+  if (slot == entries_.end()) return;
+  for (const ConfigKey& config : slot->second.dependencies) {
     auto it = dependents_.find(config);
     if (it == dependents_.end()) continue;
     it->second.erase(key);
     if (it->second.empty()) dependents_.erase(it);
   }
-  dependencies_.erase(deps);
+  entries_.erase(slot);
 }
 
 void ResourceCache::Clear(const std::set<ConfigKey>& configs, uint64_t push_sequence) {
@@ -73,13 +71,13 @@ void ResourceCache::ClearAll(uint64_t push_sequence) {
   token_ = std::max(token_, push_sequence);
   stats_.invalidations += entries_.size();
   entries_.clear();
-  dependencies_.clear();
   dependents_.clear();
 }
 
 ResourceCache::Stats ResourceCache::stats() const {
   MutexLock lock(&mu_);
   Stats stats = stats_;
+  stats.hits = hits_.load(std::memory_order_relaxed);
   stats.size = entries_.size();
   return stats;
 }

@@ -15,6 +15,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
@@ -36,6 +38,11 @@ struct ResourceCacheKey {
   std::string name;
   std::string variant;  // every other input the resource depends on
   auto operator<=>(const ResourceCacheKey&) const = default;
+
+  template <typename H>
+  friend H AbslHashValue(H state, const ResourceCacheKey& key) {
+    return H::combine(std::move(state), key.type_url, key.name, key.variant);
+  }
 };
 
 class ResourceCache {
@@ -62,12 +69,20 @@ class ResourceCache {
   };
   void DropLocked(const ResourceCacheKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  struct Slot {
+    std::shared_ptr<Entry> entry;
+    std::vector<ConfigKey> dependencies;
+  };
+
   mutable Mutex mu_;
-  std::map<ResourceCacheKey, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::map<ResourceCacheKey, std::vector<ConfigKey>> dependencies_ ABSL_GUARDED_BY(mu_);
+  // Hashed: every proxy's push looks up each of its resources, and an ordered map's
+  // comparisons would walk the type URL that all keys of a type share.
+  absl::flat_hash_map<ResourceCacheKey, Slot> entries_ ABSL_GUARDED_BY(mu_);
   std::map<ConfigKey, std::set<ResourceCacheKey>> dependents_ ABSL_GUARDED_BY(mu_);
   uint64_t token_ ABSL_GUARDED_BY(mu_) = 0;  // the push sequence of the latest clear
-  Stats stats_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);         // all but hits
+  // Counted without the lock: every proxy's push takes the hit path.
+  std::atomic<uint64_t> hits_{0};
 };
 
 }  // namespace cxds

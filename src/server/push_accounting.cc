@@ -18,39 +18,49 @@ void PushAccounting::Finish() {
   observer_->OnPushDone(target_, *push->request, push->responses, clock_->Now());
 }
 
+PushAccounting::TypeAwaiting* PushAccounting::AwaitingOf(const std::string& type_url) {
+  for (TypeAwaiting& type : awaiting_) {
+    if (type.type_url == type_url) return &type;
+  }
+  return nullptr;
+}
+
 void PushAccounting::Sent(const std::string& type_url, const std::string& version, const std::string& nonce) {
-  auto awaiting = awaiting_.find(type_url);
-  if (awaiting != awaiting_.end()) {
-    for (Awaiting& older : awaiting->second) {
+  TypeAwaiting* awaiting = AwaitingOf(type_url);
+  if (awaiting != nullptr) {
+    for (Awaiting& older : awaiting->sent) {
       if (older.superseded) continue;
       older.superseded = true;
       older.push->outstanding--;
       older.push->superseded = true;
     }
-    while (awaiting->second.size() >= kMaxAwaitingPerType) awaiting->second.pop_front();
+    if (awaiting->sent.size() >= kMaxAwaitingPerType) {
+      awaiting->sent.erase(awaiting->sent.begin(),
+                           awaiting->sent.end() - static_cast<ptrdiff_t>(kMaxAwaitingPerType - 1));
+    }
   }
   if (active_ == nullptr) return;
   active_->responses++;
   active_->outstanding++;
-  awaiting_[type_url].push_back(Awaiting{nonce, active_});
+  if (awaiting == nullptr) awaiting = &awaiting_.emplace_back(TypeAwaiting{type_url, {}});
+  awaiting->sent.push_back(Awaiting{nonce, active_});
   observer_->OnSent(target_, *active_->request, type_url, version, nonce, clock_->Now());
 }
 
 void PushAccounting::Answered(const FeedbackEvent& event) {
   if (event.kind == FeedbackKind::kUnmatched) return;
-  auto awaiting = awaiting_.find(event.type_url);
-  if (awaiting == awaiting_.end()) return;
-  std::deque<Awaiting>& sent = awaiting->second;
+  TypeAwaiting* awaiting = AwaitingOf(event.type_url);
+  if (awaiting == nullptr) return;
+  std::vector<Awaiting>& sent = awaiting->sent;
   auto match = std::find_if(sent.begin(), sent.end(), [&](const Awaiting& a) { return a.nonce == event.nonce; });
   if (match == sent.end()) return;
-  const Awaiting answered = *match;
+  const bool answered_superseded = match->superseded;
+  std::shared_ptr<InFlightPush> push = std::move(match->push);
   // The client answers in order: what was sent before this will not be answered now.
   sent.erase(sent.begin(), match + 1);
-  if (sent.empty()) awaiting_.erase(awaiting);
-  std::shared_ptr<InFlightPush> push = answered.push;
   const bool accepted = event.kind == FeedbackKind::kAck;
   if (!accepted) push->rejected = true;
-  if (!answered.superseded) {
+  if (!answered_superseded) {
     push->outstanding--;
     push->last_answer = event.time;
     // Metrics first: whoever sees the stage reported has the histogram updated too.

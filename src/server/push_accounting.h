@@ -7,10 +7,9 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
-#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -74,8 +73,16 @@ class PushAccounting {
   Clock* const clock_;
   PushTargetInfo target_;
   std::shared_ptr<InFlightPush> active_;
-  // Unanswered responses by type URL, oldest first (at most kMaxAwaitingPerType each).
-  std::map<std::string, std::deque<Awaiting>> awaiting_;
+  struct TypeAwaiting {
+    std::string type_url;
+    std::vector<Awaiting> sent;  // oldest first, at most kMaxAwaitingPerType
+  };
+  // The type's entry, or null. Entries stay once made (a stream has a few types, bounded by
+  // what the server sends), so a send and its ACK allocate nothing here.
+  TypeAwaiting* AwaitingOf(const std::string& type_url);
+
+  // Unanswered responses by type, in the order the types were first sent.
+  std::vector<TypeAwaiting> awaiting_;
 };
 
 }  // namespace cxds
