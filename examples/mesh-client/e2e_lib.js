@@ -84,12 +84,14 @@ function writeAtomically(file, text) {  // how editors and config tools save
 
 // A gRPC xDS bootstrap for a proxyless client of node `id` in namespace `ns`.
 // `labels` (optional): the node's LABELS, which VirtualService sourceLabels match.
-function bootstrap(file, xdsPort, id, ns, labels) {
+// `locality` (optional): the node's locality ({region, zone, sub_zone}), which
+// DestinationRule localityLbSetting applies to.
+function bootstrap(file, xdsPort, id, ns, labels, locality) {
   const metadata = { GENERATOR: 'grpc', NAMESPACE: ns };
   if (labels) metadata.LABELS = labels;
   fs.writeFileSync(file, JSON.stringify({
     xds_servers: [{ server_uri: `127.0.0.1:${xdsPort}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
-    node: { id, locality: {}, metadata },
+    node: { id, locality: locality || {}, metadata },
   }));
   return file;
 }

@@ -24,7 +24,11 @@
 //   7. retries happen in the client (gRFC A44): a backend that fails every other call with
 //      UNAVAILABLE answers all 20 calls of the route with `retries: {attempts: 2, retryOn:
 //      unavailable}` (40 attempts reach it), and 10 of 20 on a route without retries (gRPC
-//      nodes get no default retry policy).
+//      nodes get no default retry policy);
+//   8. localityLbSetting failover in the client: a client in region r-a (its bootstrap's
+//      node.locality) with a rule `failover: r-a -> r-c` and outlier detection is sent three
+//      priorities, so all 20 calls reach the r-a backend; once that backend is killed, all 20
+//      reach r-c, the rule's `to` (without the rule r-b and r-c would share one priority).
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -240,6 +244,52 @@ spec:
     'retries: {attempts: 2, retryOn: unavailable}: every call succeeds, each on its second attempt', { ...retried.by_code, attempts });
   const plain = await client(app, [...flakyTarget, '--calls', '20']);
   check(plain.ok === 10 && plain.by_code['14'] === 10, 'without retries half the calls fail UNAVAILABLE', plain.by_code);
+
+  // 8
+  const regional = {};
+  for (const [name, host] of [['loc-a', '127.0.0.41'], ['loc-b', '127.0.0.42'], ['loc-c', '127.0.0.43']]) {
+    regional[name] = e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching',
+      'inventory_server.js'), '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '60']);
+  }
+  writeAtomically(path.join(config, 'regional.yaml'), `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: regional, namespace: bookinfo}
+spec:
+  hosts: [regional.example]
+  ports: [{number: 9080, name: grpc-regional, protocol: GRPC}]
+  resolution: STATIC
+  endpoints:
+  - {address: 127.0.0.41, locality: r-a/z-1, ports: {grpc-regional: ${PORT}}}
+  - {address: 127.0.0.42, locality: r-b/z-1, ports: {grpc-regional: ${PORT}}}
+  - {address: 127.0.0.43, locality: r-c/z-1, ports: {grpc-regional: ${PORT}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: regional, namespace: bookinfo}
+spec:
+  host: regional.example
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3, interval: 5s}
+    loadBalancer:
+      localityLbSetting:
+        failover: [{from: r-a, to: r-c}]
+`);
+  const inRegionA = makeBootstrap(path.join(dir, 'region-a.json'), XDS, 'productpage-r-a-1', 'bookinfo', undefined,
+    { region: 'r-a', zone: 'z-1' });
+  const regionalTarget = ['--target', 'xds:///regional.example:9080', '--deadline-ms', '2000'];
+  const home = await until('the regional service to be served', async () => {
+    const r = await client(inRegionA, [...regionalTarget, '--calls', '20']);
+    return r.ok === 20 ? r : null;
+  });
+  check(home.by_inventory['loc-a'] === 20, 'localityLbSetting: a client in r-a sends every call to r-a (priority 0)',
+    home.by_inventory);
+  regional['loc-a'].kill('SIGKILL');
+  const failedOver = await until('the client to fail over', async () => {
+    const r = await client(inRegionA, [...regionalTarget, '--calls', '20']);
+    return r.ok === 20 ? r : null;
+  });
+  check(failedOver.by_inventory['loc-c'] === 20,
+    'with r-a gone the client fails over to r-c alone, the rule\'s region, not to r-b', failedOver.by_inventory);
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));
