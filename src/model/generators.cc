@@ -2041,21 +2041,33 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
 }
 
 ProxyFilter MeshProxyFilter() {
-  return [](const Proxy& proxy_node, const PushRequest& request, const PushContext& context) {
+  return [](const Proxy& proxy_node, const PushRequest& request, const PushContext& context,
+            const PushContext* previous_context) {
     const auto* mesh_context = dynamic_cast<const MeshContext*>(&context);
     if (mesh_context == nullptr) return true;  // not the mesh's context: no scope to judge by, push
     const MeshContext& mesh = *mesh_context;
+    const auto unscoped = [](const MeshContext& m) {
+      return m.sidecars().empty() && m.root_default_sidecar() == nullptr && !m.exports_restricted();
+    };
     // With no Sidecar and every service exported everywhere, every proxy sees every host, so
     // any change but a secret's reaches it: the push to thousands of proxies of an endpoint
     // change reads none of their nodes.
-    const bool unscoped =
-        mesh.sidecars().empty() && mesh.root_default_sidecar() == nullptr && !mesh.exports_restricted();
-    if (unscoped && std::any_of(request.configs.begin(), request.configs.end(),
-                                [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
+    if (unscoped(mesh) && std::any_of(request.configs.begin(), request.configs.end(),
+                                      [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
       return true;
     }
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
+    // The push before, when its context was another: what the proxy saw there (built once).
+    const auto* previous = dynamic_cast<const MeshContext*>(previous_context);
+    if (previous == mesh_context) previous = nullptr;
+    std::optional<ProxyScope> previous_scope;
+    const auto saw_before = [&](const std::string& host) {
+      if (previous == nullptr || previous->FindService(host) == nullptr) return false;
+      if (unscoped(*previous)) return true;
+      if (!previous_scope.has_value()) previous_scope.emplace(proxy, *previous);
+      return previous_scope->VisibleHost(host);
+    };
     for (const ConfigKey& key : request.configs) {
       if (key.kind == kind::kSecret) {
         // TLS material reaches only the gateway proxies of its namespace (SecretGenerator).
@@ -2065,8 +2077,9 @@ ProxyFilter MeshProxyFilter() {
       const bool host_keyed =
           key.kind == kind::kServiceEntry || key.kind == kind::kEndpoints || key.kind == kind::kDestinationRule;
       if (!host_keyed) return true;  // routes and scopes may concern anyone
-      // A removed service is no longer in the context: push, so the proxy drops it.
-      if (mesh.FindService(key.name) == nullptr || scope.VisibleHost(key.name)) return true;
+      // A removed service is no longer in the context: push, so the proxy drops it. One the
+      // proxy saw before and no longer sees (a narrower exportTo or Sidecar): push, likewise.
+      if (mesh.FindService(key.name) == nullptr || scope.VisibleHost(key.name) || saw_before(key.name)) return true;
     }
     return false;
   };

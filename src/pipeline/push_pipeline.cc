@@ -358,7 +358,10 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   auto shared = std::make_shared<const PushRequest>(request);
   std::vector<WatchCore*> to_notify;
   for (const std::shared_ptr<WatchCore>& core : watches) {
-    if (!request.forced && options_.proxy_filter && !options_.proxy_filter(core->proxy(), request, *context)) continue;
+    if (!request.forced && options_.proxy_filter &&
+        !options_.proxy_filter(core->proxy(), request, *context, previous.get())) {
+      continue;
+    }
     to_notify.push_back(core.get());
   }
   const uint64_t notified = to_notify.size();

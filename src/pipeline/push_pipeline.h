@@ -45,7 +45,11 @@
 namespace cxds {
 
 // istiod's ProxyNeedsPush: whether a push concerns a proxy at all. Must be thread-safe.
-using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context)>;
+// `previous`: the context of the push before it (null for the first; the same as `context` for
+// an endpoint-only push): a proxy that saw a changed object there must be told, even if it no
+// longer sees it (istiod's PrevSidecarScope).
+using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context,
+                                       const PushContext* previous)>;
 
 class PushPipeline final : public ProxyGenerator {
  public:

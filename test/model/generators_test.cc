@@ -2613,9 +2613,9 @@ spec:
   gateway_node.set_id(router);
   sidecar_node.set_id("sidecar~127.0.0.5~app-1.edge~edge.svc.cluster.local");
   other_gateway.set_id("router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local");
-  EXPECT_TRUE(filter(Proxy{router, gateway_node, proven}, change, *context));
-  EXPECT_FALSE(filter(Proxy{sidecar_node.id(), sidecar_node, proven}, change, *context));
-  EXPECT_FALSE(filter(Proxy{other_gateway.id(), other_gateway, proven}, change, *context));
+  EXPECT_TRUE(filter(Proxy{router, gateway_node, proven}, change, *context, context.get()));
+  EXPECT_FALSE(filter(Proxy{sidecar_node.id(), sidecar_node, proven}, change, *context, context.get()));
+  EXPECT_FALSE(filter(Proxy{other_gateway.id(), other_gateway, proven}, change, *context, context.get()));
 
   // /debug/config_status's account for the gateway: the servers left out, and with no proven
   // namespace, every secret its TLS servers need, said as not served and why.
@@ -2651,37 +2651,63 @@ spec:
   EXPECT_THAT(not_a_reader[2], ::testing::HasSubstr("service account edge/ingress may not read Secrets"));
 }
 
-// Which proxies an endpoint change reaches (MeshProxyFilter): those that see its host. shop's
-// Sidecar keeps its proxies to shop's hosts; without it (and with no narrow exportTo) every
-// proxy sees every host, and gets the change; a narrow exportTo scopes again.
-TEST_F(GeneratorsTest, AnEndpointChangeReachesTheProxiesThatSeeItsHost) {
+// Which proxies a change reaches (MeshProxyFilter): those that see its host, in the new context
+// or in the one before (a proxy that loses a host must be told). shop's Sidecar keeps its proxies
+// to shop's hosts; without it (and with no narrow exportTo) every proxy sees every host; a
+// narrower exportTo reaches the proxies that saw the host, not those that never did.
+TEST_F(GeneratorsTest, AChangeReachesTheProxiesThatSeeItsHostOrSawIt) {
   const ProxyFilter filter = MeshProxyFilter();
-  PushRequest change;
-  change.configs.insert(ConfigKey{kind::kEndpoints, "default", "inventory.mesh.local"});
-  const auto reaches = [&](const std::string& id) {
-    envoy::config::core::v3::Node node;
-    node.set_id(id);
-    return filter(Proxy{id, node, PeerIdentity{}}, change, *pipeline_->context());
-  };
   const std::string shop_proxy = "sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local";
   const std::string default_proxy = "sidecar~127.0.0.6~app-1.default~default.svc.cluster.local";
-  EXPECT_FALSE(reaches(shop_proxy)) << "shop's Sidecar leaves inventory out";
-  EXPECT_TRUE(reaches(default_proxy));
+  const std::string web_proxy = "sidecar~127.0.0.7~app-1.web~web.svc.cluster.local";
+  std::shared_ptr<const PushContext> before;
+  // Applies `mesh` and pushes; whether its change reaches the proxy `id`.
+  std::map<std::string, bool> reached;
+  const auto apply = [&](const std::string& mesh) {
+    before = pipeline_->context();
+    Apply("mesh.yaml", mesh);
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    for (const std::string& id : {shop_proxy, default_proxy, web_proxy}) {
+      envoy::config::core::v3::Node node;
+      node.set_id(id);
+      reached[id] = filter(Proxy{id, node, PeerIdentity{}}, last_request_, *pipeline_->context(), before.get());
+    }
+  };
+  PushRequest endpoints;
+  endpoints.configs.insert(ConfigKey{kind::kEndpoints, "default", "inventory.mesh.local"});
+  const auto endpoint_change_reaches = [&](const std::string& id) {
+    envoy::config::core::v3::Node node;
+    node.set_id(id);
+    const auto context = pipeline_->context();
+    return filter(Proxy{id, node, PeerIdentity{}}, endpoints, *context, context.get());
+  };
+  EXPECT_FALSE(endpoint_change_reaches(shop_proxy)) << "shop's Sidecar leaves inventory out";
+  EXPECT_TRUE(endpoint_change_reaches(default_proxy));
 
   std::string unscoped = kMesh;
   unscoped.erase(unscoped.find("---\napiVersion: networking.istio.io/v1\nkind: Sidecar"));
-  Apply("mesh.yaml", unscoped);
-  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  EXPECT_TRUE(reaches(shop_proxy));
-  EXPECT_TRUE(reaches(default_proxy));
+  apply(unscoped);
+  EXPECT_TRUE(reached[shop_proxy]) << "the Sidecar's removal concerns shop's proxies";
+  EXPECT_TRUE(endpoint_change_reaches(shop_proxy));
+  EXPECT_TRUE(endpoint_change_reaches(web_proxy));
 
   std::string narrow = unscoped;
-  narrow.replace(narrow.find("  resolution: STATIC\n  hosts: [inventory"), 0, "  exportTo: [\".\"]\n");
-  Apply("mesh.yaml", narrow);
-  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  narrow.replace(narrow.find("  resolution: STATIC\n  hosts: [inventory"), 0, "  exportTo: [\".\", web]\n");
+  apply(narrow);
   EXPECT_TRUE(last_request_.full) << "exportTo is not an endpoint change: the context is rebuilt";
-  EXPECT_FALSE(reaches(shop_proxy)) << "inventory is exported to its own namespace only";
-  EXPECT_TRUE(reaches(default_proxy));
+  EXPECT_TRUE(reached[shop_proxy]) << "shop saw inventory before: it must be told it is gone";
+  EXPECT_TRUE(reached[default_proxy]);
+  EXPECT_TRUE(reached[web_proxy]);
+  EXPECT_FALSE(endpoint_change_reaches(shop_proxy)) << "inventory is exported to default and web only";
+  EXPECT_TRUE(endpoint_change_reaches(default_proxy));
+  EXPECT_TRUE(endpoint_change_reaches(web_proxy));
+
+  std::string narrower = unscoped;
+  narrower.replace(narrower.find("  resolution: STATIC\n  hosts: [inventory"), 0, "  exportTo: [\".\"]\n");
+  apply(narrower);
+  EXPECT_FALSE(reached[shop_proxy]) << "shop neither saw inventory nor sees it";
+  EXPECT_TRUE(reached[web_proxy]) << "web saw inventory: it must be told it is gone";
+  EXPECT_TRUE(reached[default_proxy]);
 }
 
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route

@@ -158,12 +158,13 @@ TEST_F(PushPipelineTest, EachResourceIsSerializedOncePerVersionWhateverTheNumber
 
 TEST_F(PushPipelineTest, TheProxyFilterKeepsPushesFromProxiesOutsideTheirScope) {
   // Only nodes named "*-sees-b" depend on service b.
-  pipeline_ = MakePipeline(builder_, [](const Proxy& proxy, const PushRequest& request, const PushContext&) {
-    for (const ConfigKey& key : request.configs) {
-      if (key.name == "b" && proxy.id.find("sees-b") == std::string::npos) return false;
-    }
-    return true;
-  });
+  pipeline_ = MakePipeline(builder_,
+                           [](const Proxy& proxy, const PushRequest& request, const PushContext&, const PushContext*) {
+                             for (const ConfigKey& key : request.configs) {
+                               if (key.name == "b" && proxy.id.find("sees-b") == std::string::npos) return false;
+                             }
+                             return true;
+                           });
   pipeline_->ConfigUpdate(ServiceChange("a"));
   Settle();
   auto inside = Connect("envoy-sees-b", 1);
