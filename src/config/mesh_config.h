@@ -42,9 +42,9 @@ bool IsTlsProtocol(std::string_view protocol);
 struct K8sService {
   ObjectMeta meta;
   std::vector<ServicePort> ports;
-  // Selects Pods (through their EndpointSlices) and WorkloadEntries of its namespace (Istio's
-  // VM pattern). Empty: no selector, endpoints only from EndpointSlices.
+  // Selects its namespace's Pods (via EndpointSlices) and WorkloadEntries (Istio's VMs); may be empty.
   LabelMap selector;
+  std::vector<std::string> export_to;  // annotation networking.istio.io/exportTo (empty: all)
 };
 
 // discovery.k8s.io/v1 EndpointSlice.

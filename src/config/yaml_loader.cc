@@ -621,14 +621,33 @@ std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::s
   return r.Labels(node, "labels", f);
 }
 
+// The Service annotation networking.istio.io/exportTo, as istiod reads it: entries separated by
+// commas, spaces around them dropped, each "*", ".", "~" or a namespace name, any mix (istiod
+// validates none: an entry that names no namespace matches none). Said in ServiceEntry's form:
+// "*" among them is everywhere; "~" with others adds nothing; empty is the default, everywhere.
+std::vector<std::string> ServiceExportTo(const std::string& annotation) {
+  std::set<std::string> entries;
+  for (absl::string_view entry : absl::StrSplit(annotation, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (!entry.empty()) entries.insert(std::string(entry));
+  }
+  if (entries.contains("*")) return {"*"};
+  if (entries.size() > 1) entries.erase("~");
+  return {entries.begin(), entries.end()};
+}
+
 MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sService s{std::move(meta), {}, {}};
   // Istio narrows a Service's visibility by this annotation; ignoring it would widen it.
   if (const YAML::Node annotations = doc["metadata"]["annotations"]; annotations.IsDefined() && annotations.IsMap()) {
     const YAML::Node exported = annotations["networking.istio.io/exportTo"];
-    if (exported.IsDefined() && !(exported.IsScalar() && exported.Scalar() == "*")) {
-      r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
-              "exportTo other than \"*\" on a Service is not supported by cxds (a ServiceEntry's spec.exportTo is)");
+    if (exported.IsDefined()) {
+      if (exported.IsScalar()) {
+        s.export_to = ServiceExportTo(exported.Scalar());
+      } else {
+        r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
+                "must be a string: namespaces separated by commas (\"*\", \".\", \"~\" or names)");
+      }
     }
   }
   const YAML::Node spec = doc["spec"];

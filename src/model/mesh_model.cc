@@ -176,7 +176,9 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, "Service")) {
     if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
       define(ServiceInfo{StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_),
-                         svc->meta.namespace_name, svc->ports, key});
+                         svc->meta.namespace_name, svc->ports, key, ServiceEntry::Resolution::kStatic,
+                         std::span<const WorkloadEndpoint>{}, svc->export_to});
+      if (!svc->export_to.empty() && svc->export_to != std::vector<std::string>{"*"}) exports_restricted_ = true;
     }
   }
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kServiceEntry)) {

@@ -44,7 +44,8 @@ struct ServiceInfo {
   // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
   ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
   std::span<const WorkloadEndpoint> dns_endpoints;
-  // The ServiceEntry's exportTo: which namespaces' proxies see the host (empty: all).
+  // The ServiceEntry's exportTo, or the Service's annotation: which namespaces' proxies see the
+  // host (empty: all).
   std::span<const std::string> export_to;
 };
 

@@ -252,6 +252,40 @@ spec:
   EXPECT_THAT(keys("[\".\"]"), ::testing::ElementsAre("all|ns:default", "all|ns:web"));
 }
 
+// A Kubernetes Service's annotation networking.istio.io/exportTo, as istiod reads it (entries
+// separated by commas, spaces dropped, any mix): which namespaces' proxies see its host.
+TEST(ProxyScopeTest, AServicesExportToAnnotationDecidesWhoSeesIt) {
+  const auto visible_in = [](const std::string& annotation) {
+    ConfigStore store;
+    store.ApplyFile("svc.yaml", StrCat(R"(apiVersion: v1
+kind: Service
+metadata:
+  name: a
+  namespace: web
+  annotations: {networking.istio.io/exportTo: ")",
+                                       annotation, R"("}
+spec: {ports: [{name: http, port: 8080}]}
+)"));
+    EXPECT_EQ(store.error_count(), 0u) << annotation;
+    const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+    std::vector<std::string> out;
+    for (const std::string ns : {"web", "shop", "other"}) {
+      ProxyInfo proxy;
+      proxy.namespace_name = ns;
+      if (ProxyScope(proxy, mesh).VisibleHost("a.web.svc.cluster.local")) out.push_back(ns);
+    }
+    return out;
+  };
+  EXPECT_THAT(visible_in("*"), ::testing::ElementsAre("web", "shop", "other"));
+  EXPECT_THAT(visible_in(""), ::testing::ElementsAre("web", "shop", "other")) << "empty: the default, everywhere";
+  EXPECT_THAT(visible_in("."), ::testing::ElementsAre("web"));
+  EXPECT_THAT(visible_in("~"), ::testing::IsEmpty());
+  EXPECT_THAT(visible_in(" shop , ., "), ::testing::ElementsAre("web", "shop"));
+  EXPECT_THAT(visible_in("shop,*"), ::testing::ElementsAre("web", "shop", "other")) << "* among them: everywhere";
+  EXPECT_THAT(visible_in("~,shop"), ::testing::ElementsAre("shop")) << "~ with others adds nothing";
+  EXPECT_THAT(visible_in("not a namespace"), ::testing::IsEmpty()) << "names no namespace: seen by none";
+}
+
 // Services a.web and b.shop, for the scope tests below (YAML documents, the last followed by ---).
 const std::string kServicesAB = R"(apiVersion: v1
 kind: Service
