@@ -37,10 +37,13 @@ AckLedger::StreamHandle AckLedger::OpenStream(int64_t stream_id, absl::Time now)
 }
 
 void AckLedger::SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity) {
-  StreamHandle stream = FindOrOpen(stream_id);
-  MutexLock lock(&stream->mu_);
-  stream->node_id_ = node_id;
-  stream->identity_ = identity;
+  SetNode(*FindOrOpen(stream_id), node_id, identity);
+}
+
+void AckLedger::SetNode(Stream& stream, const std::string& node_id, const std::string& identity) {
+  MutexLock lock(&stream.mu_);
+  stream.node_id_ = node_id;
+  stream.identity_ = identity;
 }
 
 void AckLedger::RecordSent(int64_t stream_id, const std::string& type_url, const std::string& nonce,
@@ -197,10 +200,12 @@ FeedbackEvent AckLedger::RecordFeedback(Stream& stream, const std::string& type_
 }
 
 void AckLedger::ForgetType(int64_t stream_id, const std::string& type_url) {
-  StreamHandle stream = Find(stream_id);
-  if (stream == nullptr) return;
-  MutexLock lock(&stream->mu_);
-  stream->types_.erase(type_url);
+  if (StreamHandle stream = Find(stream_id); stream != nullptr) ForgetType(*stream, type_url);
+}
+
+void AckLedger::ForgetType(Stream& stream, const std::string& type_url) {
+  MutexLock lock(&stream.mu_);
+  stream.types_.erase(type_url);
 }
 
 void AckLedger::CloseStream(int64_t stream_id) {

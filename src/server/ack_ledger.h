@@ -112,6 +112,7 @@ class AckLedger {
   StreamHandle OpenStream(int64_t stream_id, absl::Time now);
   // `identity`: the client's authenticated identity as logs show it (PeerIdentity::Describe).
   void SetNode(int64_t stream_id, const std::string& node_id, const std::string& identity = "none");
+  void SetNode(Stream& stream, const std::string& node_id, const std::string& identity = "none");
   // How many resources per (stream, type) are kept for the client status; beyond, the rest
   // are dropped and the type says so (a bound on what a stream can make the ledger hold).
   static constexpr size_t kMaxHeldResources = 10'000;
@@ -133,6 +134,7 @@ class AckLedger {
                                absl::Time now);
   // Drops one type of a stream from the status (SotW unsubscribe from everything).
   void ForgetType(int64_t stream_id, const std::string& type_url);
+  void ForgetType(Stream& stream, const std::string& type_url);
   void CloseStream(int64_t stream_id);
 
   std::vector<StreamSyncStatus> AllStreams() const;

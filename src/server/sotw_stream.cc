@@ -129,7 +129,7 @@ bool SotwStream::ApplyNames(const std::string& type_url, TypeState& state, const
     // `state` is destroyed here.
     SetInterest(type_url, false, NoSubscribedNames());
     types_.erase(type_url);
-    env_.ledger->ForgetType(stream_id_, type_url);
+    env_.ledger->ForgetType(*ledger_stream_, type_url);
     return false;
   }
   const bool was_wildcard = state.subscription.wildcard();

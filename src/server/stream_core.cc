@@ -543,7 +543,7 @@ bool StreamCore::BindNode(const Node& node) {
   }
   node_bound_ = true;
   accounting_.SetTarget(PushTargetInfo{stream_id_, node_.id()});
-  env_.ledger->SetNode(stream_id_, node_.id(), identity_.Describe());
+  env_.ledger->SetNode(*ledger_stream_, node_.id(), identity_.Describe());
   metrics_->StreamOpened(ClientVersion());
   Log().info("OPEN stream={} node={} service={} identity={}", stream_id_, node_log_, ServiceName(),
              EscapeUntrusted(identity_.Describe()));

@@ -318,7 +318,8 @@ class StreamCore : public PushTarget {
   std::unique_ptr<ProxyGenerator::Session> session_;  // the generator's session
   // What the session last generated, by type URL (shared, immutable maps).
   std::map<std::string, Snapshot::TypeResourcesPtr> generated_;
-  PeerIdentity identity_;  // set by Start
+  PeerIdentity identity_;                  // set by Start
+  AckLedger::StreamHandle ledger_stream_;  // this stream's records in env_.ledger, from Start
   bool write_in_flight_ = false;
   bool round_open_ = false;  // the write in flight said more follows (WriteStarting)
   bool finished_ = false;
@@ -361,8 +362,7 @@ class StreamCore : public PushTarget {
   ServerCallbacks* const callbacks_;  // never null: env_.callbacks or a null object
   ServerMetrics* const metrics_;      // likewise
   TransportBase* const base_transport_;
-  PushAccounting accounting_;              // confined to event processing
-  AckLedger::StreamHandle ledger_stream_;  // this stream's records in env_.ledger, from Start
+  PushAccounting accounting_;  // confined to event processing
 
   Mutex mu_;
   std::deque<Request> requests_ ABSL_GUARDED_BY(mu_);
