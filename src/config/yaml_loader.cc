@@ -594,8 +594,16 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
 
 // exportTo (ServiceEntry, VirtualService, DestinationRule), as Istio validates it: "*", ".",
 // "~" or namespace names, each once; "*" and "~" only alone.
+// Entries of one exportTo: every proxy's visibility checks walk them on every push.
+constexpr size_t kMaxExportTo = 256;
+
 std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec) {
   std::vector<std::string> out = r.Strings(spec, "exportTo", "spec", false);
+  if (out.size() > kMaxExportTo) {
+    r.Error(spec["exportTo"], "spec.exportTo",
+            StrCat("more than ", kMaxExportTo, " entries are not supported by cxds"));
+    return {};
+  }
   std::set<std::string> seen;
   for (size_t i = 0; i < out.size(); ++i) {
     const std::string& to = out[i];
@@ -622,17 +630,17 @@ std::optional<LabelMap> Selector(Reader& r, const YAML::Node& spec, const std::s
 }
 
 // The Service annotation networking.istio.io/exportTo, as istiod reads it: entries separated by
-// commas, spaces around them dropped, each "*", ".", "~" or a namespace name, any mix (istiod
-// validates none: an entry that names no namespace matches none). Said in ServiceEntry's form:
-// "*" among them is everywhere; "~" with others adds nothing; empty is the default, everywhere.
+// commas, spaces around each dropped, each "*", ".", "~" or a namespace name, any mix (istiod
+// validates none: an entry that names no namespace, an empty one among them, matches none). Said
+// in ServiceEntry's form: "*" among them is everywhere, else "~" among them is nowhere.
 std::vector<std::string> ServiceExportTo(const std::string& annotation) {
+  if (annotation.empty()) return {};  // istiod: as if not annotated
   std::set<std::string> entries;
   for (absl::string_view entry : absl::StrSplit(annotation, ',')) {
-    entry = absl::StripAsciiWhitespace(entry);
-    if (!entry.empty()) entries.insert(std::string(entry));
+    entries.insert(std::string(absl::StripAsciiWhitespace(entry)));
   }
   if (entries.contains("*")) return {"*"};
-  if (entries.size() > 1) entries.erase("~");
+  if (entries.contains("~")) return {"~"};
   return {entries.begin(), entries.end()};
 }
 
@@ -644,6 +652,10 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     if (exported.IsDefined()) {
       if (exported.IsScalar()) {
         s.export_to = ServiceExportTo(exported.Scalar());
+        if (s.export_to.size() > kMaxExportTo) {
+          r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
+                  StrCat("more than ", kMaxExportTo, " namespaces are not supported by cxds"));
+        }
       } else {
         r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
                 "must be a string: namespaces separated by commas (\"*\", \".\", \"~\" or names)");

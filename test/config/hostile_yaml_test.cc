@@ -33,6 +33,30 @@ spec: {ports: [{name: http, port: 80}]}
   EXPECT_TRUE(parsed.documents.empty());
 }
 
+// One exportTo is bounded: every proxy's visibility checks walk it on every push.
+TEST(HostileYamlTest, AnExportToOfMoreThan256NamespacesIsNotSupported) {
+  std::string many;
+  for (int i = 0; i < 257; ++i) many += (i ? "," : "") + std::string("ns-") + std::to_string(i);
+  const ParsedFile service = ParseConfigFile("svc.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: s, annotations: {networking.istio.io/exportTo: ")" +
+                                                             many + R"("}}
+spec: {ports: [{name: http, port: 80}]}
+)");
+  EXPECT_TRUE(HasError(service, "metadata.annotations.networking.istio.io/exportTo",
+                       "more than 256 namespaces are not supported by cxds"));
+  const ParsedFile entry = ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: e}
+spec:
+  hosts: [e.example]
+  ports: [{number: 80, name: http}]
+  resolution: DNS
+  exportTo: [)" + many + R"(]
+)");
+  EXPECT_TRUE(HasError(entry, "spec.exportTo", "more than 256 entries are not supported by cxds"));
+}
+
 TEST(HostileYamlTest, ADocumentWithoutSpecIsAnErrorForEveryKind) {
   for (const char* kind : {"ServiceEntry", "WorkloadEntry", "VirtualService", "DestinationRule", "Sidecar"}) {
     const std::string text =

@@ -253,7 +253,8 @@ spec:
 }
 
 // A Kubernetes Service's annotation networking.istio.io/exportTo, as istiod reads it (entries
-// separated by commas, spaces dropped, any mix): which namespaces' proxies see its host.
+// separated by commas, spaces dropped, any mix; "*" wins, then "~"): which namespaces' proxies
+// see its host.
 TEST(ProxyScopeTest, AServicesExportToAnnotationDecidesWhoSeesIt) {
   const auto visible_in = [](const std::string& annotation) {
     ConfigStore store;
@@ -282,8 +283,10 @@ spec: {ports: [{name: http, port: 8080}]}
   EXPECT_THAT(visible_in("~"), ::testing::IsEmpty());
   EXPECT_THAT(visible_in(" shop , ., "), ::testing::ElementsAre("web", "shop"));
   EXPECT_THAT(visible_in("shop,*"), ::testing::ElementsAre("web", "shop", "other")) << "* among them: everywhere";
-  EXPECT_THAT(visible_in("~,shop"), ::testing::ElementsAre("shop")) << "~ with others adds nothing";
+  EXPECT_THAT(visible_in("~,shop"), ::testing::IsEmpty()) << "~ without *: nowhere (istiod ignores the rest)";
   EXPECT_THAT(visible_in("not a namespace"), ::testing::IsEmpty()) << "names no namespace: seen by none";
+  EXPECT_THAT(visible_in(","), ::testing::IsEmpty()) << "empty entries name no namespace";
+  EXPECT_THAT(visible_in(" "), ::testing::IsEmpty());
 }
 
 // Services a.web and b.shop, for the scope tests below (YAML documents, the last followed by ---).
