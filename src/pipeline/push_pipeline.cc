@@ -49,6 +49,10 @@ class PushPipeline::WatchCore {
   std::map<std::string, TypeView> view_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PushContext> last_context_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  // The newest context anything of the view was generated from, requests included: what the
+  // proxy was last shown, which the push filter compares with (istiod's PrevSidecarScope).
+  std::shared_ptr<const PushContext> generated_context_ ABSL_GUARDED_BY(mu_);
+  uint64_t generated_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_push_start_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 
  private:
@@ -358,9 +362,16 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   auto shared = std::make_shared<const PushRequest>(request);
   std::vector<WatchCore*> to_notify;
   for (const std::shared_ptr<WatchCore>& core : watches) {
-    if (!request.forced && options_.proxy_filter &&
-        !options_.proxy_filter(core->proxy(), request, *context, previous.get())) {
-      continue;
+    if (!request.forced && options_.proxy_filter) {
+      // What this proxy was last shown; the push before, for one shown nothing yet.
+      std::shared_ptr<const PushContext> shown;
+      {
+        MutexLock lock(&core->mu_);
+        shown = core->generated_context_;
+      }
+      if (!options_.proxy_filter(core->proxy(), request, *context, shown != nullptr ? shown.get() : previous.get())) {
+        continue;
+      }
     }
     to_notify.push_back(core.get());
   }
@@ -431,6 +442,10 @@ GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& reque
   if (context == nullptr) return change;
   {
     MutexLock lock(&core.mu_);
+    if (core.generated_context_ == nullptr || request.push_sequence >= core.generated_sequence_) {
+      core.generated_context_ = context;
+      core.generated_sequence_ = request.push_sequence;
+    }
     if (request.push_sequence >= core.last_sequence_ && request.TotalReasons() > 0 &&
         !request.reasons.contains(reason::kProxyRequest)) {
       core.last_context_ = context;

@@ -45,9 +45,9 @@
 namespace cxds {
 
 // istiod's ProxyNeedsPush: whether a push concerns a proxy at all. Must be thread-safe.
-// `previous`: the context of the push before it (null for the first; the same as `context` for
-// an endpoint-only push): a proxy that saw a changed object there must be told, even if it no
-// longer sees it (istiod's PrevSidecarScope).
+// `previous`: the context the proxy's view was last generated from (for a proxy shown nothing
+// yet, the push before; null for the first push): a proxy that saw a changed object there must
+// be told, even if it no longer sees it (istiod's PrevSidecarScope).
 using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context,
                                        const PushContext* previous)>;
 

@@ -192,6 +192,37 @@ TEST_F(PushPipelineTest, TheProxyFilterKeepsPushesFromProxiesOutsideTheirScope) 
   EXPECT_EQ(outside->Take().size(), 1u);
 }
 
+// The filter is given the context the proxy was last shown, not merely the push before: a proxy
+// kept out of one push is judged on the next against what it holds (istiod's PrevSidecarScope);
+// one let in, against what the push before showed it.
+TEST_F(PushPipelineTest, TheProxyFilterComparesWithWhatTheProxyWasLastShown) {
+  std::map<std::string, std::vector<const PushContext*>> previous_of;  // by node id, push by push
+  pipeline_ = MakePipeline(
+      builder_, [&](const Proxy& proxy, const PushRequest&, const PushContext&, const PushContext* previous) {
+        previous_of[proxy.id].push_back(previous);
+        return proxy.id != "envoy-kept-out";
+      });
+  pipeline_->ConfigUpdate(ServiceChange("a"));
+  Settle();
+  const std::shared_ptr<const PushContext> shown = pipeline_->context();
+  auto kept_out = Connect("envoy-kept-out", 1);
+  Subscribe(*kept_out);  // generated from `shown`
+  auto other = Connect("envoy-other", 2);
+  other->Send(Request(std::string(kListenerType), {}));  // answered from `shown` (no listeners)
+  pipeline_->ConfigUpdate(ServiceChange("b"));
+  Settle();
+  const std::shared_ptr<const PushContext> second = pipeline_->context();
+  ASSERT_NE(second, shown);
+  pipeline_->ConfigUpdate(ServiceChange("a"));
+  Settle();
+  ASSERT_EQ(previous_of["envoy-kept-out"].size(), 2u);
+  EXPECT_EQ(previous_of["envoy-kept-out"][0], shown.get());
+  EXPECT_EQ(previous_of["envoy-kept-out"][1], shown.get()) << "kept out of the second push: it still holds the first";
+  ASSERT_EQ(previous_of["envoy-other"].size(), 2u);
+  EXPECT_EQ(previous_of["envoy-other"][0], shown.get());
+  EXPECT_EQ(previous_of["envoy-other"][1], second.get()) << "let into the second push: shown it";
+}
+
 TEST_F(PushPipelineTest, ConvergenceStagesAreRecordedInOrderForEachProxyUpToTheAck) {
   pipeline_->ConfigUpdate(ServiceChange("a"));
   Settle();
