@@ -27,8 +27,9 @@
 //      nodes get no default retry policy);
 //   8. localityLbSetting failover in the client: a client in region r-a (its bootstrap's
 //      node.locality) with a rule `failover: r-a -> r-c` and outlier detection is sent three
-//      priorities, so all 20 calls reach the r-a backend; once that backend is killed, all 20
-//      reach r-c, the rule's `to` (without the rule r-b and r-c would share one priority).
+//      priorities, so all 20 calls reach the r-a backend; once that backend is killed, a client
+//      (a new process: it finds r-a refusing and its priority policy moves on) sends all 20 to
+//      r-c, the rule's `to` (without the rule r-b and r-c would share one priority).
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -251,6 +252,9 @@ spec:
     regional[name] = e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching',
       'inventory_server.js'), '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '60']);
   }
+  // Each bound before the first call: a refused one would fail the client over by itself.
+  await until('the regional backends to listen',
+    async () => Object.values(regional).every((c) => /"event":"listening"/.test(c.log)), 10000);
   writeAtomically(path.join(config, 'regional.yaml'), `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: regional, namespace: bookinfo}
