@@ -704,6 +704,10 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     const std::string proxy_namespace =
         mesh.rules_vary_by_namespace() ? ParseProxyInfo(proxy_node.node).namespace_name : std::string();
     const std::optional<envoy::config::core::v3::Locality> proxy_locality = NodeLocality(proxy_node.node);
+    // Read only when something scopes what proxies see, and then once.
+    const bool scoped = !mesh.sidecars().empty() || mesh.root_default_sidecar() != nullptr || mesh.exports_restricted();
+    std::optional<ProxyInfo> proxy_info;
+    std::optional<ProxyScope> scope;
     GeneratedResources out;
     out.incremental = endpoint_only || request.delta_scope.has_value();
     // An endpoint change of one service looks at every proxy's EDS names (a mesh proxy watches
@@ -714,6 +718,12 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       if (!cluster.has_value()) continue;
       if (endpoint_only && !changed_hosts.contains(cluster->host)) continue;
       const ServiceInfo* service = mesh.FindService(cluster->host);
+      if (service != nullptr && scoped) {
+        // A host the proxy does not see (Sidecar, exportTo) is served to it as if it did not
+        // exist, asked for by name or not, as its clusters are.
+        if (!scope.has_value()) scope.emplace(proxy_info.emplace(ParseProxyInfo(proxy_node.node)), mesh);
+        if (!scope->Visible(*service)) service = nullptr;
+      }
       if (service == nullptr) {
         if (out.incremental) out.removed.push_back(name);
         continue;

@@ -2710,6 +2710,20 @@ TEST_F(GeneratorsTest, AChangeReachesTheProxiesThatSeeItsHostOrSawIt) {
   EXPECT_TRUE(reached[default_proxy]);
 }
 
+// A proxy that does not see a host (shop's Sidecar keeps its proxies to shop's hosts) is not
+// served its endpoints even when it asks for them by name, as it is not served its cluster.
+TEST_F(GeneratorsTest, EndpointsOfAHostTheProxyDoesNotSeeAreNotServed) {
+  const auto endpoints_for = [&](const std::string& id) {
+    auto h = Connect(id, false);
+    h->Send(First(std::string(kEndpointType), {"outbound|8080|v1|inventory.mesh.local"}));
+    int served = 0;
+    for (const DiscoveryResponse& response : h->Take()) served += response.resources_size();
+    return served;
+  };
+  EXPECT_EQ(endpoints_for("sidecar~127.0.0.6~app-1.default~default.svc.cluster.local"), 1);
+  EXPECT_EQ(endpoints_for("sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local"), 0);
+}
+
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route
 // that applies at the Gateway, a passthrough server gets a chain per tls route match (its
 // sniHosts narrowed to the server's names), a TLS server that terminates proxies its tcp route
