@@ -47,6 +47,12 @@ std::string ClusterName(uint32_t port, const std::string& subset, const std::str
 
 namespace {
 
+// No Sidecar and every service exported everywhere: what hosts a proxy sees does not depend on
+// its node, so neither the push filter nor the endpoint generator needs to read it.
+bool EveryProxySeesEveryHost(const MeshContext& mesh) {
+  return mesh.sidecars().empty() && mesh.root_default_sidecar() == nullptr && !mesh.exports_restricted();
+}
+
 bool IsHttp(const ServicePort& port) { return IsHttpProtocol(port.protocol); }
 
 struct ParsedCluster {
@@ -701,12 +707,15 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     }
     // The proxy's namespace matters only where rules differ by namespace: endpoint-only
     // pushes go to every proxy of a host, and most meshes keep rules beside their services.
-    const std::string proxy_namespace =
-        mesh.rules_vary_by_namespace() ? ParseProxyInfo(proxy_node.node).namespace_name : std::string();
-    const std::optional<envoy::config::core::v3::Locality> proxy_locality = NodeLocality(proxy_node.node);
-    // Read only when something scopes what proxies see, and then once.
-    const bool scoped = !mesh.sidecars().empty() || mesh.root_default_sidecar() != nullptr || mesh.exports_restricted();
+    // The node is read only when something here depends on it, and then once.
     std::optional<ProxyInfo> proxy_info;
+    const auto info = [&]() -> const ProxyInfo& {
+      if (!proxy_info.has_value()) proxy_info.emplace(ParseProxyInfo(proxy_node.node));
+      return *proxy_info;
+    };
+    const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
+    const std::optional<envoy::config::core::v3::Locality> proxy_locality = NodeLocality(proxy_node.node);
+    const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
     GeneratedResources out;
     out.incremental = endpoint_only || request.delta_scope.has_value();
@@ -721,7 +730,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       if (service != nullptr && scoped) {
         // A host the proxy does not see (Sidecar, exportTo) is served to it as if it did not
         // exist, asked for by name or not, as its clusters are.
-        if (!scope.has_value()) scope.emplace(proxy_info.emplace(ParseProxyInfo(proxy_node.node)), mesh);
+        if (!scope.has_value()) scope.emplace(info(), mesh);
         if (!scope->Visible(*service)) service = nullptr;
       }
       if (service == nullptr) {
@@ -2056,14 +2065,11 @@ ProxyFilter MeshProxyFilter() {
     const auto* mesh_context = dynamic_cast<const MeshContext*>(&context);
     if (mesh_context == nullptr) return true;  // not the mesh's context: no scope to judge by, push
     const MeshContext& mesh = *mesh_context;
-    const auto unscoped = [](const MeshContext& m) {
-      return m.sidecars().empty() && m.root_default_sidecar() == nullptr && !m.exports_restricted();
-    };
     // With no Sidecar and every service exported everywhere, every proxy sees every host, so
     // any change but a secret's reaches it: the push to thousands of proxies of an endpoint
     // change reads none of their nodes.
-    if (unscoped(mesh) && std::any_of(request.configs.begin(), request.configs.end(),
-                                      [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
+    if (EveryProxySeesEveryHost(mesh) && std::any_of(request.configs.begin(), request.configs.end(),
+                                                     [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
       return true;
     }
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
@@ -2074,7 +2080,7 @@ ProxyFilter MeshProxyFilter() {
     std::optional<ProxyScope> previous_scope;
     const auto saw_before = [&](const std::string& host) {
       if (previous == nullptr || previous->FindService(host) == nullptr) return false;
-      if (unscoped(*previous)) return true;
+      if (EveryProxySeesEveryHost(*previous)) return true;
       if (!previous_scope.has_value()) previous_scope.emplace(proxy, *previous);
       return previous_scope->VisibleHost(host);
     };

@@ -50,6 +50,10 @@ const BOOKINFO = path.join(__dirname, '..', '..', 'examples', 'bookinfo');
 const e2e = new E2e(ADMIN, 150000);
 const check = e2e.check.bind(e2e);
 const get = e2e.get.bind(e2e), until = e2e.until.bind(e2e);
+// A gRPC backend (examples/teaching/inventory_server.js) named `name` on `host`:PORT for `seconds`.
+const backend = (name, host, seconds, extra = []) => e2e.start(name, process.execPath,
+  [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'), '--name', name, '--host', host,
+    '--port', String(PORT), '--max-seconds', String(seconds), ...extra]);
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cxds-bookinfo-'));
@@ -61,8 +65,7 @@ async function main() {
   const app = makeBootstrap(path.join(dir, 'productpage.json'), XDS, 'productpage-1', 'bookinfo');
   for (const [name, host] of [['reviews-v1', '127.0.0.11'], ['reviews-v2', '127.0.0.12'], ['reviews-v3', '127.0.0.13'],
     ['ratings-vm', '127.0.0.14'], ['details-a', '127.0.0.21'], ['details-b', '127.0.0.22'], ['details-c', '127.0.0.23']]) {
-    e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'),
-      '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '170']);
+    backend(name, host, 170);
   }
   const cxds = e2e.start('cxds', CXDS, ['serve', '--config-dir', config, '--xds-address', `127.0.0.1:${XDS}`,
     '--admin-address', `127.0.0.1:${ADMIN}`, '--debounce-after', '50ms', '--dns-refresh', '1s']);
@@ -187,8 +190,7 @@ spec:
   check(unknown.status === 404 && /no connected proxy nobody/.test(unknown.body), 'an unknown proxy is a 404 naming it', unknown);
 
   // 6
-  e2e.start('dns-backend', process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching', 'inventory_server.js'),
-    '--name', 'dns-backend', '--host', '127.0.0.1', '--port', String(PORT), '--max-seconds', '60']);
+  backend('dns-backend', '127.0.0.1', 60);
   writeAtomically(path.join(config, 'partner.yaml'), `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: partner, namespace: bookinfo}
@@ -207,9 +209,7 @@ spec:
     (cxds.log.match(/.*DNS name=.*/g) || []));
 
   // 7
-  const flaky = e2e.start('flaky', process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching',
-    'inventory_server.js'), '--name', 'flaky', '--host', '127.0.0.31', '--port', String(PORT), '--max-seconds', '60',
-  '--fail-every', '2']);
+  const flaky = backend('flaky', '127.0.0.31', 60, ['--fail-every', '2']);
   writeAtomically(path.join(config, 'flaky.yaml'), `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: flaky, namespace: bookinfo}
@@ -249,8 +249,7 @@ spec:
   // 8
   const regional = {};
   for (const [name, host] of [['loc-a', '127.0.0.41'], ['loc-b', '127.0.0.42'], ['loc-c', '127.0.0.43']]) {
-    regional[name] = e2e.start(name, process.execPath, [path.join(__dirname, '..', '..', 'examples', 'teaching',
-      'inventory_server.js'), '--name', name, '--host', host, '--port', String(PORT), '--max-seconds', '60']);
+    regional[name] = backend(name, host, 60);
   }
   // Each bound before the first call: a refused one would fail the client over by itself.
   await until('the regional backends to listen',
