@@ -15,8 +15,20 @@ namespace cxds {
 
 namespace {
 
-// Routes to hosts that are not services, or to ports they do not have: requests taking them
-// fail, and a proxyless client waits for a cluster that never comes.
+// The namespaces whose proxies get `vs`'s routes and that `istioctl analyze` checks a
+// destination's visibility from: its own, and those its exportTo names ("*" names none: every
+// namespace could not be checked one by one).
+std::vector<std::string> NamespacesRoutedFrom(const VirtualService& vs) {
+  std::vector<std::string> out = {vs.meta.namespace_name};
+  for (const std::string& to : vs.export_to) {
+    if (to != "*" && to != "." && to != "~" && to != vs.meta.namespace_name) out.push_back(to);
+  }
+  return out;
+}
+
+// Routes to hosts that are not services, or to ports they do not have, or to services not
+// exported to any namespace the routes are served in: requests taking them fail, and a
+// proxyless client waits for a cluster that never comes.
 void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
                          std::vector<ConfigWarning>& out) {
   for (const auto& entry : served) {
@@ -32,6 +44,14 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
                        StrCat("host ", host,
                               " is not defined by any Service or ServiceEntry: requests routed here "
                               "fail")});
+      } else if (const std::vector<std::string> from = NamespacesRoutedFrom(*vs);
+                 std::none_of(from.begin(), from.end(), [&](const std::string& ns) {
+                   return ExportRank(service->export_to, service->namespace_name, ns).has_value();
+                 })) {
+        out.push_back({key, field + ".host", "IST0101",
+                       StrCat("host ", host, " is not exported to namespace ", absl::StrJoin(from, " or "),
+                              " (its exportTo: ", absl::StrJoin(service->export_to, ", "),
+                              "), so proxies there do not see it: requests routed here fail")});
       } else if (d.port != 0 && std::none_of(service->ports.begin(), service->ports.end(),
                                              [&](const ServicePort& p) { return p.number == d.port; })) {
         out.push_back({key, field + ".port.number", "IST0101",

@@ -281,6 +281,59 @@ spec:
                                             "it [pilot_duplicate_envoy_clusters]"));
 }
 
+// A route to a service that is not exported to the VirtualService's namespace, nor to any its
+// exportTo names, is IST0101 as `istioctl analyze` says it: the proxies that get the route do
+// not see the cluster. Exported to a namespace that does see it, or in the service's own, it is
+// no finding.
+TEST(MeshAnalysisTest, RoutesToAServiceNotExportedWhereTheyAreServedAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+kind: Service
+metadata:
+  name: db
+  namespace: backend
+  annotations: {networking.istio.io/exportTo: "."}
+spec:
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, namespace: backend, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+ports: [{name: http, port: 18080}]
+endpoints: [{addresses: [127.0.0.2]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: from-frontend, namespace: frontend}
+spec:
+  hosts: [web.frontend.svc.cluster.local]
+  http: [{route: [{destination: {host: db.backend.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: exported-to-backend, namespace: frontend}
+spec:
+  hosts: [api.frontend.svc.cluster.local]
+  exportTo: [".", backend]
+  http: [{route: [{destination: {host: db.backend.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: local, namespace: backend}
+spec:
+  hosts: [db]
+  http: [{route: [{destination: {host: db}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  EXPECT_EQ(store.WarningCounts()["IST0101"], 1u);
+  EXPECT_THAT(Strings(update.warnings),
+              ::testing::Contains("mesh.yaml:17: VirtualService frontend/from-frontend: "
+                                  "spec.http[0].route[0].destination.host: host db.backend.svc.cluster.local is not "
+                                  "exported to namespace frontend (its exportTo: .), so proxies there do not see it: "
+                                  "requests routed here fail [IST0101]"));
+}
+
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
 // of its Gateway admits (IST0132), reaches no gateway proxy: both are said where they are.
 TEST(MeshAnalysisTest, GatewayBindingsThatReachNoGatewayAreReported) {
