@@ -1597,6 +1597,38 @@ void RefuseNarrowOpaqueExports(Reader& r, const YAML::Node& spec, const VirtualS
   }
 }
 
+// http[].delegate {name, namespace} of a route of `vs_namespace` (`in_delegate`: of a
+// VirtualService without hosts, where Istio refuses it: it delegates one level).
+std::optional<HttpRoute::Delegate> ReadDelegate(Reader& r, const YAML::Node& h, const std::string& f,
+                                                const std::string& vs_namespace, bool in_delegate) {
+  const std::string df = Reader::Join(f, "delegate");
+  if (in_delegate) {
+    r.Error(h["delegate"], df,
+            "cannot be set in a delegate VirtualService (one without spec.hosts): as in Istio, "
+            "delegation is one level deep");
+    return std::nullopt;
+  }
+  for (const char* key : {"route", "redirect"}) {
+    if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), "cannot be used with delegate");
+  }
+  if (h["directResponse"].IsDefined()) {
+    r.Error(h["directResponse"], Reader::Join(f, "directResponse"),
+            "with delegate is not supported by cxds (the delegate's routes give the answer)");
+  }
+  if (!r.IsMap(h["delegate"], df)) return std::nullopt;
+  r.OnlyKeys(h["delegate"], df, {"name", "namespace"});
+  HttpRoute::Delegate out{r.String(h["delegate"], "name", df, true).value_or(""),
+                          r.String(h["delegate"], "namespace", df, false).value_or(vs_namespace)};
+  if (!out.name.empty() && !IsDnsName(out.name)) {
+    r.Error(h["delegate"]["name"], Reader::Join(df, "name"), "must be a VirtualService name (a DNS name)");
+  }
+  if (!IsDnsLabel(out.namespace_name)) {
+    r.Error(h["delegate"]["namespace"], Reader::Join(df, "namespace"),
+            "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+  }
+  return out;
+}
+
 MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   VirtualService vs;
   vs.meta = std::move(meta);
@@ -1610,16 +1642,34 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       vs.gateways = {"mesh"};  // an empty list is the default, as in Istio
     }
   }
-  vs.hosts = r.Strings(spec, "hosts", "spec", true);
+  vs.hosts = r.Strings(spec, "hosts", "spec", false);
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
+  }
+  // Without hosts it is a delegate, whose http routes others' http[].delegate take in; Istio
+  // refuses these on one, as they would mean nothing there.
+  const bool delegate = vs.hosts.empty();
+  if (delegate) {
+    if (spec["gateways"].IsDefined() && spec["gateways"].IsSequence() && spec["gateways"].size() > 0) {
+      r.Error(spec["gateways"], "spec.gateways",
+              "must not be set without spec.hosts (a delegate VirtualService is served at the gateways of the "
+              "VirtualServices that delegate to it)");
+    }
+    for (const char* key : {"tcp", "tls"}) {
+      if (spec[key].IsDefined()) {
+        r.Error(spec[key], StrCat("spec.", key),
+                "must not be set without spec.hosts (a delegate VirtualService has http routes only, as in Istio)");
+      }
+    }
   }
   ReadTcpRoutes(r, spec, vs);
   ReadTlsRoutes(r, spec, vs);
   RefuseNarrowOpaqueExports(r, spec, vs);
   const YAML::Node http = spec["http"];
   if (!http.IsDefined()) {
-    if (!spec["tcp"].IsDefined() && !spec["tls"].IsDefined()) {
+    if (delegate) {
+      r.Error(spec, "spec.http", "is required without spec.hosts (a delegate VirtualService gives http routes)");
+    } else if (!spec["tcp"].IsDefined() && !spec["tls"].IsDefined()) {
       r.Error(spec, "spec.http", "is required (or spec.tcp or spec.tls: cxds serves HTTP, TCP and TLS routes)");
     }
     return vs;
@@ -1632,9 +1682,10 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     r.OnlyKeys(
         h, f,
         {"name", "match", "route", "timeout", "retries", "fault", "headers", "rewrite", "mirror", "mirrorPercentage",
-         "mirrorPercent", "mirror_percent", "mirrors", "redirect", "directResponse", "corsPolicy"},
-        {"delegate"});
+         "mirrorPercent", "mirror_percent", "mirrors", "redirect", "directResponse", "corsPolicy", "delegate"},
+        {});
     HttpRoute route;
+    if (h["delegate"].IsDefined()) route.delegate = ReadDelegate(r, h, f, vs.meta.namespace_name, delegate);
     route.name = r.String(h, "name", f, false).value_or("");
     if (h["match"].IsDefined() && r.IsSeq(h["match"], Reader::Join(f, "match"))) {
       for (size_t j = 0; j < h["match"].size(); ++j) {
@@ -1677,7 +1728,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       vs.http.push_back(std::move(route));
       continue;
     }
-    route.route = ReadWeightedDestinations(r, h, f, /*http=*/true);
+    if (!h["delegate"].IsDefined()) route.route = ReadWeightedDestinations(r, h, f, /*http=*/true);
     route.timeout = r.Duration(h, "timeout", f);
     if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
       const std::string rf = Reader::Join(f, "retries");

@@ -45,6 +45,7 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
                               " is not defined by any Service or ServiceEntry: requests routed here "
                               "fail")});
       } else if (const std::vector<std::string> from = NamespacesRoutedFrom(*vs);
+                 !vs->hosts.empty() &&  // (a delegate's routes are served where its delegators' are)
                  std::none_of(from.begin(), from.end(), [&](const std::string& ns) {
                    return ExportRank(service->export_to, service->namespace_name, ns).has_value();
                  })) {
@@ -74,7 +75,12 @@ void UnusedTlsRoutes(const ObjectMap& served, const MeshContext& mesh, const std
       const std::string host = ResolveHost(name, vs->meta.namespace_name, suffix);
       const std::vector<const VirtualService*> served_for = mesh.VirtualServicesFor(host);
       const ServiceInfo* service = mesh.FindService(host);
-      if (service == nullptr || std::find(served_for.begin(), served_for.end(), vs) == served_for.end()) continue;
+      // (By name: a VirtualService whose routes delegate is served as a merged copy.)
+      if (service == nullptr || std::none_of(served_for.begin(), served_for.end(), [&](const VirtualService* v) {
+            return v->meta.name == vs->meta.name && v->meta.namespace_name == vs->meta.namespace_name;
+          })) {
+        continue;
+      }
       for (const ServicePort& port : service->ports) {
         if (IsTlsProtocol(port.protocol)) tls_ports.push_back(port.number);
       }

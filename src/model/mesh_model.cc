@@ -29,6 +29,108 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
 
+namespace {
+
+// Whether a delegate's string match `leaf` is not within the root's `root` (either unset: it
+// is). A regex cannot be compared, so one on either side conflicts with any match on the other.
+bool StringMatchConflicts(const std::optional<StringMatch>& root, const std::optional<StringMatch>& leaf) {
+  if (!root.has_value() || !leaf.has_value()) return false;
+  if (root->kind == StringMatch::Kind::kRegex || leaf->kind == StringMatch::Kind::kRegex) return true;
+  if (root->kind == StringMatch::Kind::kExact) {
+    return leaf->kind != StringMatch::Kind::kExact || leaf->value != root->value;
+  }
+  return !leaf->value.starts_with(root->value);  // under the root's prefix, as a prefix or an exact value
+}
+
+bool NamedMatchesConflict(const std::map<std::string, StringMatch>& root,
+                          const std::map<std::string, StringMatch>& leaf) {
+  return std::any_of(leaf.begin(), leaf.end(), [&](const auto& entry) {
+    auto it = root.find(entry.first);
+    return it != root.end() && StringMatchConflicts(it->second, entry.second);
+  });
+}
+
+bool DelegateMatchConflicts(const HttpRoute::Match& root, const HttpRoute::Match& leaf) {
+  if (StringMatchConflicts(root.uri, leaf.uri) || StringMatchConflicts(root.scheme, leaf.scheme) ||
+      StringMatchConflicts(root.method, leaf.method) || StringMatchConflicts(root.authority, leaf.authority) ||
+      NamedMatchesConflict(root.headers, leaf.headers) ||
+      NamedMatchesConflict(root.without_headers, leaf.without_headers) ||
+      NamedMatchesConflict(root.query_params, leaf.query_params)) {
+    return true;
+  }
+  if (root.ignore_uri_case != leaf.ignore_uri_case) return true;
+  if (root.port != 0 && leaf.port != 0 && root.port != leaf.port) return true;
+  if (!root.source_namespace.empty() && leaf.source_namespace != root.source_namespace) return true;
+  for (const auto& [label, value] : leaf.source_labels) {
+    if (auto it = root.source_labels.find(label); it != root.source_labels.end() && it->second != value) return true;
+  }
+  if (root.gateways.empty() || leaf.gateways.empty()) return false;
+  return std::any_of(leaf.gateways.begin(), leaf.gateways.end(), [&](const std::string& gateway) {
+    return std::find(root.gateways.begin(), root.gateways.end(), gateway) == root.gateways.end();
+  });
+}
+
+// `leaf` with the root's conditions where it sets none (named ones added, its own kept).
+HttpRoute::Match MergeDelegateMatch(const HttpRoute::Match& root, HttpRoute::Match leaf) {
+  for (auto [into, from] : {std::pair{&leaf.uri, &root.uri}, std::pair{&leaf.scheme, &root.scheme},
+                            std::pair{&leaf.method, &root.method}, std::pair{&leaf.authority, &root.authority}}) {
+    if (!into->has_value()) *into = *from;
+  }
+  leaf.headers.insert(root.headers.begin(), root.headers.end());
+  leaf.without_headers.insert(root.without_headers.begin(), root.without_headers.end());
+  leaf.query_params.insert(root.query_params.begin(), root.query_params.end());
+  leaf.source_labels.insert(root.source_labels.begin(), root.source_labels.end());
+  if (leaf.port == 0) leaf.port = root.port;
+  if (leaf.source_namespace.empty()) leaf.source_namespace = root.source_namespace;
+  if (leaf.gateways.empty()) leaf.gateways = root.gateways;
+  if (leaf.stat_prefix.empty()) leaf.stat_prefix = root.stat_prefix;
+  return leaf;
+}
+
+}  // namespace
+
+std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
+                                            const std::string& delegate_namespace, const std::string& domain_suffix) {
+  HttpRoute out = delegate;
+  // Its destinations are named in its own namespace; the merged route is served in the root's.
+  for (HttpRouteDestination& d : out.route) d.host = ResolveHost(d.host, delegate_namespace, domain_suffix);
+  for (HttpRoute::Mirror& m : out.mirrors) {
+    m.destination.host = ResolveHost(m.destination.host, delegate_namespace, domain_suffix);
+  }
+  if (!root.match.empty() && !delegate.match.empty()) {
+    out.match.clear();
+    for (const HttpRoute::Match& leaf : delegate.match) {
+      bool within_one = false;
+      for (const HttpRoute::Match& root_match : root.match) {
+        if (DelegateMatchConflicts(root_match, leaf)) continue;
+        out.match.push_back(MergeDelegateMatch(root_match, leaf));
+        within_one = true;
+      }
+      if (!within_one) return std::nullopt;
+    }
+  } else if (delegate.match.empty()) {
+    out.match = root.match;
+  }
+  if (out.name.empty()) {
+    out.name = root.name;
+  } else if (!root.name.empty()) {
+    out.name = StrCat(root.name, "-", out.name);
+  }
+  if (out.headers.empty()) out.headers = root.headers;
+  if (!out.cors.has_value()) out.cors = root.cors;
+  // A redirect or direct response sends nothing upstream: cxds refuses these with it.
+  if (out.redirect.has_value() || out.direct_response.has_value()) return out;
+  if (!out.rewrite.has_value()) out.rewrite = root.rewrite;
+  if (!out.timeout.has_value()) out.timeout = root.timeout;
+  if (!out.retries.has_value()) out.retries = root.retries;
+  if (!out.fault.has_value()) out.fault = root.fault;
+  if (out.mirrors.empty()) {
+    out.mirrors = root.mirrors;
+    out.mirrors_listed = root.mirrors_listed;
+  }
+  return out;
+}
+
 std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
                             const std::string& host) {
   const size_t slash = server_host.find('/');
@@ -201,8 +303,12 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
     }
   }
   std::map<std::string, std::vector<Claim>> bound;  // gateway -> VirtualServices bound to it
+  std::set<ConfigKey> delegates_used;
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
-    if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
+    const auto* original = std::get_if<VirtualService>(&stored->object);
+    // A delegate (no hosts) is served only inside the VirtualServices that delegate to it.
+    if (original == nullptr || original->hosts.empty()) continue;
+    if (const VirtualService* vs = WithDelegates(*original, key, delegates_used)) {
       const bool narrow = !vs->export_to.empty() && vs->export_to != std::vector<std::string>{"*"};
       for (const std::string& gateway : vs->gateways) {
         if (gateway == "mesh") continue;
@@ -215,6 +321,14 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         claims[ResolveHost(vs->hosts[i], vs->meta.namespace_name, domain_suffix_)].push_back({vs, key, i});
       }
     }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
+    const auto* vs = std::get_if<VirtualService>(&stored->object);
+    if (vs == nullptr || !vs->hosts.empty() || delegates_used.contains(key)) continue;
+    findings_.push_back(
+        {key, "", "cxds_delegate_unused",
+         StrCat("no VirtualService with hosts delegates to this one (http[].delegate naming ", key.namespace_name, "/",
+                key.name, ", in a namespace it is exported to): its routes are not served")});
   }
   for (auto& [gateway, list] : bound) {
     std::stable_sort(list.begin(), list.end(),
@@ -452,6 +566,54 @@ void MeshContext::BuildOpaqueChains() {
       if (!routed) add(OpaqueChain{host, {host}}, lost);
     }
   }
+}
+
+const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const ConfigKey& key,
+                                                 std::set<ConfigKey>& used) {
+  if (std::none_of(vs.http.begin(), vs.http.end(), [](const HttpRoute& h) { return h.delegate.has_value(); })) {
+    return &vs;
+  }
+  VirtualService& merged = merged_virtual_services_.emplace_back(vs);
+  merged.http.clear();
+  for (size_t i = 0; i < vs.http.size(); ++i) {
+    const HttpRoute& root = vs.http[i];
+    if (!root.delegate.has_value()) {
+      merged.http.push_back(root);
+      continue;
+    }
+    const ConfigKey delegate_key{kind::kVirtualService, root.delegate->namespace_name, root.delegate->name};
+    const auto it = objects_->find(delegate_key);
+    const auto* delegate = it == objects_->end() ? nullptr : std::get_if<VirtualService>(&it->second->object);
+    const std::string field = StrCat("spec.http[", i, "].delegate");
+    const std::string named = StrCat(delegate_key.namespace_name, "/", delegate_key.name);
+    if (delegate == nullptr || !delegate->hosts.empty()) {
+      findings_.push_back({key, field, "IST0101",
+                           StrCat("VirtualService ", named,
+                                  delegate == nullptr ? " does not exist" : " has hosts, so it is not a delegate",
+                                  ": this route is not served, as in istiod")});
+      continue;
+    }
+    if (!ExportRank(delegate->export_to, delegate_key.namespace_name, vs.meta.namespace_name).has_value()) {
+      findings_.push_back({key, field, "IST0101",
+                           StrCat("VirtualService ", named, " is not exported to namespace ", vs.meta.namespace_name,
+                                  ": this route is not served, as in istiod")});
+      continue;
+    }
+    used.insert(delegate_key);
+    for (size_t j = 0; j < delegate->http.size(); ++j) {
+      if (std::optional<HttpRoute> route =
+              MergeDelegateRoute(root, delegate->http[j], delegate_key.namespace_name, domain_suffix_)) {
+        merged.http.push_back(std::move(*route));
+      } else {
+        findings_.push_back({delegate_key, StrCat("spec.http[", j, "].match"), "cxds_delegate_conflict",
+                             StrCat("a match conflicts with every match of spec.http[", i, "] of VirtualService ",
+                                    key.namespace_name, "/", key.name,
+                                    ", which delegates to this one (it is not within them): the route is not "
+                                    "served there, as in istiod")});
+      }
+    }
+  }
+  return &merged;
 }
 
 const std::vector<MeshContext::OpaqueChain>& MeshContext::OpaqueChains(uint32_t port) const {

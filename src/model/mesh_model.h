@@ -225,12 +225,17 @@ class MeshContext final : public PushContext {
 
  private:
   void BuildOpaqueChains();  // after services_ and virtual_services_
+  // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such
+  // route replaced by the delegate's routes merged with it (MergeDelegateRoute); what is not
+  // merged is in findings_. Delegates used are added to `used`.
+  const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used);
 
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
+  std::deque<VirtualService> merged_virtual_services_;  // WithDelegates' copies (stable addresses)
   bool virtual_services_vary_by_namespace_ = false;
   bool gateway_virtual_services_vary_by_namespace_ = false;
   std::map<std::string, const Gateway*> gateways_;  // by "namespace/name"
@@ -313,6 +318,19 @@ bool TcpRouteApplies(const TcpRoute& route, const VirtualService& vs, const std:
 // its own `gateways` when it lists some, else the VirtualService's.
 bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const VirtualService& vs,
                    const std::string& gateway);
+
+// istiod's merge of a route with http[].delegate (`root`) and one http route of the delegate
+// VirtualService, of `delegate_namespace` (its short destination hosts are resolved there):
+// each match of the delegate's route is merged into every root match it does not conflict
+// with (the root's conditions kept where the delegate's leaves them unset); it conflicts when
+// it is not within the root's (a uri or other string match that is not the root's exact value
+// or under its prefix, a regex on either side, another port, namespace, label value or
+// ignoreUriCase, gateways the root's do not list). The root's settings apply where the
+// delegate's route sets none (rewrite, timeout, retries, fault, mirrors, CORS, headers; those
+// that act upstream not to a redirect or direct response). nullopt: a match of the delegate's
+// route conflicts with every root match, and istiod leaves the route out.
+std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
+                                            const std::string& delegate_namespace, const std::string& domain_suffix);
 
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);

@@ -3265,5 +3265,56 @@ TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
   EXPECT_TRUE(info.grpc);
 }
 
+// A route that delegates is served as the delegate's routes merged into it, to Envoy and gRPC
+// nodes alike; a change of the delegate alone (no hosts of its own) reaches the proxies.
+TEST_F(GeneratorsTest, DelegatedRoutesAreServedMergedAndTheDelegatesChangesArePushed) {
+  const std::string root = std::string(kInventoryRoutesHead) + R"(  - name: canary
+    match: [{headers: {x-canary: {exact: "yes"}}}]
+    delegate: {name: inventory-canary, namespace: team}
+    timeout: 3s
+  - route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+---
+)";
+  const std::string delegate = R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory-canary, namespace: team}
+spec:
+  http:
+  - name: v2
+    match: [{uri: {prefix: /inventory.Inventory/}}]
+    route: [{destination: {host: inventory.mesh.local, subset: SUBSET}}]
+)";
+  Apply("routes.yaml", root + absl::StrReplaceAll(delegate, {{"SUBSET", "v2"}}));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (const bool grpc : {false, true}) {
+    const auto config = grpc ? RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080")
+                             : RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+    ASSERT_EQ(config.virtual_hosts_size(), 1) << (grpc ? "grpc" : "envoy");
+    const auto& routes = config.virtual_hosts(0).routes();
+    ASSERT_EQ(routes.size(), 2);
+    EXPECT_EQ(routes[0].name(), "canary-v2");
+    EXPECT_EQ(routes[0].match().prefix(), "/inventory.Inventory/");
+    ASSERT_EQ(routes[0].match().headers_size(), 1);
+    EXPECT_EQ(routes[0].match().headers(0).name(), "x-canary");
+    EXPECT_EQ(routes[0].route().cluster(), "outbound|8080|v2|inventory.mesh.local");
+    EXPECT_EQ(routes[0].route().timeout().seconds(), 3) << "the root's timeout";
+    EXPECT_EQ(routes[1].route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+  }
+
+  auto envoy = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+  envoy->Send(First(std::string(kRouteType), {"8080"}));
+  auto rds = envoy->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  envoy->Send(Ack(rds[0], {"8080"}));
+  EXPECT_TRUE(envoy->Take().empty());
+  Apply("routes.yaml", root + absl::StrReplaceAll(delegate, {{"SUBSET", "v1"}}));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  rds = envoy->Take();
+  ASSERT_EQ(rds.size(), 1u) << "the delegate changed: the proxy is pushed";
+  const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
+  EXPECT_EQ(config.virtual_hosts(0).routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+}
+
 }  // namespace
 }  // namespace cxds::testing
