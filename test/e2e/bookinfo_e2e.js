@@ -7,7 +7,9 @@
 //   2. reviews on Kubernetes Services is split by subset: the EndpointSlice endpoints carry the
 //      labels of the Pods their targetRefs name, so 80/20 over v1/v3 holds (v1 in 140..180 of
 //      200) and the header end-user: jason reaches v2 only; a client whose node LABELS have
-//      track: canary reaches v3 only (the route's sourceLabels), jason still v2;
+//      track: canary reaches v3 only (the route's sourceLabels), jason still v2. The split and
+//      the canary route are a delegate VirtualService's (routing.yaml), so these calls also
+//      prove the delegation merge: without it only jason's route would be served;
 //   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it; its
 //      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
 //      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
