@@ -95,6 +95,12 @@ struct ServiceEntry {
   enum class Resolution { kStatic, kDns, kDnsRoundRobin } resolution = Resolution::kStatic;
   std::vector<WorkloadEndpoint> endpoints;
   std::optional<LabelMap> workload_selector;
+  // addresses: virtual IPs (IP addresses; CIDR ranges are refused as not supported). Envoy's HTTP
+  // routes answer to each as to a host (Host ADDRESS or ADDRESS:PORT), as istiod's domains do.
+  std::vector<std::string> addresses;
+  // subjectAltNames: what the server's certificate is checked for when a DestinationRule's tls
+  // (SIMPLE, MUTUAL) names no subjectAltNames of its own, as istiod uses them.
+  std::vector<std::string> subject_alt_names;
   // exportTo: the namespaces whose proxies see the hosts: "*" (every one), "." (the entry's
   // own), "~" (none) or names. Empty: every namespace, Istio's default.
   std::vector<std::string> export_to;

@@ -944,9 +944,31 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return se;
-  r.OnlyKeys(spec, "spec", {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location", "exportTo"},
-             {"addresses", "subjectAltNames"});
+  r.OnlyKeys(spec, "spec",
+             {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location", "exportTo", "addresses",
+              "subjectAltNames"},
+             {});
   se.export_to = ReadExportTo(r, spec);
+  se.subject_alt_names = r.Strings(spec, "subjectAltNames", "spec", false);
+  se.addresses = r.Strings(spec, "addresses", "spec", false);
+  for (size_t i = 0; i < se.addresses.size(); ++i) {
+    const std::string f = Reader::Index("spec.addresses", i);
+    const std::string& address = se.addresses[i];
+    if (const size_t slash = address.find('/'); slash != std::string::npos) {
+      // Valid in Istio when the address part is an IP: it matches the destination a client
+      // dialled, and cxds's listeners bind their own addresses, so none is ever seen.
+      if (AddressProblem(address.substr(0, slash)).empty()) {
+        r.Error(spec["addresses"][i], f,
+                "a CIDR range is not supported by cxds (it matches the address a client dialled, which cxds's "
+                "listeners, bound to their own addresses, never see); give IP addresses");
+        continue;
+      }
+    }
+    if (!AddressProblem(address).empty()) {
+      r.Error(spec["addresses"][i], f,
+              StrCat("must be an IP address or a CIDR range, got \"", address.substr(0, 64), "\""));
+    }
+  }
   se.hosts = r.Strings(spec, "hosts", "spec", true);
   for (size_t i = 0; i < se.hosts.size(); ++i) {
     if (se.hosts[i] == "*") {

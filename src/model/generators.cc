@@ -373,7 +373,8 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
 
 // `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
 absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
-                                         bool gateway, bool http2_port, const DnsTarget* dns = nullptr) {
+                                         bool gateway, bool http2_port, const ServiceInfo& service,
+                                         const DnsTarget* dns = nullptr) {
   Cluster cluster;
   cluster.set_name(name);
   if (dns != nullptr) {
@@ -458,7 +459,13 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
       const bool http2 = http2_port || (policy->connection_pool.has_value() &&
                                         policy->connection_pool->h2_upgrade == H2Upgrade::kUpgrade);
-      SetUpstreamTls(*policy->tls, http2, gateway, cluster);
+      // A ServiceEntry's subjectAltNames when the rule names none, as istiod (whose auto SAN
+      // check on HTTP ports still follows the rule's own: SetHttpProtocolOptions below).
+      PolicyFields::ClientTls tls = *policy->tls;
+      if (tls.subject_alt_names.empty()) {
+        tls.subject_alt_names.assign(service.subject_alt_names.begin(), service.subject_alt_names.end());
+      }
+      SetUpstreamTls(tls, http2, gateway, cluster);
     }
     SetHttpProtocolOptions(
         policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
@@ -501,7 +508,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
           {std::string(kClusterType), name, StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleId(rule))},
           {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
             return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, gateway,
-                                port.protocol == "HTTP2" || port.protocol == "GRPC", dns ? &target : nullptr);
+                                port.protocol == "HTTP2" || port.protocol == "GRPC", service, dns ? &target : nullptr);
           });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
@@ -1672,6 +1679,9 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
             } else {
               uint32_t port = 0;
               if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
+              // A ServiceEntry's addresses are domains too, as istiod's: the first host (in host
+              // order) to claim an address keeps it, as Envoy refuses a domain named twice.
+              std::set<std::string> addresses_claimed;
               for (const auto& [host, service] : mesh.services()) {
                 if (!scope.Visible(service)) continue;
                 if (std::none_of(service.ports.begin(), service.ports.end(),
@@ -1682,6 +1692,13 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 vhost->set_name(StrCat(host, ":", port));
                 vhost->add_domains(host);
                 vhost->add_domains(StrCat(host, ":", port));
+                for (const std::string& address : service.addresses) {
+                  if (!addresses_claimed.insert(address).second) continue;
+                  // An IPv6 address takes brackets before a port, as in a Host header.
+                  const bool v6 = address.find(':') != std::string::npos;
+                  vhost->add_domains(v6 ? StrCat("[", address, "]") : address);
+                  vhost->add_domains(StrCat(v6 ? StrCat("[", address, "]") : address, ":", port));
+                }
                 AddRoutes(mesh, service, port, scope, proxy.grpc, vhost);
               }
             }

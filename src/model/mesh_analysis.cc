@@ -104,6 +104,26 @@ void UnusedTlsRoutes(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
+// ServiceEntry addresses with opaque ports: istiod's sidecars tell such services apart by the
+// address a client dialled, which cxds's listeners, bound to their own addresses, never see;
+// those ports are served as if the entry had no addresses (HTTP ports use them as domains).
+void AddressesOnOpaquePorts(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kServiceEntry)) {
+    const auto* se = std::get_if<ServiceEntry>(&stored->object);
+    if (se == nullptr || se->addresses.empty()) continue;
+    std::vector<std::string> opaque;
+    for (const ServicePort& port : se->ports) {
+      if (!IsHttpProtocol(port.protocol)) opaque.push_back(StrCat(port.number, " (", port.protocol, ")"));
+    }
+    if (opaque.empty()) continue;
+    out.push_back({key, "spec.addresses", "cxds_addresses_unused",
+                   StrCat("ports ", absl::StrJoin(opaque, ", "),
+                          " are not told apart from other services' by these addresses: cxds's Envoy listeners bind "
+                          "their own addresses and never see the one a client dialled (HTTP ports answer to the "
+                          "addresses as domains)")});
+  }
+}
+
 // Service ports without endpoints, from the endpoints MeshModel serves (BuildEndpointIndex),
 // and DestinationRule subsets that select none of a port's endpoints: both are clusters a
 // proxy gets empty, so requests routed there fail with UNAVAILABLE while the proxy ACKs.
@@ -408,6 +428,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);
     GatewayServers(served, mesh, out);
+    AddressesOnOpaquePorts(served, out);
     return out;
   };
 }
@@ -424,7 +445,10 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_tls_route_unused",
                                                   "cxds_gateway_server_left_out",
                                                   "cxds_gateway_only",
-                                                  "pilot_destrule_subsets"};
+                                                  "pilot_destrule_subsets",
+                                                  "cxds_delegate_conflict",
+                                                  "cxds_delegate_unused",
+                                                  "cxds_addresses_unused"};
   return kCodes;
 }
 

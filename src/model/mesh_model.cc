@@ -223,7 +223,8 @@ bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
   }
   // exportTo decides which proxies see the service: not an endpoint change.
   return a.hosts == b.hosts && a.ports == b.ports && a.workload_selector == b.workload_selector &&
-         a.meta.labels == b.meta.labels && a.export_to == b.export_to;
+         a.meta.labels == b.meta.labels && a.export_to == b.export_to && a.addresses == b.addresses &&
+         a.subject_alt_names == b.subject_alt_names;
 }
 
 bool IsEndpointKind(const std::string& kind) {
@@ -290,7 +291,7 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
                            se->resolution != ServiceEntry::Resolution::kStatic
                                ? std::span<const WorkloadEndpoint>(se->endpoints)
                                : std::span<const WorkloadEndpoint>{},
-                           se->export_to});
+                           se->export_to, se->addresses, se->subject_alt_names});
       }
       if (!se->export_to.empty() && !(se->export_to.size() == 1 && se->export_to[0] == "*")) {
         exports_restricted_ = true;

@@ -47,6 +47,9 @@ struct ServiceInfo {
   // The ServiceEntry's exportTo, or the Service's annotation: which namespaces' proxies see the
   // host (empty: all).
   std::span<const std::string> export_to;
+  // A ServiceEntry's addresses and subjectAltNames (empty for a Service).
+  std::span<const std::string> addresses;
+  std::span<const std::string> subject_alt_names;
 };
 
 struct EndpointInfo {

@@ -203,6 +203,32 @@ spec:
 
 // ServiceEntry exportTo as Istio validates it; VirtualService and DestinationRule still take
 // only "*".
+// ServiceEntry addresses: IP addresses; a CIDR range is valid Istio that cxds does not support;
+// anything else is invalid, as in Istio.
+TEST(YamlLoaderTest, ServiceEntryAddressesAreIpAddressesAndCidrRangesAreNotSupported) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.2}]
+  subjectAltNames: [api.example.com]
+)";
+  const ParsedFile good = ParseConfigFile("x.yaml", head + "  addresses: [127.0.0.9, \"::1\"]\n");
+  ASSERT_TRUE(good.errors.empty()) << Errors(good);
+  const auto& se = std::get<ServiceEntry>(good.documents.at(0).object);
+  EXPECT_THAT(se.addresses, ::testing::ElementsAre("127.0.0.9", "::1"));
+  EXPECT_THAT(se.subject_alt_names, ::testing::ElementsAre("api.example.com"));
+  EXPECT_THAT(OnlyError(head + "  addresses: [127.0.0.0/8]\n"),
+              ::testing::StartsWith("spec.addresses[0]: a CIDR range is not supported by cxds"));
+  EXPECT_EQ(OnlyError(head + "  addresses: [api.internal]\n"),
+            "spec.addresses[0]: must be an IP address or a CIDR range, got \"api.internal\"");
+  EXPECT_EQ(OnlyError(head + "  addresses: [banana/8]\n"),
+            "spec.addresses[0]: must be an IP address or a CIDR range, got \"banana/8\"");
+}
+
 TEST(YamlLoaderTest, ServiceEntryExportToIsCheckedAsIstioChecksIt) {
   const auto errors_of = [](const std::string& export_to) {
     return Errors(ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1

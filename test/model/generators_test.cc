@@ -3265,6 +3265,74 @@ TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
   EXPECT_TRUE(info.grpc);
 }
 
+// A ServiceEntry's addresses are domains of its HTTP virtual hosts (an IPv6 one in brackets),
+// the first host claiming each; its subjectAltNames are what a DestinationRule's SIMPLE tls
+// without subjectAltNames checks the server for (istiod's auto SAN check still on, as the
+// rule names none), and a rule's own subjectAltNames replace them.
+TEST_F(GeneratorsTest, ServiceEntryAddressesAreDomainsAndItsSubjectAltNamesAreCheckedUnderTls) {
+  Apply("payments.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: payments}
+spec:
+  hosts: [payments.example.com, pay.example.com]
+  addresses: [127.0.0.50, "::1"]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.51}]
+  subjectAltNames: ["spiffe://example.com/payments", payments.example.com]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: payments}
+spec:
+  host: payments.example.com
+  trafficPolicy: {tls: {mode: SIMPLE}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: pay}
+spec:
+  host: pay.example.com
+  trafficPolicy: {tls: {mode: SIMPLE, subjectAltNames: [pay.example.com]}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  std::map<std::string, std::vector<std::string>> domains;
+  for (const auto& vhost : config.virtual_hosts()) {
+    domains[vhost.name()].assign(vhost.domains().begin(), vhost.domains().end());
+  }
+  EXPECT_THAT(domains["pay.example.com:8080"],
+              ::testing::ElementsAre("pay.example.com", "pay.example.com:8080", "127.0.0.50", "127.0.0.50:8080",
+                                     "[::1]", "[::1]:8080"));
+  EXPECT_THAT(domains["payments.example.com:8080"],
+              ::testing::ElementsAre("payments.example.com", "payments.example.com:8080"))
+      << "the addresses are pay.example.com's, first by host: Envoy refuses a domain named twice";
+
+  auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const auto sans_of = [&](const std::string& name) {
+    envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
+    EXPECT_TRUE(clusters[name].transport_socket().typed_config().UnpackTo(&context)) << name;
+    std::vector<std::string> sans;
+    for (const auto& m : context.common_tls_context().validation_context().match_typed_subject_alt_names()) {
+      sans.push_back(StrCat(static_cast<int>(m.san_type()), ":", m.matcher().exact()));
+    }
+    return sans;
+  };
+  using Matcher = envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher;
+  EXPECT_THAT(sans_of("outbound|8080||payments.example.com"),
+              ::testing::ElementsAre(StrCat(static_cast<int>(Matcher::URI), ":spiffe://example.com/payments"),
+                                     StrCat(static_cast<int>(Matcher::DNS), ":payments.example.com")));
+  EXPECT_THAT(sans_of("outbound|8080||pay.example.com"),
+              ::testing::ElementsAre(StrCat(static_cast<int>(Matcher::DNS), ":pay.example.com")))
+      << "the rule's own subjectAltNames";
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  ASSERT_TRUE(clusters["outbound|8080||payments.example.com"]
+                  .typed_extension_protocol_options()
+                  .at("envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
+                  .UnpackTo(&options));
+  EXPECT_TRUE(options.upstream_http_protocol_options().auto_san_validation()) << "as istiod: the rule names none";
+}
+
 // A route that delegates is served as the delegate's routes merged into it, to Envoy and gRPC
 // nodes alike; a change of the delegate alone (no hosts of its own) reaches the proxies.
 TEST_F(GeneratorsTest, DelegatedRoutesAreServedMergedAndTheDelegatesChangesArePushed) {

@@ -334,6 +334,28 @@ spec:
                                   "requests routed here fail [IST0101]"));
 }
 
+// A ServiceEntry with addresses and opaque ports: cxds's listeners never see the address a
+// client dialled, so those ports are not told apart by it; said once, where the addresses are.
+TEST(MeshAnalysisTest, AddressesOfAServiceEntryWithOpaquePortsAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("db.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db}
+spec:
+  hosts: [db.example.com]
+  addresses: [127.0.0.60]
+  ports: [{number: 5432, name: tcp, protocol: TCP}, {number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.61}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("db.yaml:1: ServiceEntry default/db: spec.addresses: ports 5432 (TCP) are not told apart "
+                          "from other services' by these addresses: cxds's Envoy listeners bind their own addresses "
+                          "and never see the one a client dialled (HTTP ports answer to the addresses as domains) "
+                          "[cxds_addresses_unused]"));
+}
+
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
 // of its Gateway admits (IST0132), reaches no gateway proxy: both are said where they are.
 TEST(MeshAnalysisTest, GatewayBindingsThatReachNoGatewayAreReported) {
