@@ -2,6 +2,7 @@
 // header operations, faults). Plain values, as the rest of config/mesh_config.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -88,6 +89,13 @@ struct HttpRoute {
     std::string namespace_name;  // the VirtualService's own when not given
   };
   std::optional<Delegate> delegate;
+  // On the routes of a VirtualService served with its delegates merged in (MeshContext): where
+  // the route was written, as "namespace/name" and its index in that object's http[].
+  struct Origin {
+    std::string virtual_service;
+    size_t index = 0;
+  };
+  std::optional<Origin> origin;
   HeaderManipulation headers;
   struct Rewrite {
     std::string uri;        // the matched prefix (or the whole path) becomes this

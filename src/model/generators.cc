@@ -1383,28 +1383,31 @@ void SetAnswer(const HttpRoute& http, uint32_t port, envoy::config::route::v3::R
 }
 
 // The routes of one VirtualService's HTTP routes for requests on `port` (a service port, or a
-// gateway's), in order: those of its matches `applies` keeps.
-void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, uint32_t port,
-                             const std::function<bool(const HttpRoute::Match&)>& applies,
-                             const std::string& proxy_namespace, bool grpc,
-                             envoy::config::route::v3::VirtualHost* vhost) {
+// gateway's), in order: those of its matches `applies` keeps. Returns how many matches are for
+// this port and proxy, counting those a gRPC node cannot be sent (an answer, a pseudo-header).
+size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, uint32_t port,
+                               const std::function<bool(const HttpRoute::Match&)>& applies,
+                               const std::string& proxy_namespace, bool grpc,
+                               envoy::config::route::v3::VirtualHost* vhost) {
+  size_t for_proxy = 0;
   for (const HttpRoute& http : vs->http) {
     const bool answers = http.redirect.has_value() || http.direct_response.has_value();
-    // gRPC routes only to clusters: grpc-js refuses the whole route configuration for one
-    // redirect, so the route is left out (analysis says so, cxds_grpc_ignores).
-    if (grpc && answers) continue;
     std::vector<const HttpRoute::Match*> matches;
     for (const auto& m : http.match) matches.push_back(&m);
     if (matches.empty()) matches.push_back(nullptr);
     for (const HttpRoute::Match* match : matches) {
-      // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
-      // there, so it is left out (analysis says so, cxds_grpc_ignores).
-      if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
       // A match on another of the host's ports has no place in this port's routes.
       if (match != nullptr && match->port != 0 && match->port != port) continue;
       // A match for other clients (sourceLabels, sourceNamespace, gateways) is not in this
       // proxy's routes.
       if (match != nullptr && !applies(*match)) continue;
+      ++for_proxy;
+      // gRPC routes only to clusters: grpc-js refuses the whole route configuration for one
+      // redirect, so the route is left out (analysis says so, cxds_grpc_ignores).
+      if (grpc && answers) continue;
+      // Proxyless gRPC has no pseudo-headers or query to match: such a route never matches
+      // there, so it is left out (analysis says so, cxds_grpc_ignores).
+      if (grpc && match != nullptr && MatchesWhatGrpcLacks(*match)) continue;
       auto* route = vhost->add_routes();
       if (!http.name.empty()) route->set_name(http.name);
       if (match != nullptr && !match->stat_prefix.empty() && !grpc) route->set_stat_prefix(match->stat_prefix);
@@ -1501,20 +1504,23 @@ void AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, 
       SetRetryPolicy(http.retries, grpc, action);
     }
   }
+  return for_proxy;
 }
 
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
 // else (a VirtualService decides) or, without one, a catch-all to the service.
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, const ProxyScope& scope, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
-  const std::vector<const VirtualService*> virtual_services =
-      mesh.VirtualServicesFor(service.host, scope.namespace_name());
-  for (const VirtualService* vs : virtual_services) {
-    AddVirtualServiceRoutes(
+  size_t for_proxy = 0;
+  for (const VirtualService* vs : mesh.VirtualServicesFor(service.host, scope.namespace_name())) {
+    for_proxy += AddVirtualServiceRoutes(
         mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, scope.namespace_name(),
         grpc, vhost);
   }
-  if (virtual_services.empty()) {
+  // A VirtualService with no route for this port and proxy (other ports, other clients, every
+  // delegated route dropped) leaves the host its default route, as istiod builds no virtual host
+  // from it then. (Routes left out for gRPC alone do not: the rest of Envoy's are not there.)
+  if (for_proxy == 0) {
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
@@ -2049,7 +2055,11 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
           if (!applies) continue;
           const std::vector<std::string> fields = GrpcIgnoredRouteFields(http);
           if (fields.empty()) continue;
-          add({name, ObjectName("VirtualService", vs->meta), StrCat("spec.http[", i, "]"),
+          // (A route merged from a delegate, or moved by one, is named where it was written.)
+          add({name,
+               http.origin ? StrCat("VirtualService ", http.origin->virtual_service)
+                           : ObjectName("VirtualService", vs->meta),
+               StrCat("spec.http[", http.origin ? http.origin->index : i, "]"),
                StrCat(absl::StrJoin(fields, ", "), ": not implemented by proxyless gRPC clients (gRFC A28)")});
         }
       }

@@ -15,27 +15,20 @@ namespace cxds {
 
 namespace {
 
-// The namespaces whose proxies get `vs`'s routes and that `istioctl analyze` checks a
-// destination's visibility from: its own, and those its exportTo names ("*" names none: every
-// namespace could not be checked one by one).
-std::vector<std::string> NamespacesRoutedFrom(const VirtualService& vs) {
-  std::vector<std::string> out = {vs.meta.namespace_name};
-  for (const std::string& to : vs.export_to) {
-    if (to != "*" && to != "." && to != "~" && to != vs.meta.namespace_name) out.push_back(to);
-  }
-  return out;
-}
-
-// Routes to hosts that are not services, or to ports they do not have, or to services not
-// exported to any namespace the routes are served in: requests taking them fail, and a
-// proxyless client waits for a cluster that never comes.
+// Routes to hosts that are not services, or to ports they do not have, or to services
+// exported to none of the namespaces the routes are served in (ServedNamespaces): requests
+// taking them fail, and a proxyless client waits for a cluster that never comes.
 void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
                          std::vector<ConfigWarning>& out) {
+  const Delegators delegators = DelegatorsOf(served);
   for (const auto& entry : served) {
     const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
     const auto& stored = entry.second;
     const auto* vs = std::get_if<VirtualService>(&stored->object);
     if (vs == nullptr) continue;
+    // Where its routes are served: as `istioctl analyze`, its own namespace, or those its
+    // exportTo names; a delegate's, where the VirtualServices delegating to it are served.
+    const std::vector<std::string> from = ServedNamespaces(*vs, key, delegators);
     ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
       const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
       const ServiceInfo* service = mesh.FindService(host);
@@ -44,9 +37,7 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
                        StrCat("host ", host,
                               " is not defined by any Service or ServiceEntry: requests routed here "
                               "fail")});
-      } else if (const std::vector<std::string> from = NamespacesRoutedFrom(*vs);
-                 !vs->hosts.empty() &&  // (a delegate's routes are served where its delegators' are)
-                 std::none_of(from.begin(), from.end(), [&](const std::string& ns) {
+      } else if (!from.empty() && std::none_of(from.begin(), from.end(), [&](const std::string& ns) {
                    return ExportRank(service->export_to, service->namespace_name, ns).has_value();
                  })) {
         out.push_back({key, field + ".host", "IST0101",
@@ -448,6 +439,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "pilot_destrule_subsets",
                                                   "cxds_delegate_conflict",
                                                   "cxds_delegate_unused",
+                                                  "cxds_delegate_bound",
                                                   "cxds_addresses_unused"};
   return kCodes;
 }

@@ -35,6 +35,8 @@ namespace {
 // is). A regex cannot be compared, so one on either side conflicts with any match on the other.
 bool StringMatchConflicts(const std::optional<StringMatch>& root, const std::optional<StringMatch>& leaf) {
   if (!root.has_value() || !leaf.has_value()) return false;
+  // An empty one (a header's "present" match) has nothing a leaf could be within, as istiod reads it.
+  if (root->value.empty()) return true;
   if (root->kind == StringMatch::Kind::kRegex || leaf->kind == StringMatch::Kind::kRegex) return true;
   if (root->kind == StringMatch::Kind::kExact) {
     return leaf->kind != StringMatch::Kind::kExact || leaf->value != root->value;
@@ -129,6 +131,47 @@ std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRou
     out.mirrors_listed = root.mirrors_listed;
   }
   return out;
+}
+
+Delegators DelegatorsOf(const ObjectMap& objects) {
+  Delegators out;
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kVirtualService)) {
+    const auto* vs = std::get_if<VirtualService>(&stored->object);
+    if (vs == nullptr || vs->hosts.empty()) continue;
+    for (const HttpRoute& route : vs->http) {
+      if (!route.delegate.has_value()) continue;
+      const ConfigKey delegate_key{kind::kVirtualService, route.delegate->namespace_name, route.delegate->name};
+      const auto it = objects.find(delegate_key);
+      const auto* delegate = it == objects.end() ? nullptr : std::get_if<VirtualService>(&it->second->object);
+      if (delegate == nullptr || !delegate->hosts.empty() ||
+          !ExportRank(delegate->export_to, delegate_key.namespace_name, vs->meta.namespace_name).has_value()) {
+        continue;
+      }
+      std::vector<const VirtualService*>& roots = out[delegate_key];
+      if (roots.empty() || roots.back() != vs) roots.push_back(vs);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ServedNamespaces(const VirtualService& vs, const ConfigKey& key,
+                                          const Delegators& delegators) {
+  std::set<std::string> out;
+  const auto add_own = [&](const VirtualService& v) {
+    if (v.export_to.empty() || std::find(v.export_to.begin(), v.export_to.end(), "*") != v.export_to.end()) {
+      out.insert(v.meta.namespace_name);
+      return;
+    }
+    for (const std::string& to : v.export_to) {
+      if (to != "~") out.insert(to == "." ? v.meta.namespace_name : to);
+    }
+  };
+  if (!vs.hosts.empty()) {
+    add_own(vs);
+  } else if (auto it = delegators.find(key); it != delegators.end()) {
+    for (const VirtualService* root : it->second) add_own(*root);
+  }
+  return {out.begin(), out.end()};
 }
 
 std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
@@ -305,11 +348,12 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   }
   std::map<std::string, std::vector<Claim>> bound;  // gateway -> VirtualServices bound to it
   std::set<ConfigKey> delegates_used;
+  size_t delegation_budget = kMaxDelegatedRoutesAndMatches;
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kVirtualService)) {
     const auto* original = std::get_if<VirtualService>(&stored->object);
     // A delegate (no hosts) is served only inside the VirtualServices that delegate to it.
     if (original == nullptr || original->hosts.empty()) continue;
-    if (const VirtualService* vs = WithDelegates(*original, key, delegates_used)) {
+    if (const VirtualService* vs = WithDelegates(*original, key, delegates_used, delegation_budget)) {
       const bool narrow = !vs->export_to.empty() && vs->export_to != std::vector<std::string>{"*"};
       for (const std::string& gateway : vs->gateways) {
         if (gateway == "mesh") continue;
@@ -570,16 +614,18 @@ void MeshContext::BuildOpaqueChains() {
 }
 
 const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const ConfigKey& key,
-                                                 std::set<ConfigKey>& used) {
+                                                 std::set<ConfigKey>& used, size_t& budget) {
   if (std::none_of(vs.http.begin(), vs.http.end(), [](const HttpRoute& h) { return h.delegate.has_value(); })) {
     return &vs;
   }
   VirtualService& merged = merged_virtual_services_.emplace_back(vs);
   merged.http.clear();
+  const std::string vs_name = StrCat(key.namespace_name, "/", key.name);
   for (size_t i = 0; i < vs.http.size(); ++i) {
     const HttpRoute& root = vs.http[i];
     if (!root.delegate.has_value()) {
       merged.http.push_back(root);
+      merged.http.back().origin = HttpRoute::Origin{vs_name, i};
       continue;
     }
     const ConfigKey delegate_key{kind::kVirtualService, root.delegate->namespace_name, root.delegate->name};
@@ -602,9 +648,21 @@ const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const
     }
     used.insert(delegate_key);
     for (size_t j = 0; j < delegate->http.size(); ++j) {
+      const size_t cost =
+          1 + std::max<size_t>(root.match.size(), 1) * std::max<size_t>(delegate->http[j].match.size(), 1);
+      if (cost > budget) {
+        findings_.push_back(
+            {key, field, "cxds_delegate_bound",
+             StrCat("merging the routes of ", named, " would make more than ", kMaxDelegatedRoutesAndMatches,
+                    " routes and matches in all: the rest of this route's delegated routes are not "
+                    "served (cxds bounds the merge)")});
+        break;
+      }
+      budget -= cost;
       if (std::optional<HttpRoute> route =
               MergeDelegateRoute(root, delegate->http[j], delegate_key.namespace_name, domain_suffix_)) {
         merged.http.push_back(std::move(*route));
+        merged.http.back().origin = HttpRoute::Origin{named, j};
       } else {
         findings_.push_back({delegate_key, StrCat("spec.http[", j, "].match"), "cxds_delegate_conflict",
                              StrCat("a match conflicts with every match of spec.http[", i, "] of VirtualService ",
@@ -861,6 +919,7 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
     std::optional<MergedDestinationRules> before;               // when needed
     std::optional<std::map<std::string, std::string>> entries;  // ServiceEntry host -> namespace
     std::optional<std::map<std::string, std::string>> entries_before;
+    std::optional<Delegators> delegators;  // when a delegate is checked
     for (const auto& entry : candidate) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& object = entry.second;
@@ -872,13 +931,9 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         // The rule proxies of each namespace the VirtualService is exported to get: its own when
         // exported everywhere (the namespace it is written for; proxies of other namespaces may
         // get another rule, as in Istio), else each it names ("~": none gets its routes).
-        std::vector<std::string> namespaces;
-        for (const std::string& to : vs->export_to) {
-          if (to != "*" && to != "~") namespaces.push_back(to == "." ? vs->meta.namespace_name : to);
-        }
-        const bool everywhere =
-            vs->export_to.empty() || std::find(vs->export_to.begin(), vs->export_to.end(), "*") != vs->export_to.end();
-        if (everywhere) namespaces = {vs->meta.namespace_name};
+        // A delegate's routes are served where those of the VirtualServices delegating to it are.
+        if (vs->hosts.empty() && !delegators.has_value()) delegators = DelegatorsOf(candidate);
+        const std::vector<std::string> namespaces = ServedNamespaces(*vs, key, delegators.value_or(Delegators{}));
         std::string ns;
         const MergedDestinationRules::Entry* rule = nullptr;
         for (const std::string& candidate_ns : namespaces) {
@@ -892,12 +947,14 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         error.field = field + ".subset";
         const bool any_rule = rules.AnyFor(host);
         if (rule != nullptr) {
-          error.message = StrCat(
-              "subset \"", d.subset, "\" is not defined by DestinationRule ", rule->key.namespace_name, "/",
-              rule->key.name, " (host ", host,
-              ns == vs->meta.namespace_name
-                  ? ")"
-                  : StrCat(", the rule proxies of namespace ", ns, " get, to which this VirtualService is exported)"));
+          error.message =
+              StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ", rule->key.namespace_name, "/",
+                     rule->key.name, " (host ", host,
+                     ns == vs->meta.namespace_name
+                         ? ")"
+                         : StrCat(", the rule proxies of namespace ", ns, " get, ",
+                                  vs->hosts.empty() ? "where a VirtualService delegating to this one is served)"
+                                                    : "to which this VirtualService is exported)"));
         } else if (any_rule) {
           error.message = StrCat("subset \"", d.subset, "\" of ", host,
                                  " is not defined: no DestinationRule for the host applies to proxies of namespace ",

@@ -231,7 +231,10 @@ class MeshContext final : public PushContext {
   // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such
   // route replaced by the delegate's routes merged with it (MergeDelegateRoute); what is not
   // merged is in findings_. Delegates used are added to `used`.
-  const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used);
+  // At most `budget` merged routes and matches are made, less what they cost (a bound on
+  // hostile config: each delegating route multiplies its delegate's routes and matches).
+  const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used,
+                                      size_t& budget);
 
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
@@ -239,6 +242,8 @@ class MeshContext final : public PushContext {
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::deque<VirtualService> merged_virtual_services_;  // WithDelegates' copies (stable addresses)
+  // The most routes and matches WithDelegates makes for one context.
+  static constexpr size_t kMaxDelegatedRoutesAndMatches = 100000;
   bool virtual_services_vary_by_namespace_ = false;
   bool gateway_virtual_services_vary_by_namespace_ = false;
   std::map<std::string, const Gateway*> gateways_;  // by "namespace/name"
@@ -334,6 +339,16 @@ bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const Virtual
 // route conflicts with every root match, and istiod leaves the route out.
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
                                             const std::string& delegate_namespace, const std::string& domain_suffix);
+
+// For each delegate VirtualService (no hosts) of `objects`, the VirtualServices with hosts
+// whose http[].delegate names it and to whose namespace it is exported.
+using Delegators = std::map<ConfigKey, std::vector<const VirtualService*>>;
+Delegators DelegatorsOf(const ObjectMap& objects);
+
+// The namespaces whose proxies get the routes of `vs` (of key `key`): its own when exported to
+// every namespace (the default), else each its exportTo names ("." its own, "~" none); for a
+// delegate, those of the VirtualServices delegating to it (`delegators`). Sorted, unique.
+std::vector<std::string> ServedNamespaces(const VirtualService& vs, const ConfigKey& key, const Delegators& delegators);
 
 // "reviews" in namespace "shop" -> "reviews.shop.svc.SUFFIX"; names with a dot are kept.
 std::string ResolveHost(const std::string& host, const std::string& ns, const std::string& suffix);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -82,6 +83,13 @@ TEST(DelegateTest, OtherConditionsMustAgreeWithTheRoots) {
   leaf.source_labels = {{"app", "api"}};
   EXPECT_FALSE(Within(root, leaf));
   leaf.source_labels = {{"version", "v1"}};
+  EXPECT_TRUE(Within(root, leaf));
+
+  root = leaf = {};
+  root.headers["x-team"] = Prefix("");  // Istio's "the header is present"
+  leaf.headers["x-team"] = Exact("a");
+  EXPECT_FALSE(Within(root, leaf)) << "istiod: nothing is within an empty match";
+  leaf.headers.clear();
   EXPECT_TRUE(Within(root, leaf));
 
   root = leaf = {};
@@ -239,7 +247,6 @@ TEST(DelegateTest, AContextServesTheRootWithItsDelegatesRoutesAndSaysWhatItLeave
   // The stored objects are not changed by the merge.
   const auto& stored = std::get<VirtualService>(store.Snapshot()->at({"VirtualService", "shop", "reviews"})->object);
   EXPECT_EQ(stored.http.size(), 4u);
-  EXPECT_TRUE(context.VirtualServicesFor("").empty());
 
   const std::vector<std::string> findings = Findings(context);
   EXPECT_THAT(findings, ::testing::Contains(
@@ -255,6 +262,121 @@ TEST(DelegateTest, AContextServesTheRootWithItsDelegatesRoutesAndSaysWhatItLeave
                                                       "hosts delegates to this one")));
   EXPECT_THAT(findings, ::testing::Contains(HasSubstr("team/private  [cxds_delegate_unused]")));
   EXPECT_EQ(findings.size(), 5u) << ::testing::PrintToString(findings);
+}
+
+// Delegation at a Gateway: the VirtualService bound to it is served merged there too; each
+// merged route says where it was written (what config status names).
+TEST(DelegateTest, AGatewayGetsTheMergedRoutesAndEachRouteKnowsWhereItWasWritten) {
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: edge, namespace: shop}
+spec:
+  hosts: [shop.example.com]
+  gateways: [ingress]
+  http:
+  - route: [{destination: {host: reviews}}]
+    match: [{uri: {prefix: /static}}]
+  - delegate: {name: shop-routes}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop-routes, namespace: shop}
+spec:
+  http:
+  - route: [{destination: {host: reviews}}]
+)");
+  ASSERT_THAT(update.errors, IsEmpty()) << update.errors.front().ToString();
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const std::vector<const VirtualService*> served = context.VirtualServicesOfGateway("shop/ingress", "shop");
+  ASSERT_EQ(served.size(), 1u);
+  ASSERT_EQ(served[0]->http.size(), 2u);
+  ASSERT_TRUE(served[0]->http[0].origin.has_value());
+  EXPECT_EQ(served[0]->http[0].origin->virtual_service, "shop/edge");
+  EXPECT_EQ(served[0]->http[0].origin->index, 0u);
+  ASSERT_TRUE(served[0]->http[1].origin.has_value());
+  EXPECT_EQ(served[0]->http[1].origin->virtual_service, "shop/shop-routes");
+  EXPECT_EQ(served[0]->http[1].origin->index, 0u);
+  EXPECT_EQ(served[0]->http[1].route.at(0).host, "reviews.shop.svc.cluster.local");
+}
+
+// Delegation multiplies routes and matches: a context makes at most a bounded number, says
+// where it stopped, and serves the rest of the VirtualService.
+TEST(DelegateTest, TheMergeIsBounded) {
+  std::string root_matches, delegate_matches;
+  for (int i = 0; i < 300; ++i) root_matches += StrCat("{uri: {prefix: /p", i, "}}, ");
+  for (int i = 0; i < 400; ++i) delegate_matches += StrCat("{uri: {prefix: /p0/", i, "}}, ");
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFile("big.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: big}
+spec:
+  hosts: [big.example.com]
+  http:
+  - match: [)",
+                                                                        root_matches, R"(]
+    delegate: {name: many}
+  - route: [{destination: {host: big.example.com}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: many}
+spec:
+  http:
+  - match: [)",
+                                                                        delegate_matches, R"(]
+    route: [{destination: {host: big.example.com}}]
+)"));
+  ASSERT_THAT(update.errors, IsEmpty()) << update.errors.front().ToString();
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const std::vector<const VirtualService*> served = context.VirtualServicesFor("big.example.com");
+  ASSERT_EQ(served.size(), 1u);
+  ASSERT_EQ(served[0]->http.size(), 1u) << "the 120,000 merged matches are not made; the last route stays";
+  EXPECT_THAT(Findings(context),
+              ::testing::Contains(HasSubstr("default/big spec.http[0].delegate [cxds_delegate_bound] merging the "
+                                            "routes of default/many would make more than 100000 routes and matches")));
+}
+
+// A delegate's subsets are checked against the rule the proxies that get its routes use: those
+// of the delegating VirtualService's namespace, not the delegate's own.
+TEST(DelegateTest, ADelegatesSubsetsAreCheckedWhereItsRoutesAreServed) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
+  const std::string mesh = R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  exportTo: ["."]
+  subsets: [{name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: shop}
+spec:
+  hosts: [reviews]
+  http: [{delegate: {name: rollout, namespace: team}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: rollout, namespace: team}
+spec:
+  http: [{route: [{destination: {host: reviews.shop.svc.cluster.local, subset: SUBSET}}]}]
+)";
+  const ConfigStore::Update good = store.ApplyFile("mesh.yaml", absl::StrReplaceAll(mesh, {{"SUBSET", "v2"}}));
+  EXPECT_THAT(good.errors, IsEmpty()) << "the rule of shop, where the routes are served, defines v2";
+  const ConfigStore::Update bad = store.ApplyFile("mesh.yaml", absl::StrReplaceAll(mesh, {{"SUBSET", "v9"}}));
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_THAT(
+      bad.errors[0].ToString(),
+      HasSubstr("VirtualService team/rollout: spec.http[0].route[0].destination.subset: subset \"v9\" is not "
+                "defined by DestinationRule shop/reviews (host reviews.shop.svc.cluster.local, the rule proxies "
+                "of namespace shop get, where a VirtualService delegating to this one is served)"));
 }
 
 // Istio's validation of delegation, each refusal where it is.

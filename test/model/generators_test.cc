@@ -3265,6 +3265,30 @@ TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
   EXPECT_TRUE(info.grpc);
 }
 
+// A VirtualService with no route for a proxy and port (its only route delegates to nothing, or
+// is for other clients) leaves the host its default route, as istiod builds no virtual host from
+// it; a route left out for gRPC alone (a redirect) does not.
+TEST_F(GeneratorsTest, AVirtualServiceWithNoRouteForAProxyLeavesTheDefaultRoute) {
+  for (const std::string& routes :
+       {std::string("  - delegate: {name: missing}\n"),
+        std::string("  - match: [{sourceLabels: {app: other}}]\n"
+                    "    route: [{destination: {host: inventory.mesh.local, subset: v2}}]\n")}) {
+    Apply("routes.yaml", std::string(kInventoryRoutesHead) + routes);
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    for (const bool grpc : {false, true}) {
+      const auto route = OnlyInventoryRoute(grpc);
+      EXPECT_EQ(route.match().prefix(), "/") << routes;
+      EXPECT_EQ(route.route().cluster(), "outbound|8080||inventory.mesh.local") << routes;
+    }
+  }
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + "  - redirect: {uri: /elsewhere}\n");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_EQ(OnlyInventoryRoute(false).redirect().path_redirect(), "/elsewhere");
+  const auto config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
+  EXPECT_EQ(config.virtual_hosts(0).routes_size(), 0) << "not routed where Envoy would redirect";
+}
+
 // A ServiceEntry's addresses are domains of its HTTP virtual hosts (an IPv6 one in brackets),
 // the first host claiming each; its subjectAltNames are what a DestinationRule's SIMPLE tls
 // without subjectAltNames checks the server for (istiod's auto SAN check still on, as the

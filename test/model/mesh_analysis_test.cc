@@ -3,6 +3,7 @@
 // refused; the kept list bounded while the counts stay exact.
 #include "model/mesh_analysis.h"
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/mesh_model.h"
@@ -281,29 +282,36 @@ spec:
                                             "it [pilot_duplicate_envoy_clusters]"));
 }
 
-// A route to a service that is not exported to the VirtualService's namespace, nor to any its
-// exportTo names, is IST0101 as `istioctl analyze` says it: the proxies that get the route do
-// not see the cluster. Exported to a namespace that does see it, or in the service's own, it is
-// no finding.
-TEST(MeshAnalysisTest, RoutesToAServiceNotExportedWhereTheyAreServedAreReported) {
-  ConfigStore store = AnalyzedStore();
-  const ConfigStore::Update update = store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+// Service db of `ns`, exported to its own namespace only, with one endpoint.
+std::string DbExportedToItsNamespace(const std::string& ns) {
+  return absl::StrReplaceAll(R"(apiVersion: v1
 kind: Service
 metadata:
   name: db
-  namespace: backend
+  namespace: NS
   annotations: {networking.istio.io/exportTo: "."}
 spec:
   ports: [{name: http, port: 8080}]
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
-metadata: {name: db-1, namespace: backend, labels: {kubernetes.io/service-name: db}}
+metadata: {name: db-1, namespace: NS, labels: {kubernetes.io/service-name: db}}
 addressType: IPv4
 ports: [{name: http, port: 18080}]
 endpoints: [{addresses: [127.0.0.2]}]
 ---
-apiVersion: networking.istio.io/v1
+)",
+                             {{"NS", ns}});
+}
+
+// A route to a service that is not exported to the VirtualService's namespace, nor to any its
+// exportTo names, is IST0101 as `istioctl analyze` says it: the proxies that get the route do
+// not see the cluster. Exported to a namespace that does see it, or in the service's own, it is
+// no finding.
+TEST(MeshAnalysisTest, RoutesToAServiceNotExportedWhereTheyAreServedAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update =
+      store.ApplyFile("mesh.yaml", DbExportedToItsNamespace("backend") + R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: from-frontend, namespace: frontend}
 spec:
@@ -332,6 +340,74 @@ spec:
                                   "spec.http[0].route[0].destination.host: host db.backend.svc.cluster.local is not "
                                   "exported to namespace frontend (its exportTo: .), so proxies there do not see it: "
                                   "requests routed here fail [IST0101]"));
+}
+
+// Where routes are served decides what they must see: a VirtualService exported to another
+// namespace only is judged from there, a delegate from where its delegators are served.
+TEST(MeshAnalysisTest, ExportChecksFollowWhereRoutesAreServedDelegatesIncluded) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update =
+      store.ApplyFile("mesh.yaml", DbExportedToItsNamespace("frontend") + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: for-backend, namespace: frontend}
+spec:
+  hosts: [web.frontend.svc.cluster.local]
+  exportTo: [backend]
+  http: [{route: [{destination: {host: db}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: root, namespace: backend}
+spec:
+  hosts: [api.backend.svc.cluster.local]
+  http: [{delegate: {name: routes, namespace: frontend}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: routes, namespace: frontend}
+spec:
+  http: [{route: [{destination: {host: db}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains(::testing::HasSubstr(
+                            "VirtualService frontend/for-backend: spec.http[0].route[0].destination.host: host "
+                            "db.frontend.svc.cluster.local is not exported to namespace backend")));
+  EXPECT_THAT(warnings, ::testing::Contains(::testing::HasSubstr(
+                            "VirtualService frontend/routes: spec.http[0].route[0].destination.host: host "
+                            "db.frontend.svc.cluster.local is not exported to namespace backend")));
+  EXPECT_EQ(store.WarningCounts()["IST0101"], 2u);
+}
+
+// A VirtualService whose http routes delegate is served as a merged copy: its tls routes are
+// still judged (by name, not by the object served).
+TEST(MeshAnalysisTest, TlsRoutesOfADelegatingVirtualServiceAreStillJudged) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("mesh.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: web}
+spec:
+  hosts: [web.example.com]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.3}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web}
+spec:
+  hosts: [web.example.com]
+  http: [{delegate: {name: web-routes}}]
+  tls: [{match: [{sniHosts: [web.example.com]}], route: [{destination: {host: web.example.com}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web-routes}
+spec:
+  http: [{route: [{destination: {host: web.example.com}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_EQ(store.WarningCounts()["cxds_tls_route_unused"], 1u);
 }
 
 // A ServiceEntry with addresses and opaque ports: cxds's listeners never see the address a

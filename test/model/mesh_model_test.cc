@@ -100,6 +100,27 @@ TEST_F(MeshModelTest, ChangingServicePortsOrRoutesIsAFullPush) {
   EXPECT_TRUE(request.configs.contains(ConfigKey{"VirtualService", "default", "v"}));
 }
 
+// A ServiceEntry's addresses and subjectAltNames are in its clusters and routes: changing them
+// is a full push, not an endpoint-only one.
+TEST_F(MeshModelTest, ChangingServiceEntryAddressesOrSubjectAltNamesIsAFullPush) {
+  const std::string entry = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.20}]
+  EXTRA
+)";
+  Apply("api.yaml", absl::StrReplaceAll(entry, {{"EXTRA", "addresses: [127.0.0.21]"}}));
+  for (const char* extra : {"addresses: [127.0.0.22]", "subjectAltNames: [api.mesh.local]"}) {
+    const PushRequest request = Apply("api.yaml", absl::StrReplaceAll(entry, {{"EXTRA", extra}}));
+    EXPECT_TRUE(request.full) << extra;
+    EXPECT_TRUE(request.configs.contains(ConfigKey{kind::kServiceEntry, "default", "api.mesh.local"})) << extra;
+  }
+}
+
 TEST_F(MeshModelTest, AnUnrelatedWorkloadEntryPushesNothing) {
   std::string changed = kMesh;
   changed.replace(changed.find("127.0.0.9"), 9, "127.0.0.8");
