@@ -336,6 +336,17 @@ void CheckHost(Reader& r, const YAML::Node& node, const std::string& field, cons
   if (std::string problem = HostProblem(host, allow_wildcard); !problem.empty()) r.Error(node, field, problem);
 }
 
+// `ip` in its one canonical spelling (inet_ntop's: "::1", lowercase hex), or nullopt when it
+// is no IPv4 or IPv6 address.
+std::optional<std::string> CanonicalIp(const std::string& ip) {
+  in_addr v4;
+  in6_addr v6;
+  char out[INET6_ADDRSTRLEN] = {};
+  if (inet_pton(AF_INET, ip.c_str(), &v4) == 1) return inet_ntop(AF_INET, &v4, out, sizeof(out));
+  if (inet_pton(AF_INET6, ip.c_str(), &v6) == 1) return inet_ntop(AF_INET6, &v6, out, sizeof(out));
+  return std::nullopt;
+}
+
 // Why `address` cannot be an endpoint address, or "": cxds serves IP addresses only, since it
 // does not resolve names (a hostname here would reach proxies unresolved and break traffic).
 std::string AddressProblem(const std::string& address) {
@@ -953,20 +964,26 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   se.addresses = r.Strings(spec, "addresses", "spec", false);
   for (size_t i = 0; i < se.addresses.size(); ++i) {
     const std::string f = Reader::Index("spec.addresses", i);
-    const std::string& address = se.addresses[i];
-    if (const size_t slash = address.find('/'); slash != std::string::npos) {
-      // Valid in Istio when the address part is an IP: it matches the destination a client
-      // dialled, and cxds's listeners bind their own addresses, so none is ever seen.
-      if (AddressProblem(address.substr(0, slash)).empty()) {
-        r.Error(spec["addresses"][i], f,
-                "a CIDR range is not supported by cxds (it matches the address a client dialled, which cxds's "
-                "listeners, bound to their own addresses, never see); give IP addresses");
-        continue;
-      }
-    }
-    if (!AddressProblem(address).empty()) {
+    std::string& address = se.addresses[i];
+    const size_t slash = address.find('/');
+    const std::string ip = address.substr(0, slash);
+    const bool v6 = ip.find(':') != std::string::npos;
+    uint32_t prefix = v6 ? 128 : 32;  // a full-length prefix is the address itself, as in istiod
+    const std::optional<std::string> canonical = CanonicalIp(ip);
+    if (!canonical.has_value() ||
+        (slash != std::string::npos &&
+         (!absl::SimpleAtoi(address.substr(slash + 1), &prefix) || prefix > (v6 ? 128u : 32u)))) {
       r.Error(spec["addresses"][i], f,
               StrCat("must be an IP address or a CIDR range, got \"", address.substr(0, 64), "\""));
+    } else if (prefix != (v6 ? 128u : 32u)) {
+      // Valid in Istio: it matches the destination a client dialled, and cxds's listeners bind
+      // their own addresses, so none is ever seen.
+      r.Error(spec["addresses"][i], f,
+              "a CIDR range is not supported by cxds (it matches the address a client dialled, which cxds's "
+              "listeners, bound to their own addresses, never see); give IP addresses");
+    } else {
+      // One spelling per address ("::1", lowercase): Envoy refuses a domain named twice, in any case.
+      address = *canonical;
     }
   }
   se.hosts = r.Strings(spec, "hosts", "spec", true);

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -273,10 +274,15 @@ bool OriginatesTls(const std::optional<PolicyFields>& policy) {
 }
 
 // A cluster of a DNS ServiceEntry (Envoy nodes only): the names Envoy resolves.
+struct LocalityLbPlan;
 struct DnsTarget {
   const ServiceInfo& service;
   const ServicePort& port;
   const LabelMap* subset_labels;  // null: every endpoint
+  // The proxy's localityLbSetting plan (PlanLocalityLb), applied to a STRICT_DNS cluster's
+  // localities as istiod applies it there; null: none.
+  const LocalityLbPlan* locality_plan = nullptr;
+  bool weigh_localities = false;  // the cluster weighs localities (locality_weighted_lb_config)
 };
 
 // Endpoints grouped by locality as istiod sends them: one LocalityLbEndpoints per locality
@@ -330,227 +336,6 @@ class LocalityGroups {
   };
   std::string unknown_region_;
   std::map<LocalityParts, Group> groups_;
-};
-
-// Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
-// endpoint), DNS_ROUND_ROBIN a LOGICAL_DNS one (one connection to the first address); its
-// endpoints (those a subset selects) are the names, or without endpoints the host itself.
-// Re-resolved every 60 s or at the record's TTL, as istiod's default.
-void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& cluster) {
-  auto* assignment = cluster.mutable_load_assignment();
-  assignment->set_cluster_name(name);
-  LocalityGroups groups("");
-  size_t count = 0;
-  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality) {
-    auto* lb = groups.Add(locality, weight);
-    ++count;
-    auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
-    socket->set_address(address);
-    socket->set_port_value(port);
-    if (weight > 0) lb->mutable_load_balancing_weight()->set_value(weight);
-  };
-  const uint32_t service_port = dns.port.target_port != 0 ? dns.port.target_port : dns.port.number;
-  if (dns.service.dns_endpoints.empty()) {
-    add(dns.service.host, service_port, 0, "");
-  } else {
-    for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
-      if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
-      auto named = endpoint.ports.find(dns.port.name);
-      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
-          endpoint.locality);
-    }
-  }
-  if (groups.empty()) assignment->add_endpoints();  // (as before: one empty group)
-  groups.MoveTo(*assignment->mutable_endpoints(), /*weigh=*/false);
-  // Envoy refuses a LOGICAL_DNS cluster without exactly one endpoint: a subset that selects
-  // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
-  const bool logical = dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && count == 1;
-  cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
-  cluster.set_dns_lookup_family(Cluster::V4_PREFERRED);
-  cluster.mutable_dns_refresh_rate()->set_seconds(60);
-  cluster.set_respect_dns_ttl(true);
-}
-
-// `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
-absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
-                                         bool gateway, bool http2_port, const ServiceInfo& service,
-                                         const DnsTarget* dns = nullptr) {
-  Cluster cluster;
-  cluster.set_name(name);
-  if (dns != nullptr) {
-    SetDnsCluster(name, *dns, cluster);
-  } else {
-    cluster.set_type(Cluster::EDS);
-    cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-    cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
-        envoy::config::core::v3::ApiVersion::V3);
-  }
-  cluster.mutable_connect_timeout()->set_seconds(10);
-  if (policy.has_value()) {
-    // localityLbSetting.distribute: Envoy weighs localities only with this set (istiod sets it).
-    // (Not for DNS clusters, whose localities carry no weights: the setting is not applied there.)
-    if (!grpc && dns == nullptr && policy->locality_lb.has_value() && policy->locality_lb->enabled &&
-        !policy->locality_lb->distribute.empty()) {
-      cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
-    }
-    if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
-      cluster.set_lb_policy(Cluster::RING_HASH);
-      cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(
-          policy->consistent_hash->minimum_ring_size);
-    }
-    switch (policy->load_balancer) {
-      case TrafficPolicy::LoadBalancer::kLeastRequest:
-        if (!grpc) cluster.set_lb_policy(Cluster::LEAST_REQUEST);  // gRPC 1.51 clients: round robin only
-        break;
-      case TrafficPolicy::LoadBalancer::kRandom:
-        if (!grpc) cluster.set_lb_policy(Cluster::RANDOM);
-        break;
-      default:
-        break;
-    }
-    if (policy->connection_pool.has_value()) {
-      auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
-      const auto& pool = *policy->connection_pool;
-      if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
-      if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
-      if (!grpc) {  // gRPC honours max_requests only
-        if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
-        if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
-        if (pool.http1_max_pending_requests) {
-          thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
-        }
-        SetTcpKeepalive(pool, cluster);
-      }
-    }
-    if (policy->outlier_detection.has_value() && !grpc) {
-      // As istiod translates it: ejection by the consecutive errors Istio names only (Envoy's
-      // success-rate ejection, on by default, is turned off), a count of 0 turning its kind off.
-      const auto& od = *policy->outlier_detection;
-      auto* out = cluster.mutable_outlier_detection();
-      out->mutable_enforcing_success_rate()->set_value(0);
-      if (od.consecutive_5xx_errors) {
-        out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
-        out->mutable_enforcing_consecutive_5xx()->set_value(*od.consecutive_5xx_errors > 0 ? 100 : 0);
-      }
-      if (od.consecutive_gateway_errors) {
-        out->mutable_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors);
-        out->mutable_enforcing_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors > 0 ? 100 : 0);
-      }
-      if (od.interval) SetDuration(*od.interval, out->mutable_interval());
-      if (od.base_ejection_time) SetDuration(*od.base_ejection_time, out->mutable_base_ejection_time());
-      if (od.max_ejection_percent.value_or(0) > 0) {
-        out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
-      }
-      if (od.split_external_local_origin_errors) {
-        out->set_split_external_local_origin_errors(true);
-        if (od.consecutive_local_origin_failures.value_or(0) > 0) {
-          out->mutable_consecutive_local_origin_failure()->set_value(*od.consecutive_local_origin_failures);
-          out->mutable_enforcing_consecutive_local_origin_failure()->set_value(100);
-        }
-        out->mutable_enforcing_local_origin_success_rate()->set_value(0);
-      }
-      // Istio sets the panic threshold whenever outlier detection is given: with few endpoints
-      // per service, Envoy's default of 50% would send traffic to ejected ones.
-      cluster.mutable_common_lb_config()->mutable_healthy_panic_threshold()->set_value(od.min_health_percent);
-    }
-  }
-  if (!grpc) {
-    if (OriginatesTls(policy)) {
-      using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
-      const bool http2 = http2_port || (policy->connection_pool.has_value() &&
-                                        policy->connection_pool->h2_upgrade == H2Upgrade::kUpgrade);
-      // A ServiceEntry's subjectAltNames when the rule names none, as istiod (whose auto SAN
-      // check on HTTP ports still follows the rule's own: SetHttpProtocolOptions below).
-      PolicyFields::ClientTls tls = *policy->tls;
-      if (tls.subject_alt_names.empty()) {
-        tls.subject_alt_names.assign(service.subject_alt_names.begin(), service.subject_alt_names.end());
-      }
-      SetUpstreamTls(tls, http2, gateway, cluster);
-    }
-    SetHttpProtocolOptions(
-        policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
-        policy.has_value() && policy->tls.has_value() ? &*policy->tls : nullptr, http2_port, cluster);
-  }
-  return Resource::FromMessage(cluster);
-}
-
-class ClusterGenerator final : public TypedGenerator<MeshContext> {
- public:
-  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
-                                                                const WatchedResources& watched,
-                                                                const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
-    if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
-    const ProxyScope scope(proxy, mesh);
-    GeneratedResources out;
-    const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
-                         const std::string& subset) -> absl::Status {
-      // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
-      // xDS, so gRPC nodes get an EDS cluster of what cxds resolved them to (DnsRefresher).
-      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic && !proxy.grpc;
-      const std::string name = ClusterName(port.number, subset, service.host);
-      const LabelMap* subset_labels = nullptr;
-      if (rule != nullptr && !subset.empty()) {
-        for (const auto& s : rule->subsets) {
-          if (s.name == subset) subset_labels = &s.labels;
-        }
-      }
-      const DnsTarget target{service, port, subset_labels};
-      // gRPC takes certificates only from its bootstrap's certificate providers (gRFC A29), not
-      // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
-      // the cluster is left out (GrpcConfigNotes says so).
-      if (proxy.grpc && OriginatesTls(PolicyFor(rule, subset, port.number))) return absl::OkStatus();
-      // Proxies that get the same rule (of the same namespace) share the cluster; gateways
-      // apart, whose TLS may come from a credentialName.
-      const bool gateway = proxy.type == "router" && !proxy.grpc;
-      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
-          {std::string(kClusterType), name, StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleId(rule))},
-          {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
-            return BuildCluster(name, PolicyFor(rule, subset, port.number), proxy.grpc, gateway,
-                                port.protocol == "HTTP2" || port.protocol == "GRPC", service, dns ? &target : nullptr);
-          });
-      if (!resource.ok()) return resource.status();
-      out.resources.push_back(*resource);
-      return absl::OkStatus();
-    };
-    if (!watched.wildcard) {
-      // Subscribed by name (proxyless gRPC): only those, not every cluster of the mesh.
-      out.incremental = request.delta_scope.has_value();
-      for (const std::string& name : *watched.names) {
-        std::optional<ParsedCluster> cluster = ParseClusterName(name);
-        if (!cluster.has_value()) continue;
-        const ServiceInfo* service = mesh.FindService(cluster->host);
-        if (service == nullptr || !scope.Visible(*service)) continue;
-        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy.namespace_name);
-        if (!cluster->subset.empty() &&
-            (rule == nullptr || !std::any_of(rule->subsets.begin(), rule->subsets.end(),
-                                             [&](const auto& s) { return s.name == cluster->subset; }))) {
-          continue;
-        }
-        for (const ServicePort& port : service->ports) {
-          if (port.number != cluster->port || (!IsHttp(port) && proxy.grpc)) continue;
-          if (absl::Status status = add(*service, port, rule, cluster->subset); !status.ok()) return status;
-        }
-      }
-      return out;
-    }
-    for (const auto& [host, service] : mesh.services()) {
-      if (!scope.Visible(service)) continue;
-      const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
-      std::vector<std::string> subsets = {""};
-      if (rule != nullptr) {
-        for (const auto& s : rule->subsets) subsets.push_back(s.name);
-      }
-      for (const ServicePort& port : service.ports) {
-        if (!IsHttp(port) && proxy.grpc) continue;
-        for (const std::string& subset : subsets) {
-          if (absl::Status status = add(service, port, rule, subset); !status.ok()) return status;
-        }
-      }
-    }
-    return out;
-  }
 };
 
 // Whether a locality matches a localityLbSetting pattern ("region/zone/subzone", '*' or a
@@ -697,6 +482,251 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
     ++next;
   }
 }
+
+// Istio's: a DNS ServiceEntry is a STRICT_DNS cluster (every address a name resolves to is an
+// endpoint), DNS_ROUND_ROBIN a LOGICAL_DNS one (one connection to the first address); its
+// endpoints (those a subset selects) are the names, or without endpoints the host itself.
+// Re-resolved every 60 s or at the record's TTL, as istiod's default.
+void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& cluster) {
+  auto* assignment = cluster.mutable_load_assignment();
+  assignment->set_cluster_name(name);
+  LocalityGroups groups("");
+  size_t count = 0;
+  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality) {
+    auto* lb = groups.Add(locality, weight);
+    ++count;
+    auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
+    socket->set_address(address);
+    socket->set_port_value(port);
+    if (weight > 0) lb->mutable_load_balancing_weight()->set_value(weight);
+  };
+  const uint32_t service_port = dns.port.target_port != 0 ? dns.port.target_port : dns.port.number;
+  if (dns.service.dns_endpoints.empty()) {
+    add(dns.service.host, service_port, 0, "");
+  } else {
+    for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
+      if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
+      auto named = endpoint.ports.find(dns.port.name);
+      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
+          endpoint.locality);
+    }
+  }
+  if (groups.empty()) assignment->add_endpoints();  // (as before: one empty group)
+  // Weighed as istiod weighs them (the sum of their endpoints' weights) when the cluster weighs
+  // localities: Envoy would give a locality without a weight no traffic then.
+  groups.MoveTo(*assignment->mutable_endpoints(), /*weigh=*/dns.weigh_localities);
+  // Envoy refuses a LOGICAL_DNS cluster without exactly one endpoint: a subset that selects
+  // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
+  const bool logical = dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && count == 1;
+  if (dns.locality_plan != nullptr && !logical) {
+    ApplyLocalityLb(*dns.locality_plan, *assignment);
+    CapLocalityWeights(*assignment);
+  }
+  cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
+  cluster.set_dns_lookup_family(Cluster::V4_PREFERRED);
+  cluster.mutable_dns_refresh_rate()->set_seconds(60);
+  cluster.set_respect_dns_ttl(true);
+}
+
+// Whether an Envoy cluster of `policy` weighs localities (locality_weighted_lb_config), as
+// istiod sets it: for localityLbSetting's distribute, and for its failover rules when outlier
+// detection lets the proxy fail over.
+bool WeighsLocalities(const PolicyFields& policy) {
+  if (!policy.locality_lb.has_value() || !policy.locality_lb->enabled) return false;
+  return !policy.locality_lb->distribute.empty() ||
+         (policy.outlier_detection.has_value() && !policy.locality_lb->failover.empty());
+}
+
+// `http2_port`: the port's protocol is HTTP2 or GRPC (Envoy then speaks HTTP/2 upstream).
+absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::optional<PolicyFields>& policy, bool grpc,
+                                         bool gateway, bool http2_port, const ServiceInfo& service,
+                                         const DnsTarget* dns = nullptr) {
+  Cluster cluster;
+  cluster.set_name(name);
+  if (dns != nullptr) {
+    SetDnsCluster(name, *dns, cluster);
+  } else {
+    cluster.set_type(Cluster::EDS);
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
+        envoy::config::core::v3::ApiVersion::V3);
+  }
+  cluster.mutable_connect_timeout()->set_seconds(10);
+  if (policy.has_value()) {
+    if (!grpc && WeighsLocalities(*policy)) cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
+    if (policy->consistent_hash.has_value()) {  // gRPC implements ring hash too (gRFC A42)
+      cluster.set_lb_policy(Cluster::RING_HASH);
+      cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(
+          policy->consistent_hash->minimum_ring_size);
+    }
+    switch (policy->load_balancer) {
+      case TrafficPolicy::LoadBalancer::kLeastRequest:
+        if (!grpc) cluster.set_lb_policy(Cluster::LEAST_REQUEST);  // gRPC 1.51 clients: round robin only
+        break;
+      case TrafficPolicy::LoadBalancer::kRandom:
+        if (!grpc) cluster.set_lb_policy(Cluster::RANDOM);
+        break;
+      default:
+        break;
+    }
+    if (policy->connection_pool.has_value()) {
+      auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
+      const auto& pool = *policy->connection_pool;
+      if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
+      if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
+      if (!grpc) {  // gRPC honours max_requests only
+        if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
+        if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
+        if (pool.http1_max_pending_requests) {
+          thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
+        }
+        SetTcpKeepalive(pool, cluster);
+      }
+    }
+    if (policy->outlier_detection.has_value() && !grpc) {
+      // As istiod translates it: ejection by the consecutive errors Istio names only (Envoy's
+      // success-rate ejection, on by default, is turned off), a count of 0 turning its kind off.
+      const auto& od = *policy->outlier_detection;
+      auto* out = cluster.mutable_outlier_detection();
+      out->mutable_enforcing_success_rate()->set_value(0);
+      if (od.consecutive_5xx_errors) {
+        out->mutable_consecutive_5xx()->set_value(*od.consecutive_5xx_errors);
+        out->mutable_enforcing_consecutive_5xx()->set_value(*od.consecutive_5xx_errors > 0 ? 100 : 0);
+      }
+      if (od.consecutive_gateway_errors) {
+        out->mutable_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors);
+        out->mutable_enforcing_consecutive_gateway_failure()->set_value(*od.consecutive_gateway_errors > 0 ? 100 : 0);
+      }
+      if (od.interval) SetDuration(*od.interval, out->mutable_interval());
+      if (od.base_ejection_time) SetDuration(*od.base_ejection_time, out->mutable_base_ejection_time());
+      if (od.max_ejection_percent.value_or(0) > 0) {
+        out->mutable_max_ejection_percent()->set_value(*od.max_ejection_percent);
+      }
+      if (od.split_external_local_origin_errors) {
+        out->set_split_external_local_origin_errors(true);
+        if (od.consecutive_local_origin_failures.value_or(0) > 0) {
+          out->mutable_consecutive_local_origin_failure()->set_value(*od.consecutive_local_origin_failures);
+          out->mutable_enforcing_consecutive_local_origin_failure()->set_value(100);
+        }
+        out->mutable_enforcing_local_origin_success_rate()->set_value(0);
+      }
+      // Istio sets the panic threshold whenever outlier detection is given: with few endpoints
+      // per service, Envoy's default of 50% would send traffic to ejected ones.
+      cluster.mutable_common_lb_config()->mutable_healthy_panic_threshold()->set_value(od.min_health_percent);
+    }
+  }
+  if (!grpc) {
+    if (OriginatesTls(policy)) {
+      using H2Upgrade = PolicyFields::ConnectionPool::H2Upgrade;
+      const bool http2 = http2_port || (policy->connection_pool.has_value() &&
+                                        policy->connection_pool->h2_upgrade == H2Upgrade::kUpgrade);
+      // A ServiceEntry's subjectAltNames when the rule names none, as istiod (whose auto SAN
+      // check on HTTP ports still follows the rule's own: SetHttpProtocolOptions below).
+      PolicyFields::ClientTls tls = *policy->tls;
+      if (tls.subject_alt_names.empty()) {
+        tls.subject_alt_names.assign(service.subject_alt_names.begin(), service.subject_alt_names.end());
+      }
+      SetUpstreamTls(tls, http2, gateway, cluster);
+    }
+    SetHttpProtocolOptions(
+        policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
+        policy.has_value() && policy->tls.has_value() ? &*policy->tls : nullptr, http2_port, cluster);
+  }
+  return Resource::FromMessage(cluster);
+}
+
+class ClusterGenerator final : public TypedGenerator<MeshContext> {
+ public:
+  absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
+                                                                const WatchedResources& watched,
+                                                                const PushRequest& request, const MeshContext& mesh,
+                                                                ResourceCache& cache) override {
+    if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyScope scope(proxy, mesh);
+    GeneratedResources out;
+    const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
+                         const std::string& subset) -> absl::Status {
+      // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
+      // xDS, so gRPC nodes get an EDS cluster of what cxds resolved them to (DnsRefresher).
+      const bool dns = service.resolution != ServiceEntry::Resolution::kStatic && !proxy.grpc;
+      const std::string name = ClusterName(port.number, subset, service.host);
+      const LabelMap* subset_labels = nullptr;
+      if (rule != nullptr && !subset.empty()) {
+        for (const auto& s : rule->subsets) {
+          if (s.name == subset) subset_labels = &s.labels;
+        }
+      }
+      // localityLbSetting on a STRICT_DNS cluster, for the proxy's locality, as istiod applies it
+      // to a DNS cluster's load assignment (EDS clusters get it in EDS).
+      const std::optional<PolicyFields> policy = PolicyFor(rule, subset, port.number);
+      std::optional<LocalityLbPlan> locality_plan;
+      if (dns) {
+        if (const std::optional<envoy::config::core::v3::Locality> locality = NodeLocality(proxy_node.node)) {
+          std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
+          for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
+          locality_plan = PlanLocalityLb(policy, *locality, names);
+        }
+      }
+      const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
+                             policy.has_value() && WeighsLocalities(*policy)};
+      // gRPC takes certificates only from its bootstrap's certificate providers (gRFC A29), not
+      // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
+      // the cluster is left out (GrpcConfigNotes says so).
+      if (proxy.grpc && OriginatesTls(policy)) return absl::OkStatus();
+      // Proxies that get the same rule (of the same namespace) share the cluster; gateways
+      // apart, whose TLS may come from a credentialName.
+      const bool gateway = proxy.type == "router" && !proxy.grpc;
+      absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
+          {std::string(kClusterType), name,
+           StrCat(gateway ? "router" : Variant(proxy), "|dr:", RuleId(rule),
+                  locality_plan ? StrCat("|loc:", locality_plan->key) : "")},
+          {ServiceKey(service), RuleKey(service.host)}, request.push_sequence, [&] {
+            return BuildCluster(name, policy, proxy.grpc, gateway, port.protocol == "HTTP2" || port.protocol == "GRPC",
+                                service, dns ? &target : nullptr);
+          });
+      if (!resource.ok()) return resource.status();
+      out.resources.push_back(*resource);
+      return absl::OkStatus();
+    };
+    if (!watched.wildcard) {
+      // Subscribed by name (proxyless gRPC): only those, not every cluster of the mesh.
+      out.incremental = request.delta_scope.has_value();
+      for (const std::string& name : *watched.names) {
+        std::optional<ParsedCluster> cluster = ParseClusterName(name);
+        if (!cluster.has_value()) continue;
+        const ServiceInfo* service = mesh.FindService(cluster->host);
+        if (service == nullptr || !scope.Visible(*service)) continue;
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy.namespace_name);
+        if (!cluster->subset.empty() &&
+            (rule == nullptr || !std::any_of(rule->subsets.begin(), rule->subsets.end(),
+                                             [&](const auto& s) { return s.name == cluster->subset; }))) {
+          continue;
+        }
+        for (const ServicePort& port : service->ports) {
+          if (port.number != cluster->port || (!IsHttp(port) && proxy.grpc)) continue;
+          if (absl::Status status = add(*service, port, rule, cluster->subset); !status.ok()) return status;
+        }
+      }
+      return out;
+    }
+    for (const auto& [host, service] : mesh.services()) {
+      if (!scope.Visible(service)) continue;
+      const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
+      std::vector<std::string> subsets = {""};
+      if (rule != nullptr) {
+        for (const auto& s : rule->subsets) subsets.push_back(s.name);
+      }
+      for (const ServicePort& port : service.ports) {
+        if (!IsHttp(port) && proxy.grpc) continue;
+        for (const std::string& subset : subsets) {
+          if (absl::Status status = add(service, port, rule, subset); !status.ok()) return status;
+        }
+      }
+    }
+    return out;
+  }
+};
 
 class EndpointGenerator final : public TypedGenerator<MeshContext> {
  public:
@@ -1685,27 +1715,38 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
             } else {
               uint32_t port = 0;
               if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
-              // A ServiceEntry's addresses are domains too, as istiod's: the first host (in host
-              // order) to claim an address keeps it, as Envoy refuses a domain named twice.
-              std::set<std::string> addresses_claimed;
+              // A ServiceEntry's addresses are domains too, as istiod's: unless a host name is the
+              // same (Envoy compares domains ignoring case), the first host in host order to claim
+              // an address keeps it, as Envoy refuses a domain named twice.
+              std::vector<const ServiceInfo*> served;
+              std::set<std::string> claimed;
               for (const auto& [host, service] : mesh.services()) {
                 if (!scope.Visible(service)) continue;
                 if (std::none_of(service.ports.begin(), service.ports.end(),
                                  [&](const ServicePort& p) { return p.number == port && IsHttp(p); })) {
                   continue;
                 }
+                served.push_back(&service);
+                claimed.insert(absl::AsciiStrToLower(host));
+                claimed.insert(absl::AsciiStrToLower(StrCat(host, ":", port)));
+              }
+              for (const ServiceInfo* service : served) {
                 auto* vhost = config.add_virtual_hosts();
-                vhost->set_name(StrCat(host, ":", port));
-                vhost->add_domains(host);
-                vhost->add_domains(StrCat(host, ":", port));
-                for (const std::string& address : service.addresses) {
-                  if (!addresses_claimed.insert(address).second) continue;
-                  // An IPv6 address takes brackets before a port, as in a Host header.
-                  const bool v6 = address.find(':') != std::string::npos;
-                  vhost->add_domains(v6 ? StrCat("[", address, "]") : address);
-                  vhost->add_domains(StrCat(v6 ? StrCat("[", address, "]") : address, ":", port));
+                vhost->set_name(StrCat(service->host, ":", port));
+                vhost->add_domains(service->host);
+                vhost->add_domains(StrCat(service->host, ":", port));
+                for (const std::string& address : service->addresses) {
+                  // An IPv6 address takes brackets, as in a Host header.
+                  const std::string domain =
+                      address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+                  const std::string with_port = StrCat(domain, ":", port);
+                  if (claimed.contains(domain) || claimed.contains(with_port)) continue;
+                  claimed.insert(domain);
+                  claimed.insert(with_port);
+                  vhost->add_domains(domain);
+                  vhost->add_domains(with_port);
                 }
-                AddRoutes(mesh, service, port, scope, proxy.grpc, vhost);
+                AddRoutes(mesh, *service, port, scope, proxy.grpc, vhost);
               }
             }
             return Resource::FromMessage(config);

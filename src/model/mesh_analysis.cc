@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "model/generators.h"
@@ -112,6 +113,37 @@ void AddressesOnOpaquePorts(const ObjectMap& served, std::vector<ConfigWarning>&
                           " are not told apart from other services' by these addresses: cxds's Envoy listeners bind "
                           "their own addresses and never see the one a client dialled (HTTP ports answer to the "
                           "addresses as domains)")});
+  }
+}
+
+// ServiceEntry addresses another host's routes answer to already (the same address of a host
+// earlier in host order, or a host of that name): Envoy refuses a domain named twice, so, as
+// istiod, the route configuration of each HTTP port gives it to the first (pilot_vservice_dup_domain).
+void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+  std::map<uint32_t, std::vector<const ServiceInfo*>> by_port;  // HTTP port -> services, in host order
+  for (const auto& [host, service] : mesh.services()) {
+    for (const ServicePort& port : service.ports) {
+      if (IsHttpProtocol(port.protocol)) by_port[port.number].push_back(&service);
+    }
+  }
+  std::set<std::pair<ConfigKey, std::string>> said;
+  for (const auto& [port, services] : by_port) {
+    std::map<std::string, std::string> claimed;  // domain -> the host keeping it
+    for (const ServiceInfo* service : services) claimed.emplace(absl::AsciiStrToLower(service->host), service->host);
+    for (const ServiceInfo* service : services) {
+      for (size_t i = 0; i < service->addresses.size(); ++i) {
+        const std::string& address = service->addresses[i];
+        const std::string domain = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+        auto [owner, inserted] = claimed.emplace(domain, service->host);
+        if (inserted || owner->second == service->host || !said.emplace(service->key, address).second) continue;
+        out.push_back(
+            {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
+             StrCat("address ", address, " of ", service->host, " is a domain of ", owner->second, " on port ", port,
+                    " (a host of that name, or first in host order): Envoy's routes "
+                    "answer to it for ",
+                    owner->second, " only")});
+      }
+    }
   }
 }
 
@@ -420,6 +452,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     GatewayBindings(served, mesh, suffix, out);
     GatewayServers(served, mesh, out);
     AddressesOnOpaquePorts(served, out);
+    DuplicateAddresses(mesh, out);
     return out;
   };
 }

@@ -621,6 +621,7 @@ const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const
   VirtualService& merged = merged_virtual_services_.emplace_back(vs);
   merged.http.clear();
   const std::string vs_name = StrCat(key.namespace_name, "/", key.name);
+  size_t own_budget = kMaxDelegatedPerVirtualService;
   for (size_t i = 0; i < vs.http.size(); ++i) {
     const HttpRoute& root = vs.http[i];
     if (!root.delegate.has_value()) {
@@ -647,18 +648,34 @@ const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const
       continue;
     }
     used.insert(delegate_key);
+    // What each merged route copies of the root's (its settings), and per match of the
+    // delegate's route, of the root's matches (each merged into it, with its conditions).
+    const size_t root_weight = 1 + root.headers.request.set.size() + root.headers.request.add.size() +
+                               root.headers.request.remove.size() + root.headers.response.set.size() +
+                               root.headers.response.add.size() + root.headers.response.remove.size() +
+                               root.mirrors.size() +
+                               (root.cors ? root.cors->allow_origins.size() + root.cors->allow_methods.size() +
+                                                root.cors->allow_headers.size() + root.cors->expose_headers.size()
+                                          : 0);
+    size_t leaf_weight = root.match.empty() ? 1 : 0;
+    for (const HttpRoute::Match& m : root.match) {
+      leaf_weight += 1 + m.headers.size() + m.without_headers.size() + m.query_params.size() + m.source_labels.size() +
+                     m.gateways.size();
+    }
     for (size_t j = 0; j < delegate->http.size(); ++j) {
-      const size_t cost =
-          1 + std::max<size_t>(root.match.size(), 1) * std::max<size_t>(delegate->http[j].match.size(), 1);
-      if (cost > budget) {
+      const size_t cost = root_weight + leaf_weight * std::max<size_t>(delegate->http[j].match.size(), 1);
+      if (cost > budget || cost > own_budget) {
         findings_.push_back(
             {key, field, "cxds_delegate_bound",
-             StrCat("merging the routes of ", named, " would make more than ", kMaxDelegatedRoutesAndMatches,
-                    " routes and matches in all: the rest of this route's delegated routes are not "
-                    "served (cxds bounds the merge)")});
+             StrCat("merging the routes of ", named, " would copy more than ",
+                    cost > own_budget
+                        ? StrCat(kMaxDelegatedPerVirtualService, " route and match conditions for this VirtualService")
+                        : StrCat(kMaxDelegatedRoutesAndMatches, " route and match conditions in all"),
+                    ": the rest of this route's delegated routes are not served (cxds bounds the merge)")});
         break;
       }
       budget -= cost;
+      own_budget -= cost;
       if (std::optional<HttpRoute> route =
               MergeDelegateRoute(root, delegate->http[j], delegate_key.namespace_name, domain_suffix_)) {
         merged.http.push_back(std::move(*route));
@@ -982,6 +999,20 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
           error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {
           error.target = rule->key;
+        }
+        // A delegate's routes reach `ns` through the VirtualServices delegating to it: when
+        // neither it nor the rule changed, a new or edited one of those is what brought them.
+        if (vs->hosts.empty() && !edited(key) && !edited(error.target)) {
+          if (auto roots = delegators->find(key); roots != delegators->end()) {
+            for (const VirtualService* root : roots->second) {
+              const ConfigKey root_key{kind::kVirtualService, root->meta.namespace_name, root->meta.name};
+              const std::vector<std::string> served = ServedNamespaces(*root, root_key, {});
+              if (edited(root_key) && std::find(served.begin(), served.end(), ns) != served.end()) {
+                error.target = root_key;
+                break;
+              }
+            }
+          }
         }
         errors.push_back(std::move(error));
       });

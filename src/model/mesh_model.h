@@ -231,8 +231,9 @@ class MeshContext final : public PushContext {
   // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such
   // route replaced by the delegate's routes merged with it (MergeDelegateRoute); what is not
   // merged is in findings_. Delegates used are added to `used`.
-  // At most `budget` merged routes and matches are made, less what they cost (a bound on
-  // hostile config: each delegating route multiplies its delegate's routes and matches).
+  // At most kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and
+  // `budget` (shared by the context), less what they cost: a bound on hostile config, as each
+  // delegating route multiplies its delegate's routes and matches.
   const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used,
                                       size_t& budget);
 
@@ -242,8 +243,10 @@ class MeshContext final : public PushContext {
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::deque<VirtualService> merged_virtual_services_;  // WithDelegates' copies (stable addresses)
-  // The most routes and matches WithDelegates makes for one context.
+  // The most route and match conditions WithDelegates copies for one context, and for one
+  // VirtualService of it.
   static constexpr size_t kMaxDelegatedRoutesAndMatches = 100000;
+  static constexpr size_t kMaxDelegatedPerVirtualService = 20000;
   bool virtual_services_vary_by_namespace_ = false;
   bool gateway_virtual_services_vary_by_namespace_ = false;
   std::map<std::string, const Gateway*> gateways_;  // by "namespace/name"

@@ -201,8 +201,6 @@ spec:
   EXPECT_TRUE(bad.documents.empty());
 }
 
-// ServiceEntry exportTo as Istio validates it; VirtualService and DestinationRule still take
-// only "*".
 // ServiceEntry addresses: IP addresses; a CIDR range is valid Istio that cxds does not support;
 // anything else is invalid, as in Istio.
 TEST(YamlLoaderTest, ServiceEntryAddressesAreIpAddressesAndCidrRangesAreNotSupported) {
@@ -216,10 +214,13 @@ spec:
   endpoints: [{address: 127.0.0.2}]
   subjectAltNames: [api.example.com]
 )";
-  const ParsedFile good = ParseConfigFile("x.yaml", head + "  addresses: [127.0.0.9, \"::1\"]\n");
+  // One spelling each (Envoy would refuse "::1" and "0:0::1" as one domain named twice); a
+  // full-length prefix is the address, as istiod reads it.
+  const ParsedFile good =
+      ParseConfigFile("x.yaml", head + "  addresses: [127.0.0.9, \"0:0:0:0:0:0:0:1\", 127.0.0.10/32, \"::1/128\"]\n");
   ASSERT_TRUE(good.errors.empty()) << Errors(good);
   const auto& se = std::get<ServiceEntry>(good.documents.at(0).object);
-  EXPECT_THAT(se.addresses, ::testing::ElementsAre("127.0.0.9", "::1"));
+  EXPECT_THAT(se.addresses, ::testing::ElementsAre("127.0.0.9", "::1", "127.0.0.10", "::1"));
   EXPECT_THAT(se.subject_alt_names, ::testing::ElementsAre("api.example.com"));
   EXPECT_THAT(OnlyError(head + "  addresses: [127.0.0.0/8]\n"),
               ::testing::StartsWith("spec.addresses[0]: a CIDR range is not supported by cxds"));
@@ -227,8 +228,14 @@ spec:
             "spec.addresses[0]: must be an IP address or a CIDR range, got \"api.internal\"");
   EXPECT_EQ(OnlyError(head + "  addresses: [banana/8]\n"),
             "spec.addresses[0]: must be an IP address or a CIDR range, got \"banana/8\"");
+  EXPECT_EQ(OnlyError(head + "  addresses: [127.0.0.1/abc]\n"),
+            "spec.addresses[0]: must be an IP address or a CIDR range, got \"127.0.0.1/abc\"");
+  EXPECT_EQ(OnlyError(head + "  addresses: [127.0.0.1/33]\n"),
+            "spec.addresses[0]: must be an IP address or a CIDR range, got \"127.0.0.1/33\"");
 }
 
+// ServiceEntry exportTo as Istio validates it; VirtualService and DestinationRule still take
+// only "*".
 TEST(YamlLoaderTest, ServiceEntryExportToIsCheckedAsIstioChecksIt) {
   const auto errors_of = [](const std::string& export_to) {
     return Errors(ParseConfigFile("se.yaml", R"(apiVersion: networking.istio.io/v1

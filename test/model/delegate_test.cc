@@ -332,9 +332,55 @@ spec:
   const std::vector<const VirtualService*> served = context.VirtualServicesFor("big.example.com");
   ASSERT_EQ(served.size(), 1u);
   ASSERT_EQ(served[0]->http.size(), 1u) << "the 120,000 merged matches are not made; the last route stays";
-  EXPECT_THAT(Findings(context),
-              ::testing::Contains(HasSubstr("default/big spec.http[0].delegate [cxds_delegate_bound] merging the "
-                                            "routes of default/many would make more than 100000 routes and matches")));
+  EXPECT_THAT(Findings(context), ::testing::Contains(HasSubstr(
+                                     "default/big spec.http[0].delegate [cxds_delegate_bound] merging the routes of "
+                                     "default/many would copy more than 20000 route and match conditions for this "
+                                     "VirtualService")));
+}
+
+// Below each VirtualService's share, the context's bound still holds: the VirtualService that
+// would pass it is told, and those before it are served.
+TEST(DelegateTest, TheContextsBoundHoldsAcrossVirtualServices) {
+  std::string root_matches, delegate_matches;
+  for (int i = 0; i < 100; ++i) root_matches += StrCat("{uri: {prefix: /p", i, "}}, ");
+  for (int i = 0; i < 189; ++i) delegate_matches += StrCat("{uri: {prefix: /p0/", i, "}}, ");
+  std::string yaml = StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: many}
+spec:
+  http:
+  - match: [)",
+                            delegate_matches, R"(]
+    route: [{destination: {host: big.example.com}}]
+)");
+  for (int r = 1; r <= 6; ++r) {  // each copies 1 + 100 x 189 = 18,901 conditions
+    yaml += StrCat(R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: r)",
+                   r, R"(}
+spec:
+  hosts: [r)",
+                   r, R"(.example.com]
+  http:
+  - match: [)",
+                   root_matches, R"(]
+    delegate: {name: many}
+)");
+  }
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFile("many.yaml", yaml);
+  ASSERT_THAT(update.errors, IsEmpty()) << update.errors.front().ToString();
+  MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  for (int r = 1; r <= 5; ++r) {
+    ASSERT_EQ(context.VirtualServicesFor(StrCat("r", r, ".example.com")).size(), 1u);
+    EXPECT_EQ(context.VirtualServicesFor(StrCat("r", r, ".example.com"))[0]->http.size(), 1u) << r;
+  }
+  ASSERT_EQ(context.VirtualServicesFor("r6.example.com").size(), 1u);
+  EXPECT_TRUE(context.VirtualServicesFor("r6.example.com")[0]->http.empty());
+  EXPECT_THAT(Findings(context), ElementsAre(HasSubstr("default/r6 spec.http[0].delegate [cxds_delegate_bound] "
+                                                       "merging the routes of default/many would copy more than "
+                                                       "100000 route and match conditions in all")));
 }
 
 // A delegate's subsets are checked against the rule the proxies that get its routes use: those
@@ -377,6 +423,43 @@ spec:
       HasSubstr("VirtualService team/rollout: spec.http[0].route[0].destination.subset: subset \"v9\" is not "
                 "defined by DestinationRule shop/reviews (host reviews.shop.svc.cluster.local, the rule proxies "
                 "of namespace shop get, where a VirtualService delegating to this one is served)"));
+}
+
+// A VirtualService that starts delegating from a namespace whose rule lacks the delegate's
+// subset is what is refused: neither the delegate nor the rule changed.
+TEST(DelegateTest, ANewDelegatingVirtualServiceThatBreaksADelegatesSubsetIsRefused) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
+  const ConfigStore::Update base = store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  exportTo: ["."]
+  subsets: [{name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: rollout, namespace: team}
+spec:
+  http: [{route: [{destination: {host: reviews.shop.svc.cluster.local, subset: v2}}]}]
+)");
+  ASSERT_THAT(base.errors, IsEmpty());
+  const ConfigStore::Update added = store.ApplyFile("elsewhere.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: web, namespace: other}
+spec:
+  hosts: [web.other.svc.cluster.local]
+  http: [{delegate: {name: rollout, namespace: team}}]
+)");
+  ASSERT_EQ(added.errors.size(), 1u) << "the rule of shop is not exported to other";
+  EXPECT_EQ(added.errors[0].file, "elsewhere.yaml");
+  EXPECT_EQ(store.Snapshot()->count({"VirtualService", "other", "web"}), 0u) << "refused, not served";
 }
 
 // Istio's validation of delegation, each refusal where it is.

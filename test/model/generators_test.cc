@@ -3,6 +3,7 @@
 // endpoint move and a route change cause.
 #include "model/generators.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -90,11 +91,22 @@ const std::string kRoutes = std::string(kInventoryRoutesHead) + R"(  - match: [{
 
 // Every resource a test decodes is also checked against Envoy's PGV rules (fakes/pgv_check.h):
 // what Envoy would refuse on load fails the test that generated it.
+// A route configuration is also checked for what Envoy refuses beyond PGV: a domain named twice
+// (in any case) across its virtual hosts.
 template <typename M>
 M Decode(const DiscoveryResponse& response, int i) {
   M message;
   EXPECT_TRUE(response.resources(i).UnpackTo(&message));
   EXPECT_THAT(PgvChecker().Check(message), ::testing::IsEmpty()) << message.DebugString();
+  if constexpr (std::is_same_v<M, envoy::config::route::v3::RouteConfiguration>) {
+    std::set<std::string> domains;
+    for (const auto& vhost : message.virtual_hosts()) {
+      for (const std::string& domain : vhost.domains()) {
+        EXPECT_TRUE(domains.insert(absl::AsciiStrToLower(domain)).second)
+            << "domain " << domain << " named twice in " << message.name();
+      }
+    }
+  }
   return message;
 }
 
@@ -1827,7 +1839,8 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
 // localityLbSetting, applied per proxy in EDS as istiod does: with outlier detection, priorities
 // by how much of the proxy's locality an endpoint shares (failover rules pushing other regions
 // back), renumbered without gaps; `distribute` re-weighs localities for proxies of its `from`
-// (and Envoy's clusters get locality_weighted_lb_config); a proxy of no locality, or a rule
+// (Envoy's clusters get locality_weighted_lb_config for it, and for failover rules under
+// outlier detection, as istiod sets it); a proxy of no locality, or a rule
 // without outlier detection, gets the endpoints as they are.
 TEST_F(GeneratorsTest, LocalityLbSettingShapesEachProxysEndpoints) {
   const std::string entry = R"(apiVersion: networking.istio.io/v1
@@ -1930,7 +1943,8 @@ spec:
   const auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   ASSERT_TRUE(clusters.contains("outbound|8080|spread|geo.mesh.local"));
   EXPECT_TRUE(clusters.at("outbound|8080|spread|geo.mesh.local").common_lb_config().has_locality_weighted_lb_config());
-  EXPECT_FALSE(clusters.at(all).common_lb_config().has_locality_weighted_lb_config());
+  EXPECT_TRUE(clusters.at(all).common_lb_config().has_locality_weighted_lb_config())
+      << "failover rules under outlier detection: istiod weighs localities too";
 
   // Without outlier detection, failover would never happen: no priorities.
   Apply("geo.yaml", entry + R"(apiVersion: networking.istio.io/v1
@@ -3265,6 +3279,76 @@ TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
   EXPECT_TRUE(info.grpc);
 }
 
+// localityLbSetting on a DNS ServiceEntry's cluster (STRICT_DNS: its load assignment names
+// the endpoints), as istiod applies it there: failover priorities for the proxy's locality with
+// outlier detection, distribute's weights, the cluster weighing localities; a proxy of no
+// locality gets the names as they are.
+TEST_F(GeneratorsTest, LocalityLbSettingAppliesToDnsClustersForTheProxysLocality) {
+  Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo-dns}
+spec:
+  hosts: [geo-dns.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: DNS
+  endpoints:
+  - {address: a.geo.example.com, locality: r-a/z1}
+  - {address: b.geo.example.com, locality: r-b/z1}
+  - {address: c.geo.example.com, locality: r-c/z1}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo-dns}
+spec:
+  host: geo-dns.mesh.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3}
+    loadBalancer: {localityLbSetting: {failover: [{from: r-a, to: r-c}]}}
+  subsets:
+  - name: spread
+    labels: {}
+    trafficPolicy:
+      loadBalancer:
+        localityLbSetting:
+          distribute: [{from: "r-a/*", to: {"r-b/*": 100}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  // region -> (priority, weight, endpoint count) of cluster `name` as a proxy of `region` gets it.
+  using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
+  const auto shape = [&](const std::string& region, const std::string& name, bool* weighs) {
+    auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+    if (!region.empty()) node_.mutable_locality()->set_region(region);
+    h->Send(First(std::string(kClusterType), {}));
+    node_.clear_locality();
+    auto cds = h->Take();
+    Shape out;
+    for (int i = 0; cds.size() == 1 && i < cds[0].resources_size(); ++i) {
+      const auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+      if (cluster.name() != name) continue;
+      EXPECT_EQ(cluster.type(), envoy::config::cluster::v3::Cluster::STRICT_DNS);
+      *weighs = cluster.common_lb_config().has_locality_weighted_lb_config();
+      for (const auto& l : cluster.load_assignment().endpoints()) {
+        out[l.locality().region()] = {l.priority(), l.load_balancing_weight().value(), l.lb_endpoints_size()};
+      }
+    }
+    return out;
+  };
+  bool weighs = false;
+  EXPECT_EQ(shape("r-a", "outbound|8080||geo-dns.mesh.local", &weighs),
+            (Shape{{"r-a", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"r-b", {2, 1, 1}}}))
+      << "its region first, then the failover region, then the rest";
+  EXPECT_TRUE(weighs) << "failover rules with outlier detection: istiod weighs localities";
+  EXPECT_EQ(shape("r-b", "outbound|8080||geo-dns.mesh.local", &weighs),
+            (Shape{{"r-a", {1, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {1, 1, 1}}}));
+  EXPECT_EQ(shape("", "outbound|8080||geo-dns.mesh.local", &weighs),
+            (Shape{{"r-a", {0, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {0, 1, 1}}}))
+      << "no locality: the names as they are";
+  EXPECT_EQ(shape("r-a", "outbound|8080|spread|geo-dns.mesh.local", &weighs),
+            (Shape{{"r-a", {0, 1, 0}}, {"r-b", {0, 100, 1}}, {"r-c", {0, 1, 0}}}))
+      << "distribute: r-b takes all, the others emptied";
+  EXPECT_TRUE(weighs);
+}
+
 // A VirtualService with no route for a proxy and port (its only route delegates to nothing, or
 // is for other clients) leaves the host its default route, as istiod builds no virtual host from
 // it; a route left out for gRPC alone (a redirect) does not.
@@ -3355,6 +3439,53 @@ spec:
                   .at("envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
                   .UnpackTo(&options));
   EXPECT_TRUE(options.upstream_http_protocol_options().auto_san_validation()) << "as istiod: the rule names none";
+}
+
+// An address that is another host's name, or another entry's address (however spelled), is not
+// a second domain: Envoy refuses a route configuration naming one twice. Analysis says which
+// host keeps it.
+TEST_F(GeneratorsTest, AnAddressAnotherHostHasIsNotNamedTwice) {
+  Apply("clash.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: by-ip}
+spec:
+  hosts: [127.0.0.70]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.71}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: named}
+spec:
+  hosts: [a.example.com, b.example.com]
+  addresses: [127.0.0.70, "0:0:0:0:0:0:0:1", 127.0.0.72]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.73}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: other}
+spec:
+  hosts: [0-first.example.com]
+  addresses: ["::1"]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.74}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  std::map<std::string, std::vector<std::string>> domains;
+  for (const auto& vhost : config.virtual_hosts()) {
+    domains[vhost.name()].assign(vhost.domains().begin(), vhost.domains().end());
+  }
+  EXPECT_THAT(domains["0-first.example.com:8080"],
+              ::testing::ElementsAre("0-first.example.com", "0-first.example.com:8080", "[::1]", "[::1]:8080"));
+  EXPECT_THAT(domains["a.example.com:8080"],
+              ::testing::ElementsAre("a.example.com", "a.example.com:8080", "127.0.0.72", "127.0.0.72:8080"))
+      << "127.0.0.70 is a host's name; ::1 is 0-first's";
+  EXPECT_THAT(domains["127.0.0.70:8080"], ::testing::ElementsAre("127.0.0.70", "127.0.0.70:8080"));
 }
 
 // A route that delegates is served as the delegate's routes merged into it, to Envoy and gRPC

@@ -432,6 +432,37 @@ spec:
                           "[cxds_addresses_unused]"));
 }
 
+// An address another host's routes answer to already: which host keeps it, said where it is.
+TEST(MeshAnalysisTest, AnAddressAnotherHostKeepsIsReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("addr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: first}
+spec:
+  hosts: [a.example.com]
+  addresses: [127.0.0.80]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.81}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: second}
+spec:
+  hosts: [b.example.com]
+  addresses: [127.0.0.82, 127.0.0.80]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.83}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(
+      Strings(update.warnings),
+      ElementsAre("addr.yaml:11: ServiceEntry default/second: spec.addresses[1]: address 127.0.0.80 of "
+                  "b.example.com is a domain of a.example.com on port 8080 (a host of that name, or first in "
+                  "host order): Envoy's routes answer to it for a.example.com only [pilot_vservice_dup_domain]"));
+}
+
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
 // of its Gateway admits (IST0132), reaches no gateway proxy: both are said where they are.
 TEST(MeshAnalysisTest, GatewayBindingsThatReachNoGatewayAreReported) {

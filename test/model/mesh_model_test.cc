@@ -114,7 +114,9 @@ spec:
   EXTRA
 )";
   Apply("api.yaml", absl::StrReplaceAll(entry, {{"EXTRA", "addresses: [127.0.0.21]"}}));
-  for (const char* extra : {"addresses: [127.0.0.22]", "subjectAltNames: [api.mesh.local]"}) {
+  // (Each step changes one field from the one before.)
+  for (const char* extra : {"addresses: [127.0.0.22]", "addresses: [127.0.0.22]\n  subjectAltNames: [api.mesh.local]",
+                            "addresses: [127.0.0.22]\n  subjectAltNames: [other.mesh.local]"}) {
     const PushRequest request = Apply("api.yaml", absl::StrReplaceAll(entry, {{"EXTRA", extra}}));
     EXPECT_TRUE(request.full) << extra;
     EXPECT_TRUE(request.configs.contains(ConfigKey{kind::kServiceEntry, "default", "api.mesh.local"})) << extra;
