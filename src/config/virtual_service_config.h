@@ -165,6 +165,10 @@ struct TcpRoute {
     uint32_t port = 0;  // the host's (or the Gateway server's) port; 0: any
     // As HttpRoute::Match::gateways: empty, the VirtualService's gateways.
     std::vector<std::string> gateways;
+    // Which client sidecars the match is for (Istio's sourceMatchTCP): those whose labels include
+    // `source_labels` and, when set, of namespace `source_namespace` (in the mesh only).
+    LabelMap source_labels;
+    std::string source_namespace;
   };
   std::vector<Match> match;  // empty: every connection
   std::vector<HttpRouteDestination> route;

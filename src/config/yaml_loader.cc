@@ -1354,11 +1354,28 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
       for (size_t j = 0; j < match.size(); ++j) {
         const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
         if (!r.IsMap(match[j], mf)) continue;
-        r.OnlyKeys(match[j], mf, {"port", "gateways"},
-                   {"destinationSubnets", "sourceLabels", "sourceNamespace", "sourceSubnet"});
+        r.OnlyKeys(match[j], mf, {"port", "gateways", "sourceLabels", "sourceNamespace"},
+                   {"destinationSubnets", "sourceSubnet"});
         TcpRoute::Match m;
         m.port = r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0);
         m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
+        m.source_labels = r.Labels(match[j], "sourceLabels", mf);
+        for (const auto& [key, value] : m.source_labels) {
+          if (key.empty())
+            r.Error(match[j]["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
+        }
+        m.source_namespace = r.String(match[j], "sourceNamespace", mf, false).value_or("");
+        if (match[j]["sourceNamespace"].IsDefined() && !IsDnsLabel(m.source_namespace)) {
+          r.Error(match[j]["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
+                  "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+        }
+        const std::vector<std::string>& at = m.gateways.empty() ? vs.gateways : m.gateways;
+        if ((!m.source_labels.empty() || !m.source_namespace.empty()) &&
+            std::any_of(at.begin(), at.end(), [](const std::string& g) { return g != "mesh"; })) {
+          r.Error(match[j], mf,
+                  "sourceLabels or sourceNamespace on a tcp match served at a Gateway is not supported by cxds (a "
+                  "gateway's TCP servers are planned per Gateway, not per proxy); they are supported in the mesh");
+        }
         route.match.push_back(std::move(m));
       }
     }

@@ -918,8 +918,16 @@ TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestinat
   return tcp;
 }
 
-TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port) {
+TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port,
+                     const ProxyScope& scope) {
   const std::string cluster = ClusterName(port, "", chain.host);
+  for (const MeshContext::OpaqueChain::ForSources& candidate : chain.for_sources) {
+    if (std::any_of(candidate.matches.begin(), candidate.matches.end(), [&](const TcpRoute::Match* m) {
+          return scope.MeetsSource(m->source_labels, m->source_namespace);
+        })) {
+      return RouteProxy(mesh, *candidate.route, candidate.route_namespace, port, cluster);
+    }
+  }
   if (chain.route != nullptr) return RouteProxy(mesh, *chain.route, chain.route_namespace, port, cluster);
   TcpProxy tcp;
   tcp.set_stat_prefix(cluster);
@@ -929,7 +937,8 @@ TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& ch
 
 // Adds `chain` to `listener`: a filter chain matching its SNI names (the listener then reads
 // them with the TLS inspector), or every connection.
-void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port, Listener& listener) {
+void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port,
+                    const ProxyScope& scope, Listener& listener) {
   auto* filter_chain = listener.add_filter_chains();
   if (!chain.server_names.empty()) {
     for (const std::string& name : chain.server_names) {
@@ -947,7 +956,7 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
   }
   auto* filter = filter_chain->add_filters();
   filter->set_name("envoy.filters.network.tcp_proxy");
-  filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port));
+  filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port, scope));
 }
 
 }  // namespace
@@ -1072,9 +1081,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     for (const auto& [port, plan] : ports) {
       if (!plan.http && plan.chains.empty()) continue;
       const std::string name = StrCat(options_.listener_address, "_", port);
-      // An opaque listener's chains follow from the proxy's scope alone (the context is the same).
+      // An opaque listener's chains follow from the proxy's scope and the source conditions it
+      // meets (route_key; the context is the same).
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.key())},
+          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.route_key())},
           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
             listener.set_name(name);
@@ -1087,7 +1097,9 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
               filter->mutable_typed_config()->PackFrom(
                   RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
             } else {
-              for (const MeshContext::OpaqueChain* chain : plan.chains) AddOpaqueChain(mesh, *chain, port, listener);
+              for (const MeshContext::OpaqueChain* chain : plan.chains) {
+                AddOpaqueChain(mesh, *chain, port, scope, listener);
+              }
             }
             return Resource::FromMessage(listener);
           });

@@ -128,20 +128,21 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
   }
   std::set<std::pair<ConfigKey, std::string>> said;
   for (const auto& [port, services] : by_port) {
-    std::map<std::string, std::string> claimed;  // domain -> the host keeping it
-    for (const ServiceInfo* service : services) claimed.emplace(absl::AsciiStrToLower(service->host), service->host);
+    std::map<std::string, const ServiceInfo*> claimed;  // domain -> the host keeping it
+    for (const ServiceInfo* service : services) claimed.emplace(absl::AsciiStrToLower(service->host), service);
     for (const ServiceInfo* service : services) {
       for (size_t i = 0; i < service->addresses.size(); ++i) {
         const std::string& address = service->addresses[i];
         const std::string domain = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
-        auto [owner, inserted] = claimed.emplace(domain, service->host);
-        if (inserted || owner->second == service->host || !said.emplace(service->key, address).second) continue;
-        out.push_back(
-            {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
-             StrCat("address ", address, " of ", service->host, " is a domain of ", owner->second, " on port ", port,
-                    " (a host of that name, or first in host order): Envoy's routes "
-                    "answer to it for ",
-                    owner->second, " only")});
+        auto [owner, inserted] = claimed.emplace(domain, service);
+        // (Another host of the same ServiceEntry keeping it is the entry's own choice of host.)
+        if (inserted || owner->second->key == service->key || !said.emplace(service->key, address).second) continue;
+        out.push_back({service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
+                       StrCat("address ", address, " of ", service->host, " is a domain of ", owner->second->host,
+                              " on port ", port,
+                              " (a host of that name, or first in host order): Envoy's routes "
+                              "answer to it for ",
+                              owner->second->host, " only, where a proxy sees that host")});
       }
     }
   }

@@ -89,6 +89,28 @@ HttpRoute::Match MergeDelegateMatch(const HttpRoute::Match& root, HttpRoute::Mat
   return leaf;
 }
 
+// How much of a route a merge copies (WithDelegates' bound): its settings and destinations.
+size_t CopyWeight(const HttpRoute& route) {
+  const HeaderManipulation& h = route.headers;
+  size_t weight = 1 + route.route.size() + route.mirrors.size() + h.request.set.size() + h.request.add.size() +
+                  h.request.remove.size() + h.response.set.size() + h.response.add.size() + h.response.remove.size();
+  if (route.cors.has_value()) {
+    weight += route.cors->allow_origins.size() + route.cors->allow_methods.size() + route.cors->allow_headers.size() +
+              route.cors->expose_headers.size();
+  }
+  return weight;
+}
+
+// Matches with their conditions, each at least 1 (no match at all counts as one).
+size_t MatchesWeight(const std::vector<HttpRoute::Match>& matches) {
+  size_t weight = matches.empty() ? 1 : 0;
+  for (const HttpRoute::Match& m : matches) {
+    weight += 1 + m.headers.size() + m.without_headers.size() + m.query_params.size() + m.source_labels.size() +
+              m.gateways.size();
+  }
+  return weight;
+}
+
 }  // namespace
 
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
@@ -447,6 +469,12 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         conditions.insert({match.source_labels, match.source_namespace});
       }
     }
+    for (const TcpRoute& tcp : vs.tcp) {
+      for (const TcpRoute::Match& match : tcp.match) {
+        if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+        conditions.insert({match.source_labels, match.source_namespace});
+      }
+    }
   };
   for (const auto& [host, served] : virtual_services_) {
     for (const VirtualService* vs : served) note_conditions(*vs);
@@ -570,13 +598,29 @@ void MeshContext::BuildOpaqueChains() {
         }
       };
       if (!IsTlsProtocol(port.protocol)) {
-        // The catch-all, to the first tcp route of its VirtualService for the port, if any.
+        // The catch-all, to the first tcp route of its VirtualService for the port, if any; for
+        // proxies meeting their source conditions, a route before it (as istiod's sourceMatchTCP).
         OpaqueChain chain{host};
         for (const VirtualService* vs : VirtualServicesFor(host)) {
           for (const TcpRoute& route : vs->tcp) {
-            if (chain.route == nullptr && TcpRouteApplies(route, *vs, "mesh", port.number)) {
+            if (chain.route != nullptr || !TcpRouteApplies(route, *vs, "mesh", port.number)) continue;
+            std::vector<const TcpRoute::Match*> conditional;
+            bool for_every_proxy = route.match.empty();
+            for (const TcpRoute::Match& match : route.match) {
+              if ((match.port != 0 && match.port != port.number) || !OpaqueMatchAt(match.gateways, *vs, "mesh")) {
+                continue;
+              }
+              if (match.source_labels.empty() && match.source_namespace.empty()) {
+                for_every_proxy = true;
+              } else {
+                conditional.push_back(&match);
+              }
+            }
+            if (for_every_proxy) {
               chain.route = &route.route;
               chain.route_namespace = vs->meta.namespace_name;
+            } else {
+              chain.for_sources.push_back({&route.route, vs->meta.namespace_name, std::move(conditional)});
             }
           }
         }
@@ -648,22 +692,15 @@ const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const
       continue;
     }
     used.insert(delegate_key);
-    // What each merged route copies of the root's (its settings), and per match of the
-    // delegate's route, of the root's matches (each merged into it, with its conditions).
-    const size_t root_weight = 1 + root.headers.request.set.size() + root.headers.request.add.size() +
-                               root.headers.request.remove.size() + root.headers.response.set.size() +
-                               root.headers.response.add.size() + root.headers.response.remove.size() +
-                               root.mirrors.size() +
-                               (root.cors ? root.cors->allow_origins.size() + root.cors->allow_methods.size() +
-                                                root.cors->allow_headers.size() + root.cors->expose_headers.size()
-                                          : 0);
-    size_t leaf_weight = root.match.empty() ? 1 : 0;
-    for (const HttpRoute::Match& m : root.match) {
-      leaf_weight += 1 + m.headers.size() + m.without_headers.size() + m.query_params.size() + m.source_labels.size() +
-                     m.gateways.size();
-    }
+    // What a merge copies: both routes' settings, and each match of one merged with each of the
+    // other's, with the conditions of both (MergeDelegateRoute).
+    const size_t root_weight = CopyWeight(root);
+    const size_t root_matches = std::max<size_t>(root.match.size(), 1);
+    const size_t root_conditions = MatchesWeight(root.match);
     for (size_t j = 0; j < delegate->http.size(); ++j) {
-      const size_t cost = root_weight + leaf_weight * std::max<size_t>(delegate->http[j].match.size(), 1);
+      const HttpRoute& leaf = delegate->http[j];
+      const size_t cost = root_weight + CopyWeight(leaf) + std::max<size_t>(leaf.match.size(), 1) * root_conditions +
+                          root_matches * MatchesWeight(leaf.match);
       if (cost > budget || cost > own_budget) {
         findings_.push_back(
             {key, field, "cxds_delegate_bound",

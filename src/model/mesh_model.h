@@ -190,8 +190,9 @@ class MeshContext final : public PushContext {
   const std::string& domain_suffix() const { return domain_suffix_; }
   const std::string& root_namespace() const { return destination_rules_.root_namespace; }
   // The distinct source conditions (sourceLabels, sourceNamespace) of the served
-  // VirtualServices' HTTP matches without `gateways`. Which of them a proxy meets decides
-  // which of those matches its routes have, so proxies meeting the same ones share routes.
+  // VirtualServices' HTTP matches without `gateways` and tcp matches. Which of them a proxy
+  // meets decides which of those matches its routes (and TCP listeners) have, so proxies
+  // meeting the same ones share them.
   struct SourceCondition {
     LabelMap labels;
     std::string namespace_name;  // "": any
@@ -213,6 +214,15 @@ class MeshContext final : public PushContext {
     // null the service's own cluster outbound|PORT||HOST.
     const std::vector<HttpRouteDestination>* route = nullptr;
     std::string route_namespace;  // of that VirtualService, for short destination hosts
+    // tcp routes before that one whose every match for the port has source conditions
+    // (sourceLabels, sourceNamespace), in order: the first with a match a proxy meets
+    // (ProxyScope::MeetsSource) is that proxy's route instead.
+    struct ForSources {
+      const std::vector<HttpRouteDestination>* route;
+      std::string route_namespace;
+      std::vector<const TcpRoute::Match*> matches;
+    };
+    std::vector<ForSources> for_sources;
   };
   // The chains of the Envoy listener of `port`, in (host, route) order; empty for an HTTP port
   // (or none). A name (or the catch-all) two services would claim goes to the first by host,

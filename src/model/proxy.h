@@ -46,6 +46,11 @@ class ProxyScope {
   // proxy's, for the root namespace's default Sidecar when it names "./" hosts), followed by
   // "|ns:NAMESPACE" when some service is exported to fewer than all namespaces.
   const std::string& key() const { return key_; }
+  // Whether this proxy, as a client, meets source conditions `labels` (a subset of its labels)
+  // and `namespace_name` (its namespace, when set), as Istio's sourceMatchTCP.
+  bool MeetsSource(const LabelMap& labels, const std::string& namespace_name) const {
+    return LabelsMatch(labels, labels_) && (namespace_name.empty() || namespace_name == namespace_name_);
+  }
   // Whether an HTTP route match is for this proxy as a client (sourceLabels, sourceNamespace,
   // gateways: SourceMatches) in the mesh, or at Gateway `gateway` ("namespace/name").
   bool Applies(const HttpRoute::Match& match, const std::string& gateway = "mesh") const {

@@ -1189,8 +1189,24 @@ TEST(YamlLoaderTest, TcpRoutesAreReadAndAVirtualServiceNeedsHttpOrTcp) {
       << "Envoy refuses a TCP proxy to nowhere, and the whole listener with it";
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, weight: 60}, {destination: {host: db}}]}]\n"),
             "spec.tcp[0].route: weights must add up to 100, got 60");
-  EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceLabels: {a: b}}], route: [{destination: {host: db}}]}]\n"),
-            "spec.tcp[0].match[0].sourceLabels: is not supported by cxds");
+  // Source conditions, as for http matches; in the mesh only.
+  const ParsedFile sourced = ParseConfigFile(
+      "x.yaml", head +
+                    "  tcp: [{match: [{sourceLabels: {app: web}, sourceNamespace: shop}], route: [{destination: "
+                    "{host: db}}]}]\n");
+  ASSERT_EQ(sourced.documents.size(), 1u) << Errors(sourced);
+  const auto& match = std::get<VirtualService>(sourced.documents[0].object).tcp.at(0).match.at(0);
+  EXPECT_EQ(match.source_labels, (LabelMap{{"app", "web"}}));
+  EXPECT_EQ(match.source_namespace, "shop");
+  EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceNamespace: Shop}], route: [{destination: {host: db}}]}]\n"),
+            "spec.tcp[0].match[0].sourceNamespace: must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 "
+            "characters)");
+  EXPECT_THAT(OnlyError(head + "  tcp: [{match: [{sourceLabels: {a: b}, gateways: [edge]}], route: [{destination: "
+                               "{host: db}}]}]\n"),
+              ::testing::StartsWith("spec.tcp[0].match[0]: sourceLabels or sourceNamespace on a tcp match served at a "
+                                    "Gateway is not supported by cxds"));
+  EXPECT_EQ(OnlyError(head + "  tcp: [{match: [{sourceSubnet: 10.0.0.0/8}], route: [{destination: {host: db}}]}]\n"),
+            "spec.tcp[0].match[0].sourceSubnet: is not supported by cxds");
   EXPECT_EQ(OnlyError(head + "  tcp: [{route: [{destination: {host: db}, headers: {}}]}]\n"),
             "spec.tcp[0].route[0].headers: unknown field");
 }

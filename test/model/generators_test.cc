@@ -398,14 +398,14 @@ spec:
   }
 }
 
-// tcp routes: the TCP proxy of the host's port goes to the route's destinations, weighted, as
-// Istio's TCP routing; the first route matching the port wins.
-TEST_F(GeneratorsTest, TcpRoutesWeightTheTcpProxyOfTheirPort) {
-  Apply("tcp.yaml", R"(apiVersion: v1
+// Service mysql of namespace shop (TCP port 3306 and `more_ports`) with subsets primary and
+// replica.
+std::string MysqlService(const std::string& more_ports) {
+  return absl::StrReplaceAll(R"(apiVersion: v1
 kind: Service
 metadata: {name: mysql, namespace: shop}
 spec:
-  ports: [{name: tcp-mysql, port: 3306}, {name: tcp-admin, port: 3307}]
+  ports: [{name: tcp-mysql, port: 3306}PORTS]
 ---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -414,7 +414,14 @@ spec:
   host: mysql
   subsets: [{name: primary, labels: {role: primary}}, {name: replica, labels: {role: replica}}]
 ---
-apiVersion: networking.istio.io/v1
+)",
+                             {{"PORTS", more_ports}});
+}
+
+// tcp routes: the TCP proxy of the host's port goes to the route's destinations, weighted, as
+// Istio's TCP routing; the first route matching the port wins.
+TEST_F(GeneratorsTest, TcpRoutesWeightTheTcpProxyOfTheirPort) {
+  Apply("tcp.yaml", MysqlService(", {name: tcp-admin, port: 3307}") + R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: mysql, namespace: shop}
 spec:
@@ -447,6 +454,50 @@ spec:
   EXPECT_EQ(split.weighted_clusters().clusters(1).name(), "outbound|3306|replica|mysql.shop.svc.cluster.local");
   EXPECT_EQ(split.weighted_clusters().clusters(1).weight(), 30u);
   EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
+}
+
+// tcp matches with sourceLabels and sourceNamespace, as Istio's sourceMatchTCP: a sidecar
+// meeting them gets that route's TCP proxy, the others the next route; proxies meeting the
+// same conditions share the listener.
+TEST_F(GeneratorsTest, TcpRouteSourceConditionsChooseEachSidecarsTcpProxy) {
+  Apply("tcp.yaml", MysqlService("") + R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: mysql, namespace: shop}
+spec:
+  hosts: [mysql]
+  tcp:
+  - match: [{sourceLabels: {app: writer}}, {sourceNamespace: admin}]
+    route: [{destination: {host: mysql, subset: primary}}]
+  - route: [{destination: {host: mysql, subset: replica}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  // The cluster of port 3306's TCP proxy as a sidecar of `ns` with label app=`app` gets it.
+  const auto cluster_for = [&](const std::string& id, const std::string& ns, const std::string& app) {
+    auto h = Connect(id, false, ns);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["app"].set_string_value(app);
+    h->Send(First(std::string(kListenerType), {}));
+    auto lds = h->Take();
+    for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
+      const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+      if (listener.name() != "127.0.0.1_3306") continue;
+      envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+      EXPECT_TRUE(listener.filter_chains(0).filters(0).typed_config().UnpackTo(&tcp));
+      return tcp.cluster();
+    }
+    ADD_FAILURE() << "no listener for 3306";
+    return std::string();
+  };
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.5~w-1.shop~shop.svc.cluster.local", "shop", "writer"),
+            "outbound|3306|primary|mysql.shop.svc.cluster.local");
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.6~r-1.shop~shop.svc.cluster.local", "shop", "reader"),
+            "outbound|3306|replica|mysql.shop.svc.cluster.local");
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.7~a-1.admin~admin.svc.cluster.local", "admin", "reader"),
+            "outbound|3306|primary|mysql.shop.svc.cluster.local")
+      << "its namespace meets the second match";
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.8~w-2.shop~shop.svc.cluster.local", "shop", "writer"),
+            "outbound|3306|primary|mysql.shop.svc.cluster.local")
+      << "a second writer (the listener shared with the first)";
 }
 
 template <typename Value>

@@ -449,7 +449,7 @@ apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: second}
 spec:
-  hosts: [b.example.com]
+  hosts: [b.example.com, c.example.com]
   addresses: [127.0.0.82, 127.0.0.80]
   ports: [{number: 8080, name: http, protocol: HTTP}]
   resolution: STATIC
@@ -460,7 +460,9 @@ spec:
       Strings(update.warnings),
       ElementsAre("addr.yaml:11: ServiceEntry default/second: spec.addresses[1]: address 127.0.0.80 of "
                   "b.example.com is a domain of a.example.com on port 8080 (a host of that name, or first in "
-                  "host order): Envoy's routes answer to it for a.example.com only [pilot_vservice_dup_domain]"));
+                  "host order): Envoy's routes answer to it for a.example.com only, where a proxy sees that host "
+                  "[pilot_vservice_dup_domain]"))
+      << "and nothing for a ServiceEntry whose own hosts share its addresses";
 }
 
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
