@@ -90,10 +90,15 @@ HttpRoute::Match MergeDelegateMatch(const HttpRoute::Match& root, HttpRoute::Mat
 }
 
 // How much of a route a merge copies (WithDelegates' bound): its settings and destinations.
+size_t HeadersWeight(const HeaderManipulation& h) {
+  return h.request.set.size() + h.request.add.size() + h.request.remove.size() + h.response.set.size() +
+         h.response.add.size() + h.response.remove.size();
+}
+
 size_t CopyWeight(const HttpRoute& route) {
-  const HeaderManipulation& h = route.headers;
-  size_t weight = 1 + route.route.size() + route.mirrors.size() + h.request.set.size() + h.request.add.size() +
-                  h.request.remove.size() + h.response.set.size() + h.response.add.size() + h.response.remove.size();
+  size_t weight = 1 + HeadersWeight(route.headers);
+  for (const HttpRouteDestination& d : route.route) weight += 1 + HeadersWeight(d.headers);
+  for (const HttpRoute::Mirror& m : route.mirrors) weight += 1 + HeadersWeight(m.destination.headers);
   if (route.cors.has_value()) {
     weight += route.cors->allow_origins.size() + route.cors->allow_methods.size() + route.cors->allow_headers.size() +
               route.cors->expose_headers.size();

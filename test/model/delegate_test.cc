@@ -367,7 +367,8 @@ spec:
   ASSERT_THAT(update.errors, IsEmpty()) << update.errors.front().ToString();
   MeshContext context("v", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
   ASSERT_EQ(context.VirtualServicesFor("wide.example.com").size(), 1u);
-  EXPECT_TRUE(context.VirtualServicesFor("wide.example.com")[0]->http.empty()) << "30,100 header copies: over 20,000";
+  EXPECT_TRUE(context.VirtualServicesFor("wide.example.com")[0]->http.empty())
+      << "over 30,000 header copies: over 20,000";
   EXPECT_THAT(Findings(context), ElementsAre(HasSubstr("[cxds_delegate_bound]")));
 }
 

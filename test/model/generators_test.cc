@@ -468,7 +468,12 @@ spec:
   tcp:
   - match: [{sourceLabels: {app: writer}}, {sourceNamespace: admin}]
     route: [{destination: {host: mysql, subset: primary}}]
-  - route: [{destination: {host: mysql, subset: replica}}]
+  - match: [{port: 3306, sourceLabels: {app: auditor}}, {port: 9999}]  # conditional on this port
+    route: [{destination: {host: mysql}}]
+  - match: [{sourceLabels: {app: x}}, {port: 3306}]  # a match for every proxy: the default
+    route: [{destination: {host: mysql, subset: replica}}]
+  - match: [{sourceLabels: {app: late}}]  # after the default: never chosen
+    route: [{destination: {host: mysql, subset: primary}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   // The cluster of port 3306's TCP proxy as a sidecar of `ns` with label app=`app` gets it.
@@ -497,7 +502,13 @@ spec:
       << "its namespace meets the second match";
   EXPECT_EQ(cluster_for("sidecar~127.0.0.8~w-2.shop~shop.svc.cluster.local", "shop", "writer"),
             "outbound|3306|primary|mysql.shop.svc.cluster.local")
-      << "a second writer (the listener shared with the first)";
+      << "a second writer, as the first";
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.9~au-1.shop~shop.svc.cluster.local", "shop", "auditor"),
+            "outbound|3306||mysql.shop.svc.cluster.local")
+      << "a route conditional on this port (its other match is for another port)";
+  EXPECT_EQ(cluster_for("sidecar~127.0.0.10~l-1.shop~shop.svc.cluster.local", "shop", "late"),
+            "outbound|3306|replica|mysql.shop.svc.cluster.local")
+      << "a route after the one for every proxy is never chosen, as in istiod";
 }
 
 template <typename Value>
