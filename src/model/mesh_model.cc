@@ -992,7 +992,9 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         // get another rule, as in Istio), else each it names ("~": none gets its routes).
         // A delegate's routes are served where those of the VirtualServices delegating to it are.
         if (vs->hosts.empty() && !delegators.has_value()) delegators = DelegatorsOf(candidate);
-        const std::vector<std::string> namespaces = ServedNamespaces(*vs, key, delegators.value_or(Delegators{}));
+        static const Delegators kNone;  // (a VirtualService with hosts needs no delegators)
+        const std::vector<std::string> namespaces =
+            ServedNamespaces(*vs, key, delegators.has_value() ? *delegators : kNone);
         std::string ns;
         const MergedDestinationRules::Entry* rule = nullptr;
         for (const std::string& candidate_ns : namespaces) {

@@ -419,11 +419,8 @@ spec:
                                                        "100000 route and match conditions in all")));
 }
 
-// A delegate's subsets are checked against the rule the proxies that get its routes use: those
-// of the delegating VirtualService's namespace, not the delegate's own.
-TEST(DelegateTest, ADelegatesSubsetsAreCheckedWhereItsRoutesAreServed) {
-  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
-  const std::string mesh = R"(apiVersion: v1
+// Service reviews of shop, whose DestinationRule (subset v2) is exported to shop alone.
+constexpr char kReviewsWithAPrivateRule[] = R"(apiVersion: v1
 kind: Service
 metadata: {name: reviews, namespace: shop}
 spec:
@@ -437,7 +434,13 @@ spec:
   exportTo: ["."]
   subsets: [{name: v2, labels: {version: v2}}]
 ---
-apiVersion: networking.istio.io/v1
+)";
+
+// A delegate's subsets are checked against the rule the proxies that get its routes use: those
+// of the delegating VirtualService's namespace, not the delegate's own.
+TEST(DelegateTest, ADelegatesSubsetsAreCheckedWhereItsRoutesAreServed) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
+  const std::string mesh = std::string(kReviewsWithAPrivateRule) + R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: reviews, namespace: shop}
 spec:
@@ -465,21 +468,8 @@ spec:
 // subset is what is refused: neither the delegate nor the rule changed.
 TEST(DelegateTest, ANewDelegatingVirtualServiceThatBreaksADelegatesSubsetIsRefused) {
   ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
-  const ConfigStore::Update base = store.ApplyFile("mesh.yaml", R"(apiVersion: v1
-kind: Service
-metadata: {name: reviews, namespace: shop}
-spec:
-  ports: [{name: http, port: 9080}]
----
-apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: reviews, namespace: shop}
-spec:
-  host: reviews
-  exportTo: ["."]
-  subsets: [{name: v2, labels: {version: v2}}]
----
-apiVersion: networking.istio.io/v1
+  const ConfigStore::Update base =
+      store.ApplyFile("mesh.yaml", std::string(kReviewsWithAPrivateRule) + R"(apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: rollout, namespace: team}
 spec:
