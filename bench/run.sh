@@ -18,8 +18,11 @@
 # The demo runs use `cxds demo --keep-unchanged-types` (a change moves EDS alone).
 # Also, at BENCH_STYLE_SIZES (5,000 and 10,000): the demo with gRPC-style proxies over Delta and
 # SotW (grpc-style/), SotW with every type on every version (sotwwhole-N, both styles), and cxds serve on the mesh with gRPC-style proxies against the raw fan-out
-# (daemon/).
-# 6. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
+# and the same fan-out with clients that ACK every receipt (daemon/).
+# 6. The ratios of issue 16 again (BENCH_REPEAT pairs in all, default 3): the demo's SotW and
+#    Delta of both styles and the daemon and fan-out, at BENCH_STYLE_SIZES, each pair one run
+#    after the other; the report takes the median of the pairs' ratios.
+# 7. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
 #    bench/results/latest.json.
 #
 # Every run is bounded (--duration) and uses loopback ports 19100-19199 only. For a quick look:
@@ -145,6 +148,31 @@ for n in "${style_sizes[@]}"; do
     --listener load-target.load.local:8080 --streams "$n"
   eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/daemon/delta-$n.json" 2>/dev/null || echo 400)
   load "$run/daemon/fanout-$n" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" --streams "$n"
+  # The same with clients that ACK every receipt: the reads an xDS server cannot skip, measured
+  # apart (reported beside the targets, which stay on the raw fan-out).
+  load "$run/daemon/fanoutack-$n" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" \
+    --streams "$n" --raw-ack
+done
+
+# The ratios of issue 16 again, BENCH_REPEAT (3) pairs in all: this machine's speed drifts by up
+# to a third between sittings, so each ratio is taken of two runs made one after the other and
+# the report gives the median over the pairs (kind-N-rK.json is pair K; pair 1 is above).
+for ((k = 2; k <= ${BENCH_REPEAT:-3}; k++)); do
+  for n in "${style_sizes[@]}"; do
+    echo "== repeat $k: SotW against Delta (both styles) and the daemon against the fan-out, $n streams" >&2
+    load "$run/load/delta-$n-r$k" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol delta --streams "$n"
+    load "$run/load/sotw-$n-r$k" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol sotw --streams "$n"
+    load "$run/grpc-style/delta-$n-r$k" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol delta \
+      --node-style grpc --streams "$n"
+    load "$run/grpc-style/sotw-$n-r$k" --drive teaching --cxds-binary "$build/cxds" "$keep" --protocol sotw \
+      --node-style grpc --streams "$n"
+    load "$run/daemon/delta-$n-r$k" --drive files --cxds-binary "$build/cxds" --config-dir "$mesh_dir/config" \
+      --admin-address "127.0.0.1:$((port + 1))" --protocol delta --node-style grpc \
+      --listener load-target.load.local:8080 --streams "$n"
+    eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/daemon/delta-$n-r$k.json" 2>/dev/null || echo 400)
+    load "$run/daemon/fanout-$n-r$k" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" \
+      --streams "$n"
+  done
 done
 
 # At most 5,000: while the restarted server's proxies reconnect, cxds-load holds the new

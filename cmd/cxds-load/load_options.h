@@ -27,6 +27,7 @@ struct LoadOptions {
   // Every stream uses this node id when set (cxds demo serves a single node id).
   std::string node_id;
   Expect expect = Expect::kXds;
+  bool raw_ack = false;  // raw mode: ACK each receipt (StreamConfig::raw_ack)
   Drive drive = Drive::kNone;
   std::string teaching_binary;
   std::string fanout_binary;

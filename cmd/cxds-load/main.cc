@@ -324,6 +324,7 @@ class LoadRun {
                         .protocol = options_.protocol,
                         .style = options_.node_style,
                         .expect = options_.expect,
+                        .raw_ack = options_.raw_ack,
                         .node = MakeNode(options_, shared_id, i),
                         .listeners = options_.listeners,
                         .changes = options_.changes,
@@ -776,6 +777,9 @@ int main(int argc, char** argv) {
   app.add_option("--expect", expect, "xds (follow references, ACK) or raw (count receipts: cxds-fanout)")
       ->check(CLI::IsMember({"xds", "raw"}))
       ->capture_default_str();
+  app.add_flag("--raw-ack", options.raw_ack,
+               "raw: answer every receipt with an ACK-shaped request, which cxds-fanout reads (the baseline then "
+               "reads one request per push per stream, as an xDS server does)");
   app.add_option("--drive", drive,
                  "none, teaching (cxds demo), fanout (cxds-fanout), files (cxds serve), etcd (cxds serve replicas)")
       ->check(CLI::IsMember({"none", "teaching", "fanout", "files", "etcd"}))

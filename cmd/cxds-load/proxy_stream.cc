@@ -157,6 +157,13 @@ class StreamReactor : public grpc::ClientBidiReactor<Request, Response>, public 
     return type;
   }
 
+  // Raw mode with --raw-ack: the receipt just counted is answered (and counted as an ACK).
+  bool RawAcks(const std::string& type_url) {
+    if (config_.expect != Expect::kRaw || !config_.raw_ack) return false;
+    CountersOf(TypeFromUrl(type_url)).acks++;
+    return true;
+  }
+
   // Decodes one resource into `parsed` (and the endpoint ports it names into `ports`);
   // returns the error to NACK with, if it does not decode.
   std::optional<std::string> Decode(XdsType type, const google::protobuf::Any& any, std::vector<ParsedResource>* parsed,
@@ -285,7 +292,17 @@ class SotwStream final : public StreamReactor<DiscoveryRequest, DiscoveryRespons
   void Handle(const DiscoveryResponse& response) override {
     const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(), response.resources(),
                                                 response.version_info(), NowNanos());
-    if (!type.has_value()) return;
+    if (!type.has_value()) {
+      if (RawAcks(response.type_url())) {
+        DiscoveryRequest ack;
+        ack.set_type_url(response.type_url());
+        ack.set_version_info(response.version_info());
+        ack.set_response_nonce(response.nonce());
+        ack.add_resource_names("raw");
+        Send(std::move(ack), {});
+      }
+      return;
+    }
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
     for (const google::protobuf::Any& any : response.resources()) {
@@ -383,7 +400,15 @@ class DeltaStream final : public StreamReactor<DeltaDiscoveryRequest, DeltaDisco
   void Handle(const DeltaDiscoveryResponse& response) override {
     const std::optional<XdsType> type = Receive(response.type_url(), response.ByteSizeLong(), response.resources(),
                                                 response.system_version_info(), NowNanos());
-    if (!type.has_value()) return;
+    if (!type.has_value()) {
+      if (RawAcks(response.type_url())) {
+        DeltaDiscoveryRequest ack;
+        ack.set_type_url(response.type_url());
+        ack.set_response_nonce(response.nonce());
+        Send(std::move(ack), {});
+      }
+      return;
+    }
     std::vector<ParsedResource> parsed;
     std::vector<uint32_t> ports;
     for (const auto& resource : response.resources()) {

@@ -66,6 +66,9 @@ struct StreamConfig {
   Protocol protocol = Protocol::kSotw;
   NodeStyle style = NodeStyle::kEnvoy;
   Expect expect = Expect::kXds;
+  // Raw mode: answer every receipt with an ACK-shaped request (type, nonce; SotW: version), so
+  // the baseline's server reads one request per push per stream, as an xDS server does.
+  bool raw_ack = false;
   envoy::config::core::v3::Node node;
   std::vector<std::string> listeners;
   int changes = 0;

@@ -130,6 +130,9 @@ int Main(int argc, char** argv) {
   flag("eds-debounce", serve.controller.debounce.eds_debounce, "debounce endpoint-only changes too");
   flag("push-throttle", serve.server.push_throttle, "proxies pushed at once (0: 15 + 5 per core, at most 100)")
       ->check(CLI::NonNegativeNumber);
+  flag("push-workers", serve.server.push_workers,
+       "threads that start pushes (0: the changing thread and write completions start them)")
+      ->check(CLI::Range(0, 64));
   flag("max-new-streams-per-second", serve.server.max_new_streams_per_second,
        "admission rate of new streams (0: no limit)")
       ->check(CLI::NonNegativeNumber);
