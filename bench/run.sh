@@ -33,7 +33,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?build directory (with cxds, cxds-load, cxds-fanout, bench/)}
 date=$(date -u +%F)
-run=${2:-bench/results/$date-data}
+# The report's name (bench/results/NAME.md, NAME-*.png); BENCH_NAME sets it for a second run in a day.
+name=${BENCH_NAME:-$date}
+run=${2:-bench/results/$name-data}
 read -r -a sizes <<<"${BENCH_SIZES:-1000 5000 10000}"
 mesh_streams=${BENCH_MESH_STREAMS:-1000}
 largest=${sizes[-1]}
@@ -210,5 +212,5 @@ if [[ ${BENCH_BIG:-1} != 0 ]]; then
 fi
 
 echo "== report" >&2
-python3 bench/report.py "$run" "bench/results/$date.md" bench/results/latest.json
-echo "bench: wrote bench/results/$date.md and bench/results/latest.json (data in $run)" >&2
+python3 bench/report.py "$run" "bench/results/$name.md" bench/results/latest.json
+echo "bench: wrote bench/results/$name.md and bench/results/latest.json (data in $run)" >&2
