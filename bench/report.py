@@ -4,7 +4,7 @@
     python3 bench/report.py RUN_DIR OUT_MD OUT_JSON
 
 Python 3 standard library only (it runs with Debian's /usr/bin/python3); the plots are drawn
-by gnuplot (Debian package gnuplot-nox) and written next to OUT_MD, named DATE-*.png.
+by gnuplot (Debian package gnuplot-nox) and written next to OUT_MD, named after it (NAME.md: NAME-*.png).
 
 RUN_DIR (every piece is optional; what is absent is reported as "not measured in this run" in
 the Markdown and as null in the JSON):
@@ -770,39 +770,34 @@ def daemon_run_pairs(run_dir, baseline="fanout"):
             for (kind, n), data in sized.items() if kind == "delta"}
 
 
-def repeat_daemon_ratios(run_dir, daemon):
-    """Replaces each daemon ratio of `daemon` ({N: figures}) by the median over the repeated pairs
-    (daemon/delta-N-rK.json with fanout-N-rK.json, run one after the other), listing each pair's."""
+def repeat_daemon_ratios(run_dir, daemon, baseline, ratios):
+    """Sets each daemon ratio of `daemon` ({N: figures}) to the median over the repeated pairs
+    (daemon/delta-N-rK.json with BASELINE-N-rK.json, run one after the other) and lists each
+    pair's (KEY with _by_pair for _ratio). `ratios`: (key, value of the daemon's Run, value of
+    the baseline's Run)."""
     repeats = run_dir.repeats("daemon")
     for n, figs in daemon.items():
         runs = {k: Run("delta", d) for k, d in repeats.get(("delta", n), {}).items()}
-        bases = {k: Run("fanout", d) for k, d in repeats.get(("fanout", n), {}).items()}
-        for key, value_a, value_b in (
-                ("push_vs_raw_fanout_ratio", lambda r: median(r.push_ms), lambda b: median(b.send_ms)),
-                ("send_vs_raw_fanout_ratio", lambda r: median(r.send_ms), lambda b: median(b.send_ms)),
-                ("convergence_vs_raw_receipt_ratio", lambda r: r.last_ack_ms, lambda b: b.last_ack_ms)):
-            ratios = []
+        bases = {k: Run("fanout", d) for k, d in repeats.get((baseline, n), {}).items()}
+        for key, value_a, value_b in ratios:
+            by_pair = []
             for k in sorted(set(runs) & set(bases)):
                 r = ratio(value_a(runs[k]), value_b(bases[k]))
                 if r is not None:
-                    ratios.append(r)
-            if ratios:
-                figs[key] = rounded(median(ratios), 4)
-                figs[key.replace("_ratio", "_by_pair")] = [rounded(r, 4) for r in ratios]
+                    by_pair.append(r)
+            figs[key] = rounded(median(by_pair), 4) if by_pair else figs.get(key)
+            figs[key.replace("_ratio", "_by_pair")] = [rounded(r, 4) for r in by_pair]
 
 
-def acked_figures(run, acked):
-    """The daemon's ratios to the fan-out whose clients ACK, and its last ACK from the server's intake."""
-    send = median(acked.send_ms) if acked else None
-    last = acked.last_ack_ms if acked else None
-    return {
-        "acked_fanout_send_ms": rounded(send),
-        "acked_fanout_last_receipt_ms": rounded(last),
-        "push_vs_acked_fanout_ratio": rounded(ratio(median(run.push_ms), send), 4),
-        "convergence_vs_acked_fanout_receipt_ratio": rounded(ratio(run.last_ack_ms, last), 4),
-        "last_ack_after_intake_ms": rounded(run.last_ack_after_intake_ms),
-        "convergence_after_intake_vs_raw_receipt_ratio": None,  # filled in with the raw baseline
-    }
+RAW_FANOUT_RATIOS = (
+    ("push_vs_raw_fanout_ratio", lambda r: median(r.push_ms), lambda b: median(b.send_ms)),
+    ("send_vs_raw_fanout_ratio", lambda r: median(r.send_ms), lambda b: median(b.send_ms)),
+    ("convergence_vs_raw_receipt_ratio", lambda r: r.last_ack_ms, lambda b: b.last_ack_ms),
+    # Not a target: the last ACK counted from the daemon's intake of the change (no quiet period, no debounce).
+    ("convergence_after_intake_vs_raw_receipt_ratio", lambda r: r.last_ack_after_intake_ms, lambda b: b.last_ack_ms))
+ACKED_FANOUT_RATIOS = (
+    ("push_vs_acked_fanout_ratio", lambda r: median(r.push_ms), lambda b: median(b.send_ms)),
+    ("convergence_vs_acked_fanout_receipt_ratio", lambda r: r.last_ack_ms, lambda b: b.last_ack_ms))
 
 
 def fmt_repeats(ratios):
@@ -907,15 +902,19 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
                    "fan-out with clients that ACK every receipt (`cxds-load --raw-ack`: its server then reads one "
                    "request per push per stream, as an xDS server must), and the daemon's last ACK counted from "
                    "the moment it took the change in (its change summary's `received_unix_ms`), without the "
-                   "directory's quiet period and the debounce.", ""]
+                   "directory's quiet period and the debounce. Ratios are medians over the repeated pairs, as above; "
+                   "times are the first pair's.", ""]
             rows = [[fmt_int(n), fmt_ms(f.get("acked_fanout_send_ms")), fmt_ratio(f.get("push_vs_acked_fanout_ratio")),
                      fmt_ms(f.get("acked_fanout_last_receipt_ms")),
                      fmt_ratio(f.get("convergence_vs_acked_fanout_receipt_ratio")),
+                     f'{fmt_repeats(f.get("push_vs_acked_fanout_by_pair") or [])}; '
+                     f'{fmt_repeats(f.get("convergence_vs_acked_fanout_receipt_by_pair") or [])}',
                      fmt_ms(f.get("last_ack_after_intake_ms")),
                      fmt_ratio(f.get("convergence_after_intake_vs_raw_receipt_ratio"))] for n, f in acked]
             md.append(table(["streams", "ACKed fan-out send (ms)", "push / ACKed fan-out send",
                              "ACKed fan-out last receipt (ms)", "last ACK / ACKed fan-out last receipt",
-                             "last ACK from intake (ms)", "last ACK from intake / raw last receipt"], rows))
+                             "each pair's push; last ACK ratio", "last ACK from intake (ms)",
+                             "last ACK from intake / raw last receipt"], rows))
             md.append("")
     return md
 
@@ -1206,13 +1205,13 @@ def main(argv):
     if isinstance(metrics, dict):
         serializations = ratio(number(metrics.get("serializations")), number(metrics.get("resource_versions")))
 
-    # The date names the plots; without machine.json it is today's (UTC).
+    # The run's date, and the report's name names its plots (NAME.md, NAME-*.png).
     date = (machine or {}).get("date") or time.strftime("%Y-%m-%d", time.gmtime())
     out_dir = os.path.dirname(os.path.abspath(out_md))
     os.makedirs(out_dir, exist_ok=True)
     if os.path.dirname(os.path.abspath(out_json)):
         os.makedirs(os.path.dirname(os.path.abspath(out_json)), exist_ok=True)
-    plotter = Plotter(out_dir, date)
+    plotter = Plotter(out_dir, os.path.splitext(os.path.basename(out_md))[0])
     plots = draw_plots(plotter, runs, sizes) if runs else {}
 
     target_rows = targets(largest, runs, serializations, reconnect)
@@ -1220,13 +1219,12 @@ def main(argv):
     whole_pairs = sotw_vs_delta(run_dir, "sotwwhole")
     daemon_pairs = daemon_run_pairs(run_dir)
     daemon = {n: figures(run, base) for n, (run, base) in daemon_pairs.items()}
-    repeat_daemon_ratios(run_dir, daemon)
     for n, (run, acked) in daemon_run_pairs(run_dir, "fanoutack").items():
-        extra = acked_figures(run, acked)
-        raw = daemon_pairs[n][1]
-        extra["convergence_after_intake_vs_raw_receipt_ratio"] = rounded(
-            ratio(run.last_ack_after_intake_ms, raw.last_ack_ms if raw else None), 4)
-        daemon[n].update(extra)
+        daemon[n].update({"acked_fanout_send_ms": rounded(median(acked.send_ms)) if acked else None,
+                          "acked_fanout_last_receipt_ms": rounded(acked.last_ack_ms) if acked else None,
+                          "last_ack_after_intake_ms": rounded(run.last_ack_after_intake_ms)})
+    repeat_daemon_ratios(run_dir, daemon, "fanout", RAW_FANOUT_RATIOS)
+    repeat_daemon_ratios(run_dir, daemon, "fanoutack", ACKED_FANOUT_RATIOS)
     plots.update(draw_protocol_plots(plotter, pairs, whole_pairs, daemon_pairs, big))
 
     # Markdown ---------------------------------------------------------------------------------

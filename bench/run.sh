@@ -34,8 +34,8 @@ cd "$(dirname "$0")/.."
 build=${1:?build directory (with cxds, cxds-load, cxds-fanout, bench/)}
 date=$(date -u +%F)
 # The report's name (bench/results/NAME.md, NAME-*.png); BENCH_NAME sets it for a second run in a day.
-name=${BENCH_NAME:-$date}
-run=${2:-bench/results/$name-data}
+report_name=${BENCH_NAME:-$date}
+run=${2:-bench/results/$report_name-data}
 read -r -a sizes <<<"${BENCH_SIZES:-1000 5000 10000}"
 mesh_streams=${BENCH_MESH_STREAMS:-1000}
 largest=${sizes[-1]}
@@ -174,6 +174,8 @@ for ((k = 2; k <= ${BENCH_REPEAT:-3}; k++)); do
     eds_bytes=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['types']['EDS']; print(max(64, round(t['bytes']/max(1,t['responses']))))" "$run/daemon/delta-$n-r$k.json" 2>/dev/null || echo 400)
     load "$run/daemon/fanout-$n-r$k" --drive fanout --fanout-binary "$build/cxds-fanout" --message-bytes "$eds_bytes" \
       --streams "$n"
+    load "$run/daemon/fanoutack-$n-r$k" --drive fanout --fanout-binary "$build/cxds-fanout" \
+      --message-bytes "$eds_bytes" --streams "$n" --raw-ack
   done
 done
 
@@ -212,5 +214,5 @@ if [[ ${BENCH_BIG:-1} != 0 ]]; then
 fi
 
 echo "== report" >&2
-python3 bench/report.py "$run" "bench/results/$name.md" bench/results/latest.json
-echo "bench: wrote bench/results/$name.md and bench/results/latest.json (data in $run)" >&2
+python3 bench/report.py "$run" "bench/results/$report_name.md" bench/results/latest.json
+echo "bench: wrote bench/results/$report_name.md and bench/results/latest.json (data in $run)" >&2
