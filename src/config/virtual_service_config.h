@@ -107,10 +107,21 @@ struct HttpRoute {
   std::optional<Rewrite> rewrite;
   struct Mirror {
     HttpRouteDestination destination;
-    double percent = 100;  // Istio's default: every request
+    double percent = 100;  // Istio's default: every request; 0: no mirror (istiod sends none)
+    bool single = false;   // written as `mirror` (else one of `mirrors`: field names follow the file)
   };
-  std::vector<Mirror> mirrors;  // `mirror` (one) or `mirrors` (several), not both
-  bool mirrors_listed = false;  // given as `mirrors` (field names in messages follow the file)
+  // `mirror` (single, first) or `mirrors`, not both as written; a delegate's merged route may
+  // have both, as istiod merges each field on its own.
+  std::vector<Mirror> mirrors;
+  // mirrorPercentage and the deprecated mirrorPercent as written, with or without `mirror`
+  // (a delegate's route may set the percentage of its delegating route's mirror).
+  std::optional<double> mirror_percentage;
+  std::optional<uint32_t> mirror_percent;
+  double SingleMirrorPercent() const {
+    return mirror_percentage.has_value() ? *mirror_percentage
+           : mirror_percent.has_value()  ? static_cast<double>(*mirror_percent)
+                                         : 100.0;
+  }
   std::optional<absl::Duration> timeout;
   // Istio's HTTPRetry. A route without one gets istiod's default retries on Envoy nodes
   // (generators.cc, SetRetryPolicy); attempts 0 turns retries off.

@@ -1814,20 +1814,16 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       }
       route.rewrite = rw;
     }
+    // Istio accepts a percentage without `mirror`: a delegate's route sets it for its delegating
+    // route's mirror that way (MergeDelegateRoute); elsewhere it has nothing to apply to.
+    route.mirror_percentage = r.Percent(h, "mirrorPercentage", f);
+    route.mirror_percent =
+        r.Uint(h, h["mirrorPercent"].IsDefined() ? "mirrorPercent" : "mirror_percent", f, false, 0, 100);
     if (const YAML::Node mirror = h["mirror"]; mirror.IsDefined()) {
-      HttpRoute::Mirror m{ReadDestination(r, mirror, Reader::Join(f, "mirror")), 100};
-      if (auto percent = r.Percent(h, "mirrorPercentage", f)) {
-        m.percent = *percent;
-      } else if (auto legacy =
-                     r.Uint(h, h["mirrorPercent"].IsDefined() ? "mirrorPercent" : "mirror_percent", f, false, 0, 100)) {
-        m.percent = *legacy;
-      }
-      route.mirrors.push_back(std::move(m));
+      route.mirrors.push_back(
+          {ReadDestination(r, mirror, Reader::Join(f, "mirror")), route.SingleMirrorPercent(), /*single=*/true});
       if (h["mirrors"].IsDefined()) r.Error(h["mirrors"], Reader::Join(f, "mirrors"), "cannot be used with mirror");
     } else {
-      for (const char* key : {"mirrorPercentage", "mirrorPercent", "mirror_percent"}) {
-        if (h[key].IsDefined()) r.Error(h[key], Reader::Join(f, key), "needs a mirror");
-      }
       if (const YAML::Node mirrors = h["mirrors"];
           mirrors.IsDefined() && r.IsSeq(mirrors, Reader::Join(f, "mirrors"))) {
         for (size_t j = 0; j < mirrors.size(); ++j) {
@@ -1842,7 +1838,6 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
           if (auto percent = r.Percent(mirrors[j], "percentage", mf)) m.percent = *percent;
           route.mirrors.push_back(std::move(m));
         }
-        route.mirrors_listed = true;
       }
     }
     vs.http.push_back(std::move(route));

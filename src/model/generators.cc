@@ -1497,6 +1497,10 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
       if (answers) {
         AddHeaderOperations(http.headers, route);
         SetAnswer(http, port, route);
+        // Only a delegate's merged redirect or direct response has one (MergeDelegateRoute).
+        if (http.fault.has_value()) {
+          (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
+        }
         continue;
       }
       auto* action = route->mutable_route();
@@ -1534,6 +1538,7 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
           }
         }
         for (const HttpRoute::Mirror& m : http.mirrors) {
+          if (m.percent <= 0) continue;  // istiod: an explicit 0% mirrors nothing, and sends no policy
           auto* mirror = action->add_request_mirror_policies();
           mirror->set_cluster(destination_cluster(m.destination));
           *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(m.percent);
@@ -1929,7 +1934,12 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
   if (http.rewrite.has_value()) fields.push_back("rewrite");
   if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
   if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
-  if (!http.mirrors.empty()) fields.push_back(http.mirrors_listed ? "mirrors" : "mirror");
+  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return m.single; })) {
+    fields.push_back("mirror");
+  }
+  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return !m.single; })) {
+    fields.push_back("mirrors");
+  }
   if (http.cors.has_value()) fields.push_back("corsPolicy");
   if (http.retries.has_value() && http.retries->attempts > 0) {
     // gRFC A44: gRPC reads the count, the gRPC status names in retryOn and the backoff.

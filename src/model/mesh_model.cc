@@ -116,6 +116,38 @@ size_t MatchesWeight(const std::vector<HttpRoute::Match>& matches) {
   return weight;
 }
 
+// istiod merges `mirror`, `mirrorPercentage`, `mirrorPercent` and `mirrors` each on its own:
+// the delegate's where it sets one, else the root's. So a delegate's `mirror` without a
+// percentage takes the root's percentage, a delegate's percentage applies to the root's
+// `mirror`, and the merged route may have a `mirror` and `mirrors` both. `out` is the
+// delegate's route (its hosts already resolved).
+void MergeMirrors(const HttpRoute& root, HttpRoute& out) {
+  if (!out.mirror_percentage.has_value()) out.mirror_percentage = root.mirror_percentage;
+  if (!out.mirror_percent.has_value()) out.mirror_percent = root.mirror_percent;
+  const auto single_of = [](const HttpRoute& route) -> const HttpRoute::Mirror* {
+    for (const HttpRoute::Mirror& m : route.mirrors) {
+      if (m.single) return &m;
+    }
+    return nullptr;
+  };
+  const auto listed_of = [](const HttpRoute& route) {
+    std::vector<HttpRoute::Mirror> listed;
+    for (const HttpRoute::Mirror& m : route.mirrors) {
+      if (!m.single) listed.push_back(m);
+    }
+    return listed;
+  };
+  std::vector<HttpRoute::Mirror> merged;
+  if (const HttpRoute::Mirror* single = single_of(out) != nullptr ? single_of(out) : single_of(root)) {
+    merged.push_back(*single);
+    merged.back().percent = out.SingleMirrorPercent();
+  }
+  std::vector<HttpRoute::Mirror> listed = listed_of(out);
+  if (listed.empty()) listed = listed_of(root);
+  merged.insert(merged.end(), listed.begin(), listed.end());
+  out.mirrors = std::move(merged);
+}
+
 }  // namespace
 
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
@@ -147,16 +179,15 @@ std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRou
   }
   if (out.headers.empty()) out.headers = root.headers;
   if (!out.cors.has_value()) out.cors = root.cors;
-  // A redirect or direct response sends nothing upstream: cxds refuses these with it.
+  // The fault filter runs before the route's action, so istiod's merged redirect or direct
+  // response takes the root's fault too (a route written that way is refused, as by Istio).
+  if (!out.fault.has_value()) out.fault = root.fault;
+  // A redirect or direct response sends nothing upstream: istiod applies none of these to it.
   if (out.redirect.has_value() || out.direct_response.has_value()) return out;
   if (!out.rewrite.has_value()) out.rewrite = root.rewrite;
   if (!out.timeout.has_value()) out.timeout = root.timeout;
   if (!out.retries.has_value()) out.retries = root.retries;
-  if (!out.fault.has_value()) out.fault = root.fault;
-  if (out.mirrors.empty()) {
-    out.mirrors = root.mirrors;
-    out.mirrors_listed = root.mirrors_listed;
-  }
+  MergeMirrors(root, out);
   return out;
 }
 
@@ -232,9 +263,10 @@ void ForEachDestination(const VirtualService& vs,
       fn(vs.http[i].route[j], StrCat("spec.http[", i, "].route[", j, "].destination"));
     }
     const HttpRoute& http = vs.http[i];
-    for (size_t j = 0; j < http.mirrors.size(); ++j) {
-      fn(http.mirrors[j].destination, http.mirrors_listed ? StrCat("spec.http[", i, "].mirrors[", j, "].destination")
-                                                          : StrCat("spec.http[", i, "].mirror"));
+    size_t listed = 0;
+    for (const HttpRoute::Mirror& m : http.mirrors) {
+      fn(m.destination, m.single ? StrCat("spec.http[", i, "].mirror")
+                                 : StrCat("spec.http[", i, "].mirrors[", listed++, "].destination"));
     }
   }
   for (size_t i = 0; i < vs.tcp.size(); ++i) {

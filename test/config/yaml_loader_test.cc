@@ -920,7 +920,9 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
   EXPECT_EQ(error_of("    mirrors: [{percentage: {value: 5}}]\n"), "spec.http[0].mirrors[0].destination: is required");
   EXPECT_EQ(error_of("    mirrors: [{destination: {host: c}, percentage: {value: 101}}]\n"),
             "spec.http[0].mirrors[0].percentage.value: must be a number from 0 to 100, got \"101\"");
-  EXPECT_EQ(error_of("    mirrorPercentage: {value: 5}\n"), "spec.http[0].mirrorPercentage: needs a mirror");
+  EXPECT_EQ(error_of("    mirrorPercentage: {value: 101}\n"),
+            "spec.http[0].mirrorPercentage.value: must be a number from 0 to 100, got \"101\"")
+      << "checked without a mirror too";
   EXPECT_EQ(error_of("    mirror: {host: b, subset: V1}\n"),
             "spec.http[0].mirror.subset: must be a DNS label (a-z, 0-9, '-')");
   EXPECT_EQ(error_of("    match: [{queryParams: {q: {prefx: x}}}]\n"),
@@ -961,9 +963,11 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const HttpRoute& route = std::get<VirtualService>(good.documents[0].object).http[0];
   ASSERT_EQ(route.mirrors.size(), 1u);
-  EXPECT_FALSE(route.mirrors_listed);
+  EXPECT_TRUE(route.mirrors[0].single);
   EXPECT_EQ(route.mirrors[0].destination.host, "b");
   EXPECT_DOUBLE_EQ(route.mirrors[0].percent, 5);
+  EXPECT_EQ(route.mirror_percent, 5u);
+  EXPECT_FALSE(route.mirror_percentage.has_value());
   EXPECT_TRUE(route.match[0].ignore_uri_case);
   EXPECT_EQ(route.match[0].without_headers.at("x-a").value, "b");
   EXPECT_EQ(route.match[0].scheme->value, "http");
@@ -984,11 +988,25 @@ TEST(YamlLoaderTest, MirrorsAndARegexRewriteAreRead) {
   EXPECT_EQ(route.rewrite->regex_rewrite, "\\2/instance/\\1");
   EXPECT_TRUE(route.rewrite->uri.empty());
   ASSERT_EQ(route.mirrors.size(), 2u);
-  EXPECT_TRUE(route.mirrors_listed);
+  EXPECT_FALSE(route.mirrors[0].single);
+  EXPECT_FALSE(route.mirrors[1].single);
   EXPECT_EQ(route.mirrors[0].destination.subset, "v2");
   EXPECT_DOUBLE_EQ(route.mirrors[0].percent, 12.5);
   EXPECT_EQ(route.mirrors[1].destination.host, "c");
   EXPECT_DOUBLE_EQ(route.mirrors[1].percent, 100);  // Istio's default: all of it
+}
+
+// Istio accepts mirrorPercentage without a mirror: a delegate's route sets its delegating
+// route's mirror's percentage that way. mirrorPercentage wins over mirrorPercent.
+TEST(YamlLoaderTest, AMirrorPercentageWithoutAMirrorIsKept) {
+  const ParsedFile parsed = ParseConfigFile(
+      "x.yaml", std::string(kOneRouteVirtualService) + "    mirrorPercentage: {value: 7.5}\n    mirrorPercent: 40\n");
+  ASSERT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+  const HttpRoute& route = std::get<VirtualService>(parsed.documents[0].object).http[0];
+  EXPECT_TRUE(route.mirrors.empty());
+  EXPECT_EQ(route.mirror_percentage, 7.5);
+  EXPECT_EQ(route.mirror_percent, 40u);
+  EXPECT_DOUBLE_EQ(route.SingleMirrorPercent(), 7.5);
 }
 
 TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {

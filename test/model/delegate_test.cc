@@ -174,6 +174,53 @@ TEST(DelegateTest, TheRootsSettingsApplyWhereTheDelegatesRouteSetsNone) {
   EXPECT_FALSE(merged->rewrite.has_value());
   EXPECT_TRUE(merged->mirrors.empty());
   EXPECT_EQ(merged->headers.request.set.at("x-root"), "1") << "headers still apply";
+  EXPECT_FALSE(merged->fault.has_value());
+  root.fault = FaultInjection{.abort = FaultInjection::Abort{.http_status = 503}};
+  merged = MergeDelegateRoute(root, redirect, "team", "cluster.local");
+  ASSERT_TRUE(merged.has_value());
+  ASSERT_TRUE(merged->fault.has_value()) << "the fault filter runs before the redirect, as istiod merges it";
+  EXPECT_EQ(merged->fault->abort->http_status, 503u);
+}
+
+// istiod merges mirror, mirrorPercentage, mirrorPercent and mirrors each on its own.
+TEST(DelegateTest, MirrorsAndTheirPercentagesAreMergedFieldByField) {
+  HttpRoute root;
+  root.mirrors.push_back({{"root-single", "", 0, 0, {}}, 30, /*single=*/true});
+  root.mirrors.push_back({{"root-listed", "", 0, 0, {}}, 40});
+  root.mirror_percentage = 30;
+
+  HttpRoute own = RouteWith({}, "reviews");
+  own.mirrors.push_back({{"own-single", "", 0, 0, {}}, 100, /*single=*/true});  // no percentage written
+  std::optional<HttpRoute> merged = MergeDelegateRoute(root, own, "team", "cluster.local");
+  ASSERT_TRUE(merged.has_value());
+  ASSERT_EQ(merged->mirrors.size(), 2u) << "its mirror and the root's mirrors, both";
+  EXPECT_EQ(merged->mirrors[0].destination.host, "own-single.team.svc.cluster.local");
+  EXPECT_TRUE(merged->mirrors[0].single);
+  EXPECT_EQ(merged->mirrors[0].percent, 30) << "the root's percentage";
+  EXPECT_EQ(merged->mirrors[1].destination.host, "root-listed");
+  EXPECT_FALSE(merged->mirrors[1].single);
+  EXPECT_EQ(merged->mirrors[1].percent, 40);
+
+  HttpRoute percentage_only = RouteWith({}, "reviews");
+  percentage_only.mirror_percent = 5;  // the deprecated field: the root's mirrorPercentage still wins
+  merged = MergeDelegateRoute(root, percentage_only, "team", "cluster.local");
+  ASSERT_TRUE(merged.has_value());
+  ASSERT_EQ(merged->mirrors.size(), 2u);
+  EXPECT_EQ(merged->mirrors[0].destination.host, "root-single");
+  EXPECT_EQ(merged->mirrors[0].percent, 30);
+
+  root.mirror_percentage.reset();
+  merged = MergeDelegateRoute(root, percentage_only, "team", "cluster.local");
+  ASSERT_TRUE(merged.has_value());
+  EXPECT_EQ(merged->mirrors.at(0).percent, 5) << "the delegate's mirrorPercent on the root's mirror";
+
+  HttpRoute listed = RouteWith({}, "reviews");
+  listed.mirrors.push_back({{"own-listed", "", 0, 0, {}}, 60});
+  merged = MergeDelegateRoute(root, listed, "team", "cluster.local");
+  ASSERT_TRUE(merged.has_value());
+  ASSERT_EQ(merged->mirrors.size(), 2u) << "the root's mirror and its own mirrors";
+  EXPECT_EQ(merged->mirrors[0].destination.host, "root-single");
+  EXPECT_EQ(merged->mirrors[1].destination.host, "own-listed.team.svc.cluster.local");
 }
 
 constexpr char kDelegation[] = R"(apiVersion: v1

@@ -3601,5 +3601,56 @@ spec:
   EXPECT_EQ(config.virtual_hosts(0).routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
 }
 
+// As istiod merges them: a delegate's redirect takes the delegating route's fault (the fault
+// filter runs before the redirect); a delegate's mirror without a percentage takes the
+// delegating route's; a delegate's percentage alone applies to the delegating route's mirror,
+// and at 0% no mirror policy is sent.
+TEST_F(GeneratorsTest, ADelegatesRedirectTakesTheRootsFaultAndItsMirrorTheRootsPercentage) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: root
+    delegate: {name: inventory-team, namespace: team}
+    fault: {abort: {httpStatus: 503, percentage: {value: 5}}}
+    mirror: {host: inventory.mesh.local, subset: v2}
+    mirrorPercentage: {value: 20}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory-team, namespace: team}
+spec:
+  http:
+  - name: moved
+    match: [{uri: {prefix: /old}}]
+    redirect: {uri: /new}
+  - name: shadow
+    match: [{uri: {prefix: /shadow}}]
+    mirror: {host: inventory.mesh.local, subset: v1}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - name: off
+    match: [{uri: {prefix: /off}}]
+    mirrorPercentage: {value: 0}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+  ASSERT_EQ(config.virtual_hosts_size(), 1);
+  const auto& routes = config.virtual_hosts(0).routes();
+  ASSERT_GE(routes.size(), 3);
+  EXPECT_EQ(routes[0].name(), "root-moved");
+  EXPECT_EQ(routes[0].redirect().path_redirect(), "/new");
+  ASSERT_TRUE(routes[0].typed_per_filter_config().contains("envoy.filters.http.fault")) << "the root's fault";
+  envoy::extensions::filters::http::fault::v3::HTTPFault fault;
+  ASSERT_TRUE(routes[0].typed_per_filter_config().at("envoy.filters.http.fault").UnpackTo(&fault));
+  EXPECT_EQ(fault.abort().http_status(), 503u);
+
+  EXPECT_EQ(routes[1].name(), "root-shadow");
+  ASSERT_EQ(routes[1].route().request_mirror_policies_size(), 1);
+  EXPECT_EQ(routes[1].route().request_mirror_policies(0).cluster(), "outbound|8080|v1|inventory.mesh.local")
+      << "its own mirror";
+  EXPECT_EQ(routes[1].route().request_mirror_policies(0).runtime_fraction().default_value().numerator(), 200000u)
+      << "at the root's 20%";
+
+  EXPECT_EQ(routes[2].name(), "root-off");
+  EXPECT_EQ(routes[2].route().request_mirror_policies_size(), 0) << "the root's mirror at its own 0%: none";
+}
+
 }  // namespace
 }  // namespace cxds::testing
