@@ -170,13 +170,18 @@ class RunDir:
         return runs
 
 
-def repeated_ratios(runs_a, runs_b, value):
-    """Per repeat present on both sides, value(A Run) / value(B Run) of the two runs made one after
-    the other; the median of these is the ratio reported (this machine's speed drifts by a third
-    between sittings, so a ratio of two runs minutes apart is mostly that drift)."""
+def paired_ratios(runs_a, runs_b, value_a, value_b, problems, what):
+    """Per pair K present on both sides ({K: Run}), value_a(A) / value_b(B) of the two runs made one
+    after the other; the median of these is the ratio reported (this machine's speed drifts by a
+    third between sittings, so a ratio of two runs minutes apart is mostly that drift). A pair with
+    a run that is not ok is left out, and `problems` says so."""
     out = []
     for k in sorted(set(runs_a) & set(runs_b)):
-        r = ratio(value(runs_a[k]), value(runs_b[k]))
+        faults = [s for s in (runs_a[k].status(), runs_b[k].status()) if s != "ok"]
+        if faults:
+            problems.append(f"{what}: pair {k} is left out of the median ({'; '.join(faults)})")
+            continue
+        r = ratio(value_a(runs_a[k]), value_b(runs_b[k]))
         if r is not None:
             out.append(r)
     return out
@@ -735,9 +740,9 @@ def run_table(named_runs):
 
 
 def sotw_vs_delta(run_dir, kind_of_sotw="sotw"):
-    """{(style, N): (p50 ratio, p99 ratio, sotw Run, delta Run)} for the demo runs: Envoy-style
-    ones in load/, gRPC-style ones in grpc-style/, at the sizes grpc-style/ has. Ratios are SotW over Delta of the
-    medians over changes. `kind_of_sotw`: "sotw" (the demo with --keep-unchanged-types) or "sotwwhole"
+    """{(style, N): (p50 ratio, p99 ratio, sotw Run, delta Run of the first pair, p50 and p99 ratio of
+    each pair)} for the demo runs: Envoy-style ones in load/, gRPC-style ones in grpc-style/, at the
+    sizes grpc-style/ has. Ratios are SotW over Delta of the medians over changes, the median over pairs. `kind_of_sotw`: "sotw" (the demo with --keep-unchanged-types) or "sotwwhole"
     (every type on every version)."""
     out = {}
     # The sizes bench/run.sh ran both styles at (BENCH_STYLE_SIZES, by default 5,000 and 10,000).
@@ -750,8 +755,10 @@ def sotw_vs_delta(run_dir, kind_of_sotw="sotw"):
                 continue
             sotw_by = {k: Run("sotw", d) for k, d in sotw_runs.items()}
             delta_by = {k: Run("delta", d) for k, d in delta_runs.items()}
-            p50s = repeated_ratios(sotw_by, delta_by, lambda r: median(r.p50))
-            p99s = repeated_ratios(sotw_by, delta_by, lambda r: median(r.p99))
+            what = f"SotW ({kind_of_sotw}) against Delta, {style}-style, {n:,} streams"
+            p50s = paired_ratios(sotw_by, delta_by, lambda r: median(r.p50), lambda r: median(r.p50),
+                                 run_dir.problems, what)
+            p99s = paired_ratios(sotw_by, delta_by, lambda r: median(r.p99), lambda r: median(r.p99), [], what)
             out[(style, n)] = (median(p50s), median(p99s), sotw_by[1], delta_by[1], p50s, p99s)
     return out
 
@@ -779,12 +786,10 @@ def repeat_daemon_ratios(run_dir, daemon, baseline, ratios):
     for n, figs in daemon.items():
         runs = {k: Run("delta", d) for k, d in repeats.get(("delta", n), {}).items()}
         bases = {k: Run("fanout", d) for k, d in repeats.get((baseline, n), {}).items()}
-        for key, value_a, value_b in ratios:
-            by_pair = []
-            for k in sorted(set(runs) & set(bases)):
-                r = ratio(value_a(runs[k]), value_b(bases[k]))
-                if r is not None:
-                    by_pair.append(r)
+        for i, (key, value_a, value_b) in enumerate(ratios):
+            # Each left-out pair is reported once, with the first ratio.
+            by_pair = paired_ratios(runs, bases, value_a, value_b, run_dir.problems if i == 0 else [],
+                                    f"the daemon against {baseline}, {n:,} streams")
             figs[key] = rounded(median(by_pair), 4) if by_pair else figs.get(key)
             figs[key.replace("_ratio", "_by_pair")] = [rounded(r, 4) for r in by_pair]
 
@@ -874,8 +879,9 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
         md += plot_line(plots, "sotw-delta-grpc", "SotW against Delta, gRPC-style proxies")
     if whole_pairs:
         md += ["The same SotW runs with every type on every version (`cxds demo` as in the teaching "
-               "walkthrough, and as go-control-plane's snapshot cache versions a snapshot), against the same "
-               "Delta runs: each change then costs a SotW stream four responses and four ACKs.", ""]
+               "walkthrough, and as go-control-plane's snapshot cache versions a snapshot), against the first "
+               "pair's Delta runs, made several runs earlier (one pair, not a target: for scale): each change "
+               "then costs a SotW stream four responses and four ACKs.", ""]
         md += [pairs_table(whole_pairs), ""]
     if not daemon:
         md += [f"The daemon on the generated mesh: {NOT_MEASURED}.", ""]
@@ -902,8 +908,9 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
                    "fan-out with clients that ACK every receipt (`cxds-load --raw-ack`: its server then reads one "
                    "request per push per stream, as an xDS server must), and the daemon's last ACK counted from "
                    "the moment it took the change in (its change summary's `received_unix_ms`), without the "
-                   "directory's quiet period and the debounce. Ratios are medians over the repeated pairs, as above; "
-                   "times are the first pair's.", ""]
+                   "directory's quiet period and the debounce. Each ACKed fan-out run follows the raw fan-out run "
+                   "that follows the daemon's, so its pairs are a run further apart; ratios are medians over the "
+                   "pairs, times the first pair's.", ""]
             rows = [[fmt_int(n), fmt_ms(f.get("acked_fanout_send_ms")), fmt_ratio(f.get("push_vs_acked_fanout_ratio")),
                      fmt_ms(f.get("acked_fanout_last_receipt_ms")),
                      fmt_ratio(f.get("convergence_vs_acked_fanout_receipt_ratio")),

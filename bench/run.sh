@@ -22,10 +22,11 @@
 # 6. The ratios of issue 16 again (BENCH_REPEAT pairs in all, default 3): the demo's SotW and
 #    Delta of both styles and the daemon and fan-out, at BENCH_STYLE_SIZES, each pair one run
 #    after the other; the report takes the median of the pairs' ratios.
-# 7. bench/report.py writes bench/results/DATE.md (tables, PNG plots) and
+# 7. bench/report.py writes bench/results/NAME.md (BENCH_NAME, default the date; tables, PNG plots) and
 #    bench/results/latest.json.
 #
-# Every run is bounded (--duration) and uses loopback ports 19100-19199 only. For a quick look:
+# Every run is bounded (--duration) and uses loopback ports 19400-19599 only (two per run: 61 runs
+# with the defaults, 14 more per extra BENCH_REPEAT; bench/soak.sh uses 19200). For a quick look:
 # BENCH_SIZES="100 200" BENCH_STYLE_SIZES=100 BENCH_MESH_STREAMS=20 BENCH_MICRO=0 BENCH_BIG=0 bench/run.sh build /tmp/run
 # (BENCH_WAIT_QUIET_S=0 skips the wait for a quiet machine)
 # (the report then still goes to bench/results/).
@@ -40,6 +41,8 @@ read -r -a sizes <<<"${BENCH_SIZES:-1000 5000 10000}"
 mesh_streams=${BENCH_MESH_STREAMS:-1000}
 largest=${sizes[-1]}
 mkdir -p "$run/micro" "$run/load" "$run/mesh" "$run/restart" "$run/metrics" "$run/logs"
+# Repeats of an earlier run into the same directory would join this run's medians.
+rm -f "$run"/load/*-r[0-9]*.* "$run"/grpc-style/*-r[0-9]*.* "$run"/daemon/*-r[0-9]*.*
 
 # Percent of CPU time busy over the next 3 seconds, from /proc/stat.
 busy_percent() {
@@ -62,8 +65,14 @@ wait_quiet() {
   echo "   machine ${busy}% busy at start" >&2
 }
 
-port=19100
-next_port() { port=$((port + 2)); }
+port=19400
+next_port() {
+  port=$((port + 2))
+  if ((port > 19598)); then
+    echo "bench: out of ports (19400-19599): fewer BENCH_REPEAT" >&2
+    exit 1
+  fi
+}
 
 # cxds-load with the settings every run shares; the report goes to $1.json and $1.txt.
 load() {

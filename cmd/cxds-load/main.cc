@@ -894,6 +894,11 @@ int main(int argc, char** argv) {
                   : drive == "etcd"   ? Drive::kEtcd
                                       : Drive::kNone;
   if (options.drive == Drive::kFanout) options.expect = Expect::kRaw;  // the baseline has no xDS
+  if (options.raw_ack && options.expect != Expect::kRaw) {
+    std::cerr << "cxds-load: --raw-ack is for raw mode (--expect raw or --drive fanout); xDS streams ACK anyway"
+              << std::endl;
+    return 2;
+  }
   if (!listeners.empty()) {
     options.listeners = listeners;
   } else if (options.drive == Drive::kFiles || options.drive == Drive::kEtcd) {
