@@ -109,6 +109,9 @@ struct HttpRoute {
     HttpRouteDestination destination;
     double percent = 100;  // Istio's default: every request; 0: no mirror (istiod sends none)
     bool single = false;   // written as `mirror` (else one of `mirrors`: field names follow the file)
+    // From a Percent (mirrorPercentage, percentage): istiod sends it in millionths; a whole
+    // number (mirrorPercent, the default 100) in hundredths.
+    bool in_millionths = false;
   };
   // `mirror` (single, first) or `mirrors`, not both as written; a delegate's merged route may
   // have both, as istiod merges each field on its own.

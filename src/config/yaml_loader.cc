@@ -1820,8 +1820,8 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     route.mirror_percent =
         r.Uint(h, h["mirrorPercent"].IsDefined() ? "mirrorPercent" : "mirror_percent", f, false, 0, 100);
     if (const YAML::Node mirror = h["mirror"]; mirror.IsDefined()) {
-      route.mirrors.push_back(
-          {ReadDestination(r, mirror, Reader::Join(f, "mirror")), route.SingleMirrorPercent(), /*single=*/true});
+      route.mirrors.push_back({ReadDestination(r, mirror, Reader::Join(f, "mirror")), route.SingleMirrorPercent(),
+                               /*single=*/true, /*in_millionths=*/route.mirror_percentage.has_value()});
       if (h["mirrors"].IsDefined()) r.Error(h["mirrors"], Reader::Join(f, "mirrors"), "cannot be used with mirror");
     } else {
       if (const YAML::Node mirrors = h["mirrors"];
@@ -1835,7 +1835,10 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
             continue;
           }
           HttpRoute::Mirror m{ReadDestination(r, mirrors[j]["destination"], Reader::Join(mf, "destination")), 100};
-          if (auto percent = r.Percent(mirrors[j], "percentage", mf)) m.percent = *percent;
+          if (auto percent = r.Percent(mirrors[j], "percentage", mf)) {
+            m.percent = *percent;
+            m.in_millionths = true;
+          }
           route.mirrors.push_back(std::move(m));
         }
       }

@@ -1257,6 +1257,14 @@ envoy::type::v3::FractionalPercent Fraction(double percent) {
   return fraction;
 }
 
+// A whole percent as istiod sends it (mirrorPercent, a mirror's default 100): in hundredths.
+envoy::type::v3::FractionalPercent WholePercent(uint32_t percent) {
+  envoy::type::v3::FractionalPercent fraction;
+  fraction.set_numerator(percent);
+  fraction.set_denominator(envoy::type::v3::FractionalPercent::HUNDRED);
+  return fraction;
+}
+
 // corsPolicy as istiod translates it: origins as string matchers, the lists comma-joined,
 // maxAge in whole seconds.
 envoy::extensions::filters::http::cors::v3::CorsPolicy CorsConfig(const HttpRoute::CorsPolicy& in) {
@@ -1541,7 +1549,8 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
           if (m.percent <= 0) continue;  // istiod: an explicit 0% mirrors nothing, and sends no policy
           auto* mirror = action->add_request_mirror_policies();
           mirror->set_cluster(destination_cluster(m.destination));
-          *mirror->mutable_runtime_fraction()->mutable_default_value() = Fraction(m.percent);
+          *mirror->mutable_runtime_fraction()->mutable_default_value() =
+              m.in_millionths ? Fraction(m.percent) : WholePercent(static_cast<uint32_t>(m.percent));
         }
       }
       if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());
@@ -1934,10 +1943,11 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
   if (http.rewrite.has_value()) fields.push_back("rewrite");
   if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
   if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
-  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return m.single; })) {
+  // A mirror at 0% is sent to Envoy nodes no more than to gRPC nodes.
+  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return m.single && m.percent > 0; })) {
     fields.push_back("mirror");
   }
-  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return !m.single; })) {
+  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return !m.single && m.percent > 0; })) {
     fields.push_back("mirrors");
   }
   if (http.cors.has_value()) fields.push_back("corsPolicy");

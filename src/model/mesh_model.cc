@@ -141,6 +141,7 @@ void MergeMirrors(const HttpRoute& root, HttpRoute& out) {
   if (const HttpRoute::Mirror* single = single_of(out) != nullptr ? single_of(out) : single_of(root)) {
     merged.push_back(*single);
     merged.back().percent = out.SingleMirrorPercent();
+    merged.back().in_millionths = out.mirror_percentage.has_value();
   }
   std::vector<HttpRoute::Mirror> listed = listed_of(out);
   if (listed.empty()) listed = listed_of(root);

@@ -347,9 +347,9 @@ bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const Virtual
 // it is not within the root's (a uri or other string match that is not the root's exact value
 // or under its prefix, a regex on either side, another port, namespace, label value or
 // ignoreUriCase, gateways the root's do not list). The root's settings apply where the
-// delegate's route sets none (rewrite, timeout, retries, fault, mirrors, CORS, headers; those
-// that act upstream not to a redirect or direct response). nullopt: a match of the delegate's
-// route conflicts with every root match, and istiod leaves the route out.
+// delegate's route sets none: headers, CORS and fault always; rewrite, timeout and retries to a
+// route that goes upstream; `mirror`, its percentages and `mirrors` each on its own. nullopt: a
+// match of the delegate's route conflicts with every root match, and istiod leaves the route out.
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
                                             const std::string& delegate_namespace, const std::string& domain_suffix);
 

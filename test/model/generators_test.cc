@@ -1284,7 +1284,8 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(grpc_routes[0].route().request_mirror_policies_size(), 0);
 }
 
-// rewrite.uriRegexRewrite is RouteAction.regex_rewrite; `mirrors` is one mirror policy each.
+// rewrite.uriRegexRewrite is RouteAction.regex_rewrite; `mirrors` is one mirror policy each, as
+// istiod writes it: a percentage in millionths, the default 100 in hundredths, none at 0%.
 // Envoy only: gRPC implements neither (gRFC A28).
 TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
   Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: api
@@ -1294,6 +1295,8 @@ TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
     - destination: {host: inventory.mesh.local, subset: v2}
       percentage: {value: 12.5}
     - destination: {host: inventory.mesh.local}
+    - destination: {host: inventory.mesh.local, subset: v1}
+      percentage: {value: 0}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
@@ -1308,7 +1311,9 @@ TEST_F(GeneratorsTest, RegexRewritesAndSeveralMirrorsForEnvoyOnly) {
   EXPECT_EQ(action.request_mirror_policies(0).runtime_fraction().default_value().denominator(),
             envoy::type::v3::FractionalPercent::MILLION);
   EXPECT_EQ(action.request_mirror_policies(1).cluster(), "outbound|8080||inventory.mesh.local");
-  EXPECT_EQ(action.request_mirror_policies(1).runtime_fraction().default_value().numerator(), 1000000u);
+  EXPECT_EQ(action.request_mirror_policies(1).runtime_fraction().default_value().numerator(), 100u);
+  EXPECT_EQ(action.request_mirror_policies(1).runtime_fraction().default_value().denominator(),
+            envoy::type::v3::FractionalPercent::HUNDRED);
 
   const auto grpc_route = OnlyInventoryRoute(true);
   EXPECT_FALSE(grpc_route.route().has_regex_rewrite());
@@ -3599,6 +3604,24 @@ spec:
   const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
   ASSERT_EQ(config.virtual_hosts_size(), 1);
   EXPECT_EQ(config.virtual_hosts(0).routes(0).route().cluster(), "outbound|8080|v1|inventory.mesh.local");
+}
+
+// The deprecated integer mirrorPercent is sent in hundredths, as istiod sends it; at 0 no policy.
+TEST_F(GeneratorsTest, AWholeMirrorPercentIsSentInHundredthsAndZeroIsNoMirror) {
+  for (const auto& [percent, policies] : {std::pair{"5", 1}, std::pair{"0", 0}}) {
+    Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - mirror: {host: inventory.mesh.local, subset: v2}
+    mirrorPercent: )" + percent +
+                             R"(
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    const auto action = OnlyInventoryRoute(false).route();
+    ASSERT_EQ(action.request_mirror_policies_size(), policies) << percent;
+    if (policies == 0) continue;
+    EXPECT_EQ(action.request_mirror_policies(0).runtime_fraction().default_value().numerator(), 5u);
+    EXPECT_EQ(action.request_mirror_policies(0).runtime_fraction().default_value().denominator(),
+              envoy::type::v3::FractionalPercent::HUNDRED);
+  }
 }
 
 // As istiod merges them: a delegate's redirect takes the delegating route's fault (the fault

@@ -764,6 +764,22 @@ TEST(MeshAnalysisTest, RoutesProxylessGrpcCannotTakeAreReported) {
                           "nodes do without [cxds_grpc_ignores]"));
 }
 
+// A mirror at 0% is sent to no node, so gRPC nodes miss nothing of it.
+TEST(MeshAnalysisTest, AMirrorAtZeroPercentIsNotReportedAsIgnoredByGrpc) {
+  for (const auto& [percent, warned] : {std::pair{"5", true}, std::pair{"0", false}}) {
+    ConfigStore store = AnalyzedStore();
+    const ConfigStore::Update update = ApplyInventoryRoutes(store,
+                                                            std::string(R"(  - mirror: {host: inventory.mesh.local}
+    mirrorPercentage: {value: )") + percent + R"(}
+    route: [{destination: {host: inventory.mesh.local}}]
+)");
+    EXPECT_EQ(::testing::Matches(::testing::Contains(::testing::HasSubstr("spec.http[0]: mirror: not implemented by "
+                                                                          "proxyless gRPC")))(Strings(update.warnings)),
+              warned)
+        << percent << ": " << ::testing::PrintToString(Strings(update.warnings));
+  }
+}
+
 // `mirrors` entries are destinations like any other: a missing host is said at its own entry.
 TEST(MeshAnalysisTest, AMirrorsEntryToAMissingHostIsReportedWhereItIs) {
   ConfigStore store = AnalyzedStore();
