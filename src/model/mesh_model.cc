@@ -138,7 +138,9 @@ void MergeMirrors(const HttpRoute& root, HttpRoute& out) {
     return listed;
   };
   std::vector<HttpRoute::Mirror> merged;
-  if (const HttpRoute::Mirror* single = single_of(out) != nullptr ? single_of(out) : single_of(root)) {
+  const HttpRoute::Mirror* single = single_of(out);
+  if (single == nullptr) single = single_of(root);
+  if (single != nullptr) {
     merged.push_back(*single);
     merged.back().percent = out.SingleMirrorPercent();
     merged.back().in_millionths = out.mirror_percentage.has_value();
