@@ -48,10 +48,15 @@ struct FaultInjection {
   struct Delay {
     absl::Duration fixed_delay;
     double percent = 0;
+    // From the deprecated integer `percent`, or neither it nor `percentage` given: istiod sends
+    // that in hundredths, a `percentage` in millionths.
+    bool whole_percent = false;
   };
   struct Abort {
     uint32_t http_status = 0;             // one of http_status and grpc_status
     std::optional<uint32_t> grpc_status;  // the code of a gRPC status name (UNAVAILABLE: 14)
+    // 0 without `percentage`, as Istio reads it. istiod then sends no percentage, which Envoy
+    // reads as 0% but grpc-js refuses (the whole route configuration): cxds sends 0%.
     double percent = 0;
   };
   std::optional<Delay> delay;

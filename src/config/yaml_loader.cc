@@ -243,12 +243,14 @@ class Reader {
     if (!IsMap(node, f)) return std::nullopt;
     OnlyKeys(node, f, {"value"});
     const YAML::Node value = node["value"];
+    // Istio's Percent with no value is 0, as proto3 reads it.
+    if (!value.IsDefined() || value.IsNull()) return 0.0;
     double percent = 0;
     if (value.IsDefined() && value.IsScalar() && absl::SimpleAtod(value.Scalar(), &percent) && percent >= 0 &&
         percent <= 100) {
       return percent;
     }
-    Error(value.IsDefined() ? value : node, Join(f, "value"),
+    Error(value, Join(f, "value"),
           StrCat("must be a number from 0 to 100, got \"", value.IsScalar() ? value.Scalar().substr(0, 64) : "", "\""));
     return std::nullopt;
   }
@@ -1128,18 +1130,11 @@ std::optional<uint32_t> GrpcStatusCode(const std::string& name) {
 
 // http[].fault, with Istio's rules: a delay or an abort or both; a delay is fixedDelay (at least
 // 1ms); an abort is httpStatus (200-599) or grpcStatus; percentage.value, or the deprecated
-// integer percent.
+// integer percent (a delay's only: Istio's abort has no such field).
 std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const std::string& f) {
   if (!r.IsMap(node, f)) return std::nullopt;
   r.OnlyKeys(node, f, {"delay", "abort"});
   FaultInjection fault;
-  const auto percent = [&](const YAML::Node& parent, const std::string& pf) {
-    std::optional<double> value = r.Percent(parent, "percentage", pf);
-    if (!value.has_value() && parent["percent"].IsDefined()) {
-      value = r.Uint(parent, "percent", pf, false, 0, 100);
-    }
-    return value.value_or(0);
-  };
   if (const YAML::Node delay = node["delay"]; delay.IsDefined() && r.IsMap(delay, Reader::Join(f, "delay"))) {
     const std::string df = Reader::Join(f, "delay");
     r.OnlyKeys(delay, df, {"fixedDelay", "percentage", "percent"}, {"exponentialDelay"});
@@ -1151,12 +1146,22 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     } else if (!delay["fixedDelay"].IsDefined() && !delay["exponentialDelay"].IsDefined()) {
       r.Error(delay, Reader::Join(df, "fixedDelay"), "is required");
     }
-    d.percent = percent(delay, df);
+    if (std::optional<double> percentage = r.Percent(delay, "percentage", df)) {
+      d.percent = *percentage;
+    } else if (!delay["percentage"].IsDefined() || delay["percentage"].IsNull()) {
+      d.percent = r.Uint(delay, "percent", df, false, 0, 100).value_or(0);
+      d.whole_percent = true;
+    }
     fault.delay = d;
   }
   if (const YAML::Node abort = node["abort"]; abort.IsDefined() && r.IsMap(abort, Reader::Join(f, "abort"))) {
     const std::string af = Reader::Join(f, "abort");
     r.OnlyKeys(abort, af, {"httpStatus", "grpcStatus", "percentage", "percent"}, {"http2Error"});
+    if (abort["percent"].IsDefined()) {
+      r.Error(abort["percent"], Reader::Join(af, "percent"),
+              "is not a field of Istio's abort (only a delay has the deprecated integer percent): use "
+              "percentage.value");
+    }
     FaultInjection::Abort a;
     const bool http = abort["httpStatus"].IsDefined(), grpc = abort["grpcStatus"].IsDefined();
     if (http && grpc) {
@@ -1174,7 +1179,7 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     } else if (!abort["http2Error"].IsDefined()) {
       r.Error(abort, af, "needs httpStatus or grpcStatus");
     }
-    a.percent = percent(abort, af);
+    a.percent = r.Percent(abort, "percentage", af).value_or(0);
     fault.abort = a;
   }
   if (!fault.delay.has_value() && !fault.abort.has_value()) r.Error(node, f, "needs a delay or an abort");

@@ -1291,7 +1291,9 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
   if (fault.delay.has_value()) {
     auto* delay = out.mutable_delay();
     SetDuration(fault.delay->fixed_delay, delay->mutable_fixed_delay());
-    *delay->mutable_percentage() = Fraction(fault.delay->percent);
+    *delay->mutable_percentage() = fault.delay->whole_percent
+                                       ? WholePercent(static_cast<uint32_t>(fault.delay->percent))
+                                       : Fraction(fault.delay->percent);
   }
   if (fault.abort.has_value()) {
     auto* abort = out.mutable_abort();

@@ -774,14 +774,35 @@ spec:
   const ParsedFile good =
       ParseConfigFile("x.yaml", head +
                                     "{delay: {fixedDelay: 250ms, percentage: {value: 0.5}}, abort: {grpcStatus: "
-                                    "NOT_FOUND, percent: 20}}\n");
+                                    "NOT_FOUND, percentage: {value: 20}}}\n");
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const auto& fault = std::get<VirtualService>(good.documents[0].object).http[0].fault;
   ASSERT_TRUE(fault.has_value());
   EXPECT_EQ(fault->delay->fixed_delay, absl::Milliseconds(250));
   EXPECT_DOUBLE_EQ(fault->delay->percent, 0.5);
+  EXPECT_FALSE(fault->delay->whole_percent);
   EXPECT_EQ(fault->abort->grpc_status, 5u);
   EXPECT_DOUBLE_EQ(fault->abort->percent, 20);
+  // A delay's deprecated integer percent (istiod sends it in hundredths), or neither given (0,
+  // in the same form); `percentage: {}` is 0, as Istio reads a Percent without a value.
+  const auto delay_of = [&](const std::string& value) {
+    const ParsedFile file = ParseConfigFile("x.yaml", head + value + "\n");
+    EXPECT_EQ(file.documents.size(), 1u) << value << ": " << Errors(file);
+    return file.documents.empty() ? FaultInjection::Delay{}
+                                  : *std::get<VirtualService>(file.documents[0].object).http[0].fault->delay;
+  };
+  const FaultInjection::Delay whole = delay_of("{delay: {fixedDelay: 1s, percent: 30}}");
+  EXPECT_DOUBLE_EQ(whole.percent, 30);
+  EXPECT_TRUE(whole.whole_percent);
+  const FaultInjection::Delay neither = delay_of("{delay: {fixedDelay: 1s}}");
+  EXPECT_DOUBLE_EQ(neither.percent, 0);
+  EXPECT_TRUE(neither.whole_percent);
+  const FaultInjection::Delay empty = delay_of("{delay: {fixedDelay: 1s, percentage: {}}}");
+  EXPECT_DOUBLE_EQ(empty.percent, 0);
+  EXPECT_FALSE(empty.whole_percent);
+  const FaultInjection::Delay both = delay_of("{delay: {fixedDelay: 1s, percentage: {value: 5}, percent: 30}}");
+  EXPECT_DOUBLE_EQ(both.percent, 5) << "percentage wins, as in istiod";
+  EXPECT_FALSE(both.whole_percent);
   const auto error_of = [&](const std::string& value) { return OnlyError(head + value + "\n"); };
   EXPECT_EQ(error_of("{}"), "spec.http[0].fault: needs a delay or an abort");
   EXPECT_EQ(error_of("{delay: {percentage: {value: 10}}}"), "spec.http[0].fault.delay.fixedDelay: is required");
@@ -797,6 +818,12 @@ spec:
   EXPECT_EQ(error_of("{abort: {httpStatus: 503, grpcStatus: UNAVAILABLE}}"),
             "spec.http[0].fault.abort: has both httpStatus and grpcStatus: give one");
   EXPECT_EQ(error_of("{abort: {http2Error: CANCEL}}"), "spec.http[0].fault.abort.http2Error: is not supported by cxds");
+  // Istio's abort has no integer percent (its CRD refuses one).
+  EXPECT_EQ(error_of("{abort: {httpStatus: 503, percent: 50}}"),
+            "spec.http[0].fault.abort.percent: is not a field of Istio's abort (only a delay has the deprecated "
+            "integer percent): use percentage.value");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: 101}}"),
+            "spec.http[0].fault.delay.percent: must be an integer from 0 to 100, got \"101\"");
 }
 
 // redirect and directResponse replace route[]: Istio's exclusions are errors, the rest of what
@@ -1007,6 +1034,17 @@ TEST(YamlLoaderTest, AMirrorPercentageWithoutAMirrorIsKept) {
   EXPECT_EQ(route.mirror_percentage, 7.5);
   EXPECT_EQ(route.mirror_percent, 40u);
   EXPECT_DOUBLE_EQ(route.SingleMirrorPercent(), 7.5);
+}
+
+// A Percent without a value is 0, as Istio reads it: `mirrorPercentage: {}` mirrors nothing.
+TEST(YamlLoaderTest, AnEmptyMirrorPercentageIsZero) {
+  const ParsedFile parsed = ParseConfigFile(
+      "x.yaml", std::string(kOneRouteVirtualService) + "    mirror: {host: b}\n    mirrorPercentage: {}\n");
+  ASSERT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+  const HttpRoute& route = std::get<VirtualService>(parsed.documents[0].object).http[0];
+  EXPECT_EQ(route.mirror_percentage, 0.0);
+  ASSERT_EQ(route.mirrors.size(), 1u);
+  EXPECT_DOUBLE_EQ(route.mirrors[0].percent, 0);
 }
 
 TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {

@@ -1079,7 +1079,10 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     fault: {abort: {grpcStatus: UNAVAILABLE, percentage: {value: 100}}}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
   - match: [{headers: {x-fault: {exact: http}}}]
-    fault: {abort: {httpStatus: 503, percent: 50}, delay: {fixedDelay: 5ms}}
+    fault: {abort: {httpStatus: 503}, delay: {fixedDelay: 5ms}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-fault: {exact: whole}}}]
+    fault: {delay: {fixedDelay: 2s, percent: 30}}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
   - route: [{destination: {host: inventory.mesh.local, subset: v2}}]
 )");
@@ -1115,7 +1118,7 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     ASSERT_EQ(rds.size(), 1u);
     const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
     const auto& vhost = routes.virtual_hosts(0);
-    ASSERT_EQ(vhost.routes_size(), 4);
+    ASSERT_EQ(vhost.routes_size(), 5);
     const auto fault_of = [&](int i) {
       HTTPFault fault;
       auto it = vhost.routes(i).typed_per_filter_config().find("envoy.filters.http.fault");
@@ -1136,11 +1139,18 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     EXPECT_EQ(abort.abort().percentage().numerator(), 1000000u);
     const HTTPFault both = fault_of(2);
     EXPECT_EQ(both.abort().http_status(), 503u);
-    EXPECT_EQ(both.abort().percentage().numerator(), 500000u) << "the deprecated integer percent";
+    EXPECT_EQ(both.abort().percentage().numerator(), 0u) << "no percentage: no request aborted, as in Istio";
+    EXPECT_TRUE(both.abort().has_percentage()) << "grpc-js refuses a fault without one";
     EXPECT_EQ(both.delay().fixed_delay().nanos(), 5000000);
     EXPECT_EQ(both.delay().percentage().numerator(), 0u) << "no percentage: no request delayed, as in Istio";
-    EXPECT_TRUE(both.delay().has_percentage()) << "gRPC refuses a fault without one";
-    EXPECT_TRUE(vhost.routes(3).typed_per_filter_config().empty());
+    EXPECT_EQ(both.delay().percentage().denominator(), envoy::type::v3::FractionalPercent::HUNDRED)
+        << "istiod's form for a delay without percentage: the integer percent, 0";
+    EXPECT_TRUE(both.delay().has_percentage()) << "grpc-js refuses a fault without one";
+    const HTTPFault whole = fault_of(3);
+    EXPECT_EQ(whole.delay().fixed_delay().seconds(), 2);
+    EXPECT_EQ(whole.delay().percentage().numerator(), 30u) << "the deprecated integer percent, in hundredths";
+    EXPECT_EQ(whole.delay().percentage().denominator(), envoy::type::v3::FractionalPercent::HUNDRED);
+    EXPECT_TRUE(vhost.routes(4).typed_per_filter_config().empty());
   }
 }
 
