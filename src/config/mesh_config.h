@@ -137,6 +137,15 @@ struct PolicyFields {
     std::vector<std::pair<std::string, std::string>> failover;  // region -> region
   };
   std::optional<LocalityLb> locality_lb;
+  // loadBalancer.warmup, or the deprecated warmupDurationSecs (a duration alone): Envoy's slow
+  // start, on ROUND_ROBIN and LEAST_REQUEST clusters only, as istiod applies it.
+  struct Warmup {
+    absl::Duration duration;
+    bool full_form = false;       // written as `warmup`: istiod then sends aggression and the minimum too
+    double minimum_percent = 10;  // istiod's default, Envoy's too
+    double aggression = 1;        // istiod's default: a linear ramp
+  };
+  std::optional<Warmup> warmup;
   struct ConnectionPool {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <set>
@@ -232,6 +233,22 @@ class Reader {
     }
     Error(node, Join(field, key),
           StrCat("must be a duration such as \"1s\" or \"250ms\", got \"", node.IsScalar() ? node.Scalar() : "", "\""));
+    return std::nullopt;
+  }
+
+  // A number (Istio's double and DoubleValue fields) from `min` (excluded when `above_min`) to
+  // `max`; `range` says so in the error.
+  std::optional<double> Number(const YAML::Node& parent, const char* key, const std::string& field, double min,
+                               double max, bool above_min, const char* range) {
+    const YAML::Node node = parent[key];
+    if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+    double value = 0;
+    if (node.IsScalar() && absl::SimpleAtod(node.Scalar(), &value) && std::isfinite(value) &&
+        (above_min ? value > min : value >= min) && value <= max) {
+      return value;
+    }
+    Error(node, Join(field, key),
+          StrCat("must be a number ", range, ", got \"", node.IsScalar() ? node.Scalar().substr(0, 64) : "", "\""));
     return std::nullopt;
   }
 
@@ -1948,6 +1965,39 @@ std::string LocalityPatternProblem(const std::string& pattern) {
   return "";
 }
 
+// loadBalancer.warmup {duration (required, at least 1ms), minimumPercent (0-100), aggression
+// (above 0)} or the deprecated warmupDurationSecs, as Istio validates them; warmup wins, as in
+// istiod.
+std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, const std::string& lf) {
+  const auto at_least_1ms = [&](const YAML::Node& parent, const char* key, const std::string& f) {
+    std::optional<absl::Duration> d = r.Duration(parent, key, f);
+    if (d.has_value() && *d < absl::Milliseconds(1)) {
+      r.Error(parent[key], Reader::Join(f, key), "must be at least 1ms");
+      d.reset();
+    }
+    return d;
+  };
+  std::optional<PolicyFields::Warmup> deprecated;
+  if (std::optional<absl::Duration> d = at_least_1ms(lb, "warmupDurationSecs", lf)) {
+    deprecated = PolicyFields::Warmup{.duration = *d};
+  }
+  const YAML::Node node = lb["warmup"];
+  const std::string f = Reader::Join(lf, "warmup");
+  if (!node.IsDefined() || node.IsNull() || !r.IsMap(node, f)) return deprecated;
+  r.OnlyKeys(node, f, {"duration", "minimumPercent", "aggression"});
+  PolicyFields::Warmup warmup{.full_form = true};
+  warmup.minimum_percent = r.Number(node, "minimumPercent", f, 0, 100, false, "from 0 to 100").value_or(10);
+  warmup.aggression = r.Number(node, "aggression", f, 0, 1e9, true, "above 0").value_or(1);
+  if (!node["duration"].IsDefined() || node["duration"].IsNull()) {
+    r.Error(node, Reader::Join(f, "duration"), "is required");
+    return std::nullopt;
+  }
+  std::optional<absl::Duration> d = at_least_1ms(node, "duration", f);
+  if (!d.has_value()) return std::nullopt;
+  warmup.duration = *d;
+  return warmup;
+}
+
 // loadBalancer.localityLbSetting: enabled, distribute (from -> to weights adding up to 100) or
 // failover (region -> another region), as Istio validates them; failoverPriority is refused.
 PolicyFields::LocalityLb ReadLocalityLb(Reader& r, const YAML::Node& node, const std::string& f) {
@@ -2076,8 +2126,9 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
   }
   if (node["loadBalancer"].IsDefined() && r.IsMap(node["loadBalancer"], Reader::Join(f, "loadBalancer"))) {
     const std::string lf = Reader::Join(f, "loadBalancer");
-    r.OnlyKeys(node["loadBalancer"], lf, {"simple", "consistentHash", "localityLbSetting"},
-               {"warmupDurationSecs", "warmup"});
+    r.OnlyKeys(node["loadBalancer"], lf,
+               {"simple", "consistentHash", "localityLbSetting", "warmupDurationSecs", "warmup"});
+    p.warmup = ReadWarmup(r, node["loadBalancer"], lf);
     if (const YAML::Node locality = node["loadBalancer"]["localityLbSetting"]; locality.IsDefined()) {
       p.locality_lb = ReadLocalityLb(r, locality, Reader::Join(lf, "localityLbSetting"));
     }

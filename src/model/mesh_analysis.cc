@@ -234,6 +234,13 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                      "applies at gateway proxies only, as in Istio: sidecars connect without its certificate and "
                      "check the server against their system CA bundle"});
     }
+    if (policy.warmup.has_value()) {
+      out.push_back({key,
+                     field + (policy.warmup->full_form ? ".loadBalancer.warmup" : ".loadBalancer.warmupDurationSecs"),
+                     "cxds_grpc_ignores",
+                     "slow start is not implemented by proxyless gRPC clients: Envoy nodes ramp a new endpoint's share "
+                     "up, gRPC nodes send it its full share at once"});
+    }
     if (!policy.consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
     const Key k = policy.consistent_hash->key;

@@ -21,7 +21,7 @@
 //   IST0132                       a VirtualService bound to a Gateway none of whose servers
 //                                 admits its hosts (istioctl's VirtualServiceHostNotFoundInGateway)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
-//                                 hash by cookie, source IP or query parameter; header
+//                                 hash by cookie, source IP or query parameter; warmup; header
 //                                 operations, rewrite, mirror, method/authority/scheme/query
 //                                 matches): Envoy nodes get it, gRPC nodes do without
 //   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's

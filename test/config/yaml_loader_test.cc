@@ -761,6 +761,45 @@ TEST(YamlLoaderTest, ConfigFileNamesSkipEditorTemporaries) {
   EXPECT_FALSE(IsConfigFileName("b.txt"));
 }
 
+// loadBalancer.warmup and warmupDurationSecs with Istio's validation: each wrong value named by
+// its field.
+TEST(YamlLoaderTest, WarmupIsReadAndItsValuesChecked) {
+  const std::string head = R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d}
+spec:
+  host: a
+  trafficPolicy:
+    loadBalancer: )";
+  const ParsedFile good =
+      ParseConfigFile("x.yaml", head + "{warmup: {duration: 1m, minimumPercent: 0, aggression: 0.5}}\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& warmup = std::get<DestinationRule>(good.documents[0].object).traffic_policy->warmup;
+  ASSERT_TRUE(warmup.has_value());
+  EXPECT_EQ(warmup->duration, absl::Minutes(1));
+  EXPECT_TRUE(warmup->full_form);
+  EXPECT_DOUBLE_EQ(warmup->minimum_percent, 0);
+  EXPECT_DOUBLE_EQ(warmup->aggression, 0.5);
+  const ParsedFile old = ParseConfigFile("x.yaml", head + "{simple: ROUND_ROBIN, warmupDurationSecs: 90s}\n");
+  ASSERT_EQ(old.documents.size(), 1u) << Errors(old);
+  const auto& deprecated = std::get<DestinationRule>(old.documents[0].object).traffic_policy->warmup;
+  ASSERT_TRUE(deprecated.has_value());
+  EXPECT_EQ(deprecated->duration, absl::Seconds(90));
+  EXPECT_FALSE(deprecated->full_form);
+  const auto error_of = [&](const std::string& value) { return OnlyError(head + value + "\n"); };
+  const std::string f = "spec.trafficPolicy.loadBalancer.";
+  EXPECT_EQ(error_of("{warmup: {minimumPercent: 5}}"), f + "warmup.duration: is required");
+  EXPECT_EQ(error_of("{warmup: {duration: 0s}}"), f + "warmup.duration: must be at least 1ms");
+  EXPECT_EQ(error_of("{warmupDurationSecs: 0.5ms}"), f + "warmupDurationSecs: must be at least 1ms");
+  EXPECT_EQ(error_of("{warmup: {duration: 1s, minimumPercent: 101}}"),
+            f + "warmup.minimumPercent: must be a number from 0 to 100, got \"101\"");
+  EXPECT_EQ(error_of("{warmup: {duration: 1s, aggression: 0}}"),
+            f + "warmup.aggression: must be a number above 0, got \"0\"");
+  EXPECT_EQ(error_of("{warmup: {duration: 1s, aggression: nan}}"),
+            f + "warmup.aggression: must be a number above 0, got \"nan\"");
+  EXPECT_EQ(error_of("{warmup: {duration: 1s, rampUp: 2}}"), f + "warmup.rampUp: unknown field");
+}
+
 // VirtualService faults with Istio's validation: each wrong value named by its field.
 TEST(YamlLoaderTest, FaultsAreReadAndTheirValuesChecked) {
   const std::string head = R"(apiVersion: networking.istio.io/v1

@@ -722,6 +722,79 @@ spec:
           "maps.example.com -> outbound|443|v2|maps.example.com", "pay.example.com -> outbound|443||pay.example.com"));
 }
 
+// The load balancer as istiod applies it on Envoy nodes: LEAST_REQUEST unless the rule says
+// otherwise (with no rule too), and warmup as slow start on LEAST_REQUEST and ROUND_ROBIN
+// clusters only, the `warmup` form with istiod's aggression and minimum, the deprecated
+// warmupDurationSecs with the window alone. gRPC nodes: round robin, no slow start.
+TEST_F(GeneratorsTest, WarmupIsSlowStartOnLeastRequestAndRoundRobinClusters) {
+  Apply("warmup.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}, {name: http-admin, port: 7001}, {name: http-debug, port: 7002}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api, namespace: shop}
+spec:
+  host: api
+  trafficPolicy:
+    loadBalancer: {warmup: {duration: 30s, minimumPercent: 20, aggression: 1.5}}
+    portLevelSettings:
+    - {port: {number: 7001}, loadBalancer: {simple: RANDOM, warmup: {duration: 5s}}}
+    - {port: {number: 7002}, loadBalancer: {consistentHash: {httpHeaderName: x-user}, warmupDurationSecs: 5s}}
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN, warmupDurationSecs: 15s, warmup: {duration: 45s}}}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN, warmupDurationSecs: 1.5s}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const Cluster& plain = clusters["outbound|7000||api.shop.svc.cluster.local"];
+  EXPECT_EQ(plain.lb_policy(), Cluster::LEAST_REQUEST) << "no simple: istiod's default";
+  ASSERT_TRUE(plain.least_request_lb_config().has_slow_start_config());
+  const auto& slow = plain.least_request_lb_config().slow_start_config();
+  EXPECT_EQ(slow.slow_start_window().seconds(), 30);
+  EXPECT_DOUBLE_EQ(slow.aggression().default_value(), 1.5);
+  EXPECT_FALSE(slow.aggression().runtime_key().empty()) << "Envoy requires a key";
+  EXPECT_DOUBLE_EQ(slow.min_weight_percent().value(), 20);
+  const Cluster& random = clusters["outbound|7001||api.shop.svc.cluster.local"];
+  EXPECT_EQ(random.lb_policy(), Cluster::RANDOM);
+  EXPECT_FALSE(random.has_least_request_lb_config()) << "RANDOM has no slow start, as in istiod";
+  EXPECT_FALSE(random.has_round_robin_lb_config());
+  const Cluster& hashed = clusters["outbound|7002||api.shop.svc.cluster.local"];
+  EXPECT_EQ(hashed.lb_policy(), Cluster::RING_HASH);
+  EXPECT_FALSE(hashed.has_least_request_lb_config()) << "a ring hash has no slow start, as in istiod";
+  const Cluster& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
+  EXPECT_EQ(v1.lb_policy(), Cluster::ROUND_ROBIN);
+  ASSERT_TRUE(v1.round_robin_lb_config().has_slow_start_config());
+  EXPECT_EQ(v1.round_robin_lb_config().slow_start_config().slow_start_window().seconds(), 45) << "warmup wins";
+  EXPECT_DOUBLE_EQ(v1.round_robin_lb_config().slow_start_config().aggression().default_value(), 1) << "the default";
+  EXPECT_DOUBLE_EQ(v1.round_robin_lb_config().slow_start_config().min_weight_percent().value(), 10) << "the default";
+  const Cluster& v2 = clusters["outbound|7000|v2|api.shop.svc.cluster.local"];
+  ASSERT_TRUE(v2.round_robin_lb_config().has_slow_start_config());
+  const auto& deprecated = v2.round_robin_lb_config().slow_start_config();
+  EXPECT_EQ(deprecated.slow_start_window().seconds(), 1);
+  EXPECT_EQ(deprecated.slow_start_window().nanos(), 500000000);
+  EXPECT_FALSE(deprecated.has_aggression()) << "warmupDurationSecs sets the window alone, as in istiod";
+  EXPECT_FALSE(deprecated.has_min_weight_percent());
+  EXPECT_EQ(clusters["outbound|7000||api.shop.svc.cluster.local"].lb_policy(), Cluster::LEAST_REQUEST);
+
+  auto grpc = Connect("grpc-client-1", /*grpc=*/true);
+  grpc->Send(First(std::string(kClusterType), {"outbound|7000||api.shop.svc.cluster.local"}));
+  auto cds = grpc->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  const auto for_grpc = Decode<Cluster>(cds[0], 0);
+  EXPECT_EQ(for_grpc.lb_policy(), Cluster::ROUND_ROBIN) << "gRPC 1.51's only simple policy";
+  EXPECT_FALSE(for_grpc.has_least_request_lb_config());
+  EXPECT_FALSE(for_grpc.has_round_robin_lb_config());
+}
+
 // Istio's policy merge: a port's settings replace the rule's policy whole; a subset's fields
 // replace the merged ones they set; the subset's port settings replace all again.
 TEST_F(GeneratorsTest, PortLevelAndSubsetPoliciesMergeAsIstioMergesThem) {
@@ -756,7 +829,7 @@ spec:
   EXPECT_EQ(plain.circuit_breakers().thresholds(0).max_connections().value(), 5u);
   EXPECT_EQ(plain.connect_timeout().seconds(), 2);
   const Cluster& admin = clusters["outbound|7001||api.shop.svc.cluster.local"];
-  EXPECT_EQ(admin.lb_policy(), Cluster::ROUND_ROBIN) << "port settings do not inherit";
+  EXPECT_EQ(admin.lb_policy(), Cluster::LEAST_REQUEST) << "port settings do not inherit: istiod's default";
   EXPECT_FALSE(admin.has_circuit_breakers());
   EXPECT_EQ(admin.connect_timeout().seconds(), 10);
   EXPECT_EQ(admin.outlier_detection().consecutive_5xx().value(), 3u);
@@ -768,7 +841,7 @@ spec:
   const Cluster& v1_admin = clusters["outbound|7001|v1|api.shop.svc.cluster.local"];
   EXPECT_EQ(v1_admin.outlier_detection().consecutive_5xx().value(), 3u) << "the rule's port settings first";
   EXPECT_EQ(v1_admin.circuit_breakers().thresholds(0).max_retries().value(), 4u) << "then the subset's fields";
-  EXPECT_EQ(v1_admin.lb_policy(), Cluster::ROUND_ROBIN);
+  EXPECT_EQ(v1_admin.lb_policy(), Cluster::LEAST_REQUEST);
 }
 
 // The upstream HTTP protocol as istiod chooses it, for Envoy: HTTP/2 to GRPC and HTTP2 ports
@@ -1748,7 +1821,7 @@ metadata: {name: shop-own, namespace: default}
 spec:
   host: shop.mesh.local
   exportTo: ["."]
-  trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
+  trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}
 ---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -1811,10 +1884,10 @@ spec:
   // Two rules of one namespace (default) for one host reach different namespaces: each proxy
   // gets its own, whichever connected first (the cache keys the rule, not its namespace).
   EXPECT_EQ(lb_of("web"), envoy::config::cluster::v3::Cluster::RANDOM);
-  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::LEAST_REQUEST);
+  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::ROUND_ROBIN);
   EXPECT_EQ(lb_of("ops"), envoy::config::cluster::v3::Cluster::RING_HASH);
-  EXPECT_EQ(lb_of("other"), envoy::config::cluster::v3::Cluster::ROUND_ROBIN);
-  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::LEAST_REQUEST);
+  EXPECT_EQ(lb_of("other"), envoy::config::cluster::v3::Cluster::LEAST_REQUEST) << "no rule: istiod's default";
+  EXPECT_EQ(lb_of("default"), envoy::config::cluster::v3::Cluster::ROUND_ROBIN);
   // Gateway proxies of namespace edge see edge-site (exported to edge), never private-site.
   const auto gateway_domains = [&](const std::string& id, const std::string& ns) {
     auto h = Connect(id, false, ns);
@@ -3182,7 +3255,7 @@ kind: DestinationRule
 metadata: {name: mesh-wide, namespace: istio-system}
 spec:
   host: "*.mesh.local"
-  trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
+  trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}
 )";
   Apply("rules.yaml", rules);
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
@@ -3198,13 +3271,13 @@ spec:
   EXPECT_EQ(lb("default", "outbound|8080||store.mesh.local"), Cluster::RANDOM) << "the service's namespace's";
   EXPECT_EQ(lb("web", "outbound|8080||store.mesh.local"), Cluster::RANDOM) << "web has none: the service's";
   EXPECT_EQ(lb("ops", "outbound|8080||store.mesh.local"), Cluster::RING_HASH) << "ops has its own";
-  EXPECT_EQ(lb("ops", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST) << "the root namespace's";
-  EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST);
-  EXPECT_EQ(lb("ops", "outbound|8080||inventory.mesh.local"), Cluster::ROUND_ROBIN)
+  EXPECT_EQ(lb("ops", "outbound|8080||pay.mesh.local"), Cluster::ROUND_ROBIN) << "the root namespace's";
+  EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::ROUND_ROBIN);
+  EXPECT_EQ(lb("ops", "outbound|8080||inventory.mesh.local"), Cluster::LEAST_REQUEST)
       << "inventory's own rule, of its service's namespace, comes before the root's wildcard";
   EXPECT_EQ(lb("istio-system", "outbound|8080||store.mesh.local"), Cluster::RANDOM)
       << "a proxy of the root namespace gets the service's rule before the root's";
-  EXPECT_EQ(lb("istio-system", "outbound|8080||pay.mesh.local"), Cluster::LEAST_REQUEST);
+  EXPECT_EQ(lb("istio-system", "outbound|8080||pay.mesh.local"), Cluster::ROUND_ROBIN);
 
   // The route of an ops proxy hashes by x-user (its rule's consistent hash); a default proxy's does not.
   const auto hashes = [&](const std::string& ns) {
@@ -3233,7 +3306,7 @@ spec:
   EXPECT_EQ(canary("web", "app-1"), "127.0.0.2");
 
   // Editing the wildcard rule reaches the clusters of every host under it.
-  Apply("rules.yaml", absl::StrReplaceAll(rules, {{"simple: LEAST_REQUEST", "simple: RANDOM"}}));
+  Apply("rules.yaml", absl::StrReplaceAll(rules, {{"simple: ROUND_ROBIN", "simple: RANDOM"}}));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   EXPECT_EQ(lb("ops", "outbound|8080||pay.mesh.local"), Cluster::RANDOM);
   EXPECT_EQ(lb("default", "outbound|8080||pay.mesh.local"), Cluster::RANDOM);
@@ -3265,7 +3338,7 @@ spec:
   EXPECT_EQ(clusters["outbound|8080||shop.mesh.local"].lb_policy(), Cluster::RANDOM);
   EXPECT_TRUE(clusters.contains("outbound|8080|blue|shop.mesh.local")) << "the wildcard rule's subset";
   ASSERT_TRUE(clusters.contains("outbound|8080|v1|inventory.mesh.local"));
-  EXPECT_EQ(clusters["outbound|8080||inventory.mesh.local"].lb_policy(), Cluster::ROUND_ROBIN)
+  EXPECT_EQ(clusters["outbound|8080||inventory.mesh.local"].lb_policy(), Cluster::LEAST_REQUEST)
       << "inventory.mesh.local has a rule of its own, which wins";
   EXPECT_FALSE(clusters.contains("outbound|8080|blue|inventory.mesh.local"));
 }

@@ -718,21 +718,45 @@ spec:
       << "the header hash is honoured by both";
 }
 
-// A tls credentialName serves gateways only: said where it is, on each policy that has one.
-TEST(MeshAnalysisTest, ACredentialNameThatSidecarsIgnoreIsReported) {
+// Applies the mesh, then dr.yaml: a DestinationRule for inventory.mesh.local with a subset v1
+// and `policies` (its trafficPolicy, then the subset's) as written.
+std::vector<std::string> InventoryRuleWarnings(const std::string& policies) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);
-  const ConfigStore::Update update = store.ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+  return Strings(store
+                     .ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: inventory}
 spec:
   host: inventory.mesh.local
-  trafficPolicy:
+)" + policies)
+                     .warnings);
+}
+
+// Slow start is Envoy's alone: each warmup is reported where it is written, in either form.
+TEST(MeshAnalysisTest, AWarmupProxylessGrpcDoesNotImplementIsReported) {
+  const std::string tail =
+      ": slow start is not implemented by proxyless gRPC clients: Envoy nodes ramp a new endpoint's share up, gRPC "
+      "nodes send it its full share at once [cxds_grpc_ignores]";
+  EXPECT_THAT(InventoryRuleWarnings(R"(  trafficPolicy:
+    loadBalancer: {warmup: {duration: 30s}}
+    portLevelSettings: [{port: {number: 8080}, loadBalancer: {warmupDurationSecs: 10s}}]
+  subsets:
+  - {name: v1, labels: {app: inventory}}
+)"),
+              ElementsAre("dr.yaml:1: DestinationRule default/inventory: spec.trafficPolicy.loadBalancer.warmup" + tail,
+                          "dr.yaml:1: DestinationRule default/inventory: "
+                          "spec.trafficPolicy.portLevelSettings[0].loadBalancer.warmupDurationSecs" +
+                              tail));
+}
+
+// A tls credentialName serves gateways only: said where it is, on each policy that has one.
+TEST(MeshAnalysisTest, ACredentialNameThatSidecarsIgnoreIsReported) {
+  EXPECT_THAT(InventoryRuleWarnings(R"(  trafficPolicy:
     portLevelSettings: [{port: {number: 8080}, tls: {mode: MUTUAL, credentialName: egress-cert}}]
   subsets:
   - {name: v1, labels: {app: inventory}, trafficPolicy: {tls: {mode: DISABLE, credentialName: unused}}}
-)");
-  EXPECT_THAT(Strings(update.warnings),
+)"),
               ElementsAre("dr.yaml:1: DestinationRule default/inventory: "
                           "spec.trafficPolicy.portLevelSettings[0].tls.credentialName: applies at gateway proxies "
                           "only, as in Istio: sidecars connect without its certificate and check the server against "
