@@ -60,6 +60,7 @@ struct Gateway {
     TlsMode tls_mode = TlsMode::kNone;
     std::string credential_name;
     std::string server_certificate, private_key, ca_certificates;  // absolute paths; with no credential
+    std::string ca_crl;  // caCrl (MUTUAL, OPTIONAL_MUTUAL, with files): revoked client certificates
     bool Terminates() const {
       return tls_mode == TlsMode::kSimple || tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual;
     }

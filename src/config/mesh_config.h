@@ -192,6 +192,7 @@ struct PolicyFields {
   struct ClientTls {
     enum class Mode { kDisable, kSimple, kMutual } mode = Mode::kDisable;
     std::string client_certificate, private_key, ca_certificates, sni;
+    std::string ca_crl;  // caCrl: a file of revoked certificates the server's is checked against
     std::string credential_name;
     std::vector<std::string> subject_alt_names;
     bool insecure_skip_verify = false;

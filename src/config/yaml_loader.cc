@@ -2070,9 +2070,8 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     const std::string tf = Reader::Join(f, "tls");
     const int errors_before = r.error_count();
     r.OnlyKeys(tls, tf,
-               {"mode", "clientCertificate", "privateKey", "caCertificates", "subjectAltNames", "sni",
-                "insecureSkipVerify", "credentialName"},
-               {"caCrl"});
+               {"mode", "clientCertificate", "privateKey", "caCertificates", "caCrl", "subjectAltNames", "sni",
+                "insecureSkipVerify", "credentialName"});
     const std::string mode = r.String(tls, "mode", tf, false).value_or("DISABLE");
     PolicyFields::ClientTls client;
     if (mode == "ISTIO_MUTUAL") {
@@ -2092,15 +2091,18 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     path("clientCertificate", client.client_certificate);
     path("privateKey", client.private_key);
     path("caCertificates", client.ca_certificates);
+    path("caCrl", client.ca_crl);
     if (std::optional<std::string> credential = r.String(tls, "credentialName", tf, false);
         credential.has_value() && client.mode != PolicyFields::ClientTls::Mode::kDisable) {
       const YAML::Node at = tls["credentialName"];
       const std::string cf = Reader::Join(tf, "credentialName");
       if (std::string problem = CredentialNameProblem(*credential); !problem.empty()) {
         r.Error(at, cf, problem);
-      } else if (!client.client_certificate.empty() || !client.private_key.empty() || !client.ca_certificates.empty()) {
+      } else if (!client.client_certificate.empty() || !client.private_key.empty() || !client.ca_certificates.empty() ||
+                 !client.ca_crl.empty()) {
         // Istio refuses this too: the Secret holds the certificates then.
-        r.Error(at, cf, "cannot be set with clientCertificate, privateKey or caCertificates (the Secret holds them)");
+        r.Error(at, cf,
+                "cannot be set with clientCertificate, privateKey, caCertificates or caCrl (the Secret holds them)");
       } else {
         client.credential_name = *credential;
       }
@@ -2396,11 +2398,11 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     return;
   }
   if (!r.IsMap(tls, tf)) return;
-  r.OnlyKeys(tls, tf,
-             {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates",
-              "minProtocolVersion", "maxProtocolVersion", "cipherSuites"},
-             {"caCrl", "credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki",
-              "verifyCertificateHash"});
+  r.OnlyKeys(
+      tls, tf,
+      {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
+       "minProtocolVersion", "maxProtocolVersion", "cipherSuites"},
+      {"credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash"});
   server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
   const std::optional<std::string> given_mode = r.String(tls, "mode", tf, false);
   const std::string mode = given_mode.value_or("PASSTHROUGH");  // Istio's enum default
@@ -2415,7 +2417,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   }
   if (http) {
     // A plain HTTP server may only redirect, as istiod reads it (TLS needs an HTTPS server).
-    for (const char* key : {"mode", "credentialName", "serverCertificate", "privateKey", "caCertificates",
+    for (const char* key : {"mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
                             "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
       if (!tls[key].IsDefined()) continue;
       r.Error(tls[key], Reader::Join(tf, key),
@@ -2429,8 +2431,8 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     // The client's TLS goes through untouched, routed by its SNI name: nothing to terminate with.
     server.tls_mode = Gateway::Server::TlsMode::kPassthrough;
     server.routes = Gateway::Server::Routes::kTls;
-    for (const char* key : {"credentialName", "serverCertificate", "privateKey", "caCertificates", "minProtocolVersion",
-                            "maxProtocolVersion", "cipherSuites"}) {
+    for (const char* key : {"credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
+                            "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
       if (!tls[key].IsDefined()) continue;
       r.Error(
           tls[key], Reader::Join(tf, key),
@@ -2450,6 +2452,15 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple
                     : mode == "MUTUAL" ? Gateway::Server::TlsMode::kMutual
                                        : Gateway::Server::TlsMode::kOptionalMutual;
+  // A CRL checks client certificates, read from a file as the CA is; Istio refuses it where
+  // there is none to check, or where the credential would hold it.
+  if (tls["caCrl"].IsDefined() && mode == "SIMPLE") {
+    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
+            "is not supported with mode SIMPLE, as Istio validates (no client certificate is checked)");
+  } else if (tls["caCrl"].IsDefined() && !credential.empty()) {
+    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
+            "cannot be set with credentialName, as Istio validates (the credential holds the CRL)");
+  }
   if (credential.empty()) {
     // Istio's other way: files on the gateway's own disk. istiod hands the paths to its node
     // agent; Envoy reads them itself here.
@@ -2474,6 +2485,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     path("serverCertificate", true, server.server_certificate);
     path("privateKey", true, server.private_key);
     path("caCertificates", checks_clients, server.ca_certificates);
+    if (checks_clients) path("caCrl", false, server.ca_crl);
   } else if (std::string problem = CredentialNameProblem(credential); !problem.empty()) {
     r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"), problem);
     return;

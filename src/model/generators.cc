@@ -251,6 +251,7 @@ void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway
       validation = common->mutable_validation_context();
       validation->mutable_trusted_ca()->set_filename(tls.ca_certificates.empty() ? kSystemCaBundle
                                                                                  : tls.ca_certificates);
+      if (!tls.ca_crl.empty()) validation->mutable_crl()->set_filename(tls.ca_crl);
     }
     for (const std::string& name : tls.subject_alt_names) {
       auto* matcher = validation->add_match_typed_subject_alt_names();
@@ -1021,7 +1022,9 @@ envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsCo
   }
   if (server.ChecksClients()) {
     if (files) {
-      common->mutable_validation_context()->mutable_trusted_ca()->set_filename(server.ca_certificates);
+      auto* validation = common->mutable_validation_context();
+      validation->mutable_trusted_ca()->set_filename(server.ca_certificates);
+      if (!server.ca_crl.empty()) validation->mutable_crl()->set_filename(server.ca_crl);
     } else {
       auto* combined = common->mutable_combined_validation_context();
       combined->mutable_default_validation_context();

@@ -620,9 +620,10 @@ spec:
   const ParsedFile files = ParseConfigFile(
       "gw.yaml", head +
                      "    tls: {mode: OPTIONAL_MUTUAL, serverCertificate: /etc/certs/c.pem, privateKey: "
-                     "/etc/certs/k.pem, caCertificates: /etc/certs/ca.pem}\n");
+                     "/etc/certs/k.pem, caCertificates: /etc/certs/ca.pem, caCrl: /etc/certs/ca.crl}\n");
   ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
   const Gateway::Server& from_files = std::get<Gateway>(files.documents[0].object).servers[0];
+  EXPECT_EQ(from_files.ca_crl, "/etc/certs/ca.crl");
   EXPECT_EQ(from_files.tls_mode, Gateway::Server::TlsMode::kOptionalMutual);
   EXPECT_TRUE(from_files.credential_name.empty());
   EXPECT_EQ(from_files.server_certificate, "/etc/certs/c.pem");
@@ -642,6 +643,18 @@ spec:
             "by cxds: name a Secret of the gateway's namespace");
   EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
             "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
+  // A CRL checks client certificates, as Istio validates it.
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /c.pem, privateKey: /k.pem, caCrl: /ca.crl}\n"),
+            "spec.servers[0].tls.caCrl: is not supported with mode SIMPLE, as Istio validates (no client certificate "
+            "is checked)");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, caCrl: /ca.crl}\n"),
+            "spec.servers[0].tls.caCrl: cannot be set with credentialName, as Istio validates (the credential holds "
+            "the CRL)");
+  EXPECT_EQ(
+      tls("    tls: {mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, caCrl: "
+          "ca.crl}\n"),
+      "spec.servers[0].tls.caCrl: other than an absolute file path on the gateway is not supported by cxds "
+      "(Envoy reads the file itself, from wherever it runs)");
 }
 
 // TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes
@@ -1451,13 +1464,20 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
   EXPECT_EQ(std::get<DestinationRule>(credential.documents[0].object).traffic_policy->tls->credential_name,
             "egress-cert");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: c, caCertificates: /ca.pem}\n"),
-            "spec.trafficPolicy.tls.credentialName: cannot be set with clientCertificate, privateKey or "
-            "caCertificates (the Secret holds them)");
+            "spec.trafficPolicy.tls.credentialName: cannot be set with clientCertificate, privateKey, caCertificates "
+            "or caCrl (the Secret holds them)");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: c, caCrl: /ca.crl}\n"),
+            "spec.trafficPolicy.tls.credentialName: cannot be set with clientCertificate, privateKey, caCertificates "
+            "or caCrl (the Secret holds them)");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, credentialName: \"sds://c\"}\n"),
             "spec.trafficPolicy.tls.credentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not "
             "supported by cxds: name a Secret of the gateway's namespace");
-  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCrl: /crl.pem}\n"),
-            "spec.trafficPolicy.tls.caCrl: is not supported by cxds");
+  const ParsedFile crl = ParseConfigFile("dr.yaml", head + "    tls: {mode: SIMPLE, caCrl: /etc/certs/ca.crl}\n");
+  ASSERT_EQ(crl.documents.size(), 1u) << Errors(crl);
+  EXPECT_EQ(std::get<DestinationRule>(crl.documents[0].object).traffic_policy->tls->ca_crl, "/etc/certs/ca.crl");
+  EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCrl: crl.pem}\n"),
+            "spec.trafficPolicy.tls.caCrl: other than an absolute file path on the proxy is not supported by cxds "
+            "(Envoy reads the file itself, from wherever it runs)");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{loadBalancer: {simple: RANDOM}}]\n"),
             "spec.trafficPolicy.portLevelSettings[0].port: is required");
   EXPECT_EQ(OnlyError(head + "    portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]\n"),

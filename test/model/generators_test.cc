@@ -2299,6 +2299,7 @@ spec:
         clientCertificate: /etc/certs/client.pem
         privateKey: /etc/certs/client-key.pem
         caCertificates: /etc/certs/ca.pem
+        caCrl: /etc/certs/ca.crl
         sni: shop.example.com
         subjectAltNames: [shop.example.com, "spiffe://cluster.local/ns/shop/sa/shop", 127.0.0.1]
       connectionPool: {http: {h2UpgradePolicy: UPGRADE}}
@@ -2348,6 +2349,8 @@ spec:
   EXPECT_EQ(mutual.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/certs/client-key.pem");
   const auto& validation = mutual.common_tls_context().validation_context();
   EXPECT_EQ(validation.trusted_ca().filename(), "/etc/certs/ca.pem");
+  EXPECT_EQ(validation.crl().filename(), "/etc/certs/ca.crl") << "caCrl, as istiod sets it";
+  EXPECT_FALSE(simple.common_tls_context().validation_context().has_crl());
   ASSERT_EQ(validation.match_typed_subject_alt_names_size(), 3);
   EXPECT_EQ(validation.match_typed_subject_alt_names(2).san_type(),
             envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::IP_ADDRESS);
@@ -2402,7 +2405,12 @@ spec:
   servers:
   - port: {number: 8443, name: https-files, protocol: HTTPS}
     hosts: [files.example.com]
-    tls: {mode: MUTUAL, serverCertificate: /etc/gw/cert.pem, privateKey: /etc/gw/key.pem, caCertificates: /etc/gw/ca.pem}
+    tls:
+      mode: MUTUAL
+      serverCertificate: /etc/gw/cert.pem
+      privateKey: /etc/gw/key.pem
+      caCertificates: /etc/gw/ca.pem
+      caCrl: /etc/gw/ca.crl
   - port: {number: 8443, name: https-optional, protocol: HTTPS}
     hosts: [optional.example.com]
     tls: {mode: OPTIONAL_MUTUAL, credentialName: optional-cert}
@@ -2422,6 +2430,7 @@ spec:
   EXPECT_EQ(files.common_tls_context().tls_certificates(0).certificate_chain().filename(), "/etc/gw/cert.pem");
   EXPECT_EQ(files.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/gw/key.pem");
   EXPECT_EQ(files.common_tls_context().validation_context().trusted_ca().filename(), "/etc/gw/ca.pem");
+  EXPECT_EQ(files.common_tls_context().validation_context().crl().filename(), "/etc/gw/ca.crl") << "caCrl";
   EXPECT_EQ(files.common_tls_context().tls_certificate_sds_secret_configs_size(), 0);
   EXPECT_TRUE(files.require_client_certificate().value());
   const auto optional = context_of(1);
