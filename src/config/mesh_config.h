@@ -117,6 +117,8 @@ struct WorkloadEntry {
 // portLevelSettings, which replace all four as Istio does.
 struct PolicyFields {
   enum class LoadBalancer { kUnset, kRoundRobin, kLeastRequest, kRandom } load_balancer = LoadBalancer::kUnset;
+  // `loadBalancer` was written, even empty: a subset's then replaces the rule's whole, as istiod's merge.
+  bool load_balancer_given = false;
   // loadBalancer.consistentHash: a ring hash over what a request is hashed by.
   struct ConsistentHash {
     enum class Key { kHeader, kCookie, kSourceIp, kQueryParameter } key = Key::kHeader;
@@ -146,6 +148,10 @@ struct PolicyFields {
     double aggression = 1;        // istiod's default: a linear ramp
   };
   std::optional<Warmup> warmup;
+  // Whether Envoy applies `warmup` under this policy: not on RANDOM or ring-hash clusters.
+  bool WarmupApplies() const {
+    return warmup.has_value() && !consistent_hash.has_value() && load_balancer != LoadBalancer::kRandom;
+  }
   struct ConnectionPool {
     std::optional<uint32_t> max_connections;
     std::optional<uint32_t> http1_max_pending_requests;

@@ -51,6 +51,7 @@ struct FaultInjection {
     // From the deprecated integer `percent`, or neither it nor `percentage` given: istiod sends
     // that in hundredths, a `percentage` in millionths.
     bool whole_percent = false;
+    int32_t whole_percent_value = 0;  // `percent` as written: istiod sends it as uint32 hundredths
   };
   struct Abort {
     uint32_t http_status = 0;             // one of http_status and grpc_status

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -229,12 +230,19 @@ class Reader {
     absl::Duration d;
     if (node.IsScalar() && absl::ParseDuration(node.Scalar(), &d) && d >= absl::ZeroDuration() &&
         node.Scalar().find_first_of("smh") != std::string::npos) {
-      return d;
+      // protobuf's Duration ends at 10,000 years: a proxy refuses the resource past it.
+      if (d <= kMaxProtoDuration) return d;
+      Error(node, Join(field, key),
+            StrCat("must be at most 315576000000s (10,000 years, the largest duration a proxy accepts), got \"",
+                   node.Scalar().substr(0, 64), "\""));
+      return std::nullopt;
     }
     Error(node, Join(field, key),
           StrCat("must be a duration such as \"1s\" or \"250ms\", got \"", node.IsScalar() ? node.Scalar() : "", "\""));
     return std::nullopt;
   }
+
+  static constexpr absl::Duration kMaxProtoDuration = absl::Seconds(315576000000);
 
   // A number (Istio's double and DoubleValue fields) from `min` (excluded when `above_min`) to
   // `max`; `range` says so in the error.
@@ -1163,10 +1171,19 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     } else if (!delay["fixedDelay"].IsDefined() && !delay["exponentialDelay"].IsDefined()) {
       r.Error(delay, Reader::Join(df, "fixedDelay"), "is required");
     }
+    if (const YAML::Node whole = delay["percent"]; whole.IsDefined() && !whole.IsNull()) {
+      // Istio takes any int32 here (its validation checks only `percentage`).
+      int32_t value = 0;
+      if (!whole.IsScalar() || !absl::SimpleAtoi(whole.Scalar(), &value)) {
+        r.Error(whole, Reader::Join(df, "percent"),
+                StrCat("must be an integer, got \"", whole.IsScalar() ? whole.Scalar().substr(0, 64) : "", "\""));
+      }
+      d.whole_percent_value = value;
+    }
     if (std::optional<double> percentage = r.Percent(delay, "percentage", df)) {
       d.percent = *percentage;
     } else if (!delay["percentage"].IsDefined() || delay["percentage"].IsNull()) {
-      d.percent = r.Uint(delay, "percent", df, false, 0, 100).value_or(0);
+      d.percent = d.whole_percent_value;
       d.whole_percent = true;
     }
     fault.delay = d;
@@ -1987,7 +2004,8 @@ std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, 
   r.OnlyKeys(node, f, {"duration", "minimumPercent", "aggression"});
   PolicyFields::Warmup warmup{.full_form = true};
   warmup.minimum_percent = r.Number(node, "minimumPercent", f, 0, 100, false, "from 0 to 100").value_or(10);
-  warmup.aggression = r.Number(node, "aggression", f, 0, 1e9, true, "above 0").value_or(1);
+  warmup.aggression =
+      r.Number(node, "aggression", f, 0, std::numeric_limits<double>::max(), true, "above 0").value_or(1);
   if (!node["duration"].IsDefined() || node["duration"].IsNull()) {
     r.Error(node, Reader::Join(f, "duration"), "is required");
     return std::nullopt;
@@ -2130,6 +2148,7 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     const std::string lf = Reader::Join(f, "loadBalancer");
     r.OnlyKeys(node["loadBalancer"], lf,
                {"simple", "consistentHash", "localityLbSetting", "warmupDurationSecs", "warmup"});
+    p.load_balancer_given = true;
     p.warmup = ReadWarmup(r, node["loadBalancer"], lf);
     if (const YAML::Node locality = node["loadBalancer"]["localityLbSetting"]; locality.IsDefined()) {
       p.locality_lb = ReadLocalityLb(r, locality, Reader::Join(lf, "localityLbSetting"));

@@ -118,8 +118,8 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     if (s.name != subset || !s.traffic_policy.has_value()) continue;
     PolicyFields out = merged.value_or(PolicyFields{});
     const TrafficPolicy& over = *s.traffic_policy;
-    if (over.load_balancer != PolicyFields::LoadBalancer::kUnset || over.consistent_hash.has_value() ||
-        over.locality_lb.has_value() || over.warmup.has_value()) {  // loadBalancer, replaced whole
+    if (over.load_balancer_given) {  // loadBalancer, replaced whole
+      out.load_balancer_given = true;
       out.load_balancer = over.load_balancer;
       out.consistent_hash = over.consistent_hash;
       out.locality_lb = over.locality_lb;
@@ -1317,8 +1317,9 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
   if (fault.delay.has_value()) {
     auto* delay = out.mutable_delay();
     SetDuration(fault.delay->fixed_delay, delay->mutable_fixed_delay());
+    // The integer as istiod converts it (uint32): above 100, or negative, every request.
     *delay->mutable_percentage() = fault.delay->whole_percent
-                                       ? WholePercent(static_cast<uint32_t>(fault.delay->percent))
+                                       ? WholePercent(static_cast<uint32_t>(fault.delay->whole_percent_value))
                                        : Fraction(fault.delay->percent);
   }
   if (fault.abort.has_value()) {
@@ -2014,6 +2015,11 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
   if (policy.load_balancer == PolicyFields::LoadBalancer::kLeastRequest ||
       policy.load_balancer == PolicyFields::LoadBalancer::kRandom) {
     out.push_back("loadBalancer.simple (gRPC 1.51 clients balance round robin or by ring hash only)");
+  }
+  if (policy.WarmupApplies()) {
+    out.push_back(
+        "loadBalancer.warmup or warmupDurationSecs (gRPC has no slow start: a new endpoint gets its full "
+        "share at once)");
   }
   if (policy.connection_pool.has_value()) {
     const auto& pool = *policy.connection_pool;

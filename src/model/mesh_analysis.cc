@@ -234,7 +234,7 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                      "applies at gateway proxies only, as in Istio: sidecars connect without its certificate and "
                      "check the server against their system CA bundle"});
     }
-    if (policy.warmup.has_value()) {
+    if (policy.WarmupApplies()) {  // on RANDOM and ring-hash clusters Envoy ignores it too, as under istiod
       out.push_back({key,
                      field + (policy.warmup->full_form ? ".loadBalancer.warmup" : ".loadBalancer.warmupDurationSecs"),
                      "cxds_grpc_ignores",

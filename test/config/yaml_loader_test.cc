@@ -846,6 +846,9 @@ spec:
   const FaultInjection::Delay whole = delay_of("{delay: {fixedDelay: 1s, percent: 30}}");
   EXPECT_DOUBLE_EQ(whole.percent, 30);
   EXPECT_TRUE(whole.whole_percent);
+  // Istio takes any int32 (its validation checks only percentage); istiod sends it as a uint32.
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 150}}").whole_percent_value, 150);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: -5}}").whole_percent_value, -5);
   const FaultInjection::Delay neither = delay_of("{delay: {fixedDelay: 1s}}");
   EXPECT_DOUBLE_EQ(neither.percent, 0);
   EXPECT_TRUE(neither.whole_percent);
@@ -874,8 +877,14 @@ spec:
   EXPECT_EQ(error_of("{abort: {httpStatus: 503, percent: 50}}"),
             "spec.http[0].fault.abort.percent: is not a field of Istio's abort (only a delay has the deprecated "
             "integer percent): use percentage.value");
-  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: 101}}"),
-            "spec.http[0].fault.delay.percent: must be an integer from 0 to 100, got \"101\"");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: half}}"),
+            "spec.http[0].fault.delay.percent: must be an integer, got \"half\"");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percentage: {value: 5}, percent: half}}"),
+            "spec.http[0].fault.delay.percent: must be an integer, got \"half\"")
+      << "checked even where percentage wins";
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 100000000000h}}"),
+            "spec.http[0].fault.delay.fixedDelay: must be at most 315576000000s (10,000 years, the largest duration a "
+            "proxy accepts), got \"100000000000h\"");
 }
 
 // redirect and directResponse replace route[]: Istio's exclusions are errors, the rest of what

@@ -750,6 +750,26 @@ spec:
   - name: v2
     labels: {version: v2}
     trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN, warmupDurationSecs: 1.5s}}
+  - name: v3
+    labels: {version: v3}
+    trafficPolicy: {loadBalancer: {}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: random, namespace: shop}
+spec:
+  host: random
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+  subsets:
+  - name: warm
+    labels: {version: v1}
+    trafficPolicy: {loadBalancer: {warmupDurationSecs: 5s}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: random, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::config::cluster::v3::Cluster;
@@ -782,7 +802,14 @@ spec:
   EXPECT_EQ(deprecated.slow_start_window().nanos(), 500000000);
   EXPECT_FALSE(deprecated.has_aggression()) << "warmupDurationSecs sets the window alone, as in istiod";
   EXPECT_FALSE(deprecated.has_min_weight_percent());
-  EXPECT_EQ(clusters["outbound|7000||api.shop.svc.cluster.local"].lb_policy(), Cluster::LEAST_REQUEST);
+  // A subset's loadBalancer replaces the rule's whole, as istiod merges them, even an empty one.
+  const Cluster& v3 = clusters["outbound|7000|v3|api.shop.svc.cluster.local"];
+  EXPECT_EQ(v3.lb_policy(), Cluster::LEAST_REQUEST);
+  EXPECT_FALSE(v3.has_least_request_lb_config()) << "the rule's warmup is replaced by the empty loadBalancer";
+  EXPECT_EQ(clusters["outbound|7000||random.shop.svc.cluster.local"].lb_policy(), Cluster::RANDOM);
+  const Cluster& warm = clusters["outbound|7000|warm|random.shop.svc.cluster.local"];
+  EXPECT_EQ(warm.lb_policy(), Cluster::LEAST_REQUEST) << "the subset's warmup alone replaces the rule's RANDOM";
+  EXPECT_EQ(warm.least_request_lb_config().slow_start_config().slow_start_window().seconds(), 5);
 
   auto grpc = Connect("grpc-client-1", /*grpc=*/true);
   grpc->Send(First(std::string(kClusterType), {"outbound|7000||api.shop.svc.cluster.local"}));
@@ -1446,11 +1473,11 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   const std::string subsets =
       "  subsets:\n  - {name: v1, labels: {version: v1}}\n  - {name: v2, labels: {version: v2}}\n";
   Apply("mesh.yaml", absl::StrReplaceAll(std::string(kMesh), {{subsets, R"(  subsets:
-  - {name: v1, labels: {version: v1}}
+  - {name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {warmupDurationSecs: 5s}}}
   - name: v2
     labels: {version: v2}
     trafficPolicy:
-      loadBalancer: {consistentHash: {useSourceIp: true}}
+      loadBalancer: {consistentHash: {useSourceIp: true}, warmup: {duration: 5s}}
       outlierDetection: {consecutive5xxErrors: 2}
 )"}}));
   Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: browser
@@ -1482,13 +1509,16 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
       ::testing::ElementsAre(
           "inventory.mesh.local:8080 | VirtualService default/inventory | spec.http[0] | headers, corsPolicy: not "
           "implemented by proxyless gRPC clients (gRFC A28)",
+          "outbound|8080|v1|inventory.mesh.local | DestinationRule default/inventory | spec.trafficPolicy and "
+          "spec.subsets[0].trafficPolicy, merged | loadBalancer.warmup or warmupDurationSecs (gRPC has no slow start: "
+          "a new endpoint gets its full share at once): not applied for gRPC",
           "outbound|8080|v2|inventory.mesh.local | DestinationRule default/inventory | spec.trafficPolicy and "
           "spec.subsets[1].trafficPolicy, merged | loadBalancer.consistentHash by other than httpHeaderName (gRPC "
           "hashes on headers only: the ring hash has no key and picks at random): not applied for gRPC",
           "outbound|8080|v2|inventory.mesh.local | DestinationRule default/inventory | spec.trafficPolicy and "
           "spec.subsets[1].trafficPolicy, merged | outlierDetection (gRPC ejects by success rate and failure "
           "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
-      << "nothing for the port-9999 route or the v1 cluster";
+      << "nothing for the port-9999 route, nor for v2's warmup, which its ring hash leaves out on Envoy too";
   EXPECT_EQ(GrpcConfigNotes(*mesh, *view, "default", /*limit=*/1).size(), 1u);
 }
 

@@ -748,6 +748,14 @@ TEST(MeshAnalysisTest, AWarmupProxylessGrpcDoesNotImplementIsReported) {
                           "dr.yaml:1: DestinationRule default/inventory: "
                           "spec.trafficPolicy.portLevelSettings[0].loadBalancer.warmupDurationSecs" +
                               tail));
+  // Where Envoy has no slow start either (RANDOM, a ring hash), gRPC ignores nothing Envoy does.
+  EXPECT_THAT(InventoryRuleWarnings(R"(  trafficPolicy:
+    loadBalancer: {simple: RANDOM, warmup: {duration: 30s}}
+    portLevelSettings: [{port: {number: 8080}, loadBalancer: {consistentHash: {httpHeaderName: x}, warmupDurationSecs: 1s}}]
+  subsets:
+  - {name: v1, labels: {app: inventory}}
+)"),
+              ::testing::IsEmpty());
 }
 
 // A tls credentialName serves gateways only: said where it is, on each policy that has one.
