@@ -1176,7 +1176,8 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
       int32_t value = 0;
       if (!whole.IsScalar() || !absl::SimpleAtoi(whole.Scalar(), &value)) {
         r.Error(whole, Reader::Join(df, "percent"),
-                StrCat("must be an integer, got \"", whole.IsScalar() ? whole.Scalar().substr(0, 64) : "", "\""));
+                StrCat("must be an integer from -2147483648 to 2147483647, got \"",
+                       whole.IsScalar() ? whole.Scalar().substr(0, 64) : "", "\""));
       }
       d.whole_percent_value = value;
     }
@@ -2471,14 +2472,12 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple
                     : mode == "MUTUAL" ? Gateway::Server::TlsMode::kMutual
                                        : Gateway::Server::TlsMode::kOptionalMutual;
-  // A CRL checks client certificates, read from a file as the CA is; Istio refuses it where
-  // there is none to check, or where the credential would hold it.
-  if (tls["caCrl"].IsDefined() && mode == "SIMPLE") {
-    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
+  // A CRL checks client certificates, read from a file as the CA is. Istio refuses it on a
+  // SIMPLE server with files (no client certificate is checked); beside a credentialName it
+  // accepts it and istiod ignores it, as it ignores the other files there.
+  if (const YAML::Node crl = tls["caCrl"]; crl.IsDefined() && !crl.IsNull() && mode == "SIMPLE" && credential.empty()) {
+    r.Error(crl, Reader::Join(tf, "caCrl"),
             "is not supported with mode SIMPLE, as Istio validates (no client certificate is checked)");
-  } else if (tls["caCrl"].IsDefined() && !credential.empty()) {
-    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
-            "cannot be set with credentialName, as Istio validates (the credential holds the CRL)");
   }
   if (credential.empty()) {
     // Istio's other way: files on the gateway's own disk. istiod hands the paths to its node

@@ -647,9 +647,9 @@ spec:
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /c.pem, privateKey: /k.pem, caCrl: /ca.crl}\n"),
             "spec.servers[0].tls.caCrl: is not supported with mode SIMPLE, as Istio validates (no client certificate "
             "is checked)");
-  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, caCrl: /ca.crl}\n"),
-            "spec.servers[0].tls.caCrl: cannot be set with credentialName, as Istio validates (the credential holds "
-            "the CRL)");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, caCrl: /ca.crl}\n"), "")
+      << "accepted and ignored beside a credentialName, as by Istio and istiod";
+  EXPECT_EQ(tls("    tls: {mode: SIMPLE, credentialName: c, caCrl: /ca.crl}\n"), "");
   EXPECT_EQ(
       tls("    tls: {mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, caCrl: "
           "ca.crl}\n"),
@@ -878,10 +878,12 @@ spec:
             "spec.http[0].fault.abort.percent: is not a field of Istio's abort (only a delay has the deprecated "
             "integer percent): use percentage.value");
   EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: half}}"),
-            "spec.http[0].fault.delay.percent: must be an integer, got \"half\"");
-  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percentage: {value: 5}, percent: half}}"),
-            "spec.http[0].fault.delay.percent: must be an integer, got \"half\"")
+            "spec.http[0].fault.delay.percent: must be an integer from -2147483648 to 2147483647, got \"half\"");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percentage: {value: 5}, percent: 2147483648}}"),
+            "spec.http[0].fault.delay.percent: must be an integer from -2147483648 to 2147483647, got "
+            "\"2147483648\"")
       << "checked even where percentage wins";
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 315576000000s}}"), "") << "protobuf's largest whole-second duration";
   EXPECT_EQ(error_of("{delay: {fixedDelay: 100000000000h}}"),
             "spec.http[0].fault.delay.fixedDelay: must be at most 315576000000s (10,000 years, the largest duration a "
             "proxy accepts), got \"100000000000h\"");

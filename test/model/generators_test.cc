@@ -2319,7 +2319,7 @@ metadata: {name: shop-tls}
 spec:
   host: shop.mesh.local
   trafficPolicy:
-    tls: {mode: SIMPLE}
+    tls: {mode: SIMPLE, caCrl: /etc/certs/system.crl}
   subsets:
   - name: mutual
     labels: {version: v1}
@@ -2380,7 +2380,8 @@ spec:
   const auto& validation = mutual.common_tls_context().validation_context();
   EXPECT_EQ(validation.trusted_ca().filename(), "/etc/certs/ca.pem");
   EXPECT_EQ(validation.crl().filename(), "/etc/certs/ca.crl") << "caCrl, as istiod sets it";
-  EXPECT_FALSE(simple.common_tls_context().validation_context().has_crl());
+  EXPECT_EQ(simple.common_tls_context().validation_context().crl().filename(), "/etc/certs/system.crl")
+      << "with the system bundle too, as istiod";
   ASSERT_EQ(validation.match_typed_subject_alt_names_size(), 3);
   EXPECT_EQ(validation.match_typed_subject_alt_names(2).san_type(),
             envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::IP_ADDRESS);
