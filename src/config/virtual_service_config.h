@@ -47,11 +47,10 @@ struct HttpRouteDestination {
 struct FaultInjection {
   struct Delay {
     absl::Duration fixed_delay;
-    double percent = 0;
-    // From the deprecated integer `percent`, or neither it nor `percentage` given: istiod sends
-    // that in hundredths, a `percentage` in millionths.
-    bool whole_percent = false;
-    int32_t whole_percent_value = 0;  // `percent` as written: istiod sends it as uint32 hundredths
+    double percent = 0;  // `percentage`: istiod sends it in millionths
+    // Set instead when `percentage` is not given: the deprecated integer `percent` as written (0
+    // when neither is), which istiod sends as uint32 hundredths.
+    std::optional<int32_t> whole_percent;
   };
   struct Abort {
     uint32_t http_status = 0;             // one of http_status and grpc_status

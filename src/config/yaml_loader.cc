@@ -244,6 +244,14 @@ class Reader {
 
   static constexpr absl::Duration kMaxProtoDuration = absl::Seconds(315576000000);
 
+  // A duration as Istio validates its fields: at least 1ms.
+  std::optional<absl::Duration> IstioDuration(const YAML::Node& parent, const char* key, const std::string& field) {
+    const std::optional<absl::Duration> d = Duration(parent, key, field);
+    if (!d.has_value() || *d >= absl::Milliseconds(1)) return d;
+    Error(parent[key], Join(field, key), "must be at least 1ms");
+    return std::nullopt;
+  }
+
   // A number (Istio's double and DoubleValue fields) from `min` (excluded when `above_min`) to
   // `max`; `range` says so in the error.
   std::optional<double> Number(const YAML::Node& parent, const char* key, const std::string& field, double min,
@@ -1164,9 +1172,7 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     const std::string df = Reader::Join(f, "delay");
     r.OnlyKeys(delay, df, {"fixedDelay", "percentage", "percent"}, {"exponentialDelay"});
     FaultInjection::Delay d;
-    if (std::optional<absl::Duration> fixed = r.Duration(delay, "fixedDelay", df)) {
-      if (*fixed < absl::Milliseconds(1))
-        r.Error(delay["fixedDelay"], Reader::Join(df, "fixedDelay"), "must be at least 1ms");
+    if (std::optional<absl::Duration> fixed = r.IstioDuration(delay, "fixedDelay", df)) {
       d.fixed_delay = *fixed;
     } else if (!delay["fixedDelay"].IsDefined() && !delay["exponentialDelay"].IsDefined()) {
       r.Error(delay, Reader::Join(df, "fixedDelay"), "is required");
@@ -1179,13 +1185,15 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
                 StrCat("must be an integer from -2147483648 to 2147483647, got \"",
                        whole.IsScalar() ? whole.Scalar().substr(0, 64) : "", "\""));
       }
-      d.whole_percent_value = value;
+      d.whole_percent = value;
     }
     if (std::optional<double> percentage = r.Percent(delay, "percentage", df)) {
       d.percent = *percentage;
-    } else if (!delay["percentage"].IsDefined() || delay["percentage"].IsNull()) {
-      d.percent = d.whole_percent_value;
-      d.whole_percent = true;
+      d.whole_percent.reset();  // percentage wins, as in istiod
+    } else if (delay["percentage"].IsDefined() && !delay["percentage"].IsNull()) {
+      d.whole_percent.reset();  // an invalid percentage: the file is refused
+    } else if (!d.whole_percent.has_value()) {
+      d.whole_percent = 0;  // neither given: istiod sends the integer's 0
     }
     fault.delay = d;
   }
@@ -1493,15 +1501,8 @@ HttpRoute::Retries ReadRetries(Reader& r, const YAML::Node& node, const std::str
   HttpRoute::Retries retries;
   // Not required: Istio reads a missing attempts as 0, which turns retries off.
   retries.attempts = r.Uint(node, "attempts", f, false, 0, 100).value_or(0);
-  // As Istio validates durations: at least 1ms.
-  const auto at_least_1ms = [&](const char* key) -> std::optional<absl::Duration> {
-    const std::optional<absl::Duration> d = r.Duration(node, key, f);
-    if (!d.has_value() || *d >= absl::Milliseconds(1)) return d;
-    r.Error(node[key], Reader::Join(f, key), "must be at least 1ms");
-    return std::nullopt;
-  };
-  retries.per_try_timeout = at_least_1ms("perTryTimeout");
-  retries.backoff = at_least_1ms("backoff");
+  retries.per_try_timeout = r.IstioDuration(node, "perTryTimeout", f);
+  retries.backoff = r.IstioDuration(node, "backoff", f);
   std::vector<std::string> conditions;
   const std::string retry_on = r.String(node, "retryOn", f, false).value_or("");
   for (const absl::string_view part : absl::StrSplit(retry_on, ',')) {
@@ -1987,16 +1988,8 @@ std::string LocalityPatternProblem(const std::string& pattern) {
 // (above 0)} or the deprecated warmupDurationSecs, as Istio validates them; warmup wins, as in
 // istiod.
 std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, const std::string& lf) {
-  const auto at_least_1ms = [&](const YAML::Node& parent, const char* key, const std::string& f) {
-    std::optional<absl::Duration> d = r.Duration(parent, key, f);
-    if (d.has_value() && *d < absl::Milliseconds(1)) {
-      r.Error(parent[key], Reader::Join(f, key), "must be at least 1ms");
-      d.reset();
-    }
-    return d;
-  };
   std::optional<PolicyFields::Warmup> deprecated;
-  if (std::optional<absl::Duration> d = at_least_1ms(lb, "warmupDurationSecs", lf)) {
+  if (std::optional<absl::Duration> d = r.IstioDuration(lb, "warmupDurationSecs", lf)) {
     deprecated = PolicyFields::Warmup{.duration = *d};
   }
   const YAML::Node node = lb["warmup"];
@@ -2011,7 +2004,7 @@ std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, 
     r.Error(node, Reader::Join(f, "duration"), "is required");
     return std::nullopt;
   }
-  std::optional<absl::Duration> d = at_least_1ms(node, "duration", f);
+  std::optional<absl::Duration> d = r.IstioDuration(node, "duration", f);
   if (!d.has_value()) return std::nullopt;
   warmup.duration = *d;
   return warmup;
@@ -2184,32 +2177,18 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       const YAML::Node tcp = pool["tcp"];
       r.OnlyKeys(tcp, tf, {"maxConnections", "connectTimeout", "tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
       cp.max_connections = r.Uint(tcp, "maxConnections", tf, false, 1, 1u << 31);
-      cp.connect_timeout = r.Duration(tcp, "connectTimeout", tf);
-      if (cp.connect_timeout.has_value() && *cp.connect_timeout < absl::Milliseconds(1)) {
-        r.Error(tcp["connectTimeout"], Reader::Join(tf, "connectTimeout"), "must be at least 1ms");
-      }
-      // As Istio: at least 1ms.
-      cp.max_connection_duration = r.Duration(tcp, "maxConnectionDuration", tf);
-      if (cp.max_connection_duration.has_value() && *cp.max_connection_duration < absl::Milliseconds(1)) {
-        r.Error(tcp["maxConnectionDuration"], Reader::Join(tf, "maxConnectionDuration"), "must be at least 1ms");
-      }
-      cp.tcp_idle_timeout = r.Duration(tcp, "idleTimeout", tf);
-      if (cp.tcp_idle_timeout.has_value() && *cp.tcp_idle_timeout < absl::Milliseconds(1)) {
-        r.Error(tcp["idleTimeout"], Reader::Join(tf, "idleTimeout"), "must be at least 1ms");
-      }
+      cp.connect_timeout = r.IstioDuration(tcp, "connectTimeout", tf);
+      cp.max_connection_duration = r.IstioDuration(tcp, "maxConnectionDuration", tf);
+      cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf);
       if (const YAML::Node keepalive = tcp["tcpKeepalive"];
           keepalive.IsDefined() && r.IsMap(keepalive, Reader::Join(tf, "tcpKeepalive"))) {
         const std::string kf = Reader::Join(tf, "tcpKeepalive");
         r.OnlyKeys(keepalive, kf, {"probes", "time", "interval"});
         TrafficPolicy::ConnectionPool::TcpKeepalive k;
         k.probes = r.Uint(keepalive, "probes", kf, false, 1, 1u << 31);
-        // As Istio: at least 1ms (Envoy then counts whole seconds: generators round).
-        for (auto [key, into] : {std::pair{"time", &k.time}, std::pair{"interval", &k.interval}}) {
-          *into = r.Duration(keepalive, key, kf);
-          if (into->has_value() && **into < absl::Milliseconds(1)) {
-            r.Error(keepalive[key], Reader::Join(kf, key), "must be at least 1ms");
-          }
-        }
+        // Envoy counts whole seconds: generators round.
+        k.time = r.IstioDuration(keepalive, "time", kf);
+        k.interval = r.IstioDuration(keepalive, "interval", kf);
         cp.tcp_keepalive = k;
       }
     }
@@ -2236,10 +2215,7 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       // 0 is Istio's "unlimited": nothing is set.
       cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 0, 1u << 31);
       if (cp.max_requests_per_connection == 0u) cp.max_requests_per_connection.reset();
-      cp.idle_timeout = r.Duration(pool["http"], "idleTimeout", hf);
-      if (cp.idle_timeout.has_value() && *cp.idle_timeout < absl::Milliseconds(1)) {
-        r.Error(pool["http"]["idleTimeout"], Reader::Join(hf, "idleTimeout"), "must be at least 1ms");
-      }
+      cp.idle_timeout = r.IstioDuration(pool["http"], "idleTimeout", hf);
       cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
       cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
     }

@@ -1318,8 +1318,8 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
     auto* delay = out.mutable_delay();
     SetDuration(fault.delay->fixed_delay, delay->mutable_fixed_delay());
     // The integer as istiod converts it (uint32): above 100, or negative, every request.
-    *delay->mutable_percentage() = fault.delay->whole_percent
-                                       ? WholePercent(static_cast<uint32_t>(fault.delay->whole_percent_value))
+    *delay->mutable_percentage() = fault.delay->whole_percent.has_value()
+                                       ? WholePercent(static_cast<uint32_t>(*fault.delay->whole_percent))
                                        : Fraction(fault.delay->percent);
   }
   if (fault.abort.has_value()) {
@@ -1973,11 +1973,11 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
   if (http.redirect.has_value()) fields.push_back("redirect (the route is left out for gRPC)");
   if (http.direct_response.has_value()) fields.push_back("directResponse (the route is left out for gRPC)");
   // A mirror at 0% is sent to Envoy nodes no more than to gRPC nodes.
-  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return m.single && m.percent > 0; })) {
-    fields.push_back("mirror");
-  }
-  if (std::any_of(http.mirrors.begin(), http.mirrors.end(), [](const auto& m) { return !m.single && m.percent > 0; })) {
-    fields.push_back("mirrors");
+  for (const bool single : {true, false}) {
+    if (std::any_of(http.mirrors.begin(), http.mirrors.end(),
+                    [single](const auto& m) { return m.single == single && m.percent > 0; })) {
+      fields.push_back(single ? "mirror" : "mirrors");
+    }
   }
   if (http.cors.has_value()) fields.push_back("corsPolicy");
   if (http.retries.has_value() && http.retries->attempts > 0) {

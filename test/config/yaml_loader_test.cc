@@ -832,7 +832,7 @@ spec:
   ASSERT_TRUE(fault.has_value());
   EXPECT_EQ(fault->delay->fixed_delay, absl::Milliseconds(250));
   EXPECT_DOUBLE_EQ(fault->delay->percent, 0.5);
-  EXPECT_FALSE(fault->delay->whole_percent);
+  EXPECT_FALSE(fault->delay->whole_percent.has_value());
   EXPECT_EQ(fault->abort->grpc_status, 5u);
   EXPECT_DOUBLE_EQ(fault->abort->percent, 20);
   // A delay's deprecated integer percent (istiod sends it in hundredths), or neither given (0,
@@ -844,20 +844,18 @@ spec:
                                   : *std::get<VirtualService>(file.documents[0].object).http[0].fault->delay;
   };
   const FaultInjection::Delay whole = delay_of("{delay: {fixedDelay: 1s, percent: 30}}");
-  EXPECT_DOUBLE_EQ(whole.percent, 30);
-  EXPECT_TRUE(whole.whole_percent);
+  EXPECT_EQ(whole.whole_percent, 30);
   // Istio takes any int32 (its validation checks only percentage); istiod sends it as a uint32.
-  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 150}}").whole_percent_value, 150);
-  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: -5}}").whole_percent_value, -5);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 150}}").whole_percent, 150);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: -5}}").whole_percent, -5);
   const FaultInjection::Delay neither = delay_of("{delay: {fixedDelay: 1s}}");
-  EXPECT_DOUBLE_EQ(neither.percent, 0);
-  EXPECT_TRUE(neither.whole_percent);
+  EXPECT_EQ(neither.whole_percent, 0);
   const FaultInjection::Delay empty = delay_of("{delay: {fixedDelay: 1s, percentage: {}}}");
   EXPECT_DOUBLE_EQ(empty.percent, 0);
-  EXPECT_FALSE(empty.whole_percent);
+  EXPECT_FALSE(empty.whole_percent.has_value());
   const FaultInjection::Delay both = delay_of("{delay: {fixedDelay: 1s, percentage: {value: 5}, percent: 30}}");
   EXPECT_DOUBLE_EQ(both.percent, 5) << "percentage wins, as in istiod";
-  EXPECT_FALSE(both.whole_percent);
+  EXPECT_FALSE(both.whole_percent.has_value());
   const auto error_of = [&](const std::string& value) { return OnlyError(head + value + "\n"); };
   EXPECT_EQ(error_of("{}"), "spec.http[0].fault: needs a delay or an abort");
   EXPECT_EQ(error_of("{delay: {percentage: {value: 10}}}"), "spec.http[0].fault.delay.fixedDelay: is required");
