@@ -68,6 +68,9 @@ struct Gateway {
     std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default
     std::string max_protocol_version;
     std::vector<std::string> cipher_suites;
+    // tls fields Istio accepts here and istiod ignores: certificates of a PASSTHROUGH server,
+    // what a plain-text HTTP server's tls holds besides httpsRedirect (analysis says so).
+    std::vector<std::string> ignored_tls_fields;
   };
   std::vector<Server> servers;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <functional>
@@ -118,6 +119,40 @@ const char* NearestKey(const std::string& key, std::initializer_list<const char*
   return best;
 }
 
+// An integer as Istio reads one from YAML (YAML 1.1, then JSON into a protobuf integer): decimal
+// with an optional sign, 0x hexadecimal, 0b binary, a leading 0 octal ("010" is 8), '_' between
+// digits; or a float with no fraction ("50.0", "1e2"). nullopt: not an integer, or past int64.
+std::optional<int64_t> YamlInteger(std::string_view text) {
+  std::string digits;
+  for (char c : text.substr(0, 64)) {
+    if (c != '_') digits.push_back(c);
+  }
+  if (digits.empty() || text.size() > 64) return std::nullopt;
+  const bool negative = digits[0] == '-';
+  const std::string_view body = std::string_view(digits).substr(digits[0] == '-' || digits[0] == '+' ? 1 : 0);
+  const auto parse = [&](std::string_view number, int base) -> std::optional<int64_t> {
+    if (number.empty()) return std::nullopt;
+    uint64_t magnitude = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), magnitude, base);
+    if (ec != std::errc() || end != number.data() + number.size()) return std::nullopt;
+    if (magnitude > (negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1)) return std::nullopt;
+    return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+  };
+  if (body.starts_with("0x")) return parse(body.substr(2), 16);
+  if (body.starts_with("0b")) return parse(body.substr(2), 2);
+  if (body.size() > 1 && body[0] == '0' && body.find_first_not_of("01234567") == std::string_view::npos) {
+    return parse(body.substr(1), 8);
+  }
+  if (std::optional<int64_t> decimal = parse(body, 10)) return decimal;
+  if (body.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return std::nullopt;
+  double value = 0;
+  if (!absl::SimpleAtod(digits, &value) || !std::isfinite(value) || value != std::trunc(value) ||
+      std::fabs(value) >= 9.2e18) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(value);
+}
+
 // Validation context of one document.
 class Reader {
  public:
@@ -206,10 +241,9 @@ class Reader {
 
   std::optional<uint32_t> UintValue(const YAML::Node& node, const std::string& field, uint32_t min, uint32_t max) {
     const std::string text = node.IsScalar() ? node.Scalar() : "";
-    if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); }) &&
-        text.size() <= 10) {
-      const uint64_t value = std::stoull(text);
-      if (value >= min && value <= max) return static_cast<uint32_t>(value);
+    if (const std::optional<int64_t> value = YamlInteger(text);
+        value.has_value() && *value >= int64_t{min} && *value <= int64_t{max}) {
+      return static_cast<uint32_t>(*value);
     }
     Error(node, field, StrCat("must be an integer from ", min, " to ", max, ", got \"", text, "\""));
     return std::nullopt;
@@ -232,9 +266,10 @@ class Reader {
         node.Scalar().find_first_of("smh") != std::string::npos) {
       // protobuf's Duration ends at 10,000 years: a proxy refuses the resource past it.
       if (d <= kMaxProtoDuration) return d;
-      Error(node, Join(field, key),
-            StrCat("must be at most 315576000000s (10,000 years, the largest duration a proxy accepts), got \"",
-                   node.Scalar().substr(0, 64), "\""));
+      Error(
+          node, Join(field, key),
+          StrCat("must be at most 315576000000.999999999s (10,000 years, the largest duration a proxy accepts), got \"",
+                 node.Scalar().substr(0, 64), "\""));
       return std::nullopt;
     }
     Error(node, Join(field, key),
@@ -242,7 +277,8 @@ class Reader {
     return std::nullopt;
   }
 
-  static constexpr absl::Duration kMaxProtoDuration = absl::Seconds(315576000000);
+  // protobuf's seconds end there; its nanos may be up to 999,999,999 on top.
+  static inline const absl::Duration kMaxProtoDuration = absl::Seconds(315576000000) + absl::Nanoseconds(999999999);
 
   // A duration as Istio validates its fields: at least 1ms.
   std::optional<absl::Duration> IstioDuration(const YAML::Node& parent, const char* key, const std::string& field) {
@@ -1179,8 +1215,11 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     }
     if (const YAML::Node whole = delay["percent"]; whole.IsDefined() && !whole.IsNull()) {
       // Istio takes any int32 here (its validation checks only `percentage`).
-      int32_t value = 0;
-      if (!whole.IsScalar() || !absl::SimpleAtoi(whole.Scalar(), &value)) {
+      const std::optional<int64_t> read = whole.IsScalar() ? YamlInteger(whole.Scalar()) : std::nullopt;
+      const bool in_range = read.has_value() && *read >= std::numeric_limits<int32_t>::min() &&
+                            *read <= std::numeric_limits<int32_t>::max();
+      const int32_t value = in_range ? static_cast<int32_t>(*read) : 0;
+      if (!in_range) {
         r.Error(whole, Reader::Join(df, "percent"),
                 StrCat("must be an integer from -2147483648 to 2147483647, got \"",
                        whole.IsScalar() ? whole.Scalar().substr(0, 64) : "", "\""));
@@ -1941,8 +1980,8 @@ std::optional<TrafficPolicy::ConsistentHash> ReadConsistentHash(Reader& r, const
 std::optional<std::string> ReadCertificatePath(Reader& r, const YAML::Node& tls, const char* key, const std::string& tf,
                                                const char* where) {
   std::optional<std::string> value = r.String(tls, key, tf, false);
-  if (!value.has_value()) return std::nullopt;
-  if (value->empty() || value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
+  if (!value.has_value() || value->empty()) return std::nullopt;  // "" is unset, as Istio's proto3 reads it
+  if (value->front() != '/' || value->size() > 4096 || value->find('\0') != std::string::npos) {
     r.Error(tls[key], Reader::Join(tf, key),
             StrCat("other than an absolute file path on the ", where,
                    " is not supported by cxds (Envoy reads the file itself, from wherever it runs)"));
@@ -2105,7 +2144,7 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     path("caCertificates", client.ca_certificates);
     path("caCrl", client.ca_crl);
     if (std::optional<std::string> credential = r.String(tls, "credentialName", tf, false);
-        credential.has_value() && client.mode != PolicyFields::ClientTls::Mode::kDisable) {
+        credential.has_value() && !credential->empty() && client.mode != PolicyFields::ClientTls::Mode::kDisable) {
       const YAML::Node at = tls["credentialName"];
       const std::string cf = Reader::Join(tf, "credentialName");
       if (std::string problem = CredentialNameProblem(*credential); !problem.empty()) {
@@ -2373,10 +2412,11 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
   return out;
 }
 
-// A Gateway server's tls, as istiod reads it: on an HTTP, HTTP2 or GRPC server only
-// httpsRedirect; on any other server TLS termination (SIMPLE, MUTUAL or OPTIONAL_MUTUAL) with a
-// credentialName Secret, as istiod serves it over SDS, or with certificate files on the gateway;
-// or PASSTHROUGH (the mode when none is given). Sets the
+// A Gateway server's tls, as Istio validates and istiod reads it: on an HTTP, HTTP2 or GRPC
+// server only httpsRedirect (other fields Istio accepts there are ignored); on HTTPS and TLS
+// servers TLS termination (SIMPLE, MUTUAL or OPTIONAL_MUTUAL) with a credentialName Secret, as
+// istiod serves it over SDS, or with certificate files on the gateway; or PASSTHROUGH (the mode
+// when none is given); on other servers none. Sets the
 // server's routes (Gateway::Server::Routes) from its protocol and mode: an HTTPS server that
 // terminates serves http routes, another that terminates tcp routes, a passthrough one tls routes.
 void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway::Server& server) {
@@ -2411,31 +2451,59 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                    "\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, ISTIO_MUTUAL, OPTIONAL_MUTUAL"));
     return;
   }
-  if (http) {
-    // A plain HTTP server may only redirect, as istiod reads it (TLS needs an HTTPS server).
-    for (const char* key : {"mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
-                            "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
-      if (!tls[key].IsDefined()) continue;
-      r.Error(tls[key], Reader::Join(tf, key),
-              StrCat("on a server of protocol ", server.protocol,
-                     " is not supported by cxds (TLS is served on HTTPS, TLS and TCP servers; httpsRedirect is "
-                     "supported here)"));
+  // A string field set to "" is unset, as Istio's proto3 reads it.
+  const auto given = [&](const char* key) {
+    const YAML::Node node = tls[key];
+    return node.IsDefined() && !node.IsNull() && !(node.IsScalar() && node.Scalar().empty());
+  };
+  if (!credential.empty() && given("serverCertificate") && given("privateKey")) {
+    // Istio validates this too: one source of the certificate.
+    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
+            "cannot be set with serverCertificate and privateKey, as Istio validates (one source of the certificate)");
+    return;
+  }
+  // What Istio accepts and istiod ignores (a certificate where nothing is terminated): kept for
+  // analysis to say (cxds_gateway_tls_ignored).
+  const auto ignore_the_rest = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (given(key)) server.ignored_tls_fields.push_back(key);
     }
+  };
+  const bool passthrough = mode == "PASSTHROUGH" || mode == "AUTO_PASSTHROUGH";
+  if (http) {
+    // A plain HTTP server may only redirect, as Istio validates: its tls may be there for
+    // httpsRedirect, in a passthrough mode (the default) and without certificate files.
+    if (!passthrough) {
+      r.Error(tls["mode"], Reader::Join(tf, "mode"),
+              StrCat("cannot be ", mode, " on a server of protocol ", server.protocol,
+                     ", as Istio validates (TLS is terminated on HTTPS and TLS servers; httpsRedirect is what a "
+                     "plain-text server may set)"));
+      return;
+    }
+    for (const char* key : {"serverCertificate", "privateKey", "caCertificates"}) {
+      if (!given(key)) continue;
+      r.Error(tls[key], Reader::Join(tf, key),
+              StrCat("cannot be set on a server of protocol ", server.protocol,
+                     ", as Istio validates (TLS is terminated on HTTPS and TLS servers)"));
+      return;
+    }
+    if (mode == "AUTO_PASSTHROUGH") server.ignored_tls_fields.push_back("mode");
+    ignore_the_rest({"credentialName", "caCrl", "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
+    return;
+  }
+  if (server.protocol != "HTTPS" && server.protocol != "TLS") {
+    r.Error(s["tls"], tf,
+            StrCat("cannot be set on a server of protocol ", server.protocol,
+                   ", as Istio validates (TLS settings belong to HTTPS and TLS servers)"));
     return;
   }
   if (mode == "PASSTHROUGH") {
-    // The client's TLS goes through untouched, routed by its SNI name: nothing to terminate with.
+    // The client's TLS goes through untouched, routed by its SNI name: nothing to terminate
+    // with. Istio warns of certificates here, and istiod ignores them and the TLS versions.
     server.tls_mode = Gateway::Server::TlsMode::kPassthrough;
     server.routes = Gateway::Server::Routes::kTls;
-    for (const char* key : {"credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
-                            "minProtocolVersion", "maxProtocolVersion", "cipherSuites"}) {
-      if (!tls[key].IsDefined()) continue;
-      r.Error(
-          tls[key], Reader::Join(tf, key),
-          StrCat("has no effect with mode PASSTHROUGH", given_mode.has_value() ? "" : " (the mode when none is given)",
-                 ", where the gateway does not terminate TLS: not supported by cxds (set mode SIMPLE or "
-                 "MUTUAL to terminate)"));
-    }
+    ignore_the_rest({"credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
+                     "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
     return;
   }
   if (mode != "SIMPLE" && mode != "MUTUAL" && mode != "OPTIONAL_MUTUAL") {
@@ -2451,8 +2519,8 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   // A CRL checks client certificates, read from a file as the CA is. Istio refuses it on a
   // SIMPLE server with files (no client certificate is checked); beside a credentialName it
   // accepts it and istiod ignores it, as it ignores the other files there.
-  if (const YAML::Node crl = tls["caCrl"]; crl.IsDefined() && !crl.IsNull() && mode == "SIMPLE" && credential.empty()) {
-    r.Error(crl, Reader::Join(tf, "caCrl"),
+  if (given("caCrl") && mode == "SIMPLE" && credential.empty()) {
+    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
             "is not supported with mode SIMPLE, as Istio validates (no client certificate is checked)");
   }
   if (credential.empty()) {
@@ -2460,7 +2528,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     // agent; Envoy reads them itself here.
     const bool checks_clients = server.tls_mode != Gateway::Server::TlsMode::kSimple;
     const auto path = [&](const char* key, bool required, std::string& out) {
-      if (required && !tls[key].IsDefined()) {
+      if (required && !given(key)) {
         r.Error(tls, Reader::Join(tf, key),
                 StrCat("is required for mode ", mode,
                        " without credentialName (a file on the gateway; or name a Secret of the gateway's namespace "
@@ -2469,7 +2537,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
       }
       out = ReadCertificatePath(r, tls, key, tf, "gateway").value_or("");
     };
-    if (!tls["serverCertificate"].IsDefined() && !tls["privateKey"].IsDefined()) {
+    if (!given("serverCertificate") && !given("privateKey")) {
       r.Error(tls, Reader::Join(tf, "credentialName"),
               StrCat("is required for mode ", mode,
                      ": a Secret of the gateway's namespace with the certificate (or serverCertificate and "

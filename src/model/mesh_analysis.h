@@ -33,6 +33,9 @@
 //                                 TLS server no tcp or tls route applies to, and a tls route
 //                                 match whose SNI names another chain has (PlanGatewayChains); a
 //                                 server two Gateways that can pick one proxy leave out together
+//   cxds_gateway_tls_ignored      a Gateway server's tls field Istio accepts and istiod ignores
+//                                 (certificates of a PASSTHROUGH server; on an HTTP server,
+//                                 anything but httpsRedirect and the mode)
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and

@@ -578,8 +578,7 @@ spec:
   const ParsedFile good = ParseConfigFile("gw.yaml", head + R"(    tls:
       mode: MUTUAL
       credentialName: shop-cert
-      serverCertificate: sds
-      privateKey: sds
+      caCertificates: /ignored/beside/credentialName.pem
       minProtocolVersion: TLSV1_2
       maxProtocolVersion: TLSV1_3
       cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]
@@ -594,11 +593,9 @@ spec:
 
   const auto tls = [&](const std::string& text) { return OnlyError(head + text); };
   EXPECT_EQ(tls(""), "spec.servers[0].tls: is required for an HTTPS server (mode, and credentialName to terminate)");
-  EXPECT_EQ(tls("    tls: {credentialName: c}\n"),
-            "spec.servers[0].tls.credentialName: has no effect with mode PASSTHROUGH (the mode when none is given), "
-            "where the gateway does not terminate TLS: not supported by cxds (set mode SIMPLE or MUTUAL to "
-            "terminate)")
-      << "Istio's default mode is PASSTHROUGH: a credentialName without a mode would do nothing";
+  EXPECT_EQ(tls("    tls: {credentialName: c}\n"), "")
+      << "Istio's default mode is PASSTHROUGH: a credentialName without a mode does nothing, which Istio accepts "
+         "with a warning (cxds's analysis: cxds_gateway_tls_ignored)";
   EXPECT_EQ(tls("    tls: {mode: STRICT, credentialName: c}\n"),
             "spec.servers[0].tls.mode: mode \"STRICT\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, "
             "ISTIO_MUTUAL, OPTIONAL_MUTUAL");
@@ -678,22 +675,18 @@ spec:
   - port: {number: 9443, name: tls-end, protocol: TLS}
     hosts: [db.example.com]
     tls: {mode: SIMPLE, credentialName: db-cert}
-  - port: {number: 9444, name: tcp-end, protocol: TCP}
-    hosts: [db.example.com]
-    tls: {mode: MUTUAL, credentialName: db-cert}
   - port: {number: 9445, name: tls-default, protocol: TLS}
     hosts: [nginx.example.com]
     tls: {}
 )");
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const auto& servers = std::get<Gateway>(good.documents[0].object).servers;
-  ASSERT_EQ(servers.size(), 7u);
+  ASSERT_EQ(servers.size(), 6u);
   using Routes = Gateway::Server::Routes;
   using Mode = Gateway::Server::TlsMode;
   const std::vector<std::pair<Routes, Mode>> expected = {
       {Routes::kTcp, Mode::kNone},        {Routes::kTcp, Mode::kNone},   {Routes::kTls, Mode::kPassthrough},
-      {Routes::kTls, Mode::kPassthrough}, {Routes::kTcp, Mode::kSimple}, {Routes::kTcp, Mode::kMutual},
-      {Routes::kTls, Mode::kPassthrough}};
+      {Routes::kTls, Mode::kPassthrough}, {Routes::kTcp, Mode::kSimple}, {Routes::kTls, Mode::kPassthrough}};
   for (size_t i = 0; i < servers.size(); ++i) {
     EXPECT_EQ(servers[i].routes, expected[i].first) << "server " << i;
     EXPECT_EQ(servers[i].tls_mode, expected[i].second) << "server " << i;
@@ -702,14 +695,76 @@ spec:
 
   const std::string head =
       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  servers:\n";
-  EXPECT_EQ(OnlyError(head + "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"
-                             "    tls: {mode: PASSTHROUGH, credentialName: c}\n"),
-            "spec.servers[0].tls.credentialName: has no effect with mode PASSTHROUGH, where the gateway does not "
-            "terminate TLS: not supported by cxds (set mode SIMPLE or MUTUAL to terminate)");
+  EXPECT_EQ(OnlyError(head + "  - port: {number: 9444, name: tcp-end, protocol: TCP}\n    hosts: [a.example.com]\n"
+                             "    tls: {mode: MUTUAL, credentialName: c}\n"),
+            "spec.servers[0].tls: cannot be set on a server of protocol TCP, as Istio validates (TLS settings belong "
+            "to HTTPS and TLS servers)");
   EXPECT_EQ(OnlyError(head + "  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"
                              "    tls: {mode: SIMPLE}\n"),
             "spec.servers[0].tls.credentialName: is required for mode SIMPLE: a Secret of the gateway's namespace "
             "with the certificate (or serverCertificate and privateKey, files on the gateway)");
+}
+
+// What Istio accepts in a server's tls and istiod ignores is accepted and kept for analysis to
+// name; what Istio refuses is an error; an empty string is unset, as Istio reads it.
+TEST(YamlLoaderTest, GatewayTlsFieldsIstioIgnoresAreAcceptedAndNamed) {
+  const ParsedFile good = ParseConfigFile("gw.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: edge}
+spec:
+  servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: [a.example.com]
+    tls: {httpsRedirect: true, caCrl: /etc/crl.pem, credentialName: c, minProtocolVersion: TLSV1_2}
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [a.example.com]
+    tls: {mode: PASSTHROUGH, credentialName: c, caCrl: /etc/crl.pem, cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256]}
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [b.example.com]
+    tls: {mode: MUTUAL, serverCertificate: /etc/c.pem, privateKey: /etc/k.pem, caCertificates: /etc/ca.pem,
+          caCrl: "", credentialName: ""}
+  - port: {number: 8080, name: http-auto, protocol: HTTP}
+    hosts: [c.example.com]
+    tls: {mode: AUTO_PASSTHROUGH}
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& servers = std::get<Gateway>(good.documents[0].object).servers;
+  ASSERT_EQ(servers.size(), 4u);
+  EXPECT_TRUE(servers[0].https_redirect);
+  EXPECT_EQ(servers[0].tls_mode, Gateway::Server::TlsMode::kNone);
+  EXPECT_THAT(servers[0].ignored_tls_fields, ::testing::ElementsAre("credentialName", "caCrl", "minProtocolVersion"));
+  EXPECT_EQ(servers[1].tls_mode, Gateway::Server::TlsMode::kPassthrough);
+  EXPECT_EQ(servers[1].credential_name, "");
+  EXPECT_THAT(servers[1].ignored_tls_fields, ::testing::ElementsAre("credentialName", "caCrl", "cipherSuites"));
+  EXPECT_TRUE(servers[1].cipher_suites.empty());
+  EXPECT_EQ(servers[2].tls_mode, Gateway::Server::TlsMode::kMutual);
+  EXPECT_EQ(servers[2].server_certificate, "/etc/c.pem");
+  EXPECT_EQ(servers[2].ca_crl, "");
+  EXPECT_EQ(servers[2].credential_name, "");
+  EXPECT_TRUE(servers[2].ignored_tls_fields.empty());
+  EXPECT_THAT(servers[3].ignored_tls_fields, ::testing::ElementsAre("mode"));
+
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  servers:\n";
+  const std::string http = head + "  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n";
+  EXPECT_EQ(OnlyError(http + "    tls: {mode: SIMPLE, credentialName: c}\n"),
+            "spec.servers[0].tls.mode: cannot be SIMPLE on a server of protocol HTTP, as Istio validates (TLS is "
+            "terminated on HTTPS and TLS servers; httpsRedirect is what a plain-text server may set)");
+  EXPECT_EQ(OnlyError(http + "    tls: {httpsRedirect: true, caCertificates: /etc/ca.pem}\n"),
+            "spec.servers[0].tls.caCertificates: cannot be set on a server of protocol HTTP, as Istio validates (TLS "
+            "is terminated on HTTPS and TLS servers)");
+  const std::string https =
+      head + "  - port: {number: 443, name: https, protocol: HTTPS}\n    hosts: [a.example.com]\n";
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, serverCertificate: /c, privateKey: /k}\n"),
+            "spec.servers[0].tls.credentialName: cannot be set with serverCertificate and privateKey, as Istio "
+            "validates (one source of the certificate)");
+  // An empty or null path is not given: a required one is missing.
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, serverCertificate: \"\", privateKey: /k}\n"),
+            "spec.servers[0].tls.serverCertificate: is required for mode SIMPLE without credentialName (a file on "
+            "the gateway; or name a Secret of the gateway's namespace in credentialName)");
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, serverCertificate: ~, privateKey: /k}\n"),
+            "spec.servers[0].tls.serverCertificate: is required for mode SIMPLE without credentialName (a file on "
+            "the gateway; or name a Secret of the gateway's namespace in credentialName)");
 }
 
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
@@ -848,6 +903,13 @@ spec:
   // Istio takes any int32 (its validation checks only percentage); istiod sends it as a uint32.
   EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 150}}").whole_percent, 150);
   EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: -5}}").whole_percent, -5);
+  // The forms Istio's YAML (1.1) and JSON reading take as an integer.
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 0x10}}").whole_percent, 16);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 010}}").whole_percent, 8) << "YAML 1.1 octal";
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 1e2}}").whole_percent, 100);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 50.0}}").whole_percent, 50);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: 1_0}}").whole_percent, 10);
+  EXPECT_EQ(delay_of("{delay: {fixedDelay: 1s, percent: -0b11}}").whole_percent, -3);
   const FaultInjection::Delay neither = delay_of("{delay: {fixedDelay: 1s}}");
   EXPECT_EQ(neither.whole_percent, 0);
   const FaultInjection::Delay empty = delay_of("{delay: {fixedDelay: 1s, percentage: {}}}");
@@ -882,9 +944,18 @@ spec:
             "\"2147483648\"")
       << "checked even where percentage wins";
   EXPECT_EQ(error_of("{delay: {fixedDelay: 315576000000s}}"), "") << "protobuf's largest whole-second duration";
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 315576000000.5s}}"), "") << "with nanos on top, still protobuf's";
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 315576000001s}}"),
+            "spec.http[0].fault.delay.fixedDelay: must be at most 315576000000.999999999s (10,000 years, the largest "
+            "duration a proxy accepts), got \"315576000001s\"");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: 50.5}}"),
+            "spec.http[0].fault.delay.percent: must be an integer from -2147483648 to 2147483647, got \"50.5\"");
+  EXPECT_EQ(error_of("{delay: {fixedDelay: 1s, percent: 0x80000000}}"),
+            "spec.http[0].fault.delay.percent: must be an integer from -2147483648 to 2147483647, got "
+            "\"0x80000000\"");
   EXPECT_EQ(error_of("{delay: {fixedDelay: 100000000000h}}"),
-            "spec.http[0].fault.delay.fixedDelay: must be at most 315576000000s (10,000 years, the largest duration a "
-            "proxy accepts), got \"100000000000h\"");
+            "spec.http[0].fault.delay.fixedDelay: must be at most 315576000000.999999999s (10,000 years, the largest "
+            "duration a proxy accepts), got \"100000000000h\"");
 }
 
 // redirect and directResponse replace route[]: Istio's exclusions are errors, the rest of what
@@ -1222,8 +1293,8 @@ spec:
             "HTTPS, TCP, MONGO, REDIS, MYSQL and TLS servers are)");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    tls: {credentialName: cert}\n"),
-            "spec.servers[0].tls.credentialName: on a server of protocol HTTP is not supported by cxds (TLS is "
-            "served on HTTPS, TLS and TCP servers; httpsRedirect is supported here)");
+            "")
+      << "accepted by Istio and ignored by istiod on a plain-text server (cxds_gateway_tls_ignored)";
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"
                    "    defaultEndpoint: 127.0.0.1:8080\n"),
             "spec.servers[0].defaultEndpoint: is not supported by cxds");
@@ -1484,6 +1555,14 @@ TEST(YamlLoaderTest, PortLevelSettingsAndTlsModes) {
   const ParsedFile crl = ParseConfigFile("dr.yaml", head + "    tls: {mode: SIMPLE, caCrl: /etc/certs/ca.crl}\n");
   ASSERT_EQ(crl.documents.size(), 1u) << Errors(crl);
   EXPECT_EQ(std::get<DestinationRule>(crl.documents[0].object).traffic_policy->tls->ca_crl, "/etc/certs/ca.crl");
+  // "" is unset, as Istio's proto3 reads a string.
+  const ParsedFile empty = ParseConfigFile(
+      "dr.yaml", head + "    tls: {mode: SIMPLE, caCrl: \"\", credentialName: \"\", caCertificates: \"\"}\n");
+  ASSERT_EQ(empty.documents.size(), 1u) << Errors(empty);
+  const auto& empty_tls = *std::get<DestinationRule>(empty.documents[0].object).traffic_policy->tls;
+  EXPECT_EQ(empty_tls.ca_crl, "");
+  EXPECT_EQ(empty_tls.credential_name, "");
+  EXPECT_EQ(empty_tls.ca_certificates, "");
   EXPECT_EQ(OnlyError(head + "    tls: {mode: SIMPLE, caCrl: crl.pem}\n"),
             "spec.trafficPolicy.tls.caCrl: other than an absolute file path on the proxy is not supported by cxds "
             "(Envoy reads the file itself, from wherever it runs)");

@@ -551,6 +551,34 @@ spec:
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
 }
 
+// TLS fields Istio accepts and istiod ignores (a passthrough server's certificates, an HTTP
+// server's TLS besides httpsRedirect) are said on the field, not refused.
+TEST(MeshAnalysisTest, GatewayTlsFieldsIstiodIgnoresAreReported) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  servers:
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [a.example.com]
+    tls: {mode: PASSTHROUGH, caCrl: /etc/crl.pem}
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: [b.example.com]
+    tls: {httpsRedirect: true, credentialName: c}
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid Istio config: warned about, not refused";
+  const std::vector<std::string> warnings = Strings(update.warnings);
+  EXPECT_THAT(warnings, ::testing::Contains("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.caCrl: has no "
+                                            "effect with mode PASSTHROUGH, where the gateway does not terminate "
+                                            "TLS: ignored, as istiod ignores it [cxds_gateway_tls_ignored]"));
+  EXPECT_THAT(warnings, ::testing::Contains("edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: "
+                                            "has no effect on a plain-text server of protocol HTTP: ignored, as "
+                                            "istiod ignores it [cxds_gateway_tls_ignored]"));
+  EXPECT_EQ(store.WarningCounts()["cxds_gateway_tls_ignored"], 2u);
+}
+
 // Two Gateways that can pick one proxy (one selector within the other) share its listeners: a
 // server only that pairing leaves out is said, naming the other Gateway; Gateways that cannot
 // meet on a proxy are not compared.
