@@ -351,10 +351,11 @@ bool LocalityMatches(const envoy::config::core::v3::Locality& locality, const st
          part_matches(2, locality.sub_zone());
 }
 
-// What localityLbSetting does for one proxy, as istiod's ApplyLocalityLoadBalancer: with the
-// proxy's locality known, the first `distribute` rule whose `from` matches it, else (only with
-// outlier detection, without which Envoy would never fail over) failover by priority. Unset
-// setting: Istio's mesh default, enabled with no rules. Null: nothing to apply.
+// What localityLbSetting does for one proxy, as istiod's ApplyLocalityLoadBalancer: for the
+// proxy's locality (the empty one for a proxy that gives none, as in istiod), the first
+// `distribute` rule whose `from` matches it, else (only with outlier detection, without which
+// Envoy would never fail over) failover by priority. Unset setting: Istio's mesh default,
+// enabled with no rules. Null: nothing to apply.
 struct LocalityLbPlan {
   envoy::config::core::v3::Locality proxy;
   std::optional<PolicyFields::LocalityLb::Distribute> distribute;  // a copy: the policy is a temporary
@@ -387,7 +388,7 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   // (the cache would grow with every new name otherwise). Parts length-prefixed.
   bool region = false, zone = false, sub_zone = false;
   for (const EndpointInfo& endpoint : endpoints) {
-    const auto [r, z, s] = ParseLocality(endpoint.locality, "local");
+    const auto [r, z, s] = ParseLocality(endpoint.locality, "");
     if (r != plan.proxy.region()) continue;
     region = true;
     if (z != plan.proxy.zone()) continue;
@@ -439,15 +440,25 @@ void CapLocalityWeights(ClusterLoadAssignment& cla) {
 // matches; failover sets priorities: 0 the proxy's subzone, 1 its zone, 2 its region, 3 another
 // region (4 when a failover rule for the proxy's region names another), then renumbered from 0
 // without gaps (Envoy and gRPC want them contiguous).
-void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
+// `unknown_region`: the region the assignment's endpoints of no locality are grouped under
+// (LocalityGroups); they are of the empty locality here, as istiod compares them.
+void ApplyLocalityLb(const LocalityLbPlan& plan, const std::string& unknown_region, ClusterLoadAssignment& cla) {
   auto& localities = *cla.mutable_endpoints();
+  std::vector<envoy::config::core::v3::Locality> at_localities;
+  for (const auto& l : localities) {
+    at_localities.push_back(l.locality());
+    if (!unknown_region.empty() && l.locality().region() == unknown_region && l.locality().zone().empty() &&
+        l.locality().sub_zone().empty()) {
+      at_localities.back().clear_region();
+    }
+  }
   if (plan.distribute.has_value()) {
     std::vector<bool> matched(localities.size(), false);
     for (const auto& [pattern, weight] : plan.distribute->to) {
       uint64_t total = 0;
       std::vector<int> picked;
       for (int i = 0; i < localities.size(); ++i) {
-        if (matched[i] || !LocalityMatches(localities[i].locality(), pattern)) continue;
+        if (matched[i] || !LocalityMatches(at_localities[i], pattern)) continue;
         matched[i] = true;
         picked.push_back(i);
         total += std::max<uint32_t>(localities[i].load_balancing_weight().value(), 1);
@@ -465,7 +476,7 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
   }
   std::map<uint32_t, std::vector<int>> by_priority;
   for (int i = 0; i < localities.size(); ++i) {
-    const auto& at = localities[i].locality();
+    const auto& at = at_localities[i];
     uint32_t priority = 3;
     if (at.region() == plan.proxy.region()) {
       priority = at.zone() != plan.proxy.zone() ? 2 : at.sub_zone() != plan.proxy.sub_zone() ? 1 : 0;
@@ -521,7 +532,7 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
   const bool logical = dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && count == 1;
   if (dns.locality_plan != nullptr && !logical) {
-    ApplyLocalityLb(*dns.locality_plan, *assignment);
+    ApplyLocalityLb(*dns.locality_plan, "", *assignment);
     CapLocalityWeights(*assignment);
   }
   cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
@@ -686,11 +697,9 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       const std::optional<PolicyFields> policy = PolicyFor(rule, subset, port.number);
       std::optional<LocalityLbPlan> locality_plan;
       if (dns) {
-        if (const std::optional<envoy::config::core::v3::Locality> locality = NodeLocality(proxy_node.node)) {
-          std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
-          for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
-          locality_plan = PlanLocalityLb(policy, *locality, names);
-        }
+        std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
+        for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
+        locality_plan = PlanLocalityLb(policy, NodeLocality(proxy_node.node), names);
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -775,7 +784,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       return *proxy_info;
     };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
-    const std::optional<envoy::config::core::v3::Locality> proxy_locality = NodeLocality(proxy_node.node);
+    const envoy::config::core::v3::Locality proxy_locality = NodeLocality(proxy_node.node);
     const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
     GeneratedResources out;
@@ -809,9 +818,9 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's
-      // locality (a proxy of no locality, most of them, costs nothing more here).
+      // locality (a proxy of no locality is of the empty one, as in istiod).
       std::optional<LocalityLbPlan> locality_plan;
-      if (rule != nullptr && proxy_locality.has_value()) {
+      if (rule != nullptr) {
         static const std::vector<EndpointInfo> kNoEndpoints;
         const std::vector<EndpointInfo>* port_endpoints = &kNoEndpoints;
         if (auto host = index->find(cluster->host); host != index->end()) {
@@ -820,7 +829,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           }
         }
         locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), *proxy_locality, *port_endpoints);
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality, *port_endpoints);
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
@@ -867,7 +876,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       locality->mutable_load_balancing_weight()->set_value(1);
     }
     groups.MoveTo(*cla.mutable_endpoints(), /*weigh=*/true);
-    if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, cla);
+    if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, "local", cla);
     CapLocalityWeights(cla);
     return Resource::FromMessage(cla);
   }

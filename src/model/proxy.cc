@@ -31,13 +31,13 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
   return proxy;
 }
 
-std::optional<envoy::config::core::v3::Locality> NodeLocality(const envoy::config::core::v3::Node& node) {
+envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node) {
   // A part longer than any real one is taken as no locality: it becomes part of cache keys.
   constexpr size_t kMaxPart = 128;
   const auto& locality = node.locality();
-  if (locality.region().empty() || locality.region().size() > kMaxPart || locality.zone().size() > kMaxPart ||
+  if (locality.region().size() > kMaxPart || locality.zone().size() > kMaxPart ||
       locality.sub_zone().size() > kMaxPart) {
-    return std::nullopt;
+    return {};
   }
   return locality;
 }

@@ -31,9 +31,9 @@ struct ProxyInfo {
 };
 
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
-// node.locality (Envoy's and gRPC's bootstrap set it) when it names a region and no part is
-// over 128 bytes; else unset.
-std::optional<envoy::config::core::v3::Locality> NodeLocality(const envoy::config::core::v3::Node& node);
+// node.locality (Envoy's and gRPC's bootstrap set it), as given; a proxy that gives none, or a
+// part over 128 bytes, is of the empty locality, as istiod takes a proxy of no locality.
+envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node);
 
 class ProxyScope {
  public:

@@ -2020,8 +2020,8 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
 // by how much of the proxy's locality an endpoint shares (failover rules pushing other regions
 // back), renumbered without gaps; `distribute` re-weighs localities for proxies of its `from`
 // (Envoy's clusters get locality_weighted_lb_config for it, and for failover rules under
-// outlier detection, as istiod sets it); a proxy of no locality, or a rule
-// without outlier detection, gets the endpoints as they are.
+// outlier detection, as istiod sets it); a rule without outlier detection gives the endpoints
+// as they are; a proxy of no locality is of the empty one, as in istiod.
 TEST_F(GeneratorsTest, LocalityLbSettingShapesEachProxysEndpoints) {
   const std::string entry = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -2136,6 +2136,41 @@ spec:
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   for (bool grpc : {false, true}) EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all), as_they_are);
+
+  // A proxy that gives no locality is of the empty one, as istiod takes it: under failover the
+  // endpoints of no locality come first (the same empty locality), and a distribute rule from
+  // "*" applies to it.
+  Apply("geo.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: 127.0.0.61, locality: us-east/a}
+  - {address: 127.0.0.62}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  trafficPolicy: {outlierDetection: {consecutive5xxErrors: 3}}
+  subsets:
+  - name: spread
+    labels: {}
+    trafficPolicy:
+      loadBalancer: {localityLbSetting: {distribute: [{from: "*", to: {us-east/a: 80, "*": 20}}]}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    EXPECT_EQ(shape(grpc, {"", "", ""}, all), (Shape{{"us-east/a/", {1, 1, 1}}, {"local//", {0, 1, 1}}}));
+    EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all), (Shape{{"us-east/a/", {0, 1, 1}}, {"local//", {1, 1, 1}}}));
+    EXPECT_EQ(shape(grpc, {"", "", ""}, "outbound|8080|spread|geo.mesh.local"),
+              (Shape{{"us-east/a/", {0, 80, 1}}, {"local//", {0, 20, 1}}}));
+  }
 }
 
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
