@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/object_meta.h"
@@ -68,9 +69,10 @@ struct Gateway {
     std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default
     std::string max_protocol_version;
     std::vector<std::string> cipher_suites;
-    // tls fields Istio accepts here and istiod ignores: certificates of a PASSTHROUGH server,
-    // what a plain-text HTTP server's tls holds besides httpsRedirect (analysis says so).
-    std::vector<std::string> ignored_tls_fields;
+    // tls fields Istio accepts here and istiod ignores (certificates of a PASSTHROUGH server,
+    // what a plain-text HTTP server's tls holds besides httpsRedirect, files beside a
+    // credentialName, a SIMPLE server's CA): field -> why ("has no effect ..."), for analysis.
+    std::vector<std::pair<std::string, std::string>> ignored_tls_fields;
   };
   std::vector<Server> servers;
 };

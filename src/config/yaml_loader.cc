@@ -119,15 +119,18 @@ const char* NearestKey(const std::string& key, std::initializer_list<const char*
   return best;
 }
 
-// An integer as Istio reads one from YAML (YAML 1.1, then JSON into a protobuf integer): decimal
-// with an optional sign, 0x hexadecimal, 0b binary, a leading 0 octal ("010" is 8), '_' between
-// digits; or a float with no fraction ("50.0", "1e2"). nullopt: not an integer, or past int64.
-std::optional<int64_t> YamlInteger(std::string_view text) {
+// An integer as Istio reads one from YAML (YAML 1.1 as go-yaml resolves a plain scalar, then
+// JSON into a protobuf integer): decimal with an optional sign, 0x hexadecimal, 0b binary, 0o or
+// a leading 0 octal ("010" is 8), '_' between digits; or a float with no fraction ("50.0",
+// "1e2"). A quoted scalar (`plain` false) is a string: decimal only, as protobuf's JSON reads
+// one. nullopt: not an integer, or past int64.
+std::optional<int64_t> YamlInteger(std::string_view text, bool plain) {
+  if (text.empty() || text.size() > 64) return std::nullopt;
   std::string digits;
-  for (char c : text.substr(0, 64)) {
-    if (c != '_') digits.push_back(c);
+  for (char c : text) {
+    if (c != '_' || !plain) digits.push_back(plain ? absl::ascii_tolower(static_cast<unsigned char>(c)) : c);
   }
-  if (digits.empty() || text.size() > 64) return std::nullopt;
+  if (digits.empty()) return std::nullopt;
   const bool negative = digits[0] == '-';
   const std::string_view body = std::string_view(digits).substr(digits[0] == '-' || digits[0] == '+' ? 1 : 0);
   const auto parse = [&](std::string_view number, int base) -> std::optional<int64_t> {
@@ -138,13 +141,15 @@ std::optional<int64_t> YamlInteger(std::string_view text) {
     if (magnitude > (negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1)) return std::nullopt;
     return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
   };
+  if (!plain) return parse(body, 10);
   if (body.starts_with("0x")) return parse(body.substr(2), 16);
   if (body.starts_with("0b")) return parse(body.substr(2), 2);
+  if (body.starts_with("0o")) return parse(body.substr(2), 8);
   if (body.size() > 1 && body[0] == '0' && body.find_first_not_of("01234567") == std::string_view::npos) {
     return parse(body.substr(1), 8);
   }
   if (std::optional<int64_t> decimal = parse(body, 10)) return decimal;
-  if (body.find_first_not_of("0123456789.eE+-") != std::string_view::npos) return std::nullopt;
+  if (body.find_first_not_of("0123456789.e+-") != std::string_view::npos) return std::nullopt;
   double value = 0;
   if (!absl::SimpleAtod(digits, &value) || !std::isfinite(value) || value != std::trunc(value) ||
       std::fabs(value) >= 9.2e18) {
@@ -152,6 +157,9 @@ std::optional<int64_t> YamlInteger(std::string_view text) {
   }
   return static_cast<int64_t>(value);
 }
+
+// Whether `node` is a plain (unquoted) scalar, which YAML 1.1 may read as a number.
+bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
 
 // Validation context of one document.
 class Reader {
@@ -241,7 +249,7 @@ class Reader {
 
   std::optional<uint32_t> UintValue(const YAML::Node& node, const std::string& field, uint32_t min, uint32_t max) {
     const std::string text = node.IsScalar() ? node.Scalar() : "";
-    if (const std::optional<int64_t> value = YamlInteger(text);
+    if (const std::optional<int64_t> value = YamlInteger(text, IsPlainScalar(node));
         value.has_value() && *value >= int64_t{min} && *value <= int64_t{max}) {
       return static_cast<uint32_t>(*value);
     }
@@ -294,14 +302,23 @@ class Reader {
                                double max, bool above_min, const char* range) {
     const YAML::Node node = parent[key];
     if (!node.IsDefined() || node.IsNull()) return std::nullopt;
-    double value = 0;
-    if (node.IsScalar() && absl::SimpleAtod(node.Scalar(), &value) && std::isfinite(value) &&
-        (above_min ? value > min : value >= min) && value <= max) {
-      return value;
-    }
+    const std::optional<double> value = NumberValue(node);
+    if (value.has_value() && (above_min ? *value > min : *value >= min) && *value <= max) return *value;
     Error(node, Join(field, key),
           StrCat("must be a number ", range, ", got \"", node.IsScalar() ? node.Scalar().substr(0, 64) : "", "\""));
     return std::nullopt;
+  }
+
+  // A finite number as Istio reads a double: a plain integer in its YAML 1.1 forms (YamlInteger),
+  // else a decimal.
+  static std::optional<double> NumberValue(const YAML::Node& node) {
+    if (!node.IsScalar()) return std::nullopt;
+    if (IsPlainScalar(node)) {
+      if (const std::optional<int64_t> integer = YamlInteger(node.Scalar(), true)) return static_cast<double>(*integer);
+    }
+    double value = 0;
+    if (!absl::SimpleAtod(node.Scalar(), &value) || !std::isfinite(value)) return std::nullopt;
+    return value;
   }
 
   // An Istio Percent, {value: 12.5}: 0 to 100.
@@ -314,10 +331,9 @@ class Reader {
     const YAML::Node value = node["value"];
     // Istio's Percent with no value is 0, as proto3 reads it.
     if (!value.IsDefined() || value.IsNull()) return 0.0;
-    double percent = 0;
-    if (value.IsDefined() && value.IsScalar() && absl::SimpleAtod(value.Scalar(), &percent) && percent >= 0 &&
-        percent <= 100) {
-      return percent;
+    if (const std::optional<double> percent = NumberValue(value);
+        percent.has_value() && *percent >= 0 && *percent <= 100) {
+      return *percent;
     }
     Error(value, Join(f, "value"),
           StrCat("must be a number from 0 to 100, got \"", value.IsScalar() ? value.Scalar().substr(0, 64) : "", "\""));
@@ -603,8 +619,10 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       }
       // A named targetPort ("http-web") is the Pods' container port name: the EndpointSlice
       // already carries its number for this port, which is what endpoints are served with.
+      // A plain scalar YAML 1.1 reads as a number ("0x1f90") is one, as Kubernetes reads it.
       if (const YAML::Node target = p["targetPort"];
-          target.IsDefined() && !(target.IsScalar() && IsPortName(target.Scalar()))) {
+          target.IsDefined() && !(target.IsScalar() && IsPortName(target.Scalar()) &&
+                                  !(IsPlainScalar(target) && YamlInteger(target.Scalar(), true).has_value()))) {
         port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
       }
       if (auto proto = r.String(p, "protocol", f, false); proto.has_value() && *proto != "TCP") {
@@ -1215,7 +1233,8 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
     }
     if (const YAML::Node whole = delay["percent"]; whole.IsDefined() && !whole.IsNull()) {
       // Istio takes any int32 here (its validation checks only `percentage`).
-      const std::optional<int64_t> read = whole.IsScalar() ? YamlInteger(whole.Scalar()) : std::nullopt;
+      const std::optional<int64_t> read =
+          whole.IsScalar() ? YamlInteger(whole.Scalar(), IsPlainScalar(whole)) : std::nullopt;
       const bool in_range = read.has_value() && *read >= std::numeric_limits<int32_t>::min() &&
                             *read <= std::numeric_limits<int32_t>::max();
       const int32_t value = in_range ? static_cast<int32_t>(*read) : 0;
@@ -2420,62 +2439,96 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
 // server's routes (Gateway::Server::Routes) from its protocol and mode: an HTTPS server that
 // terminates serves http routes, another that terminates tcp routes, a passthrough one tls routes.
 void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway::Server& server) {
-  const bool http = server.protocol == "HTTP" || server.protocol == "HTTP2" || server.protocol == "GRPC";
-  server.routes = http || server.protocol == "HTTPS" ? Gateway::Server::Routes::kHttp : Gateway::Server::Routes::kTcp;
+  const std::string& protocol = server.protocol;
+  // Istio's IsHTTP (GRPC-WEB, refused as a protocol, counts too) and IsTLS.
+  const bool http = protocol == "HTTP" || protocol == "HTTP2" || protocol == "GRPC" || protocol == "GRPC-WEB";
+  const bool tls_protocol = protocol == "HTTPS" || protocol == "TLS";
+  server.routes = http || protocol == "HTTPS" ? Gateway::Server::Routes::kHttp : Gateway::Server::Routes::kTcp;
   const YAML::Node tls = s["tls"];
   const std::string tf = Reader::Join(f, "tls");
-  if (!tls.IsDefined()) {
+  if (!tls.IsDefined() || tls.IsNull()) {
     // Istio validates this too: an HTTPS or TLS server without TLS settings has nothing to serve with.
-    if (server.protocol == "HTTPS" || server.protocol == "TLS") {
+    if (tls_protocol) {
       r.Error(s, tf,
-              StrCat("is required for ", server.protocol == "HTTPS" ? "an " : "a ", server.protocol,
+              StrCat("is required for ", protocol == "HTTPS" ? "an " : "a ", protocol,
                      " server (mode, and credentialName to terminate)"));
     }
     return;
   }
   if (!r.IsMap(tls, tf)) return;
-  r.OnlyKeys(
-      tls, tf,
-      {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
-       "minProtocolVersion", "maxProtocolVersion", "cipherSuites"},
-      {"credentialNames", "tlsCertificates", "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash"});
+  // Istio's ServerTLSSettings fields that cxds does not serve where TLS is terminated.
+  static constexpr const char* kUnserved[] = {
+      "credentialNames",       "tlsCertificates",      "subjectAltNames", "verifyCertificateSpki",
+      "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",      "insecureSkipVerify"};
+  r.OnlyKeys(tls, tf,
+             {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
+              "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
+              "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",
+              "insecureSkipVerify"});
+  // A field set to "" or [] is unset, as Istio's proto3 reads it.
+  const auto given = [&](const char* key) {
+    const YAML::Node node = tls[key];
+    return node.IsDefined() && !node.IsNull() && !(node.IsScalar() && node.Scalar().empty()) &&
+           !(node.IsSequence() && node.size() == 0);
+  };
+  // Types and values first, in every mode, as Istio's schema checks them, ignored or not.
+  const int errors_before = r.error_count();
   server.https_redirect = r.Bool(tls, "httpsRedirect", tf).value_or(false);
+  r.Bool(tls, "insecureSkipVerify", tf);
   const std::optional<std::string> given_mode = r.String(tls, "mode", tf, false);
   const std::string mode = given_mode.value_or("PASSTHROUGH");  // Istio's enum default
   const std::string credential = r.String(tls, "credentialName", tf, false).value_or("");
+  for (const char* key : {"serverCertificate", "privateKey", "caCertificates", "caCrl", "caCertCredentialName"}) {
+    r.String(tls, key, tf, false);
+  }
   static constexpr std::string_view kModes[] = {"PASSTHROUGH",      "SIMPLE",       "MUTUAL",
                                                 "AUTO_PASSTHROUGH", "ISTIO_MUTUAL", "OPTIONAL_MUTUAL"};
   if (std::find(std::begin(kModes), std::end(kModes), mode) == std::end(kModes)) {
     r.Error(tls["mode"], Reader::Join(tf, "mode"),
             StrCat("mode \"", mode.substr(0, 32),
                    "\" must be one of PASSTHROUGH, SIMPLE, MUTUAL, AUTO_PASSTHROUGH, ISTIO_MUTUAL, OPTIONAL_MUTUAL"));
+  }
+  static constexpr std::string_view kVersions[] = {"TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"};
+  std::string versions[2];  // min, max; "" for TLS_AUTO or none
+  for (int i = 0; i < 2; ++i) {
+    const char* key = i == 0 ? "minProtocolVersion" : "maxProtocolVersion";
+    std::optional<std::string> version = r.String(tls, key, tf, false);
+    if (!version.has_value()) continue;
+    if (std::find(std::begin(kVersions), std::end(kVersions), *version) == std::end(kVersions)) {
+      r.Error(tls[key], Reader::Join(tf, key), "must be one of TLS_AUTO, TLSV1_0, TLSV1_1, TLSV1_2, TLSV1_3");
+      continue;
+    }
+    versions[i] = *version == "TLS_AUTO" ? "" : *version;
+  }
+  const std::vector<std::string> suites = r.Strings(tls, "cipherSuites", tf, false);
+  if (r.error_count() > errors_before) return;
+  // Istio validates one source of the server's certificate.
+  const int sources = (given("serverCertificate") && given("privateKey") ? 1 : 0) + (credential.empty() ? 0 : 1) +
+                      (given("credentialNames") ? 1 : 0) + (given("tlsCertificates") ? 1 : 0);
+  if (sources > 1) {
+    r.Error(tls, tf,
+            "may have only one of credentialName, credentialNames, serverCertificate with privateKey, and "
+            "tlsCertificates, as Istio validates (one source of the certificate)");
     return;
   }
-  // A string field set to "" is unset, as Istio's proto3 reads it.
-  const auto given = [&](const char* key) {
-    const YAML::Node node = tls[key];
-    return node.IsDefined() && !node.IsNull() && !(node.IsScalar() && node.Scalar().empty());
-  };
-  if (!credential.empty() && given("serverCertificate") && given("privateKey")) {
-    // Istio validates this too: one source of the certificate.
-    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"),
-            "cannot be set with serverCertificate and privateKey, as Istio validates (one source of the certificate)");
+  const bool passthrough = mode == "PASSTHROUGH" || mode == "AUTO_PASSTHROUGH";
+  if (passthrough && given("caCrl") && !credential.empty()) {
+    r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
+            "cannot be set with credentialName, as Istio validates (the CRL belongs in the credential)");
     return;
   }
-  // What Istio accepts and istiod ignores (a certificate where nothing is terminated): kept for
-  // analysis to say (cxds_gateway_tls_ignored).
-  const auto ignore_the_rest = [&](std::initializer_list<const char*> keys) {
+  // What Istio accepts and istiod ignores: kept for analysis to say (cxds_gateway_tls_ignored).
+  const auto ignore = [&](std::initializer_list<const char*> keys, const std::string& why) {
     for (const char* key : keys) {
-      if (given(key)) server.ignored_tls_fields.push_back(key);
+      if (given(key)) server.ignored_tls_fields.emplace_back(key, why);
     }
   };
-  const bool passthrough = mode == "PASSTHROUGH" || mode == "AUTO_PASSTHROUGH";
   if (http) {
     // A plain HTTP server may only redirect, as Istio validates: its tls may be there for
     // httpsRedirect, in a passthrough mode (the default) and without certificate files.
     if (!passthrough) {
       r.Error(tls["mode"], Reader::Join(tf, "mode"),
-              StrCat("cannot be ", mode, " on a server of protocol ", server.protocol,
+              StrCat("cannot be ", mode, " on a server of protocol ", protocol,
                      ", as Istio validates (TLS is terminated on HTTPS and TLS servers; httpsRedirect is what a "
                      "plain-text server may set)"));
       return;
@@ -2483,27 +2536,40 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     for (const char* key : {"serverCertificate", "privateKey", "caCertificates"}) {
       if (!given(key)) continue;
       r.Error(tls[key], Reader::Join(tf, key),
-              StrCat("cannot be set on a server of protocol ", server.protocol,
+              StrCat("cannot be set on a server of protocol ", protocol,
                      ", as Istio validates (TLS is terminated on HTTPS and TLS servers)"));
       return;
     }
-    if (mode == "AUTO_PASSTHROUGH") server.ignored_tls_fields.push_back("mode");
-    ignore_the_rest({"credentialName", "caCrl", "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
+    const std::string why = StrCat("has no effect on a plain-text server of protocol ", protocol);
+    if (mode == "AUTO_PASSTHROUGH") server.ignored_tls_fields.emplace_back("mode", why);
+    ignore({"credentialName", "caCrl", "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames",
+            "tlsCertificates", "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash",
+            "caCertCredentialName", "ecdhCurves", "insecureSkipVerify"},
+           why);
     return;
   }
-  if (server.protocol != "HTTPS" && server.protocol != "TLS") {
-    r.Error(s["tls"], tf,
-            StrCat("cannot be set on a server of protocol ", server.protocol,
-                   ", as Istio validates (TLS settings belong to HTTPS and TLS servers)"));
+  if (!tls_protocol) {
+    // Istio validates this too; a protocol that is not Istio's (or that cxds does not serve) is
+    // an error of its own already.
+    static constexpr std::string_view kOpaque[] = {"TCP", "MONGO", "REDIS", "MYSQL", "UDP"};
+    if (std::find(std::begin(kOpaque), std::end(kOpaque), protocol) != std::end(kOpaque)) {
+      r.Error(tls, tf,
+              StrCat("cannot be set on a server of protocol ", protocol,
+                     ", as Istio validates (TLS settings belong to HTTPS and TLS servers)"));
+    }
     return;
   }
   if (mode == "PASSTHROUGH") {
     // The client's TLS goes through untouched, routed by its SNI name: nothing to terminate
-    // with. Istio warns of certificates here, and istiod ignores them and the TLS versions.
+    // with. Istio warns of certificates here, and istiod ignores them and the rest.
     server.tls_mode = Gateway::Server::TlsMode::kPassthrough;
     server.routes = Gateway::Server::Routes::kTls;
-    ignore_the_rest({"credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
-                     "minProtocolVersion", "maxProtocolVersion", "cipherSuites"});
+    ignore({"httpsRedirect", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
+            "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
+            "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",
+            "insecureSkipVerify"},
+           "has no effect with mode PASSTHROUGH, where the gateway does not terminate TLS");
+    server.https_redirect = false;
     return;
   }
   if (mode != "SIMPLE" && mode != "MUTUAL" && mode != "OPTIONAL_MUTUAL") {
@@ -2513,6 +2579,10 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                               : "; cxds issues no workload certificates)"));
     return;
   }
+  for (const char* key : kUnserved) {
+    if (given(key)) r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
+  }
+  if (r.error_count() > errors_before) return;
   server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple
                     : mode == "MUTUAL" ? Gateway::Server::TlsMode::kMutual
                                        : Gateway::Server::TlsMode::kOptionalMutual;
@@ -2546,31 +2616,28 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     }
     path("serverCertificate", true, server.server_certificate);
     path("privateKey", true, server.private_key);
-    path("caCertificates", checks_clients, server.ca_certificates);
-    if (checks_clients) path("caCrl", false, server.ca_crl);
+    if (checks_clients) {
+      path("caCertificates", true, server.ca_certificates);
+      path("caCrl", false, server.ca_crl);
+    } else {
+      ignore({"caCertificates"}, "has no effect with mode SIMPLE, where client certificates are not checked");
+    }
   } else if (std::string problem = CredentialNameProblem(credential); !problem.empty()) {
     r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"), problem);
     return;
   } else {
     server.credential_name = credential;
+    ignore({"serverCertificate", "privateKey", "caCertificates", "caCrl"},
+           "has no effect beside credentialName, whose Secret holds the certificates");
   }
-  static constexpr std::string_view kVersions[] = {"TLS_AUTO", "TLSV1_0", "TLSV1_1", "TLSV1_2", "TLSV1_3"};
-  for (const char* key : {"minProtocolVersion", "maxProtocolVersion"}) {
-    std::optional<std::string> version = r.String(tls, key, tf, false);
-    if (!version.has_value()) continue;
-    if (std::find(std::begin(kVersions), std::end(kVersions), *version) == std::end(kVersions)) {
-      r.Error(tls[key], Reader::Join(tf, key), "must be one of TLS_AUTO, TLSV1_0, TLSV1_1, TLSV1_2, TLSV1_3");
-      continue;
-    }
-    (std::string_view(key) == "minProtocolVersion" ? server.min_protocol_version : server.max_protocol_version) =
-        *version == "TLS_AUTO" ? "" : *version;
-  }
+  server.min_protocol_version = versions[0];
+  server.max_protocol_version = versions[1];
   if (!server.min_protocol_version.empty() && !server.max_protocol_version.empty() &&
       server.min_protocol_version > server.max_protocol_version) {
     r.Error(tls["minProtocolVersion"], Reader::Join(tf, "minProtocolVersion"),
             "is above maxProtocolVersion: no version would be left");
   }
-  for (const std::string& suite : r.Strings(tls, "cipherSuites", tf, false)) {
+  for (const std::string& suite : suites) {
     // OpenSSL/BoringSSL cipher names ("ECDHE-RSA-AES128-GCM-SHA256"); Envoy refuses the listener
     // for one it does not know, which cxds cannot check here beyond the characters.
     if (suite.empty() || suite.size() > 64 || !std::all_of(suite.begin(), suite.end(), [](char c) {

@@ -410,13 +410,9 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
     if (gateway == nullptr) continue;
     for (size_t i = 0; i < gateway->servers.size(); ++i) {
       const Gateway::Server& server = gateway->servers[i];
-      for (const std::string& field : server.ignored_tls_fields) {
+      for (const auto& [field, why] : server.ignored_tls_fields) {
         out.push_back({key, StrCat("spec.servers[", i, "].tls.", field), "cxds_gateway_tls_ignored",
-                       server.tls_mode == Gateway::Server::TlsMode::kPassthrough
-                           ? "has no effect with mode PASSTHROUGH, where the gateway does not terminate TLS: ignored, "
-                             "as istiod ignores it"
-                           : StrCat("has no effect on a plain-text server of protocol ", server.protocol,
-                                    ": ignored, as istiod ignores it")});
+                       StrCat(why, ": ignored, as istiod ignores it")});
       }
       if (server.credential_name.empty()) continue;
       const std::string& name = server.credential_name;

@@ -34,8 +34,9 @@
 //                                 match whose SNI names another chain has (PlanGatewayChains); a
 //                                 server two Gateways that can pick one proxy leave out together
 //   cxds_gateway_tls_ignored      a Gateway server's tls field Istio accepts and istiod ignores
-//                                 (certificates of a PASSTHROUGH server; on an HTTP server,
-//                                 anything but httpsRedirect and the mode)
+//                                 (a PASSTHROUGH server's; on an HTTP server, anything but
+//                                 httpsRedirect; files beside a credentialName; a SIMPLE
+//                                 server's CA), with the reason
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and

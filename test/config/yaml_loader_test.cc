@@ -706,7 +706,7 @@ spec:
 }
 
 // What Istio accepts in a server's tls and istiod ignores is accepted and kept for analysis to
-// name; what Istio refuses is an error; an empty string is unset, as Istio reads it.
+// name with the reason; what Istio refuses is an error; an empty string is unset, as Istio reads it.
 TEST(YamlLoaderTest, GatewayTlsFieldsIstioIgnoresAreAcceptedAndNamed) {
   const ParsedFile good = ParseConfigFile("gw.yaml", R"(apiVersion: networking.istio.io/v1
 kind: Gateway
@@ -715,34 +715,59 @@ spec:
   servers:
   - port: {number: 80, name: http, protocol: HTTP}
     hosts: [a.example.com]
-    tls: {httpsRedirect: true, caCrl: /etc/crl.pem, credentialName: c, minProtocolVersion: TLSV1_2}
+    tls: {httpsRedirect: true, credentialName: c, minProtocolVersion: TLSV1_2, subjectAltNames: [x]}
   - port: {number: 443, name: tls, protocol: TLS}
     hosts: [a.example.com]
-    tls: {mode: PASSTHROUGH, credentialName: c, caCrl: /etc/crl.pem, cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256]}
+    tls: {mode: PASSTHROUGH, caCrl: /etc/crl.pem, cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256], httpsRedirect: true}
   - port: {number: 8443, name: https, protocol: HTTPS}
     hosts: [b.example.com]
     tls: {mode: MUTUAL, serverCertificate: /etc/c.pem, privateKey: /etc/k.pem, caCertificates: /etc/ca.pem,
-          caCrl: "", credentialName: ""}
+          caCrl: "", credentialName: "", subjectAltNames: []}
   - port: {number: 8080, name: http-auto, protocol: HTTP}
     hosts: [c.example.com]
     tls: {mode: AUTO_PASSTHROUGH}
+  - port: {number: 9443, name: https-secret, protocol: HTTPS}
+    hosts: [d.example.com]
+    tls: {mode: MUTUAL, credentialName: d-cert, caCertificates: /etc/ca.pem, caCrl: /etc/crl.pem}
+  - port: {number: 9444, name: https-simple, protocol: HTTPS}
+    hosts: [e.example.com]
+    tls: {mode: SIMPLE, serverCertificate: /etc/c.pem, privateKey: /etc/k.pem, caCertificates: /etc/ca.pem}
 )");
   ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
   const auto& servers = std::get<Gateway>(good.documents[0].object).servers;
-  ASSERT_EQ(servers.size(), 4u);
+  ASSERT_EQ(servers.size(), 6u);
+  const auto fields = [](const Gateway::Server& server) {
+    std::vector<std::string> out;
+    for (const auto& [field, why] : server.ignored_tls_fields) out.push_back(StrCat(field, ": ", why));
+    return out;
+  };
   EXPECT_TRUE(servers[0].https_redirect);
   EXPECT_EQ(servers[0].tls_mode, Gateway::Server::TlsMode::kNone);
-  EXPECT_THAT(servers[0].ignored_tls_fields, ::testing::ElementsAre("credentialName", "caCrl", "minProtocolVersion"));
+  const std::string plain = ": has no effect on a plain-text server of protocol HTTP";
+  EXPECT_THAT(fields(servers[0]),
+              ::testing::ElementsAre(StrCat("credentialName", plain), StrCat("minProtocolVersion", plain),
+                                     StrCat("subjectAltNames", plain)));
   EXPECT_EQ(servers[1].tls_mode, Gateway::Server::TlsMode::kPassthrough);
-  EXPECT_EQ(servers[1].credential_name, "");
-  EXPECT_THAT(servers[1].ignored_tls_fields, ::testing::ElementsAre("credentialName", "caCrl", "cipherSuites"));
+  EXPECT_FALSE(servers[1].https_redirect);
   EXPECT_TRUE(servers[1].cipher_suites.empty());
+  const std::string pass = ": has no effect with mode PASSTHROUGH, where the gateway does not terminate TLS";
+  EXPECT_THAT(fields(servers[1]), ::testing::ElementsAre(StrCat("httpsRedirect", pass), StrCat("caCrl", pass),
+                                                         StrCat("cipherSuites", pass)));
   EXPECT_EQ(servers[2].tls_mode, Gateway::Server::TlsMode::kMutual);
   EXPECT_EQ(servers[2].server_certificate, "/etc/c.pem");
   EXPECT_EQ(servers[2].ca_crl, "");
   EXPECT_EQ(servers[2].credential_name, "");
-  EXPECT_TRUE(servers[2].ignored_tls_fields.empty());
-  EXPECT_THAT(servers[3].ignored_tls_fields, ::testing::ElementsAre("mode"));
+  EXPECT_THAT(fields(servers[2]), ::testing::IsEmpty()) << "empty strings and lists are unset";
+  EXPECT_THAT(fields(servers[3]),
+              ::testing::ElementsAre("mode: has no effect on a plain-text server of protocol HTTP"));
+  EXPECT_EQ(servers[4].credential_name, "d-cert");
+  EXPECT_EQ(servers[4].ca_certificates, "");
+  const std::string beside = ": has no effect beside credentialName, whose Secret holds the certificates";
+  EXPECT_THAT(fields(servers[4]), ::testing::ElementsAre(StrCat("caCertificates", beside), StrCat("caCrl", beside)));
+  EXPECT_EQ(servers[5].ca_certificates, "");
+  EXPECT_THAT(fields(servers[5]),
+              ::testing::ElementsAre(
+                  "caCertificates: has no effect with mode SIMPLE, where client certificates are not checked"));
 
   const std::string head =
       "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec:\n  servers:\n";
@@ -753,11 +778,27 @@ spec:
   EXPECT_EQ(OnlyError(http + "    tls: {httpsRedirect: true, caCertificates: /etc/ca.pem}\n"),
             "spec.servers[0].tls.caCertificates: cannot be set on a server of protocol HTTP, as Istio validates (TLS "
             "is terminated on HTTPS and TLS servers)");
+  // Istio's CRL check applies in a passthrough mode, an HTTP server's default too.
+  EXPECT_EQ(OnlyError(http + "    tls: {caCrl: /etc/crl.pem, credentialName: c}\n"),
+            "spec.servers[0].tls.caCrl: cannot be set with credentialName, as Istio validates (the CRL belongs in the "
+            "credential)");
+  // Ignored or not, values are checked as Istio's schema checks them.
+  EXPECT_EQ(OnlyError(http + "    tls: {minProtocolVersion: TLSV9}\n"),
+            "spec.servers[0].tls.minProtocolVersion: must be one of TLS_AUTO, TLSV1_0, TLSV1_1, TLSV1_2, TLSV1_3");
+  EXPECT_EQ(OnlyError(http + "    tls: {cipherSuites: foo}\n"), "spec.servers[0].tls.cipherSuites: must be a list");
+  EXPECT_EQ(OnlyError(http + "    tls: {caCrl: {a: b}}\n"), "spec.servers[0].tls.caCrl: must be a string");
   const std::string https =
       head + "  - port: {number: 443, name: https, protocol: HTTPS}\n    hosts: [a.example.com]\n";
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, serverCertificate: /c, privateKey: /k}\n"),
-            "spec.servers[0].tls.credentialName: cannot be set with serverCertificate and privateKey, as Istio "
-            "validates (one source of the certificate)");
+            "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
+            "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)");
+  EXPECT_EQ(OnlyError(https + "    tls: {credentialName: c, serverCertificate: /c, privateKey: /k}\n"),
+            "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
+            "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)")
+      << "in PASSTHROUGH too";
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
+            "spec.servers[0].tls.subjectAltNames: is not supported by cxds")
+      << "where TLS is terminated";
   // An empty or null path is not given: a required one is missing.
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, serverCertificate: \"\", privateKey: /k}\n"),
             "spec.servers[0].tls.serverCertificate: is required for mode SIMPLE without credentialName (a file on "
@@ -765,6 +806,14 @@ spec:
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, serverCertificate: ~, privateKey: /k}\n"),
             "spec.servers[0].tls.serverCertificate: is required for mode SIMPLE without credentialName (a file on "
             "the gateway; or name a Secret of the gateway's namespace in credentialName)");
+  EXPECT_EQ(OnlyError(https + "    tls: ~\n"),
+            "spec.servers[0].tls: is required for an HTTPS server (mode, and credentialName to terminate)")
+      << "a null tls is none, as Istio reads it";
+  // A protocol cxds refuses is one error, not two.
+  EXPECT_EQ(OnlyError(head + "  - port: {number: 80, name: web, protocol: GRPC-WEB}\n    hosts: [a.example.com]\n"
+                             "    tls: {httpsRedirect: true}\n"),
+            "spec.servers[0].port.protocol: protocol GRPC-WEB at a Gateway is not supported by cxds (HTTP, HTTP2, "
+            "GRPC, HTTPS, TCP, MONGO, REDIS, MYSQL and TLS servers are)");
 }
 
 TEST(YamlLoaderTest, OneBadDocumentDoesNotTakeTheOthersDown) {
@@ -1650,6 +1699,64 @@ endpoints:
   const auto& service = std::get<K8sService>(first.documents[0].object);
   ASSERT_EQ(service.ports.size(), 1u);
   EXPECT_EQ(service.ports[0].target_port, 0u) << "a named targetPort: the slice carries the number";
+}
+
+// Integers in the forms Istio's and Kubernetes' YAML 1.1 reading takes from a plain scalar
+// (hexadecimal, octal, binary, '_', an integral float); a quoted one is a string, read in base
+// 10 as protobuf's JSON reads it.
+TEST(YamlLoaderTest, PlainIntegersAreReadInYaml11Forms) {
+  const auto vs = [](const std::string& port, const std::string& weight, const std::string& mirror) {
+    return ParseConfigFile("vs.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a.mesh.local]
+  http:
+  - route:
+    - {destination: {host: a.mesh.local, port: {number: )",
+                                             port, "}}, weight: ", weight, R"(}
+    - {destination: {host: b.mesh.local}, weight: 50}
+    mirror: {host: c.mesh.local}
+    mirrorPercentage: {value: )",
+                                             mirror, "}\n"));
+  };
+  const auto read = [&](const std::string& port, const std::string& weight, const std::string& mirror) {
+    const ParsedFile parsed = vs(port, weight, mirror);
+    EXPECT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+    if (parsed.documents.empty()) return std::tuple<uint32_t, uint32_t, double>{};
+    const HttpRoute& route = std::get<VirtualService>(parsed.documents[0].object).http[0];
+    return std::tuple<uint32_t, uint32_t, double>{route.route[0].port, route.route[0].weight,
+                                                  route.SingleMirrorPercent()};
+  };
+  EXPECT_EQ(read("0x1F90", "0o62", "010"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 8}));
+  EXPECT_EQ(read("8_080", "5e1", "0b1010"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 10}));
+  EXPECT_EQ(read("+8080", "050.0", "12.5"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 12.5}))
+      << "\"050.0\" is a float: 50";
+  EXPECT_EQ(read("\"8080\"", "\"050\"", "\"010\""), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 10}))
+      << "quoted: base 10";
+  for (const std::string bad : {"\"0x1f90\"", "8080.5", "0x", "-0x1F90"}) {
+    const std::string shown = bad.front() == '"' ? bad.substr(1, bad.size() - 2) : bad;
+    EXPECT_EQ(Errors(vs(bad, "50", "1")),
+              StrCat("vs.yaml:8: VirtualService default/v: spec.http[0].route[0].destination.port.number: must be an "
+                     "integer from 1 to 65535, got \"",
+                     shown, "\"\n"));
+  }
+
+  // A Service's targetPort: a plain number in any form is a number, else a port name.
+  const auto target = [](const std::string& value) {
+    const ParsedFile parsed = ParseConfigFile("svc.yaml", StrCat(R"(apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: shop}
+spec:
+  ports: [{name: http, port: 80, targetPort: )",
+                                                                 value, "}]\n"));
+    EXPECT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+    return parsed.documents.empty() ? 0u : std::get<K8sService>(parsed.documents[0].object).ports[0].target_port;
+  };
+  EXPECT_EQ(target("0x1f90"), 8080u);
+  EXPECT_EQ(target("8080"), 8080u);
+  EXPECT_EQ(target("\"0x1f90\""), 0u) << "quoted: a port name";
+  EXPECT_EQ(target("http-web"), 0u);
 }
 
 // A Pod as kubectl prints it: the spec is not read, the status only for its IPs, which stay in
