@@ -175,7 +175,7 @@ std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy
   std::vector<ProxyConfigNote> notes;
   const auto* mesh = dynamic_cast<const MeshContext*>(context);
   if (proxy.grpc && mesh != nullptr && view != nullptr) {
-    notes = GrpcConfigNotes(*mesh, *view, proxy.namespace_name, kMaxNotes + 1);
+    notes = GrpcConfigNotes(*mesh, *view, proxy.namespace_name, kMaxNotes + 1, &proxy.labels);
   } else if (proxy.type == "router" && mesh != nullptr) {
     notes = GatewayConfigNotes(*mesh, proxy, proxy_node.identity, secret_readers, kMaxNotes + 1);
   }

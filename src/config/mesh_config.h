@@ -204,6 +204,10 @@ struct PolicyFields {
     bool insecure_skip_verify = false;
   };
   std::optional<ClientTls> tls;
+  // trafficPolicy.proxyProtocol (of a rule or a subset; Istio has none per port): the proxy opens
+  // each upstream connection with a PROXY protocol header of this version (Envoy only).
+  enum class ProxyProtocol { kV1, kV2 };
+  std::optional<ProxyProtocol> proxy_protocol;
 };
 
 struct TrafficPolicy : PolicyFields {
@@ -226,6 +230,9 @@ struct DestinationRule {
   };
   std::vector<Subset> subsets;
   std::vector<std::string> export_to;  // as a ServiceEntry's (MergedDestinationRules, model/mesh_model.h)
+  // spec.workloadSelector.matchLabels: the rule applies only to the proxies of its namespace
+  // whose labels include these (before its namespace's rules without one), as in istiod.
+  std::optional<LabelMap> workload_selector;
 };
 
 // networking.istio.io Sidecar (egress scoping).

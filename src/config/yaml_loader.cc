@@ -119,13 +119,41 @@ const char* NearestKey(const std::string& key, std::initializer_list<const char*
   return best;
 }
 
+// Whether `text` is a number in JSON's grammar: -?(0|[1-9][0-9]*), then (not for `integer`) an
+// optional fraction and exponent.
+bool IsJsonNumber(std::string_view text, bool integer) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t start = i;
+    while (i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i - start;
+  };
+  if (i < text.size() && text[i] == '-') ++i;
+  if (i < text.size() && text[i] == '0') {
+    ++i;
+  } else if (digits() == 0) {
+    return false;
+  }
+  if (!integer && i < text.size() && text[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (!integer && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
 // An integer as Istio reads one from YAML (YAML 1.1 as go-yaml resolves a plain scalar, then
 // JSON into a protobuf integer): decimal with an optional sign, 0x hexadecimal, 0b binary, 0o or
 // a leading 0 octal ("010" is 8), '_' between digits; or a float with no fraction ("50.0",
-// "1e2"). A quoted scalar (`plain` false) is a string: decimal only, as protobuf's JSON reads
-// one. nullopt: not an integer, or past int64.
+// "1e2"). A quoted scalar (`plain` false) is a string: a JSON integer only ("-12", not "012" or
+// "+12"), as protobuf's JSON reading takes one. nullopt: not an integer, or past int64.
 std::optional<int64_t> YamlInteger(std::string_view text, bool plain) {
   if (text.empty() || text.size() > 64) return std::nullopt;
+  if (!plain && !IsJsonNumber(text, /*integer=*/true)) return std::nullopt;
   std::string digits;
   for (char c : text) {
     if (c != '_' || !plain) digits.push_back(plain ? absl::ascii_tolower(static_cast<unsigned char>(c)) : c);
@@ -158,8 +186,12 @@ std::optional<int64_t> YamlInteger(std::string_view text, bool plain) {
   return static_cast<int64_t>(value);
 }
 
-// Whether `node` is a plain (unquoted) scalar, which YAML 1.1 may read as a number.
-bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
+// Whether `node` is a plain (unquoted) scalar, or one tagged a number (!!int, !!float), which
+// YAML 1.1 may read as a number.
+bool IsPlainScalar(const YAML::Node& node) {
+  return node.IsScalar() &&
+         (node.Tag() == "?" || node.Tag() == "tag:yaml.org,2002:int" || node.Tag() == "tag:yaml.org,2002:float");
+}
 
 // Validation context of one document.
 class Reader {
@@ -315,6 +347,8 @@ class Reader {
     if (!node.IsScalar()) return std::nullopt;
     if (IsPlainScalar(node)) {
       if (const std::optional<int64_t> integer = YamlInteger(node.Scalar(), true)) return static_cast<double>(*integer);
+    } else if (!IsJsonNumber(node.Scalar(), /*integer=*/false)) {
+      return std::nullopt;  // a quoted number is read as JSON reads one
     }
     double value = 0;
     if (!absl::SimpleAtod(node.Scalar(), &value) || !std::isfinite(value)) return std::nullopt;
@@ -693,11 +727,13 @@ WorkloadEndpoint ReadWorkload(Reader& r, const YAML::Node& node, const std::stri
 }
 
 // exportTo (ServiceEntry, VirtualService, DestinationRule), as Istio validates it: "*", ".",
-// "~" or namespace names, each once; "*" and "~" only alone.
+// "~" (a ServiceEntry's only) or namespace names, each once ("." and the object's own namespace
+// name the same one); "*" and "~" only alone.
 // Entries of one exportTo: every proxy's visibility checks walk them on every push.
 constexpr size_t kMaxExportTo = 256;
 
-std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec) {
+std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec, const std::string& namespace_name,
+                                      bool service_entry) {
   std::vector<std::string> out = r.Strings(spec, "exportTo", "spec", false);
   if (out.size() > kMaxExportTo) {
     r.Error(spec["exportTo"], "spec.exportTo",
@@ -708,13 +744,21 @@ std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec) {
   for (size_t i = 0; i < out.size(); ++i) {
     const std::string& to = out[i];
     const std::string f = Reader::Index("spec.exportTo", i);
-    if (!seen.insert(to).second) {
-      r.Error(spec["exportTo"][i], f, StrCat("\"", to.substr(0, 64), "\" is listed twice"));
+    if (!seen.insert(to == "." ? namespace_name : to).second) {
+      r.Error(spec["exportTo"][i], f,
+              to == "." || to == namespace_name
+                  ? StrCat("\".\" and \"", namespace_name, "\" both name this namespace: list it once")
+                  : StrCat("\"", to.substr(0, 64), "\" is listed twice"));
+    } else if (to == "~" && !service_entry) {
+      r.Error(spec["exportTo"][i], f,
+              "\"~\" (no namespace) is allowed for a ServiceEntry only, as Istio validates: export to \".\" to keep "
+              "it to this namespace");
     } else if ((to == "*" || to == "~") && out.size() > 1) {
       r.Error(spec["exportTo"][i], f, StrCat("\"", to, "\" must be the only entry"));
     } else if (to != "*" && to != "~" && to != "." && !IsDnsLabel(to)) {
       r.Error(spec["exportTo"][i], f,
-              "must be \"*\", \".\", \"~\" or a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+              StrCat("must be \"*\", \".\", ", service_entry ? "\"~\" " : "",
+                     "or a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)"));
     }
   }
   return out;
@@ -1048,7 +1092,7 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
              {"hosts", "ports", "resolution", "endpoints", "workloadSelector", "location", "exportTo", "addresses",
               "subjectAltNames"},
              {});
-  se.export_to = ReadExportTo(r, spec);
+  se.export_to = ReadExportTo(r, spec, se.meta.namespace_name, /*service_entry=*/true);
   se.subject_alt_names = r.Strings(spec, "subjectAltNames", "spec", false);
   se.addresses = r.Strings(spec, "addresses", "spec", false);
   for (size_t i = 0; i < se.addresses.size(); ++i) {
@@ -1790,7 +1834,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return vs;
   r.OnlyKeys(spec, "spec", {"hosts", "http", "tcp", "tls", "gateways", "exportTo"});
-  vs.export_to = ReadExportTo(r, spec);
+  vs.export_to = ReadExportTo(r, spec, vs.meta.namespace_name, /*service_entry=*/false);
   if (spec["gateways"].IsDefined() && !spec["gateways"].IsNull()) {  // null: the default, as in Istio
     vs.gateways = ReadGatewayNames(r, spec, "spec", vs.meta.namespace_name);
     if (vs.gateways.empty() && r.IsSeq(spec["gateways"], "spec.gateways") && spec["gateways"].size() == 0) {
@@ -2310,10 +2354,23 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   if (!node.IsDefined()) return std::nullopt;
   const std::string f = Reader::Join(field, "trafficPolicy");
   if (!r.IsMap(node, f)) return std::nullopt;
-  r.OnlyKeys(node, f, {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings"},
-             {"tunnel", "proxyProtocol"});
+  r.OnlyKeys(node, f,
+             {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings", "proxyProtocol"},
+             {"tunnel", "retryBudget"});
   TrafficPolicy p;
   ReadPolicyFields(r, node, f, p);
+  if (const YAML::Node proxy = node["proxyProtocol"];
+      proxy.IsDefined() && !proxy.IsNull() && r.IsMap(proxy, Reader::Join(f, "proxyProtocol"))) {
+    const std::string pf = Reader::Join(f, "proxyProtocol");
+    r.OnlyKeys(proxy, pf, {"version"});
+    const std::string version = r.String(proxy, "version", pf, false).value_or("V1");  // Istio's enum default
+    if (version == "V1" || version == "V2") {
+      p.proxy_protocol = version == "V1" ? PolicyFields::ProxyProtocol::kV1 : PolicyFields::ProxyProtocol::kV2;
+    } else {
+      r.Error(proxy["version"], Reader::Join(pf, "version"),
+              StrCat("must be V1 or V2, got \"", version.substr(0, 32), "\""));
+    }
+  }
   if (const YAML::Node ports = node["portLevelSettings"];
       ports.IsDefined() && r.IsSeq(ports, Reader::Join(f, "portLevelSettings"))) {
     for (size_t i = 0; i < ports.size(); ++i) {
@@ -2342,8 +2399,31 @@ MeshObject ReadDestinationRule(Reader& r, const YAML::Node& doc, ObjectMeta meta
   dr.meta = std::move(meta);
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return dr;
-  r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo"}, {"workloadSelector"});
-  dr.export_to = ReadExportTo(r, spec);
+  r.OnlyKeys(spec, "spec", {"host", "trafficPolicy", "subsets", "exportTo", "workloadSelector"});
+  dr.export_to = ReadExportTo(r, spec, dr.meta.namespace_name, /*service_entry=*/false);
+  if (const YAML::Node selector = spec["workloadSelector"];
+      selector.IsDefined() && !selector.IsNull() && r.IsMap(selector, "spec.workloadSelector")) {
+    r.OnlyKeys(selector, "spec.workloadSelector", {"matchLabels"});
+    LabelMap labels = r.Labels(selector, "matchLabels", "spec.workloadSelector");
+    for (const auto& [name, value] : labels) {
+      // Istio validates these too.
+      const std::string lf = StrCat("spec.workloadSelector.matchLabels.", name.substr(0, 64));
+      if (name.empty()) r.Error(selector["matchLabels"], lf, "a label name must not be empty");
+      if (name.find('*') != std::string::npos || value.find('*') != std::string::npos) {
+        r.Error(selector["matchLabels"], lf, "a wildcard (*) is not supported in a selector, as Istio validates");
+      }
+    }
+    dr.workload_selector = std::move(labels);
+    // Istio validates this too: such a rule serves its own namespace's workloads alone.
+    const bool own_only =
+        dr.export_to.empty() ||
+        (dr.export_to.size() == 1 && (dr.export_to[0] == "." || dr.export_to[0] == dr.meta.namespace_name));
+    if (!own_only) {
+      r.Error(spec["exportTo"], "spec.exportTo",
+              "with spec.workloadSelector may name only this namespace (\".\"), as Istio validates: the rule applies "
+              "to this namespace's workloads alone");
+    }
+  }
   dr.host = r.String(spec, "host", "spec", true).value_or("");
   CheckHost(r, spec["host"], "spec.host", dr.host, /*allow_wildcard=*/true);
   dr.traffic_policy = ReadTrafficPolicy(r, spec, "spec");
@@ -2465,10 +2545,12 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
               "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
               "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",
               "insecureSkipVerify"});
-  // A field set to "" or [] is unset, as Istio's proto3 reads it.
+  // A field set to "", [] or false is unset, as Istio's proto3 reads it.
   const auto given = [&](const char* key) {
     const YAML::Node node = tls[key];
-    return node.IsDefined() && !node.IsNull() && !(node.IsScalar() && node.Scalar().empty()) &&
+    const bool boolean = std::string_view(key) == "httpsRedirect" || std::string_view(key) == "insecureSkipVerify";
+    return node.IsDefined() && !node.IsNull() &&
+           !(node.IsScalar() && (node.Scalar().empty() || (boolean && node.Scalar() == "false"))) &&
            !(node.IsSequence() && node.size() == 0);
   };
   // Types and values first, in every mode, as Istio's schema checks them, ignored or not.
@@ -2501,6 +2583,13 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     versions[i] = *version == "TLS_AUTO" ? "" : *version;
   }
   const std::vector<std::string> suites = r.Strings(tls, "cipherSuites", tf, false);
+  for (const char* key :
+       {"credentialNames", "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash", "ecdhCurves"}) {
+    r.Strings(tls, key, tf, false);
+  }
+  if (const YAML::Node certificates = tls["tlsCertificates"]; certificates.IsDefined() && !certificates.IsNull()) {
+    r.IsSeq(certificates, Reader::Join(tf, "tlsCertificates"));
+  }
   if (r.error_count() > errors_before) return;
   // Istio validates one source of the server's certificate.
   const int sources = (given("serverCertificate") && given("privateKey") ? 1 : 0) + (credential.empty() ? 0 : 1) +
@@ -2579,8 +2668,20 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                               : "; cxds issues no workload certificates)"));
     return;
   }
+  // What checks client certificates does nothing on a SIMPLE server, which asks for none.
+  static constexpr const char* kClientChecks[] = {"subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash",
+                                                  "caCertCredentialName", "insecureSkipVerify"};
   for (const char* key : kUnserved) {
-    if (given(key)) r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
+    if (!given(key)) continue;
+    if (mode == "SIMPLE" && std::find_if(std::begin(kClientChecks), std::end(kClientChecks), [&](const char* check) {
+                              return std::string_view(check) == key;
+                            }) != std::end(kClientChecks)) {
+      server.ignored_tls_fields.emplace_back(key,
+                                             "has no effect with mode SIMPLE, where client certificates are not "
+                                             "checked");
+      continue;
+    }
+    r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
   }
   if (r.error_count() > errors_before) return;
   server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple

@@ -26,6 +26,8 @@
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
 #include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
+#include "envoy/extensions/transport_sockets/proxy_protocol/v3/upstream_proxy_protocol.pb.h"
+#include "envoy/extensions/transport_sockets/raw_buffer/v3/raw_buffer.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
@@ -103,12 +105,16 @@ void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
 
 // Istio's merge (MergeTrafficPolicy): the rule's policy, replaced whole by its settings for
 // `port`; then each field the subset's policy sets, replacing the one above; then the subset's
-// settings for `port`, replacing all four fields. Nothing set anywhere: nullopt.
+// settings for `port`, replacing all four fields. proxyProtocol, which no port's settings have,
+// is the subset's, else the rule's. Nothing set anywhere: nullopt.
 std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::string& subset, uint32_t port) {
   if (rule == nullptr) return std::nullopt;
   const auto at_port = [port](const TrafficPolicy& policy) -> PolicyFields {
     for (const auto& level : policy.port_level) {
-      if (level.port == port) return level.policy;
+      if (level.port != port) continue;
+      PolicyFields out = level.policy;
+      out.proxy_protocol = policy.proxy_protocol;
+      return out;
     }
     return policy;
   };
@@ -128,8 +134,12 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     if (over.connection_pool.has_value()) out.connection_pool = over.connection_pool;
     if (over.outlier_detection.has_value()) out.outlier_detection = over.outlier_detection;
     if (over.tls.has_value()) out.tls = over.tls;
+    if (over.proxy_protocol.has_value()) out.proxy_protocol = over.proxy_protocol;
     for (const auto& level : over.port_level) {
-      if (level.port == port) out = level.policy;
+      if (level.port != port) continue;
+      const std::optional<PolicyFields::ProxyProtocol> proxy_protocol = out.proxy_protocol;
+      out = level.policy;
+      out.proxy_protocol = proxy_protocol;
     }
     merged = out;
   }
@@ -270,6 +280,26 @@ void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway
   socket->mutable_typed_config()->PackFrom(context);
 }
 
+// proxyProtocol as istiod applies it: the cluster's transport socket (TLS, else plain bytes)
+// wrapped in Envoy's upstream PROXY protocol socket.
+void WrapInProxyProtocol(PolicyFields::ProxyProtocol version, Cluster& cluster) {
+  envoy::extensions::transport_sockets::proxy_protocol::v3::ProxyProtocolUpstreamTransport upstream;
+  upstream.mutable_config()->set_version(version == PolicyFields::ProxyProtocol::kV2
+                                             ? envoy::config::core::v3::ProxyProtocolConfig::V2
+                                             : envoy::config::core::v3::ProxyProtocolConfig::V1);
+  if (cluster.has_transport_socket()) {
+    *upstream.mutable_transport_socket() = cluster.transport_socket();
+  } else {
+    upstream.mutable_transport_socket()->set_name("envoy.transport_sockets.raw_buffer");
+    upstream.mutable_transport_socket()->mutable_typed_config()->PackFrom(
+        envoy::extensions::transport_sockets::raw_buffer::v3::RawBuffer());
+  }
+  auto* socket = cluster.mutable_transport_socket();
+  socket->Clear();
+  socket->set_name("envoy.transport_sockets.upstream_proxy_protocol");
+  socket->mutable_typed_config()->PackFrom(upstream);
+}
+
 // Whether a policy makes the proxy speak TLS to the host (SIMPLE or MUTUAL).
 bool OriginatesTls(const std::optional<PolicyFields>& policy) {
   return policy.has_value() && policy->tls.has_value() && policy->tls->mode != PolicyFields::ClientTls::Mode::kDisable;
@@ -362,9 +392,12 @@ struct LocalityLbPlan {
   std::vector<std::pair<std::string, std::string>> failover;       // used without distribute
   std::string key;  // for cache keys: what decides the result (the rule, or the locality's shared part)
 };
+// `unknown_region`: the region the resource groups endpoints of no locality under (LocalityGroups),
+// whose group ApplyLocalityLb takes as the empty locality: read the same way here.
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
                                              const envoy::config::core::v3::Locality& locality,
-                                             const std::vector<EndpointInfo>& endpoints) {
+                                             const std::vector<EndpointInfo>& endpoints,
+                                             const std::string& unknown_region) {
   if (!policy.has_value()) return std::nullopt;
   static const PolicyFields::LocalityLb kMeshDefault;  // Istio's: enabled, no rules
   const PolicyFields::LocalityLb& setting = policy->locality_lb.has_value() ? *policy->locality_lb : kMeshDefault;
@@ -388,7 +421,8 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   // (the cache would grow with every new name otherwise). Parts length-prefixed.
   bool region = false, zone = false, sub_zone = false;
   for (const EndpointInfo& endpoint : endpoints) {
-    const auto [r, z, s] = ParseLocality(endpoint.locality, "");
+    auto [r, z, s] = ParseLocality(endpoint.locality, "");
+    if (!unknown_region.empty() && r == unknown_region && z.empty() && s.empty()) r.clear();
     if (r != plan.proxy.region()) continue;
     region = true;
     if (z != plan.proxy.zone()) continue;
@@ -400,12 +434,17 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   };
   plan.key = StrCat("failover#", part(region, plan.proxy.region()), part(zone, plan.proxy.zone()),
                     part(sub_zone, plan.proxy.sub_zone()));
+  bool rule_for_region = false;
   for (size_t i = 0; !region && i < plan.failover.size(); ++i) {
     if (plan.failover[i].first == plan.proxy.region()) {
       plan.key += StrCat("#rule", i);  // the rule for its region decides which region comes next
+      rule_for_region = true;
       break;
     }
   }
+  // No endpoint in its region and no failover rule for it: every locality is of one priority,
+  // the endpoints as they are (and the entry every such proxy shares).
+  if (!region && !rule_for_region) return std::nullopt;
   return plan;
 }
 
@@ -666,6 +705,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
     SetHttpProtocolOptions(
         policy.has_value() && policy->connection_pool.has_value() ? &*policy->connection_pool : nullptr,
         policy.has_value() && policy->tls.has_value() ? &*policy->tls : nullptr, http2_port, cluster);
+    if (policy.has_value() && policy->proxy_protocol.has_value()) WrapInProxyProtocol(*policy->proxy_protocol, cluster);
   }
   return Resource::FromMessage(cluster);
 }
@@ -696,10 +736,10 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       // to a DNS cluster's load assignment (EDS clusters get it in EDS).
       const std::optional<PolicyFields> policy = PolicyFor(rule, subset, port.number);
       std::optional<LocalityLbPlan> locality_plan;
-      if (dns) {
+      if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
-        locality_plan = PlanLocalityLb(policy, NodeLocality(proxy_node.node), names);
+        locality_plan = PlanLocalityLb(policy, NodeLocality(proxy_node.node), names, "");
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -730,7 +770,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         if (!cluster.has_value()) continue;
         const ServiceInfo* service = mesh.FindService(cluster->host);
         if (service == nullptr || !scope.Visible(*service)) continue;
-        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy.namespace_name);
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy.namespace_name, &proxy.labels);
         if (!cluster->subset.empty() &&
             (rule == nullptr || !std::any_of(rule->subsets.begin(), rule->subsets.end(),
                                              [&](const auto& s) { return s.name == cluster->subset; }))) {
@@ -745,7 +785,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     }
     for (const auto& [host, service] : mesh.services()) {
       if (!scope.Visible(service)) continue;
-      const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
+      const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name, &proxy.labels);
       std::vector<std::string> subsets = {""};
       if (rule != nullptr) {
         for (const auto& s : rule->subsets) subsets.push_back(s.name);
@@ -784,6 +824,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       return *proxy_info;
     };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
+    const LabelMap* proxy_labels = mesh.has_rule_selectors() ? &info().labels : nullptr;
     const envoy::config::core::v3::Locality proxy_locality = NodeLocality(proxy_node.node);
     const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
@@ -807,7 +848,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (out.incremental) out.removed.push_back(name);
         continue;
       }
-      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace, proxy_labels);
       const LabelMap* subset_labels = nullptr;
       if (!cluster->subset.empty()) {
         if (rule != nullptr) {
@@ -829,7 +870,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           }
         }
         locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality, *port_endpoints);
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality, *port_endpoints, "local");
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
@@ -1347,8 +1388,9 @@ envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultIn
 // destination (and subset). gRPC hashes on headers only (gRFC A42): other keys are left out for
 // gRPC nodes, whose ring hash then picks at random (analysis says so, cxds_grpc_ignores).
 void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::string& subset, uint32_t port,
-                   const std::string& proxy_namespace, bool grpc, envoy::config::route::v3::RouteAction* action) {
-  const std::optional<PolicyFields> policy = PolicyFor(mesh.DestinationRuleFor(host, proxy_namespace), subset, port);
+                   const ProxyScope& scope, bool grpc, envoy::config::route::v3::RouteAction* action) {
+  const std::optional<PolicyFields> policy =
+      PolicyFor(mesh.DestinationRuleFor(host, scope.namespace_name(), &scope.labels()), subset, port);
   if (!policy.has_value() || !policy->consistent_hash.has_value()) return;
   const TrafficPolicy::ConsistentHash& hash = *policy->consistent_hash;
   using Key = TrafficPolicy::ConsistentHash::Key;
@@ -1474,9 +1516,8 @@ void SetAnswer(const HttpRoute& http, uint32_t port, envoy::config::route::v3::R
 // gateway's), in order: those of its matches `applies` keeps. Returns how many matches are for
 // this port and proxy, counting those a gRPC node cannot be sent (an answer, a pseudo-header).
 size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs, uint32_t port,
-                               const std::function<bool(const HttpRoute::Match&)>& applies,
-                               const std::string& proxy_namespace, bool grpc,
-                               envoy::config::route::v3::VirtualHost* vhost) {
+                               const std::function<bool(const HttpRoute::Match&)>& applies, const ProxyScope& scope,
+                               bool grpc, envoy::config::route::v3::VirtualHost* vhost) {
   size_t for_proxy = 0;
   for (const HttpRoute& http : vs->http) {
     const bool answers = http.redirect.has_value() || http.direct_response.has_value();
@@ -1557,7 +1598,7 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
       for (const HttpRouteDestination& d : http.route) {
         if (http.route.size() == 1 || d.weight != 0) {
           const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
-          AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), proxy_namespace, grpc, action);
+          AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), scope, grpc, action);
         }
       }
       if (http.route.size() == 1) {
@@ -1608,8 +1649,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   size_t for_proxy = 0;
   for (const VirtualService* vs : mesh.VirtualServicesFor(service.host, scope.namespace_name())) {
     for_proxy += AddVirtualServiceRoutes(
-        mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, scope.namespace_name(),
-        grpc, vhost);
+        mesh, vs, port, [&](const HttpRoute::Match& match) { return scope.Applies(match); }, scope, grpc, vhost);
   }
   // A VirtualService with no route for this port and proxy (other ports, other clients, every
   // delegated route dropped) leaves the host its default route, as istiod builds no virtual host
@@ -1618,7 +1658,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
-    AddHashPolicy(mesh, service.host, "", port, scope.namespace_name(), grpc, route->mutable_route());
+    AddHashPolicy(mesh, service.host, "", port, scope, grpc, route->mutable_route());
     SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
   }
 }
@@ -1691,7 +1731,7 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<GatewaySe
         return std::any_of(binding.gateways.begin(), binding.gateways.end(),
                            [&](const std::string& gateway) { return scope.Applies(match, gateway); });
       };
-      AddVirtualServiceRoutes(mesh, binding.vs, port, applies, scope.namespace_name(), /*grpc=*/false, vhost);
+      AddVirtualServiceRoutes(mesh, binding.vs, port, applies, scope, /*grpc=*/false, vhost);
     }
     std::stable_partition(vhost->mutable_routes()->begin(), vhost->mutable_routes()->end(),
                           [](const envoy::config::route::v3::Route& route) { return !IsCatchAll(route); });
@@ -1930,7 +1970,7 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
   const ProxyScope scope(proxy, mesh);
   for (const auto& [host, service] : mesh.services()) {
     if (!scope.Visible(service)) continue;  // no cluster of it is sent (ClusterGenerator)
-    const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name);
+    const DestinationRule* rule = mesh.DestinationRuleFor(host, proxy.namespace_name, &proxy.labels);
     if (rule == nullptr) continue;
     std::vector<std::string> subsets = {""};
     for (const DestinationRule::Subset& subset : rule->subsets) subsets.push_back(subset.name);
@@ -2030,6 +2070,11 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
         "loadBalancer.warmup or warmupDurationSecs (gRPC has no slow start: a new endpoint gets its full "
         "share at once)");
   }
+  if (policy.proxy_protocol.has_value()) {
+    out.push_back(
+        "proxyProtocol (gRPC clients send no PROXY protocol header: an upstream that needs one refuses "
+        "their connections)");
+  }
   if (policy.connection_pool.has_value()) {
     const auto& pool = *policy.connection_pool;
     std::vector<std::string> fields;
@@ -2128,7 +2173,8 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
 }
 
 std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view,
-                                             const std::string& proxy_namespace, size_t limit) {
+                                             const std::string& proxy_namespace, size_t limit,
+                                             const LabelMap* proxy_labels) {
   std::vector<ProxyConfigNote> notes;
   const auto add = [&](ProxyConfigNote note) {
     if (notes.size() < limit) notes.push_back(std::move(note));
@@ -2155,7 +2201,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       for (const std::string& cluster_name : named) {
         const std::optional<ParsedCluster> cluster = ParseClusterName(cluster_name);
         if (!cluster.has_value()) continue;
-        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
+        const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace, proxy_labels);
         if (rule == nullptr || !OriginatesTls(PolicyFor(rule, cluster->subset, cluster->port))) continue;
         add({cluster_name, ObjectName("DestinationRule", rule->meta), "tls",
              "not served to gRPC: tls mode SIMPLE or MUTUAL with certificate files, which gRPC cannot use (its "
@@ -2185,7 +2231,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
     for (const auto& [name, resource] : clusters->items) {
       const std::optional<ParsedCluster> cluster = ParseClusterName(name);
       if (!cluster.has_value()) continue;
-      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace);
+      const DestinationRule* rule = mesh.DestinationRuleFor(cluster->host, proxy_namespace, proxy_labels);
       const std::optional<PolicyFields> policy = PolicyFor(rule, cluster->subset, cluster->port);
       if (!policy.has_value()) continue;
       std::string field = "spec.trafficPolicy";

@@ -101,12 +101,14 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
                                                 const PeerIdentity& identity, const std::vector<std::string>& readers,
                                                 size_t limit = 1000);
 
-// For a proxyless gRPC node of `proxy_namespace` holding `view` (its route configurations
-// HOST:PORT and clusters):
+// For a proxyless gRPC node of `proxy_namespace` (and `proxy_labels`, which choose among
+// DestinationRules with workload selectors) holding `view` (its route configurations HOST:PORT
+// and clusters):
 // the VirtualService route fields and DestinationRule policy fields of what it holds that it is
 // generated without, by the same rules as the generators. For /debug/config_status?proxy=ID.
 // At most `limit` notes (a proxy may hold thousands of clusters).
 std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snapshot& view,
-                                             const std::string& proxy_namespace, size_t limit = 1000);
+                                             const std::string& proxy_namespace, size_t limit = 1000,
+                                             const LabelMap* proxy_labels = nullptr);
 
 }  // namespace cxds

@@ -241,6 +241,12 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                      "slow start is not implemented by proxyless gRPC clients: Envoy nodes ramp a new endpoint's share "
                      "up, gRPC nodes send it its full share at once"});
     }
+    if (policy.proxy_protocol.has_value()) {
+      out.push_back({key, field + ".proxyProtocol", "cxds_grpc_ignores",
+                     "the PROXY protocol is not implemented by proxyless gRPC clients: Envoy nodes open each upstream "
+                     "connection with its header, gRPC nodes connect without it (an upstream that needs it refuses "
+                     "them)"});
+    }
     if (!policy.consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
     const Key k = policy.consistent_hash->key;
@@ -449,6 +455,24 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
   GatewayPairs(served, mesh, out);
 }
 
+// Services and ServiceEntries exported to no namespace ("~"): valid in Istio, and served to no
+// proxy at all (VirtualServices and DestinationRules cannot be, as Istio validates).
+void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  for (const auto& [key, stored] : served) {
+    std::visit(
+        [&](const auto& object) {
+          if constexpr (requires { object.export_to; }) {
+            if (object.export_to != std::vector<std::string>{"~"}) return;
+            const bool service = key.kind == "Service";
+            out.push_back({key, service ? "metadata.annotations[networking.istio.io/exportTo]" : "spec.exportTo",
+                           "cxds_exported_to_none",
+                           "exported to no namespace (~): no proxy gets its hosts, as in Istio"});
+          }
+        },
+        stored->object);
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
@@ -465,6 +489,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     GatewayServers(served, mesh, out);
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
+    ExportedToNone(served, out);
     return out;
   };
 }
@@ -486,7 +511,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_delegate_conflict",
                                                   "cxds_delegate_unused",
                                                   "cxds_delegate_bound",
-                                                  "cxds_addresses_unused"};
+                                                  "cxds_addresses_unused",
+                                                  "cxds_exported_to_none"};
   return kCodes;
 }
 

@@ -21,7 +21,8 @@
 //   IST0132                       a VirtualService bound to a Gateway none of whose servers
 //                                 admits its hosts (istioctl's VirtualServiceHostNotFoundInGateway)
 //   cxds_grpc_ignores             config proxyless gRPC clients do not implement (a consistent
-//                                 hash by cookie, source IP or query parameter; warmup; header
+//                                 hash by cookie, source IP or query parameter; warmup;
+//                                 proxyProtocol; header
 //                                 operations, rewrite, mirror, method/authority/scheme/query
 //                                 matches): Envoy nodes get it, gRPC nodes do without
 //   cxds_tls_route_unused         a tls route match no TLS or HTTPS port of the VirtualService's
@@ -39,6 +40,8 @@
 //                                 server's CA), with the reason
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
+//   cxds_exported_to_none         a Service or ServiceEntry exported to no namespace ("~"):
+//                                 served to no proxy
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
 #pragma once

@@ -811,12 +811,20 @@ std::vector<const VirtualService*> MeshContext::VirtualServicesFor(const std::st
   return best == nullptr ? std::vector<const VirtualService*>{} : std::vector<const VirtualService*>{best};
 }
 
-const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host,
-                                                       const std::string& proxy_namespace) const {
+const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host, const std::string& proxy_namespace,
+                                                       const LabelMap* proxy_labels) const {
   const ServiceInfo* service = FindService(host);
   const MergedDestinationRules::Entry* entry =
-      destination_rules_.Lookup(host, proxy_namespace, service != nullptr ? service->namespace_name : "");
+      destination_rules_.Lookup(host, proxy_namespace, service != nullptr ? service->namespace_name : "", proxy_labels);
   return entry != nullptr ? entry->rule : nullptr;
+}
+
+std::string MeshContext::RuleSelectorKey(const std::string& proxy_namespace, const LabelMap& proxy_labels) const {
+  auto selectors = destination_rules_.selectors.find(proxy_namespace);
+  if (selectors == destination_rules_.selectors.end()) return "";
+  std::string key;
+  for (const LabelMap& selector : selectors->second) key += LabelsMatch(selector, proxy_labels) ? '1' : '0';
+  return key;
 }
 
 namespace {
@@ -828,24 +836,40 @@ bool ExportedTo(const std::set<std::string>& export_to, const std::string& proxy
          (!proxy_namespace.empty() && export_to.contains(proxy_namespace));
 }
 
+// The rules of `proxy_namespace`'s own index for `host` (for the root namespace, those it keeps
+// to itself), or null.
+const std::vector<MergedDestinationRules::Entry>* LocalRules(const MergedDestinationRules& rules,
+                                                             const std::string& host,
+                                                             const std::string& proxy_namespace) {
+  if (proxy_namespace == rules.root_namespace) return FindForHost(rules.root_local, host);
+  if (proxy_namespace.empty()) return nullptr;
+  auto in = rules.by_namespace.find(proxy_namespace);
+  return in != rules.by_namespace.end() ? FindForHost(in->second, host) : nullptr;
+}
+
 }  // namespace
 
 const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::string& host,
                                                                     const std::string& proxy_namespace,
-                                                                    const std::string& service_namespace) const {
+                                                                    const std::string& service_namespace,
+                                                                    const LabelMap* labels) const {
   // 1. The proxy's namespace's own rules. A proxy of the root namespace (a gateway, usually)
   // looks there only at rules exported to "." alone (istiod's rootNamespaceLocal): the root's
   // others are mesh-wide defaults, looked at last. Of several for the host, the last (istiod's
   // SidecarScope keeps the last without a workload selector).
-  const std::vector<Entry>* local = nullptr;
-  if (proxy_namespace == root_namespace) {
-    local = FindForHost(root_local, host);
-  } else if (!proxy_namespace.empty()) {
-    if (auto rules = by_namespace.find(proxy_namespace); rules != by_namespace.end()) {
-      local = FindForHost(rules->second, host);
+  const std::vector<Entry>* local = LocalRules(*this, host, proxy_namespace);
+  if (local != nullptr && !local->empty()) {
+    static const LabelMap kNoLabels;
+    const Entry* catch_all = nullptr;
+    for (const Entry& entry : *local) {
+      if (!entry.selector.has_value()) {
+        catch_all = &entry;
+      } else if (LabelsMatch(*entry.selector, labels != nullptr ? *labels : kNoLabels)) {
+        return &entry;
+      }
     }
+    return catch_all;
   }
-  if (local != nullptr && !local->empty()) return &local->back();
   // 2. The service's namespace's, then the root namespace's rules exported to the proxy's
   // namespace, among those of the most specific host that has any: when none of those is
   // exported to it, that namespace gives none (istiod looks no further there).
@@ -860,6 +884,26 @@ const MergedDestinationRules::Entry* MergedDestinationRules::Lookup(const std::s
     }
   }
   return nullptr;
+}
+
+std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::LookupAny(
+    const std::string& host, const std::string& proxy_namespace, const std::string& service_namespace) const {
+  const std::vector<Entry>* local = LocalRules(*this, host, proxy_namespace);
+  std::vector<const Entry*> out;
+  if (local == nullptr || local->empty()) {
+    if (const Entry* entry = Lookup(host, proxy_namespace, service_namespace)) out.push_back(entry);
+    return out;
+  }
+  const Entry* catch_all = nullptr;
+  for (const Entry& entry : *local) {
+    if (entry.selector.has_value()) {
+      out.push_back(&entry);
+    } else {
+      catch_all = &entry;
+    }
+  }
+  if (catch_all != nullptr) out.push_back(catch_all);
+  return out;
 }
 
 bool MergedDestinationRules::AnyFor(const std::string& host) const {
@@ -885,10 +929,11 @@ std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::Entrie
 
 namespace {
 
-// Adds `rule` (exported to `export_to`, as written) to `list`, the rules of one host in one of
-// istiod's indexes, as istiod's enhanced merge does without workload selectors: into each rule
-// exported alike, or to a (non-empty) subset of where it is exported; as a rule of its own when
-// the last it met could not take it.
+// Adds `rule` (exported to `export_to`, as written; "." for a rule with a workload selector) to
+// `list`, the rules of one host in one of istiod's indexes, as istiod's enhanced merge does: into
+// each rule exported alike, or to a (non-empty) subset of where it is exported, unless both have
+// workload selectors that differ; as a rule of its own when the last it met could not take it,
+// or when it met a rule exported more narrowly than itself with a selector on one side only.
 void MergeInto(std::vector<MergedDestinationRules::Entry>& list, const DestinationRule* rule, const ConfigKey& key,
                const std::set<std::string>& export_to, const std::string& host, MergedDestinationRules& out) {
   bool separate = true;
@@ -900,7 +945,13 @@ void MergeInto(std::vector<MergedDestinationRules::Entry>& list, const Destinati
       separate = true;
       continue;
     }
-    separate = false;
+    const bool both_with = entry.selector.has_value() && rule->workload_selector.has_value();
+    const bool both_without = !entry.selector.has_value() && !rule->workload_selector.has_value();
+    if (both_with && *entry.selector != *rule->workload_selector) {
+      separate = true;
+      continue;
+    }
+    separate = !alike && !both_with && !both_without;
     if (entry.copy == nullptr) {
       entry.copy = &out.merged.emplace_back(*entry.rule);
       entry.rule = entry.copy;
@@ -926,6 +977,7 @@ void MergeInto(std::vector<MergedDestinationRules::Entry>& list, const Destinati
   entry.rule = rule;
   entry.key = key;
   entry.export_to = export_to;
+  entry.selector = rule->workload_selector;
   for (const auto& subset : rule->subsets) entry.subset_owners.try_emplace(subset.name, key);
 }
 
@@ -950,11 +1002,25 @@ MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std
   for (auto& [where, list] : claims) {
     const std::string& ns = where.first;
     const std::string& host = where.second;
+    // Rules with a workload selector first, then oldest first, as istiod sorts them.
     std::stable_sort(list.begin(), list.end(), [](const Claim& a, const Claim& b) {
+      if (a.rule->workload_selector.has_value() != b.rule->workload_selector.has_value()) {
+        return a.rule->workload_selector.has_value();
+      }
       return OlderFirst(a.rule->meta, a.key, b.rule->meta, b.key);
     });
     for (const Claim& claim : list) {
-      const std::set<std::string> export_to(claim.rule->export_to.begin(), claim.rule->export_to.end());
+      // A rule with a workload selector is its namespace's alone, as istiod indexes it.
+      const std::set<std::string> export_to =
+          claim.rule->workload_selector.has_value()
+              ? std::set<std::string>{"."}
+              : std::set<std::string>(claim.rule->export_to.begin(), claim.rule->export_to.end());
+      if (claim.rule->workload_selector.has_value()) {
+        std::vector<LabelMap>& selectors = out.selectors[ns];
+        if (std::find(selectors.begin(), selectors.end(), *claim.rule->workload_selector) == selectors.end()) {
+          selectors.push_back(*claim.rule->workload_selector);
+        }
+      }
       if (!export_to.empty() && export_to != std::set<std::string>{"*"}) out.exports_restricted = true;
       // istiod's three indexes: the namespace's own (what its proxies look at first), its
       // exported rules, and the root namespace's rules for itself alone.
@@ -1031,13 +1097,21 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         const std::vector<std::string> namespaces =
             ServedNamespaces(*vs, key, delegators.has_value() ? *delegators : kNone);
         std::string ns;
+        // A subset some proxy of the namespace gets (by a rule with a workload selector, or the
+        // rule the others get) passes: which proxies route there is the config's to say.
         const MergedDestinationRules::Entry* rule = nullptr;
+        bool defined = false;
         for (const std::string& candidate_ns : namespaces) {
-          rule = rules.Lookup(host, candidate_ns, ServiceNamespaceOf(candidate, host, suffix, entries));
+          const std::vector<const MergedDestinationRules::Entry*> candidates =
+              rules.LookupAny(host, candidate_ns, ServiceNamespaceOf(candidate, host, suffix, entries));
+          rule = candidates.empty() ? nullptr : candidates.back();
           ns = candidate_ns;
-          if (rule == nullptr || !DefinesSubset(*rule->rule, d.subset)) break;
+          defined = std::any_of(candidates.begin(), candidates.end(), [&](const MergedDestinationRules::Entry* entry) {
+            return DefinesSubset(*entry->rule, d.subset);
+          });
+          if (!defined) break;
         }
-        if (namespaces.empty() || (rule != nullptr && DefinesSubset(*rule->rule, d.subset))) return;
+        if (namespaces.empty() || defined) return;
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";

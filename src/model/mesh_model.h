@@ -93,11 +93,14 @@ std::optional<int> ExportRank(std::span<const std::string> export_to, const std:
 inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
-// them: in each namespace, of the rules for one host, oldest first (metadata.creationTimestamp;
-// unset counts as newest), then by name, a rule is merged into the earlier ones exported alike
-// (or to fewer namespaces: a subset of its exportTo) (every subset whose name is new; its
-// traffic policy only if the earlier has none), else kept as a rule of its own. With no
-// exportTo anywhere, every rule of a host is merged into the oldest. A duplicate subset is a
+// them: in each namespace, of the rules for one host, those with a workloadSelector first, then
+// oldest first (metadata.creationTimestamp; unset counts as newest), then by name, a rule is
+// merged into the earlier ones exported alike (or to fewer namespaces: a subset of its
+// exportTo) (every subset whose name is new; its traffic policy only if the earlier has none),
+// else kept as a rule of its own; a rule with a workload selector counts as exported to "."
+// alone and is merged only into one with the same selector, or, exported alike, into one
+// without (as istiod's merge does), and kept on its own beside. With no exportTo and no
+// selector anywhere, every rule of a host is merged into the oldest. A duplicate subset is a
 // finding (pilot_destrule_subsets, istiod's metric).
 struct MergedDestinationRules {
   struct Entry {
@@ -106,6 +109,7 @@ struct MergedDestinationRules {
     std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
     std::set<std::string> export_to;                 // of the first rule, as written (empty: none given)
     DestinationRule* copy = nullptr;                 // `rule` once others were merged into it
+    std::optional<LabelMap> selector;                // the first rule's workloadSelector
   };
   // istiod's indexes, namespace -> host -> rules (oldest first, those exported alike or more
   // widely merged into earlier ones; a proxy gets the last that applies to it):
@@ -120,14 +124,22 @@ struct MergedDestinationRules {
   std::vector<ConfigWarning> findings;
   std::string root_namespace = kRootNamespace;
   bool exports_restricted = false;  // some rule is exported to fewer than all namespaces
+  // namespace -> the workload selectors of its rules (any host), in a stable order: which of
+  // them a proxy's labels meet decides which rules it gets (MeshContext::RuleSelectorKey).
+  std::map<std::string, std::vector<LabelMap>> selectors;
   // Istio's choice for a proxy of `proxy_namespace` and a host whose service is of
   // `service_namespace`: the proxy's namespace's rule for the host (FindForHost; for a proxy of
   // the root namespace, only the root's rules exported to "." alone), else the service's
   // namespace's, else the root namespace's, each of the most specific host's rules exported to
   // the proxy's namespace. An empty namespace is skipped; an empty `proxy_namespace` gets rules
-  // exported to every namespace only.
-  const Entry* Lookup(const std::string& host, const std::string& proxy_namespace,
-                      const std::string& service_namespace) const;
+  // exported to every namespace only. In the proxy's own namespace, as istiod's sidecar scope
+  // chooses: the first rule whose workload selector the proxy's `labels` (null: none) include,
+  // else the last without a selector, else none (the search ends there).
+  const Entry* Lookup(const std::string& host, const std::string& proxy_namespace, const std::string& service_namespace,
+                      const LabelMap* labels = nullptr) const;
+  // Every rule some proxy of `proxy_namespace` may get for `host` (Lookup, whatever its labels).
+  std::vector<const Entry*> LookupAny(const std::string& host, const std::string& proxy_namespace,
+                                      const std::string& service_namespace) const;
   bool AnyFor(const std::string& host) const;  // whether any rule of any namespace applies to it
   // The rules of `namespace_name` for exactly `host`, in every index.
   std::vector<const Entry*> EntriesOf(const std::string& namespace_name, const std::string& host) const;
@@ -164,8 +176,14 @@ class MeshContext final : public PushContext {
   // Lookup, its service's namespace from the context): in each namespace the host's own, else
   // the most specific wildcard one (FindForHost); several there are merged. An empty
   // `proxy_namespace`: the rule of the service's namespace, else the root namespace's, which is
-  // every proxy's when !rules_vary_by_namespace().
-  const DestinationRule* DestinationRuleFor(const std::string& host, const std::string& proxy_namespace) const;
+  // every proxy's when !rules_vary_by_namespace(). `proxy_labels` (null: none) choose among
+  // rules with a workload selector.
+  const DestinationRule* DestinationRuleFor(const std::string& host, const std::string& proxy_namespace,
+                                            const LabelMap* proxy_labels = nullptr) const;
+  // Which workload selectors of the rules of `proxy_namespace` `proxy_labels` meet, one
+  // character each ("" when the namespace has none): proxies with equal keys get the same rules.
+  std::string RuleSelectorKey(const std::string& proxy_namespace, const LabelMap& proxy_labels) const;
+  bool has_rule_selectors() const { return !destination_rules_.selectors.empty(); }
   const MergedDestinationRules& destination_rules() const { return destination_rules_; }
   // Whether some DestinationRule lives outside the namespace of a service it applies to, so
   // that which rule a proxy gets for a host depends on the proxy's namespace.

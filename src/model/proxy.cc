@@ -81,6 +81,12 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
       !context.exports_restricted()) {
     route_key_ = StrCat(route_key_, "|ns:", proxy.namespace_name);
   }
+  // DestinationRules with workload selectors: which of its namespace's the proxy meets decides
+  // its rules (clusters, endpoints and hash policies).
+  if (const std::string selected = context.RuleSelectorKey(proxy.namespace_name, proxy.labels); !selected.empty()) {
+    key_ = StrCat(key_, "|rules:", selected);
+    route_key_ = StrCat(route_key_, "|rules:", selected);
+  }
   if (!context.source_conditions().empty()) {
     route_key_ += "|source:";
     for (const MeshContext::SourceCondition& condition : context.source_conditions()) {

@@ -62,6 +62,7 @@ class ProxyScope {
   // rules nor VirtualServices vary.
   const std::string& route_key() const { return route_key_; }
   const std::string& namespace_name() const { return namespace_name_; }
+  const LabelMap& labels() const { return labels_; }
 
   // Istio's sourceMatchHTTP at `gateway` ("mesh" for sidecars, else "namespace/name"): with
   // `gateways` given, whether it is among them; else the proxy's labels include sourceLabels

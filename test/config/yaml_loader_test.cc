@@ -254,8 +254,9 @@ spec:
   EXPECT_THAT(errors_of("[Web]"), ::testing::HasSubstr("spec.exportTo[0]: must be \"*\", \".\", \"~\" or a namespace"));
 }
 
-// VirtualServices and DestinationRules take exportTo as ServiceEntries do; tcp and tls routes
-// for the mesh cannot differ by namespace (shared listeners), so those are refused narrowed.
+// VirtualServices and DestinationRules take exportTo as ServiceEntries do, but for "~", which
+// Istio allows a ServiceEntry only; tcp and tls routes for the mesh cannot differ by namespace
+// (shared listeners), so those are refused narrowed.
 TEST(YamlLoaderTest, VirtualServiceAndDestinationRuleExportToAreCheckedAsIstioChecksThem) {
   const auto vs_errors = [](const std::string& export_to, const std::string& routes) {
     return Errors(ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
@@ -271,7 +272,11 @@ spec:
   const std::string tcp_at_edge =
       "  tcp: [{match: [{gateways: [edge]}], route: [{destination: {host: a.mesh.local}}]}]\n";
   EXPECT_EQ(vs_errors("[\".\"]", http), "");
-  EXPECT_EQ(vs_errors("[\"~\"]", http), "");
+  EXPECT_THAT(vs_errors("[\"~\"]", http),
+              ::testing::HasSubstr("spec.exportTo[0]: \"~\" (no namespace) is allowed for a ServiceEntry only, as "
+                                   "Istio validates: export to \".\" to keep it to this namespace"));
+  EXPECT_THAT(vs_errors("[\".\", web]", http),
+              ::testing::HasSubstr("spec.exportTo[1]: \".\" and \"web\" both name this namespace: list it once"));
   EXPECT_EQ(vs_errors("[\".\", shop]", http + tcp_at_edge), "");
   EXPECT_EQ(vs_errors("[\"*\"]", tcp), "");
   EXPECT_THAT(vs_errors("[\".\"]", tcp),
@@ -287,9 +292,8 @@ spec:
   exportTo: )" + export_to + "\n"));
   };
   EXPECT_EQ(dr_errors("[\".\", web]"), "");
-  EXPECT_EQ(dr_errors("[\"~\"]"), "");
+  EXPECT_THAT(dr_errors("[\"~\"]"), ::testing::HasSubstr("is allowed for a ServiceEntry only"));
   EXPECT_THAT(dr_errors("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
-  EXPECT_THAT(dr_errors("[\"~\", web]"), ::testing::HasSubstr("spec.exportTo[0]: \"~\" must be the only entry"));
 }
 
 // An endpoint's locality (ServiceEntry endpoints, WorkloadEntries) is read as Istio writes it;
@@ -365,6 +369,54 @@ spec: {}
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
   EXPECT_NE(parsed.errors[1].message.find("kind \"AuthorizationPolicy\" is not supported by cxds"), std::string::npos);
   EXPECT_TRUE(parsed.unidentified_failure);
+}
+
+// A DestinationRule's workloadSelector, as Istio validates it: matchLabels, no wildcard, and
+// exported to its own namespace at most.
+TEST(YamlLoaderTest, DestinationRuleWorkloadSelectorIsReadAsIstioValidatesIt) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d, "
+      "namespace: shop}\nspec:\n  host: a.mesh.local\n";
+  const ParsedFile good =
+      ParseConfigFile("dr.yaml", head + "  workloadSelector: {matchLabels: {app: canary}}\n  exportTo: [shop]\n");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& rule = std::get<DestinationRule>(good.documents[0].object);
+  ASSERT_TRUE(rule.workload_selector.has_value());
+  EXPECT_EQ(*rule.workload_selector, (LabelMap{{"app", "canary"}}));
+  const ParsedFile empty = ParseConfigFile("dr.yaml", head + "  workloadSelector: {}\n");
+  ASSERT_EQ(empty.documents.size(), 1u) << Errors(empty);
+  EXPECT_EQ(std::get<DestinationRule>(empty.documents[0].object).workload_selector, LabelMap{})
+      << "no labels: every workload of the namespace, as Istio reads it (with a warning there)";
+  EXPECT_EQ(OnlyError(head + "  workloadSelector: {matchLabels: {app: canary}}\n  exportTo: [\"*\"]\n"),
+            "spec.exportTo: with spec.workloadSelector may name only this namespace (\".\"), as Istio validates: the "
+            "rule applies to this namespace's workloads alone");
+  EXPECT_EQ(OnlyError(head + "  workloadSelector: {matchLabels: {app: \"*\"}}\n"),
+            "spec.workloadSelector.matchLabels.app: a wildcard (*) is not supported in a selector, as Istio validates");
+  EXPECT_EQ(OnlyError(head + "  workloadSelector: {labels: {app: canary}}\n"),
+            "spec.workloadSelector.labels: unknown field");
+}
+
+// proxyProtocol: V1 (Istio's default) or V2; not per port, as Istio has it; retryBudget is
+// Istio's and not served.
+TEST(YamlLoaderTest, ProxyProtocolIsReadAsIstioHasIt) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\n"
+      "spec:\n  host: a.mesh.local\n";
+  const auto proxy_of = [&](const std::string& policy) {
+    const ParsedFile file = ParseConfigFile("dr.yaml", head + "  trafficPolicy: " + policy + "\n");
+    EXPECT_EQ(file.documents.size(), 1u) << Errors(file);
+    return file.documents.empty() ? std::nullopt
+                                  : std::get<DestinationRule>(file.documents[0].object).traffic_policy->proxy_protocol;
+  };
+  EXPECT_EQ(proxy_of("{proxyProtocol: {version: V2}}"), PolicyFields::ProxyProtocol::kV2);
+  EXPECT_EQ(proxy_of("{proxyProtocol: {}}"), PolicyFields::ProxyProtocol::kV1);
+  EXPECT_EQ(proxy_of("{proxyProtocol: ~}"), std::nullopt);
+  EXPECT_EQ(OnlyError(head + "  trafficPolicy: {proxyProtocol: {version: V3}}\n"),
+            "spec.trafficPolicy.proxyProtocol.version: must be V1 or V2, got \"V3\"");
+  EXPECT_EQ(OnlyError(head + "  trafficPolicy: {portLevelSettings: [{port: {number: 80}, proxyProtocol: {}}]}\n"),
+            "spec.trafficPolicy.portLevelSettings[0].proxyProtocol: unknown field");
+  EXPECT_EQ(OnlyError(head + "  trafficPolicy: {retryBudget: {percent: {value: 20}}}\n"),
+            "spec.trafficPolicy.retryBudget: is not supported by cxds");
 }
 
 // Issue 17: manifests are kept with the Services they deploy. Kinds with no meaning for xDS are
@@ -1732,9 +1784,11 @@ spec:
   EXPECT_EQ(read("8_080", "5e1", "0b1010"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 10}));
   EXPECT_EQ(read("+8080", "050.0", "12.5"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 12.5}))
       << "\"050.0\" is a float: 50";
-  EXPECT_EQ(read("\"8080\"", "\"050\"", "\"010\""), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 10}))
-      << "quoted: base 10";
-  for (const std::string bad : {"\"0x1f90\"", "8080.5", "0x", "-0x1F90"}) {
+  EXPECT_EQ(read("\"8080\"", "\"50\"", "\"1.25e1\""), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 12.5}))
+      << "quoted: a JSON number";
+  EXPECT_EQ(read("!!int 0x1F90", "!!float 5e1", "!!int 010"), (std::tuple<uint32_t, uint32_t, double>{8080, 50, 8}))
+      << "tagged a number: read as a plain one";
+  for (const std::string bad : {"\"0x1f90\"", "\"08080\"", "\"+8080\"", "8080.5", "0x", "-0x1F90"}) {
     const std::string shown = bad.front() == '"' ? bad.substr(1, bad.size() - 2) : bad;
     EXPECT_EQ(Errors(vs(bad, "50", "1")),
               StrCat("vs.yaml:8: VirtualService default/v: spec.http[0].route[0].destination.port.number: must be an "

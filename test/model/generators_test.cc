@@ -18,6 +18,7 @@
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb.h"
 #include "envoy/extensions/retry/host/previous_hosts/v3/previous_hosts.pb.h"
 #include "envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.pb.h"
+#include "envoy/extensions/transport_sockets/proxy_protocol/v3/upstream_proxy_protocol.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/secret.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
@@ -720,6 +721,124 @@ spec:
           "search.example.com -> weighted: outbound|443||search.example.com 70, "
           "outbound|443||maps.example.com 30",
           "maps.example.com -> outbound|443|v2|maps.example.com", "pay.example.com -> outbound|443||pay.example.com"));
+}
+
+// A DestinationRule with a workloadSelector applies to the sidecars of its namespace it
+// selects: their clusters and the hash policies of their routes follow it, the others' the rule
+// without one; proxies meeting the same selectors share what they are sent.
+TEST_F(GeneratorsTest, ARuleWithAWorkloadSelectorShapesTheSelectedProxiesOnly) {
+  Apply("selector.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api, namespace: shop}
+spec:
+  host: api
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-canary, namespace: shop}
+spec:
+  host: api
+  workloadSelector: {matchLabels: {app: canary}}
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  const std::string cluster = "outbound|7000||api.shop.svc.cluster.local";
+  // What a sidecar of shop labelled `app` is sent: the cluster's lb policy, and whether its
+  // route to the cluster hashes.
+  const auto sent = [&](const std::string& app) {
+    const std::string id = StrCat("sidecar~127.0.0.5~", app, "-1.shop~shop.svc.cluster.local");
+    const auto labelled = [&] {
+      auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+      (*labels->mutable_fields())["app"].set_string_value(app);
+    };
+    auto cds_stream = Connect(id, false);
+    labelled();
+    cds_stream->Send(First(std::string(kClusterType), {}));
+    Cluster::LbPolicy policy = Cluster::ROUND_ROBIN;
+    for (const auto& response : cds_stream->Take()) {
+      for (int i = 0; i < response.resources_size(); ++i) {
+        const Cluster c = Decode<Cluster>(response, i);
+        if (c.name() == cluster) policy = c.lb_policy();
+      }
+    }
+    auto rds_stream = Connect(id, false);
+    labelled();
+    rds_stream->Send(First(std::string(kRouteType), {"7000"}));
+    bool hashes = false;
+    for (const auto& response : rds_stream->Take()) {
+      for (int i = 0; i < response.resources_size(); ++i) {
+        const auto config = Decode<envoy::config::route::v3::RouteConfiguration>(response, i);
+        for (const auto& vhost : config.virtual_hosts()) {
+          for (const auto& route : vhost.routes()) {
+            hashes = hashes || (route.route().cluster() == cluster && route.route().hash_policy_size() > 0);
+          }
+        }
+      }
+    }
+    return std::pair{policy, hashes};
+  };
+  EXPECT_EQ(sent("canary"), std::pair(Cluster::RING_HASH, true));
+  EXPECT_EQ(sent("web"), std::pair(Cluster::RANDOM, false));
+  EXPECT_EQ(sent("canary"), std::pair(Cluster::RING_HASH, true)) << "after the other, from the shared cache";
+}
+
+// proxyProtocol as istiod applies it on Envoy nodes: the cluster's transport socket (TLS, else
+// plain bytes) wrapped in the upstream PROXY protocol socket; a subset's replaces the rule's; a
+// port's settings, which have none, keep the rule's. gRPC nodes get none (analysis says so).
+TEST_F(GeneratorsTest, ProxyProtocolWrapsTheUpstreamTransportSocket) {
+  Apply("proxy.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}, {name: http-admin, port: 7001}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db, namespace: shop}
+spec:
+  host: db
+  trafficPolicy:
+    proxyProtocol: {version: V2}
+    portLevelSettings:
+    - {port: {number: 7001}, tls: {mode: SIMPLE, caCertificates: /etc/ca.pem}}
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {proxyProtocol: {}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  using envoy::extensions::transport_sockets::proxy_protocol::v3::ProxyProtocolUpstreamTransport;
+  const auto proxy_protocol = [](const Cluster& cluster) {
+    ProxyProtocolUpstreamTransport upstream;
+    EXPECT_EQ(cluster.transport_socket().name(), "envoy.transport_sockets.upstream_proxy_protocol");
+    EXPECT_TRUE(cluster.transport_socket().typed_config().UnpackTo(&upstream)) << cluster.DebugString();
+    return upstream;
+  };
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const ProxyProtocolUpstreamTransport plain = proxy_protocol(clusters["outbound|7000||db.shop.svc.cluster.local"]);
+  EXPECT_EQ(plain.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2);
+  EXPECT_EQ(plain.transport_socket().name(), "envoy.transport_sockets.raw_buffer");
+  const ProxyProtocolUpstreamTransport tls = proxy_protocol(clusters["outbound|7001||db.shop.svc.cluster.local"]);
+  EXPECT_EQ(tls.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2) << "the port keeps the rule's";
+  EXPECT_EQ(tls.transport_socket().name(), "envoy.transport_sockets.tls") << "TLS inside the PROXY header";
+  const ProxyProtocolUpstreamTransport v1 = proxy_protocol(clusters["outbound|7000|v1|db.shop.svc.cluster.local"]);
+  EXPECT_EQ(v1.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V1) << "the subset's, V1 by default";
+
+  auto h = Connect("grpc-client-1", true);
+  h->Send(First(std::string(kClusterType), {"outbound|7000||db.shop.svc.cluster.local"}));
+  const auto cds = h->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  EXPECT_FALSE(Decode<Cluster>(cds[0], 0).has_transport_socket()) << "gRPC sends no PROXY header";
 }
 
 // The load balancer as istiod applies it on Envoy nodes: LEAST_REQUEST unless the rule says
@@ -2139,7 +2258,8 @@ spec:
 
   // A proxy that gives no locality is of the empty one, as istiod takes it: under failover the
   // endpoints of no locality come first (the same empty locality), and a distribute rule from
-  // "*" applies to it.
+  // "*" applies to it. An endpoint of no locality is in no region, not even one called "local"
+  // (where EDS groups it), and proxies share an entry only where their results are the same.
   Apply("geo.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: geo}
@@ -2149,6 +2269,7 @@ spec:
   ports: [{number: 8080, name: http, protocol: HTTP}]
   endpoints:
   - {address: 127.0.0.61, locality: us-east/a}
+  - {address: 127.0.0.63, locality: eu-west/b}
   - {address: 127.0.0.62}
 ---
 apiVersion: networking.istio.io/v1
@@ -2161,15 +2282,21 @@ spec:
   - name: spread
     labels: {}
     trafficPolicy:
-      loadBalancer: {localityLbSetting: {distribute: [{from: "*", to: {us-east/a: 80, "*": 20}}]}}
+      loadBalancer: {localityLbSetting: {distribute: [{from: "*", to: {us-east/a: 80, "eu-west/*": 20}}]}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   for (bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
-    EXPECT_EQ(shape(grpc, {"", "", ""}, all), (Shape{{"us-east/a/", {1, 1, 1}}, {"local//", {0, 1, 1}}}));
-    EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all), (Shape{{"us-east/a/", {0, 1, 1}}, {"local//", {1, 1, 1}}}));
+    const Shape unlocated = {{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"local//", {0, 1, 1}}};
+    // A proxy of a made-up region first, so that a shared entry would be found by the next.
+    EXPECT_EQ(shape(grpc, {"mars", "x", ""}, all), unlocated) << "no endpoint in its region: as they are";
+    EXPECT_EQ(shape(grpc, {"local", "", ""}, all), unlocated) << "no endpoint is in a region called local";
+    EXPECT_EQ(shape(grpc, {"", "", ""}, all),
+              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}));
+    EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all),
+              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}));
     EXPECT_EQ(shape(grpc, {"", "", ""}, "outbound|8080|spread|geo.mesh.local"),
-              (Shape{{"us-east/a/", {0, 80, 1}}, {"local//", {0, 20, 1}}}));
+              (Shape{{"us-east/a/", {0, 80, 1}}, {"eu-west/b/", {0, 20, 1}}, {"local//", {0, 1, 0}}}));
   }
 }
 
@@ -3507,7 +3634,7 @@ TEST(ProxyInfoTest, ParsesIstioNodeIdsAndMetadata) {
 // localityLbSetting on a DNS ServiceEntry's cluster (STRICT_DNS: its load assignment names
 // the endpoints), as istiod applies it there: failover priorities for the proxy's locality with
 // outlier detection, distribute's weights, the cluster weighing localities; a proxy of no
-// locality gets the names as they are.
+// locality is of the empty one, as istiod takes it: the names of no locality first.
 TEST_F(GeneratorsTest, LocalityLbSettingAppliesToDnsClustersForTheProxysLocality) {
   Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -3520,6 +3647,7 @@ spec:
   - {address: a.geo.example.com, locality: r-a/z1}
   - {address: b.geo.example.com, locality: r-b/z1}
   - {address: c.geo.example.com, locality: r-c/z1}
+  - {address: d.geo.example.com}
 ---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -3560,16 +3688,16 @@ spec:
   };
   bool weighs = false;
   EXPECT_EQ(shape("r-a", "outbound|8080||geo-dns.mesh.local", &weighs),
-            (Shape{{"r-a", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"r-b", {2, 1, 1}}}))
+            (Shape{{"r-a", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"r-b", {2, 1, 1}}, {"", {2, 1, 1}}}))
       << "its region first, then the failover region, then the rest";
   EXPECT_TRUE(weighs) << "failover rules with outlier detection: istiod weighs localities";
   EXPECT_EQ(shape("r-b", "outbound|8080||geo-dns.mesh.local", &weighs),
-            (Shape{{"r-a", {1, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {1, 1, 1}}}));
+            (Shape{{"r-a", {1, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"", {1, 1, 1}}}));
   EXPECT_EQ(shape("", "outbound|8080||geo-dns.mesh.local", &weighs),
-            (Shape{{"r-a", {0, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {0, 1, 1}}}))
-      << "no locality: the names as they are";
+            (Shape{{"r-a", {1, 1, 1}}, {"r-b", {1, 1, 1}}, {"r-c", {1, 1, 1}}, {"", {0, 1, 1}}}))
+      << "no locality: the names of no locality first";
   EXPECT_EQ(shape("r-a", "outbound|8080|spread|geo-dns.mesh.local", &weighs),
-            (Shape{{"r-a", {0, 1, 0}}, {"r-b", {0, 100, 1}}, {"r-c", {0, 1, 0}}}))
+            (Shape{{"r-a", {0, 1, 0}}, {"r-b", {0, 100, 1}}, {"r-c", {0, 1, 0}}, {"", {0, 1, 0}}}))
       << "distribute: r-b takes all, the others emptied";
   EXPECT_TRUE(weighs);
 }

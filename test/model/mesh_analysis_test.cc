@@ -551,6 +551,51 @@ spec:
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_server_left_out"], 2u);
 }
 
+// ServiceEntries and Services exported to no namespace are valid and served to no proxy: said
+// once each. (VirtualServices and DestinationRules may not be, as Istio validates.)
+TEST(MeshAnalysisTest, ServicesExportedToNoNamespaceAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("hidden.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: hidden, namespace: shop}
+spec:
+  hosts: [hidden.mesh.local]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.70}]
+  exportTo: ["~"]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: quiet
+  namespace: shop
+  annotations: {networking.istio.io/exportTo: "~"}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: shown, namespace: shop}
+spec:
+  hosts: [shown.mesh.local]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.71}]
+  exportTo: ["."]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  std::vector<std::string> none;
+  for (const std::string& w : Strings(update.warnings)) {
+    if (w.find("[cxds_exported_to_none]") != std::string::npos) none.push_back(w);
+  }
+  EXPECT_THAT(none, ::testing::UnorderedElementsAre(
+                        "hidden.yaml:1: ServiceEntry shop/hidden: spec.exportTo: exported to no namespace (~): no "
+                        "proxy gets its hosts, as in Istio [cxds_exported_to_none]",
+                        "hidden.yaml:11: Service shop/quiet: metadata.annotations[networking.istio.io/exportTo]: "
+                        "exported to no namespace (~): no proxy gets its hosts, as in Istio [cxds_exported_to_none]"));
+}
+
 // TLS fields Istio accepts and istiod ignores (a passthrough server's certificates, an HTTP
 // server's TLS besides httpsRedirect) are said on the field, not refused.
 TEST(MeshAnalysisTest, GatewayTlsFieldsIstiodIgnoresAreReported) {

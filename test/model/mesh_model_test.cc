@@ -477,7 +477,7 @@ kind: VirtualService
 metadata: {name: hidden, namespace: shop}
 spec:
   hosts: [a.web.svc.cluster.local]
-  exportTo: ["~"]
+  exportTo: [nowhere]
   http: [{route: [{destination: {host: a.web.svc.cluster.local}}]}]
 ---
 apiVersion: networking.istio.io/v1
@@ -568,7 +568,7 @@ kind: DestinationRule
 metadata: {name: nobody, namespace: web}
 spec:
   host: a.web.svc.cluster.local
-  exportTo: ["~"]
+  exportTo: [nowhere]
   subsets: [{name: none, labels: {v: "6"}}]
 )");
   ASSERT_EQ(store.error_count(), 0u);
@@ -580,7 +580,7 @@ spec:
   EXPECT_THAT(SubsetsServed(mesh, b, "other"), ::testing::ElementsAre("root")) << "shop exports nothing to it";
   EXPECT_THAT(SubsetsServed(mesh, b, "istio-system"), ::testing::ElementsAre("gateway"));
   EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "web"), ::testing::ElementsAre("root"))
-      << "a rule exported to no namespace reaches not even its own";
+      << "a rule exported to another namespace alone reaches not even its own";
 }
 
 // Several rules of one host in one namespace, exported differently, as istiod's enhanced merge
@@ -625,7 +625,7 @@ kind: DestinationRule
 metadata: {name: hidden, namespace: web}
 spec:
   host: a.web.svc.cluster.local
-  exportTo: ["~"]
+  exportTo: [nowhere]
   subsets: [{name: h, labels: {v: "5"}}]
 ---
 apiVersion: networking.istio.io/v1
@@ -646,9 +646,111 @@ spec:
   EXPECT_THAT(SubsetsServed(mesh, b, "ops"), ::testing::ElementsAre("v1"));
   EXPECT_THAT(SubsetsServed(mesh, b, "other"), ::testing::ElementsAre("v1"));
   // a.web: the exact host's one rule reaches nobody, so namespace web gives other namespaces
-  // nothing (not its wildcard rule); web's own proxies look at their index, where "~" is not.
+  // nothing (not its wildcard rule); web's own proxies look at their index, where it is not.
   EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "shop"), ::testing::IsEmpty());
   EXPECT_THAT(SubsetsServed(mesh, "a.web.svc.cluster.local", "web"), ::testing::ElementsAre("w"));
+}
+
+// DestinationRules with a workloadSelector, as istiod's sidecar scope chooses: in the proxy's
+// namespace the first rule whose selector its labels include (those with a selector sorted
+// first, then oldest), else the last without one, else none, the search ending there even when
+// the service's namespace exports a rule; never to other namespaces. Rules with the same
+// selector merge; a rule without one exported to "." alone merges into one with a selector, as
+// istiod's merge does.
+TEST(MeshContextTest, RulesWithAWorkloadSelectorApplyToTheWorkloadsTheySelect) {
+  ConfigStore store;
+  store.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: all, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  subsets: [{name: all, labels: {v: "1"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: canary, namespace: shop, creationTimestamp: "2026-01-03T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: canary, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: canary-more, namespace: shop, creationTimestamp: "2026-01-04T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: more, labels: {v: "3"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: beta, namespace: shop, creationTimestamp: "2026-01-02T00:00:00Z"}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {track: beta}}
+  subsets: [{name: beta, labels: {v: "4"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: only-selected, namespace: web}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: web-canary}}
+  subsets: [{name: web-canary, labels: {v: "5"}}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  EXPECT_TRUE(mesh.has_rule_selectors());
+  EXPECT_TRUE(mesh.rules_vary_by_namespace());
+  const std::string b = "b.shop.svc.cluster.local";
+  const auto subsets = [&](const std::string& ns, const LabelMap& labels) {
+    std::vector<std::string> names;
+    if (const DestinationRule* rule = mesh.DestinationRuleFor(b, ns, &labels); rule != nullptr) {
+      for (const auto& subset : rule->subsets) names.push_back(subset.name);
+    }
+    return names;
+  };
+  EXPECT_THAT(subsets("shop", {}), ::testing::ElementsAre("all"));
+  EXPECT_THAT(subsets("shop", {{"app", "canary"}, {"x", "y"}}), ::testing::ElementsAre("canary", "more"))
+      << "the same selector: merged, the older first";
+  EXPECT_THAT(subsets("shop", {{"track", "beta"}}), ::testing::ElementsAre("beta"));
+  EXPECT_THAT(subsets("shop", {{"app", "canary"}, {"track", "beta"}}), ::testing::ElementsAre("beta"))
+      << "both select it: the older rule";
+  EXPECT_THAT(subsets("other", {{"app", "canary"}}), ::testing::ElementsAre("all"))
+      << "a selector applies in its own namespace only";
+  EXPECT_THAT(subsets("web", {{"app", "web-canary"}}), ::testing::ElementsAre("web-canary"));
+  EXPECT_THAT(subsets("web", {}), ::testing::IsEmpty())
+      << "web has a rule for the host: the search ends there, as in istiod, though shop exports one";
+  EXPECT_EQ(mesh.RuleSelectorKey("shop", {{"app", "canary"}}), mesh.RuleSelectorKey("shop", {{"app", "canary"}}));
+  EXPECT_NE(mesh.RuleSelectorKey("shop", {{"app", "canary"}}), mesh.RuleSelectorKey("shop", {}));
+  EXPECT_EQ(mesh.RuleSelectorKey("other", {{"app", "canary"}}), "") << "no selector there";
+
+  // A rule without a selector exported to "." alone, as istiod's merge takes it: merged into the
+  // earlier rule with a selector (exported alike, "."), and not kept on its own.
+  ConfigStore quirk;
+  quirk.ApplyFile("mesh.yaml", kServicesAB + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: selected, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: canary, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: private, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  exportTo: ["."]
+  subsets: [{name: private, labels: {v: "3"}}]
+)");
+  ASSERT_EQ(quirk.error_count(), 0u);
+  const MeshContext merged("v1", 1, absl::UnixEpoch(), quirk.Snapshot(), "cluster.local");
+  const LabelMap canary = {{"app", "canary"}}, none;
+  const DestinationRule* selected = merged.DestinationRuleFor(b, "shop", &canary);
+  ASSERT_NE(selected, nullptr);
+  EXPECT_EQ(selected->subsets.size(), 2u);
+  EXPECT_EQ(merged.DestinationRuleFor(b, "shop", &none), nullptr);
 }
 
 // A VirtualService's subsets are checked against the rule of each namespace it is exported to:
@@ -693,7 +795,8 @@ spec:
   EXPECT_THAT(errors_of("[web, ops]"),
               ::testing::HasSubstr("subset \"v2\" of b.shop.svc.cluster.local is not defined: no DestinationRule for "
                                    "the host applies to proxies of namespace ops"));
-  EXPECT_EQ(errors_of("[\"~\"]"), "") << "reaches no proxy: nothing to check";
+  EXPECT_THAT(errors_of("[\"~\"]"), ::testing::HasSubstr("is allowed for a ServiceEntry only"))
+      << "Istio refuses it for a VirtualService";
 }
 
 // A narrowly exported VirtualService bound only to a Gateway splits gateway proxies' routes by
