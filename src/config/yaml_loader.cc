@@ -745,9 +745,9 @@ std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec, const s
     const std::string& to = out[i];
     const std::string f = Reader::Index("spec.exportTo", i);
     if (!seen.insert(to == "." ? namespace_name : to).second) {
+      const bool dot = to == "." || std::find(out.begin(), out.begin() + i, ".") != out.begin() + i;
       r.Error(spec["exportTo"][i], f,
-              to == "." || to == namespace_name
-                  ? StrCat("\".\" and \"", namespace_name, "\" both name this namespace: list it once")
+              dot ? StrCat("\".\" and \"", namespace_name, "\" both name this namespace: list it once")
                   : StrCat("\"", to.substr(0, 64), "\" is listed twice"));
     } else if (to == "~" && !service_entry) {
       r.Error(spec["exportTo"][i], f,
@@ -2668,14 +2668,17 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                               : "; cxds issues no workload certificates)"));
     return;
   }
-  // What checks client certificates does nothing on a SIMPLE server, which asks for none.
+  // What checks client certificates does nothing on a SIMPLE server, which asks for none; but
+  // beside a credentialName istiod still matches subjectAltNames.
   static constexpr const char* kClientChecks[] = {"subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash",
                                                   "caCertCredentialName", "insecureSkipVerify"};
   for (const char* key : kUnserved) {
     if (!given(key)) continue;
-    if (mode == "SIMPLE" && std::find_if(std::begin(kClientChecks), std::end(kClientChecks), [&](const char* check) {
-                              return std::string_view(check) == key;
-                            }) != std::end(kClientChecks)) {
+    const bool checks_clients_only =
+        std::find_if(std::begin(kClientChecks), std::end(kClientChecks),
+                     [&](const char* check) { return std::string_view(check) == key; }) != std::end(kClientChecks);
+    if (mode == "SIMPLE" && checks_clients_only &&
+        !(credential.size() > 0 && std::string_view(key) == "subjectAltNames")) {
       server.ignored_tls_fields.emplace_back(key,
                                              "has no effect with mode SIMPLE, where client certificates are not "
                                              "checked");

@@ -106,15 +106,13 @@ void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
 // Istio's merge (MergeTrafficPolicy): the rule's policy, replaced whole by its settings for
 // `port`; then each field the subset's policy sets, replacing the one above; then the subset's
 // settings for `port`, replacing all four fields. proxyProtocol, which no port's settings have,
-// is the subset's, else the rule's. Nothing set anywhere: nullopt.
+// is the subset's unless it has settings for `port`, else the rule's unless it has: istiod's
+// port-level copy keeps the four fields alone. Nothing set anywhere: nullopt.
 std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::string& subset, uint32_t port) {
   if (rule == nullptr) return std::nullopt;
   const auto at_port = [port](const TrafficPolicy& policy) -> PolicyFields {
     for (const auto& level : policy.port_level) {
-      if (level.port != port) continue;
-      PolicyFields out = level.policy;
-      out.proxy_protocol = policy.proxy_protocol;
-      return out;
+      if (level.port == port) return level.policy;
     }
     return policy;
   };
@@ -134,12 +132,16 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     if (over.connection_pool.has_value()) out.connection_pool = over.connection_pool;
     if (over.outlier_detection.has_value()) out.outlier_detection = over.outlier_detection;
     if (over.tls.has_value()) out.tls = over.tls;
-    if (over.proxy_protocol.has_value()) out.proxy_protocol = over.proxy_protocol;
+    const PolicyFields* over_port = nullptr;
     for (const auto& level : over.port_level) {
-      if (level.port != port) continue;
-      const std::optional<PolicyFields::ProxyProtocol> proxy_protocol = out.proxy_protocol;
-      out = level.policy;
-      out.proxy_protocol = proxy_protocol;
+      if (level.port == port) over_port = &level.policy;
+    }
+    if (over_port != nullptr) {
+      const std::optional<PolicyFields::ProxyProtocol> above = out.proxy_protocol;
+      out = *over_port;
+      out.proxy_protocol = above;
+    } else if (over.proxy_protocol.has_value()) {
+      out.proxy_protocol = over.proxy_protocol;
     }
     merged = out;
   }

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/strings.h"
 #include "model/mesh_kinds.h"
@@ -896,11 +897,14 @@ std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::Lookup
   }
   const Entry* catch_all = nullptr;
   for (const Entry& entry : *local) {
-    if (entry.selector.has_value()) {
-      out.push_back(&entry);
-    } else {
+    if (!entry.selector.has_value()) {
       catch_all = &entry;
+      continue;
     }
+    // One whose every proxy an earlier selector takes first is no proxy's.
+    const bool reachable = std::none_of(
+        out.begin(), out.end(), [&](const Entry* earlier) { return LabelsMatch(*earlier->selector, *entry.selector); });
+    if (reachable) out.push_back(&entry);
   }
   if (catch_all != nullptr) out.push_back(catch_all);
   return out;
@@ -1099,12 +1103,10 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         std::string ns;
         // A subset some proxy of the namespace gets (by a rule with a workload selector, or the
         // rule the others get) passes: which proxies route there is the config's to say.
-        const MergedDestinationRules::Entry* rule = nullptr;
+        std::vector<const MergedDestinationRules::Entry*> candidates;
         bool defined = false;
         for (const std::string& candidate_ns : namespaces) {
-          const std::vector<const MergedDestinationRules::Entry*> candidates =
-              rules.LookupAny(host, candidate_ns, ServiceNamespaceOf(candidate, host, suffix, entries));
-          rule = candidates.empty() ? nullptr : candidates.back();
+          candidates = rules.LookupAny(host, candidate_ns, ServiceNamespaceOf(candidate, host, suffix, entries));
           ns = candidate_ns;
           defined = std::any_of(candidates.begin(), candidates.end(), [&](const MergedDestinationRules::Entry* entry) {
             return DefinesSubset(*entry->rule, d.subset);
@@ -1112,11 +1114,18 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
           if (!defined) break;
         }
         if (namespaces.empty() || defined) return;
+        const MergedDestinationRules::Entry* rule = candidates.empty() ? nullptr : candidates.back();
         ReferenceError error;
         error.key = key;
         error.field = field + ".subset";
         const bool any_rule = rules.AnyFor(host);
-        if (rule != nullptr) {
+        if (candidates.size() > 1) {
+          std::vector<std::string> names;
+          for (const auto* c : candidates) names.push_back(StrCat(c->key.namespace_name, "/", c->key.name));
+          error.message = StrCat("subset \"", d.subset, "\" of ", host,
+                                 " is not defined by any DestinationRule proxies of namespace ", ns, " get (",
+                                 absl::StrJoin(names, ", "), ": by their workload selectors, or none)");
+        } else if (rule != nullptr) {
           error.message =
               StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ", rule->key.namespace_name, "/",
                      rule->key.name, " (host ", host,
@@ -1139,15 +1148,24 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         // What changed: a rule now served in its place that is itself new or edited (a newer one
         // exported differently), else the rule that defined the subset in the served state
         // (deleted, or narrowed: reverting it keeps the subset), else the rule served now.
-        const auto* old = before->Lookup(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before));
+        // Of the rules some proxy of the namespace got (workload selectors), the one that defined it.
+        const MergedDestinationRules::Entry* old = nullptr;
+        for (const auto* was : before->LookupAny(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before))) {
+          if (old == nullptr || (!old->subset_owners.contains(d.subset) && was->subset_owners.contains(d.subset))) {
+            old = was;
+          }
+        }
         const auto edited = [&](const ConfigKey& k) {
           auto now = candidate.find(k);
           auto was = current.find(k);
           return now != candidate.end() &&
                  (was == current.end() || was->second->content_hash != now->second->content_hash);
         };
-        if (rule != nullptr && (old == nullptr || old->key != rule->key) && edited(rule->key)) {
-          error.target = rule->key;
+        const auto taken_over = std::find_if(candidates.begin(), candidates.end(), [&](const auto* c) {
+          return (old == nullptr || old->key != c->key) && edited(c->key);
+        });
+        if (taken_over != candidates.end()) {
+          error.target = (*taken_over)->key;
         } else if (old != nullptr && old->subset_owners.contains(d.subset)) {
           error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {

@@ -294,6 +294,7 @@ spec:
   EXPECT_EQ(dr_errors("[\".\", web]"), "");
   EXPECT_THAT(dr_errors("[\"~\"]"), ::testing::HasSubstr("is allowed for a ServiceEntry only"));
   EXPECT_THAT(dr_errors("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
+  EXPECT_THAT(dr_errors("[default, default]"), ::testing::HasSubstr("spec.exportTo[1]: \"default\" is listed twice"));
 }
 
 // An endpoint's locality (ServiceEntry endpoints, WorkloadEntries) is read as Istio writes it;
@@ -851,6 +852,19 @@ spec:
   EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
             "spec.servers[0].tls.subjectAltNames: is not supported by cxds")
       << "where TLS is terminated";
+  // A SIMPLE server checks no client: what would is ignored and said, but for subjectAltNames
+  // beside a credentialName, which istiod still matches; false is unset.
+  const ParsedFile simple = ParseConfigFile(
+      "gw.yaml", https +
+                     "    tls: {mode: SIMPLE, credentialName: c, verifyCertificateSpki: [x], insecureSkipVerify: "
+                     "true, caCertCredentialName: ca}\n");
+  ASSERT_EQ(simple.documents.size(), 1u) << Errors(simple);
+  EXPECT_EQ(std::get<Gateway>(simple.documents[0].object).servers[0].ignored_tls_fields.size(), 3u);
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, subjectAltNames: [a]}\n"),
+            "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, insecureSkipVerify: false}\n"), "");
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, subjectAltNames: a}\n"),
+            "spec.servers[0].tls.subjectAltNames: must be a list");
   // An empty or null path is not given: a required one is missing.
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, serverCertificate: \"\", privateKey: /k}\n"),
             "spec.servers[0].tls.serverCertificate: is required for mode SIMPLE without credentialName (a file on "

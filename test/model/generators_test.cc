@@ -791,8 +791,9 @@ spec:
 }
 
 // proxyProtocol as istiod applies it on Envoy nodes: the cluster's transport socket (TLS, else
-// plain bytes) wrapped in the upstream PROXY protocol socket; a subset's replaces the rule's; a
-// port's settings, which have none, keep the rule's. gRPC nodes get none (analysis says so).
+// plain bytes) wrapped in the upstream PROXY protocol socket; a subset's replaces the rule's;
+// settings for a port, which have none, leave that port without it, as istiod's port-level copy
+// does. gRPC nodes get none (analysis says so).
 TEST_F(GeneratorsTest, ProxyProtocolWrapsTheUpstreamTransportSocket) {
   Apply("proxy.yaml", R"(apiVersion: v1
 kind: Service
@@ -813,6 +814,9 @@ spec:
   - name: v1
     labels: {version: v1}
     trafficPolicy: {proxyProtocol: {}}
+  - name: tls
+    labels: {version: v2}
+    trafficPolicy: {tls: {mode: SIMPLE, caCertificates: /etc/ca.pem}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::config::cluster::v3::Cluster;
@@ -827,8 +831,11 @@ spec:
   const ProxyProtocolUpstreamTransport plain = proxy_protocol(clusters["outbound|7000||db.shop.svc.cluster.local"]);
   EXPECT_EQ(plain.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2);
   EXPECT_EQ(plain.transport_socket().name(), "envoy.transport_sockets.raw_buffer");
-  const ProxyProtocolUpstreamTransport tls = proxy_protocol(clusters["outbound|7001||db.shop.svc.cluster.local"]);
-  EXPECT_EQ(tls.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2) << "the port keeps the rule's";
+  EXPECT_EQ(clusters["outbound|7001||db.shop.svc.cluster.local"].transport_socket().name(),
+            "envoy.transport_sockets.tls")
+      << "the port's settings (TLS) replace the rule's, PROXY protocol and all";
+  const ProxyProtocolUpstreamTransport tls = proxy_protocol(clusters["outbound|7000|tls|db.shop.svc.cluster.local"]);
+  EXPECT_EQ(tls.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2) << "the rule's";
   EXPECT_EQ(tls.transport_socket().name(), "envoy.transport_sockets.tls") << "TLS inside the PROXY header";
   const ProxyProtocolUpstreamTransport v1 = proxy_protocol(clusters["outbound|7000|v1|db.shop.svc.cluster.local"]);
   EXPECT_EQ(v1.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V1) << "the subset's, V1 by default";

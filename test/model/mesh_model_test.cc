@@ -753,6 +753,67 @@ spec:
   EXPECT_EQ(merged.DestinationRuleFor(b, "shop", &none), nullptr);
 }
 
+// The subset check with workload selectors: a subset a rule with a selector defines passes (its
+// proxies route there); removing that rule, or the subset from it, is refused as the change that
+// breaks the route; a rule every proxy of which an earlier selector takes is no proxy's.
+TEST(MeshContextTest, SubsetsOfRulesWithAWorkloadSelectorAreChecked) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
+  // The rule without a selector, and one for app=canary defining `canary_subset`.
+  const auto rules = [](const std::string& canary_subset) {
+    return StrCat(kServicesAB, R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: all, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  subsets: [{name: v1, labels: {v: "1"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: canary, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: )",
+                  canary_subset, R"(, labels: {v: "2"}}]
+---
+)");
+  };
+  store.ApplyFile("mesh.yaml", rules("v2") + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shadowed, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary, track: beta}}
+  subsets: [{name: v3, labels: {v: "3"}}]
+)");
+  ASSERT_EQ(store.error_count(), 0u);
+  const auto vs = [](const std::string& subset) {
+    return StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: shop}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  exportTo: ["."]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: )",
+                  subset, "}}]}]\n");
+  };
+  EXPECT_THAT(store.ApplyFile("vs.yaml", vs("v2")).errors, ::testing::IsEmpty());
+  const ConfigStore::Update shadowed = store.ApplyFile("vs.yaml", vs("v3"));
+  ASSERT_EQ(shadowed.errors.size(), 1u);
+  EXPECT_THAT(shadowed.errors[0].message,
+              ::testing::HasSubstr("subset \"v3\" of b.shop.svc.cluster.local is not defined by any DestinationRule "
+                                   "proxies of namespace shop get (shop/canary, shop/all"));
+  // Taking the subset away from the rule that defines it is what is refused.
+  const ConfigStore::Update narrowed = store.ApplyFile("mesh.yaml", rules("other"));
+  ASSERT_FALSE(narrowed.errors.empty());
+  EXPECT_EQ(narrowed.errors[0].object, "DestinationRule shop/canary") << narrowed.errors[0].ToString();
+  const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  const LabelMap canary = {{"app", "canary"}};
+  const DestinationRule* served = mesh.DestinationRuleFor("b.shop.svc.cluster.local", "shop", &canary);
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->subsets.front().name, "v2") << "the last good version keeps serving";
+}
+
 // A VirtualService's subsets are checked against the rule of each namespace it is exported to:
 // one exported only to web may route to a subset only web's proxies get.
 TEST(MeshContextTest, SubsetsAreCheckedWhereTheVirtualServiceIsExported) {
