@@ -745,7 +745,11 @@ std::vector<std::string> ReadExportTo(Reader& r, const YAML::Node& spec, const s
     const std::string& to = out[i];
     const std::string f = Reader::Index("spec.exportTo", i);
     if (!seen.insert(to == "." ? namespace_name : to).second) {
-      const bool dot = to == "." || std::find(out.begin(), out.begin() + i, ".") != out.begin() + i;
+      // The earlier entry naming the same namespace: "." beside the name is the pair to say.
+      const auto earlier = std::find_if(out.begin(), out.begin() + i, [&](const std::string& e) {
+        return (e == "." ? namespace_name : e) == (to == "." ? namespace_name : to);
+      });
+      const bool dot = earlier != out.begin() + i && ((to == ".") != (*earlier == "."));
       r.Error(spec["exportTo"][i], f,
               dot ? StrCat("\".\" and \"", namespace_name, "\" both name this namespace: list it once")
                   : StrCat("\"", to.substr(0, 64), "\" is listed twice"));

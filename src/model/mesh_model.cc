@@ -906,7 +906,9 @@ std::vector<const MergedDestinationRules::Entry*> MergedDestinationRules::Lookup
         out.begin(), out.end(), [&](const Entry* earlier) { return LabelsMatch(*earlier->selector, *entry.selector); });
     if (reachable) out.push_back(&entry);
   }
-  if (catch_all != nullptr) out.push_back(catch_all);
+  // An empty selector takes every proxy: then none gets the rule without one.
+  const bool all_selected = std::any_of(out.begin(), out.end(), [](const Entry* e) { return e->selector->empty(); });
+  if (catch_all != nullptr && !all_selected) out.push_back(catch_all);
   return out;
 }
 
@@ -1164,9 +1166,15 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         const auto taken_over = std::find_if(candidates.begin(), candidates.end(), [&](const auto* c) {
           return (old == nullptr || old->key != c->key) && edited(c->key);
         });
-        if (taken_over != candidates.end()) {
+        const bool owned = old != nullptr && old->subset_owners.contains(d.subset);
+        // The rule that defined it, when that is what changed (deleted, or edited), comes first:
+        // another rule edited in the same step did not take the subset away.
+        if (owned &&
+            (!candidate.contains(old->subset_owners.at(d.subset)) || edited(old->subset_owners.at(d.subset)))) {
+          error.target = old->subset_owners.at(d.subset);
+        } else if (taken_over != candidates.end()) {
           error.target = (*taken_over)->key;
-        } else if (old != nullptr && old->subset_owners.contains(d.subset)) {
+        } else if (owned) {
           error.target = old->subset_owners.at(d.subset);
         } else if (rule != nullptr) {
           error.target = rule->key;

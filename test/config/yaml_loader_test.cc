@@ -295,6 +295,9 @@ spec:
   EXPECT_THAT(dr_errors("[\"~\"]"), ::testing::HasSubstr("is allowed for a ServiceEntry only"));
   EXPECT_THAT(dr_errors("[web, web]"), ::testing::HasSubstr("spec.exportTo[1]: \"web\" is listed twice"));
   EXPECT_THAT(dr_errors("[default, default]"), ::testing::HasSubstr("spec.exportTo[1]: \"default\" is listed twice"));
+  EXPECT_THAT(dr_errors("[\".\", web, web]"), ::testing::HasSubstr("spec.exportTo[2]: \"web\" is listed twice"));
+  EXPECT_THAT(dr_errors("[\".\", default]"),
+              ::testing::HasSubstr("spec.exportTo[1]: \".\" and \"default\" both name this namespace"));
 }
 
 // An endpoint's locality (ServiceEntry endpoints, WorkloadEntries) is read as Istio writes it;

@@ -758,14 +758,16 @@ spec:
 // breaks the route; a rule every proxy of which an earlier selector takes is no proxy's.
 TEST(MeshContextTest, SubsetsOfRulesWithAWorkloadSelectorAreChecked) {
   ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
-  // The rule without a selector, and one for app=canary defining `canary_subset`.
-  const auto rules = [](const std::string& canary_subset) {
+  // The rule without a selector (with subsets v1 and `all_more`), and one for app=canary
+  // defining `canary_subset`.
+  const auto rules = [](const std::string& canary_subset, const std::string& all_more = "v0") {
     return StrCat(kServicesAB, R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: all, namespace: shop}
 spec:
   host: b.shop.svc.cluster.local
-  subsets: [{name: v1, labels: {v: "1"}}]
+  subsets: [{name: v1, labels: {v: "1"}}, {name: )",
+                  all_more, R"(, labels: {v: "0"}}]
 ---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -804,14 +806,32 @@ spec:
               ::testing::HasSubstr("subset \"v3\" of b.shop.svc.cluster.local is not defined by any DestinationRule "
                                    "proxies of namespace shop get (shop/canary, shop/all"));
   // Taking the subset away from the rule that defines it is what is refused.
-  const ConfigStore::Update narrowed = store.ApplyFile("mesh.yaml", rules("other"));
-  ASSERT_FALSE(narrowed.errors.empty());
+  // ... even when another rule of the host is edited in the same step, which is accepted.
+  const ConfigStore::Update narrowed = store.ApplyFile("mesh.yaml", rules("other", "v9"));
+  ASSERT_EQ(narrowed.errors.size(), 1u);
   EXPECT_EQ(narrowed.errors[0].object, "DestinationRule shop/canary") << narrowed.errors[0].ToString();
   const MeshContext mesh("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
   const LabelMap canary = {{"app", "canary"}};
   const DestinationRule* served = mesh.DestinationRuleFor("b.shop.svc.cluster.local", "shop", &canary);
   ASSERT_NE(served, nullptr);
   EXPECT_EQ(served->subsets.front().name, "v2") << "the last good version keeps serving";
+  const DestinationRule* all = mesh.DestinationRuleFor("b.shop.svc.cluster.local", "shop");
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(all->subsets.back().name, "v9") << "the other edit is served";
+
+  // An empty selector takes every proxy of the namespace: none gets the rule without one.
+  ConfigStore every(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
+  every.ApplyFile("mesh.yaml", rules("v2") + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: everyone, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {}
+  subsets: [{name: v4, labels: {v: "4"}}]
+)");
+  ASSERT_EQ(every.error_count(), 0u);
+  EXPECT_THAT(every.ApplyFile("vs.yaml", vs("v4")).errors, ::testing::IsEmpty());
+  EXPECT_FALSE(every.ApplyFile("vs.yaml", vs("v1")).errors.empty()) << "v1 is the rule no proxy gets";
 }
 
 // A VirtualService's subsets are checked against the rule of each namespace it is exported to:
