@@ -2540,7 +2540,26 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     return;
   }
   if (!r.IsMap(tls, tf)) return;
-  // Istio's ServerTLSSettings fields that cxds does not serve where TLS is terminated.
+  // Istio's ServerTLSSettings fields (OnlyKeys below lists them too), in the order said.
+  static constexpr const char* kFields[] = {"httpsRedirect",
+                                            "mode",
+                                            "credentialName",
+                                            "serverCertificate",
+                                            "privateKey",
+                                            "caCertificates",
+                                            "caCrl",
+                                            "minProtocolVersion",
+                                            "maxProtocolVersion",
+                                            "cipherSuites",
+                                            "credentialNames",
+                                            "tlsCertificates",
+                                            "subjectAltNames",
+                                            "verifyCertificateSpki",
+                                            "verifyCertificateHash",
+                                            "caCertCredentialName",
+                                            "ecdhCurves",
+                                            "insecureSkipVerify"};
+  // Those cxds does not serve where TLS is terminated.
   static constexpr const char* kUnserved[] = {
       "credentialNames",       "tlsCertificates",      "subjectAltNames", "verifyCertificateSpki",
       "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",      "insecureSkipVerify"};
@@ -2616,6 +2635,13 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
       if (given(key)) server.ignored_tls_fields.emplace_back(key, why);
     }
   };
+  const auto ignore_all_but = [&](std::initializer_list<std::string_view> kept, const std::string& why) {
+    for (const char* key : kFields) {
+      if (std::find(kept.begin(), kept.end(), key) == kept.end() && given(key)) {
+        server.ignored_tls_fields.emplace_back(key, why);
+      }
+    }
+  };
   if (http) {
     // A plain HTTP server may only redirect, as Istio validates: its tls may be there for
     // httpsRedirect, in a passthrough mode (the default) and without certificate files.
@@ -2635,10 +2661,8 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     }
     const std::string why = StrCat("has no effect on a plain-text server of protocol ", protocol);
     if (mode == "AUTO_PASSTHROUGH") server.ignored_tls_fields.emplace_back("mode", why);
-    ignore({"credentialName", "caCrl", "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames",
-            "tlsCertificates", "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash",
-            "caCertCredentialName", "ecdhCurves", "insecureSkipVerify"},
-           why);
+    // (The certificate files are errors above.)
+    ignore_all_but({"httpsRedirect", "mode", "serverCertificate", "privateKey", "caCertificates"}, why);
     return;
   }
   if (!tls_protocol) {
@@ -2657,11 +2681,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     // with. Istio warns of certificates here, and istiod ignores them and the rest.
     server.tls_mode = Gateway::Server::TlsMode::kPassthrough;
     server.routes = Gateway::Server::Routes::kTls;
-    ignore({"httpsRedirect", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
-            "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
-            "subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",
-            "insecureSkipVerify"},
-           "has no effect with mode PASSTHROUGH, where the gateway does not terminate TLS");
+    ignore_all_but({"mode"}, "has no effect with mode PASSTHROUGH, where the gateway does not terminate TLS");
     server.https_redirect = false;
     return;
   }

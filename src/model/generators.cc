@@ -394,6 +394,21 @@ struct LocalityLbPlan {
   std::vector<std::pair<std::string, std::string>> failover;       // used without distribute
   std::string key;  // for cache keys: what decides the result (the rule, or the locality's shared part)
 };
+// Whether some policy of `rule` could give PlanLocalityLb a plan: a distribute rule, or outlier
+// detection (under which Istio's mesh default fails over by locality). Reads, copies nothing.
+bool MayShapeLocality(const DestinationRule& rule) {
+  const auto shapes = [](const PolicyFields& p) {
+    return p.outlier_detection.has_value() || (p.locality_lb.has_value() && !p.locality_lb->distribute.empty());
+  };
+  const auto any_in = [&](const std::optional<TrafficPolicy>& policy) {
+    return policy.has_value() &&
+           (shapes(*policy) || std::any_of(policy->port_level.begin(), policy->port_level.end(),
+                                           [&](const auto& level) { return shapes(level.policy); }));
+  };
+  return any_in(rule.traffic_policy) ||
+         std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return any_in(s.traffic_policy); });
+}
+
 // `unknown_region`: the region the resource groups endpoints of no locality under (LocalityGroups),
 // whose group ApplyLocalityLb takes as the empty locality: read the same way here.
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
@@ -861,9 +876,10 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
         if (subset_labels == nullptr) continue;  // no such subset: nothing to serve
       }
       // Shared by every proxy unless the rule's localityLbSetting applies to this proxy's
-      // locality (a proxy of no locality is of the empty one, as in istiod).
+      // locality (a proxy of no locality is of the empty one, as in istiod). A rule that can
+      // shape no locality is passed over without merging its policy for every proxy.
       std::optional<LocalityLbPlan> locality_plan;
-      if (rule != nullptr) {
+      if (rule != nullptr && MayShapeLocality(*rule)) {
         static const std::vector<EndpointInfo> kNoEndpoints;
         const std::vector<EndpointInfo>* port_endpoints = &kNoEndpoints;
         if (auto host = index->find(cluster->host); host != index->end()) {
