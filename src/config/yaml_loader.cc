@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -193,6 +194,21 @@ bool IsPlainScalar(const YAML::Node& node) {
          (node.Tag() == "?" || node.Tag() == "tag:yaml.org,2002:int" || node.Tag() == "tag:yaml.org,2002:float");
 }
 
+// A YAML 1.1 boolean, as Kubernetes and Istio read YAML (y, yes, true, on and n, no, false, off;
+// each lower-case, capitalised or upper-case), from a plain scalar or one tagged !!bool. A quoted
+// "true" is a string, which their schemas refuse for a boolean field.
+std::optional<bool> YamlBool(const YAML::Node& node) {
+  if (!node.IsScalar() || (node.Tag() != "?" && node.Tag() != "tag:yaml.org,2002:bool")) return std::nullopt;
+  static const absl::flat_hash_map<std::string_view, bool> kWords = {
+      {"y", true},      {"Y", true},    {"yes", true},  {"Yes", true}, {"YES", true},    {"true", true},
+      {"True", true},   {"TRUE", true}, {"on", true},   {"On", true},  {"ON", true},     {"n", false},
+      {"N", false},     {"no", false},  {"No", false},  {"NO", false}, {"false", false}, {"False", false},
+      {"FALSE", false}, {"off", false}, {"Off", false}, {"OFF", false}};
+  auto it = kWords.find(node.Scalar());
+  if (it == kWords.end()) return std::nullopt;
+  return it->second;
+}
+
 // Validation context of one document.
 class Reader {
  public:
@@ -292,8 +308,10 @@ class Reader {
   std::optional<bool> Bool(const YAML::Node& parent, const char* key, const std::string& field) {
     const YAML::Node node = parent[key];
     if (!node.IsDefined() || node.IsNull()) return std::nullopt;
-    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) return node.Scalar() == "true";
-    Error(node, Join(field, key), "must be true or false");
+    if (std::optional<bool> value = YamlBool(node); value.has_value()) return value;
+    Error(
+        node, Join(field, key),
+        node.IsScalar() && node.Tag() == "!" ? "must be true or false, not a quoted string" : "must be true or false");
     return std::nullopt;
   }
 
@@ -832,7 +850,10 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   };
   only_default("sessionAffinity", "None", "client IP stickiness");
   only_default("internalTrafficPolicy", "Cluster", "node-local endpoints only");
-  only_default("publishNotReadyAddresses", "false", "serving endpoints that are not ready");
+  if (r.Bool(spec, "publishNotReadyAddresses", "spec").value_or(false)) {
+    r.Error(spec["publishNotReadyAddresses"], "spec.publishNotReadyAddresses",
+            "publishNotReadyAddresses: true (serving endpoints that are not ready) is not supported by cxds");
+  }
   s.ports = Ports(r, spec, "spec", /*k8s=*/true);
   s.selector = r.Labels(spec, "selector", "spec");
   return s;
@@ -2573,7 +2594,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     const YAML::Node node = tls[key];
     const bool boolean = std::string_view(key) == "httpsRedirect" || std::string_view(key) == "insecureSkipVerify";
     return node.IsDefined() && !node.IsNull() &&
-           !(node.IsScalar() && (node.Scalar().empty() || (boolean && node.Scalar() == "false"))) &&
+           !(node.IsScalar() && (node.Scalar().empty() || (boolean && YamlBool(node) == false))) &&
            !(node.IsSequence() && node.size() == 0);
   };
   // Types and values first, in every mode, as Istio's schema checks them, ignored or not.
@@ -2711,6 +2732,10 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
   }
   if (r.error_count() > errors_before) return;
+  // istiod sets require_tls on such a server's virtual hosts, which its connections, TLS
+  // already, always meet.
+  ignore({"httpsRedirect"}, "has no effect on a server that terminates TLS: its connections are already TLS");
+  server.https_redirect = false;
   server.tls_mode = mode == "SIMPLE"   ? Gateway::Server::TlsMode::kSimple
                     : mode == "MUTUAL" ? Gateway::Server::TlsMode::kMutual
                                        : Gateway::Server::TlsMode::kOptionalMutual;

@@ -32,12 +32,13 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
 }
 
 envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node) {
-  // A part longer than any real one is taken as no locality: it becomes part of cache keys.
-  constexpr size_t kMaxPart = 128;
-  const auto& locality = node.locality();
-  if (locality.region().size() > kMaxPart || locality.zone().size() > kMaxPart ||
-      locality.sub_zone().size() > kMaxPart) {
-    return {};
+  // A part longer than any configured locality can be (253 bytes, as the loader validates) is
+  // cut to one byte over that: it still matches no endpoint, as istiod's would, and a hostile
+  // node cannot make cache keys of any length.
+  constexpr size_t kMaxPart = 253;
+  envoy::config::core::v3::Locality locality = node.locality();
+  for (std::string* part : {locality.mutable_region(), locality.mutable_zone(), locality.mutable_sub_zone()}) {
+    if (part->size() > kMaxPart) part->resize(kMaxPart + 1);
   }
   return locality;
 }

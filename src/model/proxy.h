@@ -31,8 +31,9 @@ struct ProxyInfo {
 };
 
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
-// node.locality (Envoy's and gRPC's bootstrap set it), as given; a proxy that gives none, or a
-// part over 128 bytes, is of the empty locality, as istiod takes a proxy of no locality.
+// node.locality (Envoy's and gRPC's bootstrap set it), as given; a proxy that gives none is of
+// the empty locality, as istiod takes it. A part longer than any endpoint's locality can be is
+// cut to 254 bytes, still matching no endpoint.
 envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node);
 
 class ProxyScope {

@@ -784,7 +784,7 @@ spec:
     tls: {mode: AUTO_PASSTHROUGH}
   - port: {number: 9443, name: https-secret, protocol: HTTPS}
     hosts: [d.example.com]
-    tls: {mode: MUTUAL, credentialName: d-cert, caCertificates: /etc/ca.pem, caCrl: /etc/crl.pem}
+    tls: {mode: MUTUAL, credentialName: d-cert, caCertificates: /etc/ca.pem, caCrl: /etc/crl.pem, httpsRedirect: yes}
   - port: {number: 9444, name: https-simple, protocol: HTTPS}
     hosts: [e.example.com]
     tls: {mode: SIMPLE, serverCertificate: /etc/c.pem, privateKey: /etc/k.pem, caCertificates: /etc/ca.pem}
@@ -819,7 +819,11 @@ spec:
   EXPECT_EQ(servers[4].credential_name, "d-cert");
   EXPECT_EQ(servers[4].ca_certificates, "");
   const std::string beside = ": has no effect beside credentialName, whose Secret holds the certificates";
-  EXPECT_THAT(fields(servers[4]), ::testing::ElementsAre(StrCat("caCertificates", beside), StrCat("caCrl", beside)));
+  EXPECT_FALSE(servers[4].https_redirect);
+  EXPECT_THAT(fields(servers[4]),
+              ::testing::ElementsAre(
+                  "httpsRedirect: has no effect on a server that terminates TLS: its connections are already TLS",
+                  StrCat("caCertificates", beside), StrCat("caCrl", beside)));
   EXPECT_EQ(servers[5].ca_certificates, "");
   EXPECT_THAT(fields(servers[5]),
               ::testing::ElementsAre(
@@ -1828,6 +1832,57 @@ spec:
   EXPECT_EQ(target("8080"), 8080u);
   EXPECT_EQ(target("\"0x1f90\""), 0u) << "quoted: a port name";
   EXPECT_EQ(target("http-web"), 0u);
+}
+
+// Booleans in the forms YAML 1.1 reads from a plain scalar, as Kubernetes and Istio read their
+// YAML; a quoted one is a string, which their schemas refuse for a boolean.
+TEST(YamlLoaderTest, PlainBooleansAreReadInYaml11Forms) {
+  const auto vs = [](const std::string& value) {
+    return ParseConfigFile("vs.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a.mesh.local]
+  http:
+  - match: [{uri: {prefix: /a}, ignoreUriCase: )",
+                                             value, R"(}]
+    route: [{destination: {host: a.mesh.local}}]
+)"));
+  };
+  const auto read = [&](const std::string& value) -> std::optional<bool> {
+    const ParsedFile parsed = vs(value);
+    if (parsed.documents.size() != 1) return std::nullopt;
+    return std::get<VirtualService>(parsed.documents[0].object).http[0].match[0].ignore_uri_case;
+  };
+  for (const std::string yes :
+       {"true", "True", "TRUE", "yes", "Yes", "YES", "y", "Y", "on", "On", "ON", "!!bool yes"}) {
+    EXPECT_EQ(read(yes), true) << yes << ": " << Errors(vs(yes));
+  }
+  for (const std::string no : {"false", "False", "FALSE", "no", "No", "NO", "n", "N", "off", "Off", "OFF"}) {
+    EXPECT_EQ(read(no), false) << no << ": " << Errors(vs(no));
+  }
+  const std::string field = "vs.yaml:7: VirtualService default/v: spec.http[0].match[0].ignoreUriCase: ";
+  EXPECT_EQ(Errors(vs("\"true\"")), field + "must be true or false, not a quoted string\n");
+  EXPECT_EQ(Errors(vs("'yes'")), field + "must be true or false, not a quoted string\n");
+  EXPECT_EQ(Errors(vs("1")), field + "must be true or false\n");
+  EXPECT_EQ(Errors(vs("yEs")), field + "must be true or false\n") << "mixed case is a string in YAML 1.1";
+  EXPECT_EQ(Errors(vs("!!str true")), field + "must be true or false\n");
+
+  // A boolean that means "unset" when false is unset in any of its forms.
+  const auto service = [](const std::string& value) {
+    return ParseConfigFile("svc.yaml", StrCat(R"(apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: shop}
+spec:
+  ports: [{name: http, port: 80}]
+  publishNotReadyAddresses: )",
+                                              value, "\n"));
+  };
+  EXPECT_EQ(Errors(service("no")), "");
+  EXPECT_EQ(Errors(service("off")), "");
+  EXPECT_EQ(Errors(service("yes")),
+            "svc.yaml:6: Service shop/s: spec.publishNotReadyAddresses: publishNotReadyAddresses: true (serving "
+            "endpoints that are not ready) is not supported by cxds\n");
 }
 
 // A Pod as kubectl prints it: the spec is not read, the status only for its IPs, which stay in

@@ -2298,6 +2298,11 @@ spec:
     // A proxy of a made-up region first, so that a shared entry would be found by the next.
     EXPECT_EQ(shape(grpc, {"mars", "x", ""}, all), unlocated) << "no endpoint in its region: as they are";
     EXPECT_EQ(shape(grpc, {"local", "", ""}, all), unlocated) << "no endpoint is in a region called local";
+    EXPECT_EQ(shape(grpc, {std::string(300, 'r'), "", ""}, all), unlocated)
+        << "an overlong region is still a region no endpoint is in, not the empty locality";
+    EXPECT_EQ(shape(grpc, {"us-east", std::string(300, 'z'), ""}, all),
+              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}))
+        << "an overlong zone: its region still ranks first";
     EXPECT_EQ(shape(grpc, {"", "", ""}, all),
               (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}));
     EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all),
