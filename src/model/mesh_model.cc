@@ -1124,9 +1124,23 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         if (candidates.size() > 1) {
           std::vector<std::string> names;
           for (const auto* c : candidates) names.push_back(StrCat(c->key.namespace_name, "/", c->key.name));
-          error.message = StrCat("subset \"", d.subset, "\" of ", host,
-                                 " is not defined by any DestinationRule proxies of namespace ", ns, " get (",
-                                 absl::StrJoin(names, ", "), ": by their workload selectors, or none)");
+          // Whether some proxy of the namespace gets none: only when every rule has a selector
+          // and none of them is empty (an empty one takes every proxy).
+          const bool catch_all = !candidates.back()->selector.has_value();
+          const bool all_selected = std::any_of(candidates.begin(), candidates.end(), [](const auto* c) {
+            return c->selector.has_value() && c->selector->empty();
+          });
+          error.message = StrCat(
+              "subset \"", d.subset, "\" of ", host, " is not defined by any DestinationRule proxies of namespace ", ns,
+              " get (", absl::StrJoin(names, ", "), ": by their workload selectors",
+              catch_all      ? ", else the last"
+              : all_selected ? ""
+                             : ", or none",
+              ")",
+              ns == vs->meta.namespace_name
+                  ? ""
+                  : StrCat("; ", vs->hosts.empty() ? "a VirtualService delegating to this one is served there"
+                                                   : "this VirtualService is exported to that namespace"));
         } else if (rule != nullptr) {
           error.message =
               StrCat("subset \"", d.subset, "\" is not defined by DestinationRule ", rule->key.namespace_name, "/",

@@ -817,6 +817,11 @@ spec:
   - name: tls
     labels: {version: v2}
     trafficPolicy: {tls: {mode: SIMPLE, caCertificates: /etc/ca.pem}}
+  - name: v3
+    labels: {version: v3}
+    trafficPolicy:
+      proxyProtocol: {}
+      portLevelSettings: [{port: {number: 7000}, connectionPool: {tcp: {maxConnections: 5}}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::config::cluster::v3::Cluster;
@@ -839,6 +844,19 @@ spec:
   EXPECT_EQ(tls.transport_socket().name(), "envoy.transport_sockets.tls") << "TLS inside the PROXY header";
   const ProxyProtocolUpstreamTransport v1 = proxy_protocol(clusters["outbound|7000|v1|db.shop.svc.cluster.local"]);
   EXPECT_EQ(v1.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V1) << "the subset's, V1 by default";
+  // A subset's settings for the port replace its own policy there, not the rule's proxyProtocol
+  // (istiod merges the port's copy, which has none, over the rule's); on another port the
+  // subset's own applies, over the rule's settings for that port (TLS).
+  const ProxyProtocolUpstreamTransport v3 = proxy_protocol(clusters["outbound|7000|v3|db.shop.svc.cluster.local"]);
+  EXPECT_EQ(v3.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V2) << "the rule's";
+  EXPECT_EQ(v3.transport_socket().name(), "envoy.transport_sockets.raw_buffer");
+  EXPECT_EQ(
+      clusters["outbound|7000|v3|db.shop.svc.cluster.local"].circuit_breakers().thresholds(0).max_connections().value(),
+      5u);
+  const ProxyProtocolUpstreamTransport v3_admin =
+      proxy_protocol(clusters["outbound|7001|v3|db.shop.svc.cluster.local"]);
+  EXPECT_EQ(v3_admin.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V1) << "the subset's";
+  EXPECT_EQ(v3_admin.transport_socket().name(), "envoy.transport_sockets.tls") << "the rule's port settings";
 
   auto h = Connect("grpc-client-1", true);
   h->Send(First(std::string(kClusterType), {"outbound|7000||db.shop.svc.cluster.local"}));

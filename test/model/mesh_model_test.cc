@@ -804,7 +804,8 @@ spec:
   ASSERT_EQ(shadowed.errors.size(), 1u);
   EXPECT_THAT(shadowed.errors[0].message,
               ::testing::HasSubstr("subset \"v3\" of b.shop.svc.cluster.local is not defined by any DestinationRule "
-                                   "proxies of namespace shop get (shop/canary, shop/all"));
+                                   "proxies of namespace shop get (shop/canary, shop/all: by their workload "
+                                   "selectors, else the last)"));
   // Taking the subset away from the rule that defines it is what is refused.
   // ... even when another rule of the host is edited in the same step, which is accepted.
   const ConfigStore::Update narrowed = store.ApplyFile("mesh.yaml", rules("other", "v9"));
@@ -831,7 +832,66 @@ spec:
 )");
   ASSERT_EQ(every.error_count(), 0u);
   EXPECT_THAT(every.ApplyFile("vs.yaml", vs("v4")).errors, ::testing::IsEmpty());
-  EXPECT_FALSE(every.ApplyFile("vs.yaml", vs("v1")).errors.empty()) << "v1 is the rule no proxy gets";
+  const ConfigStore::Update unreached = every.ApplyFile("vs.yaml", vs("v1"));
+  ASSERT_EQ(unreached.errors.size(), 1u) << "v1 is the rule no proxy gets";
+  EXPECT_THAT(unreached.errors[0].message,
+              ::testing::HasSubstr("get (shop/canary, shop/everyone: by their workload selectors)"));
+
+  // Only rules with selectors: a proxy none of them picks gets no rule.
+  ConfigStore selected(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local", "istio-system")});
+  selected.ApplyFile("mesh.yaml", StrCat(kServicesAB, R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: canary, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: v2, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: beta, namespace: shop}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {track: beta}}
+  subsets: [{name: v3, labels: {v: "3"}}]
+)"));
+  ASSERT_EQ(selected.error_count(), 0u);
+  const ConfigStore::Update missing = selected.ApplyFile("vs.yaml", vs("v9"));
+  ASSERT_EQ(missing.errors.size(), 1u);
+  EXPECT_THAT(missing.errors[0].message,
+              ::testing::HasSubstr("get (shop/beta, shop/canary: by their workload selectors, or none)"));
+  // Checked where the VirtualService is exported, and the message says why that namespace.
+  ASSERT_EQ(selected
+                .ApplyFile("web.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web-canary, namespace: web}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: v2, labels: {v: "2"}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web-beta, namespace: web}
+spec:
+  host: b.shop.svc.cluster.local
+  workloadSelector: {matchLabels: {track: beta}}
+  subsets: [{name: v2, labels: {v: "2"}}]
+)")
+                .errors.size(),
+            0u);
+  const ConfigStore::Update exported = selected.ApplyFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: shop}
+spec:
+  hosts: [b.shop.svc.cluster.local]
+  exportTo: [web]
+  http: [{route: [{destination: {host: b.shop.svc.cluster.local, subset: v3}}]}]
+)");
+  ASSERT_EQ(exported.errors.size(), 1u);
+  EXPECT_THAT(exported.errors[0].message,
+              ::testing::HasSubstr("proxies of namespace web get (web/web-beta, web/web-canary: by their workload "
+                                   "selectors, or none); this VirtualService is exported to that namespace"));
 }
 
 // A VirtualService's subsets are checked against the rule of each namespace it is exported to:
