@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/strings.h"
 #include "model/generators.h"
 #include "model/mesh_kinds.h"
@@ -473,6 +474,40 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   }
 }
 
+// Endpoints of the locality "local" alone: EDS names the group of endpoints of no locality so,
+// and they join it, ranking as endpoints of no locality would.
+void LocalitiesNamedLocal(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  const auto named_local = [](const std::string& locality) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(locality, absl::MaxSplits('/', 2));
+    return parts[0] == "local" && (parts.size() < 2 || parts[1].empty()) && (parts.size() < 3 || parts[2].empty());
+  };
+  const auto field_of = [](const WorkloadEndpoint& w, const std::string& prefix) {
+    return w.locality.empty() ? StrCat(prefix, "labels") : StrCat(prefix, "locality");
+  };
+  const std::string message =
+      "locality \"local\" is the name cxds's EDS gives the group of endpoints of no locality: these endpoints "
+      "join it and rank as having no locality; name the region otherwise";
+  for (const auto& [key, stored] : served) {
+    if (const auto* w = std::get_if<WorkloadEntry>(&stored->object)) {
+      if (named_local(WorkloadLocality(w->spec))) {
+        out.push_back({key, field_of(w->spec, "spec."), "cxds_locality_named_local", message});
+      }
+    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+      if (se->resolution != ServiceEntry::Resolution::kStatic) continue;  // DNS clusters name no such group
+      for (size_t i = 0; i < se->endpoints.size(); ++i) {
+        if (named_local(WorkloadLocality(se->endpoints[i]))) {
+          out.push_back({key, field_of(se->endpoints[i], StrCat("spec.endpoints[", i, "].")),
+                         "cxds_locality_named_local", message});
+        }
+      }
+    } else if (const auto* pod = std::get_if<K8sPod>(&stored->object)) {
+      if (named_local(LabelLocality(pod->meta.labels))) {
+        out.push_back({key, "metadata.labels", "cxds_locality_named_local", message});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
@@ -490,6 +525,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);
+    LocalitiesNamedLocal(served, out);
     return out;
   };
 }
@@ -512,7 +548,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_delegate_unused",
                                                   "cxds_delegate_bound",
                                                   "cxds_addresses_unused",
-                                                  "cxds_exported_to_none"};
+                                                  "cxds_exported_to_none",
+                                                  "cxds_locality_named_local"};
   return kCodes;
 }
 

@@ -293,13 +293,6 @@ bool LabelsMatch(const LabelMap& selector, const LabelMap& labels) {
   return true;
 }
 
-namespace {
-
-uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
-  if (auto it = w.ports.find(port.name); it != w.ports.end()) return it->second;
-  return port.target_port != 0 ? port.target_port : port.number;
-}
-
 // A locality from labels, as istiod's GetLocalityLabel reads them: `topology.istio.io/locality`,
 // else `istio-locality`, "region.zone.subzone" with dots (a label value cannot hold '/'); a
 // value that has '/' is taken as it is.
@@ -314,12 +307,19 @@ std::string LabelLocality(const LabelMap& labels) {
   return "";
 }
 
-// A Pod's locality: its labels' (cxds reads no Node objects, whose topology labels istiod uses).
-std::string PodLocality(const K8sPod* pod) { return pod == nullptr ? "" : LabelLocality(pod->meta.labels); }
-
 // A WorkloadEntry's or inline endpoint's: its `locality`, else its labels', as istiod falls back.
 std::string WorkloadLocality(const WorkloadEndpoint& w) {
   return w.locality.empty() ? LabelLocality(w.labels) : w.locality;
+}
+
+namespace {
+
+// A Pod's locality: its labels' (cxds reads no Node objects, whose topology labels istiod uses).
+std::string PodLocality(const K8sPod* pod) { return pod == nullptr ? "" : LabelLocality(pod->meta.labels); }
+
+uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
+  if (auto it = w.ports.find(port.name); it != w.ports.end()) return it->second;
+  return port.target_port != 0 ? port.target_port : port.number;
 }
 
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {

@@ -342,6 +342,12 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 // when they have none. Sorted, unique.
 std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
+// A locality ("region/zone/subzone", "" for none) from labels, as istiod's GetLocalityLabel reads
+// them: `topology.istio.io/locality`, else `istio-locality`, with dots for slashes.
+std::string LabelLocality(const LabelMap& labels);
+// A WorkloadEntry's or inline ServiceEntry endpoint's: its `locality`, else its labels'.
+std::string WorkloadLocality(const WorkloadEndpoint& w);
+
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
 // http[].route[], http[].mirror, tcp[].route[], tls[].route[] ("spec.http[0].route[1].destination").
 void ForEachDestination(const VirtualService& vs,
