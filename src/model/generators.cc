@@ -729,7 +729,6 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
 
 class ClusterGenerator final : public TypedGenerator<MeshContext> {
  public:
-  explicit ClusterGenerator(const MeshModel& model) : model_(model) {}
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
@@ -757,7 +756,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
-        locality_plan = PlanLocalityLb(policy, ProxyLocality(proxy_node.node, model_), names, "");
+        locality_plan = PlanLocalityLb(policy, NodeLocality(proxy_node.node), names, "");
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -817,9 +816,6 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     }
     return out;
   }
-
- private:
-  const MeshModel& model_;
 };
 
 class EndpointGenerator final : public TypedGenerator<MeshContext> {
@@ -846,12 +842,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
     const LabelMap* proxy_labels = mesh.has_rule_selectors() ? &info().labels : nullptr;
-    // Looked up only for a rule that may shape localities (a workload's needs the model).
-    std::optional<envoy::config::core::v3::Locality> proxy_locality_read;
-    const auto proxy_locality = [&]() -> const envoy::config::core::v3::Locality& {
-      if (!proxy_locality_read.has_value()) proxy_locality_read = ProxyLocality(proxy_node.node, model_);
-      return *proxy_locality_read;
-    };
+    const envoy::config::core::v3::Locality proxy_locality = NodeLocality(proxy_node.node);
     const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
     GeneratedResources out;
@@ -897,7 +888,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           }
         }
         locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), *port_endpoints, "local");
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality, *port_endpoints, "local");
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
@@ -2033,7 +2024,7 @@ const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& nam
 
 void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options) {
   pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>(options.secret_readers));
-  pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>(model));
+  pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>());
   pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
   pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
   pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());

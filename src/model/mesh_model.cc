@@ -1487,27 +1487,8 @@ void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
     resolved = resolved_;
   }
   auto built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_, &resolved));
-  auto localities = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
-  for (const auto& [host, ports] : *built) {
-    for (const auto& [port, endpoints] : *ports) {
-      for (const EndpointInfo& endpoint : endpoints) {
-        if (!endpoint.locality.empty()) localities->try_emplace(endpoint.address, endpoint.locality);
-      }
-    }
-  }
   MutexLock lock(&mu_);
   endpoints_ = std::move(built);
-  localities_ = std::move(localities);
-}
-
-std::string MeshModel::LocalityOfAddress(const std::string& address) const {
-  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> localities;
-  {
-    MutexLock lock(&mu_);
-    localities = localities_;
-  }
-  auto it = localities->find(address);
-  return it != localities->end() ? it->second : std::string();
 }
 
 PushRequest MeshModel::SetResolvedNames(ResolvedNames names) {

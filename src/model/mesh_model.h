@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "common/mutex.h"
 #include "config/config_store.h"
 #include "pipeline/push_context.h"
@@ -305,10 +304,6 @@ class MeshModel final : public PushContextBuilder {
                                                            uint64_t sequence, absl::Time now) override;
 
   std::shared_ptr<const EndpointIndex> endpoints() const;
-  // The locality ("region/zone/subzone") of the first endpoint, in host and port order, at
-  // `address` that has one; "" for none. istiod gives a proxy that states no locality its
-  // workload's, the endpoint at the proxy's IP.
-  std::string LocalityOfAddress(const std::string& address) const;
   // New resolutions of the DNS names (replacing all of the previous ones): rebuilds the
   // endpoint index and returns the endpoint-only push they need (empty configs: nothing
   // changed for any host).
@@ -325,9 +320,6 @@ class MeshModel final : public PushContextBuilder {
   const std::string root_namespace_;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
-  // address -> locality, of the endpoints above that have one (LocalityOfAddress).
-  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> localities_ ABSL_GUARDED_BY(mu_) =
-      std::make_shared<absl::flat_hash_map<std::string, std::string>>();
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -43,21 +43,6 @@ envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::No
   return locality;
 }
 
-envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node, const MeshModel& model) {
-  envoy::config::core::v3::Locality locality = NodeLocality(node);
-  if (!locality.region().empty() || !locality.zone().empty() || !locality.sub_zone().empty()) return locality;
-  const std::vector<absl::string_view> id = absl::StrSplit(node.id(), '~');
-  if (id.size() != 4 || id[1].empty()) return locality;
-  const std::string workload = model.LocalityOfAddress(std::string(id[1]));
-  if (workload.empty()) return locality;
-  // "region/zone/subzone", the subzone taking any further '/', as Istio reads it.
-  const std::vector<std::string> parts = absl::StrSplit(workload, absl::MaxSplits('/', 2));
-  locality.set_region(parts[0]);
-  if (parts.size() > 1) locality.set_zone(parts[1]);
-  if (parts.size() > 2) locality.set_sub_zone(parts[2]);
-  return locality;
-}
-
 namespace {
 bool HostMatches(const std::string& pattern, const std::string& host) {
   if (pattern == "*") return true;

@@ -35,9 +35,6 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
 // the empty locality, as istiod takes it. A part longer than any endpoint's locality can be is
 // cut to 254 bytes, still matching no endpoint.
 envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node);
-// The proxy's locality as istiod takes it: the node's (NodeLocality); for a node that gives none,
-// that of its workload, the endpoint at the IP of its node id (MeshModel::LocalityOfAddress).
-envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node, const MeshModel& model);
 
 class ProxyScope {
  public:

@@ -2209,9 +2209,8 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   // region/zone/subzone -> (priority, weight, endpoint count), as a proxy of `locality` gets them.
   using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
-  const auto shape_for = [&](const std::string& id, bool grpc, const std::vector<std::string>& locality,
-                             const std::string& cluster) {
-    auto h = Connect(id, grpc);
+  const auto shape = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster) {
+    auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
     node_.mutable_locality()->set_region(locality[0]);
     node_.mutable_locality()->set_zone(locality[1]);
     node_.mutable_locality()->set_sub_zone(locality[2]);
@@ -2229,10 +2228,6 @@ spec:
           l.priority(), l.load_balancing_weight().value(), l.lb_endpoints_size()};
     }
     return out;
-  };
-  const auto shape = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster) {
-    return shape_for(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc,
-                     locality, cluster);
   };
   const std::string all = "outbound|8080||geo.mesh.local";
   const Shape as_they_are = {{"us-east/a/", {0, 1, 1}}, {"us-east/a/s2", {0, 1, 1}}, {"us-east/b/", {0, 1, 1}},
@@ -2333,20 +2328,6 @@ spec:
     EXPECT_EQ(shape(grpc, {"", "", ""}, "outbound|8080|spread|geo.mesh.local"),
               (Shape{{"us-east/a/", {0, 80, 1}}, {"eu-west/b/", {0, 20, 1}}, {"local//", {0, 1, 0}}}));
   }
-
-  // A sidecar that gives no locality takes its workload's, the endpoint at the IP of its node
-  // id, as istiod does; one that gives a locality keeps it.
-  const auto workload_shape = [&](const std::string& ip, const std::string& region) {
-    return shape_for(StrCat("sidecar~", ip, "~geo-1.default~default.svc.cluster.local"), false, {region, "", ""}, all);
-  };
-  const Shape eu_first = {{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"local//", {1, 1, 1}}};
-  EXPECT_EQ(workload_shape("127.0.0.63", ""), eu_first) << "the workload at 127.0.0.63 is in eu-west/b";
-  EXPECT_EQ(workload_shape("127.0.0.63", "us-east"),
-            (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}))
-      << "the node's own locality first";
-  EXPECT_EQ(workload_shape("127.0.0.62", ""),
-            (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}))
-      << "a workload of no locality: the empty one";
 }
 
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
