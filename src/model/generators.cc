@@ -1249,7 +1249,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     auto* address = listener.mutable_address()->mutable_socket_address();
     address->set_address(options_.gateway_address);
     address->set_port_value(port);
-    // The client's address is the peer's (a gateway is where requests enter the mesh).
+    // The client's address is the peer's (a gateway is where requests enter the mesh). With no
+    // trusted hops Envoy also sets x-forwarded-proto from the connection, which is why an
+    // httpsRedirect on a server that terminates TLS is ignored (yaml_loader: always met).
+    // Trusting hops (numTrustedProxies) would make it matter again.
     const auto add_manager = [&](envoy::config::listener::v3::FilterChain* chain, const std::string& route_name) {
       HttpConnectionManager hcm = RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true);
       hcm.mutable_use_remote_address()->set_value(true);

@@ -301,6 +301,10 @@ std::string LabelLocality(const LabelMap& labels) {
     auto it = labels.find(key);
     if (it == labels.end()) continue;
     std::string locality = it->second;
+    // Kubernetes refuses a label value over 63 characters; one longer than a locality may be
+    // (253, as `spec.locality` is validated) is taken as none, so that no part of an endpoint's
+    // locality is longer than that (a proxy's longer part then matches none: NodeLocality).
+    if (locality.size() > 253) return "";
     if (locality.find('/') == std::string::npos) std::replace(locality.begin(), locality.end(), '.', '/');
     return locality;
   }

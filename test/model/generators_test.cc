@@ -2087,7 +2087,8 @@ spec:
 // Endpoints carry their locality (a ServiceEntry endpoint's or WorkloadEntry's `locality`, a
 // Pod's `istio-locality` label) and EDS groups them by it as istiod does: one locality per
 // region/zone/subzone, in order, weighted by the sum of its endpoints' weights (gRPC picks a
-// locality by these weights first), endpoints of no locality under region "local".
+// locality by these weights first), endpoints of no locality under region "local". A label
+// longer than any locality (Kubernetes refuses one over 63 characters) gives none.
 TEST_F(GeneratorsTest, EndpointsAreGroupedByLocalityWeightedByTheirEndpoints) {
   Apply("localities.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -2101,6 +2102,8 @@ spec:
   - {address: 127.0.0.62, locality: us-east/us-east-1a}
   - {address: 127.0.0.63, locality: eu-west/eu-west-1b/rack/7}
   - {address: 127.0.0.64}
+  - {address: 127.0.0.66, labels: {istio-locality: )" +
+                               std::string(300, 'r') + R"(}}
 ---
 apiVersion: v1
 kind: Service
@@ -2153,7 +2156,7 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     EXPECT_EQ(groups_of(grpc, "outbound|8080||geo.mesh.local"),
               (std::vector<Group>{{"eu-west", "eu-west-1b", "rack", 1, {"127.0.0.63"}},
-                                  {"local", "", "", 1, {"127.0.0.64"}},
+                                  {"local", "", "", 2, {"127.0.0.64", "127.0.0.66"}},
                                   {"us-east", "us-east-1a", "", 4, {"127.0.0.61", "127.0.0.62"}}}));
     EXPECT_EQ(groups_of(grpc, "outbound|8080||kube.default.svc.cluster.local"),
               (std::vector<Group>{{"ap-south", "ap-south-1c", "", 1, {"127.0.0.65"}}}));
