@@ -756,7 +756,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
-        locality_plan = PlanLocalityLb(policy, NodeLocality(proxy_node.node), names, "");
+        locality_plan = PlanLocalityLb(policy, ProxyLocality(proxy_node.node), names, "");
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -842,7 +842,12 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
     const LabelMap* proxy_labels = mesh.has_rule_selectors() ? &info().labels : nullptr;
-    const envoy::config::core::v3::Locality proxy_locality = NodeLocality(proxy_node.node);
+    // Read only for a rule that may shape localities.
+    std::optional<envoy::config::core::v3::Locality> proxy_locality_read;
+    const auto proxy_locality = [&]() -> const envoy::config::core::v3::Locality& {
+      if (!proxy_locality_read.has_value()) proxy_locality_read = ProxyLocality(proxy_node.node);
+      return *proxy_locality_read;
+    };
     const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
     GeneratedResources out;
@@ -888,7 +893,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           }
         }
         locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality, *port_endpoints, "local");
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), *port_endpoints, "local");
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);

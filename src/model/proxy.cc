@@ -43,6 +43,41 @@ envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::No
   return locality;
 }
 
+envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node) {
+  const auto& fields = node.metadata().fields();
+  auto labels_field = fields.find("LABELS");
+  if (labels_field == fields.end() || !labels_field->second.has_struct_value()) return NodeLocality(node);
+  const auto& labels = labels_field->second.struct_value().fields();
+  const auto label = [&](const char* key) -> const std::string* {
+    auto it = labels.find(key);
+    return it != labels.end() && it->second.has_string_value() ? &it->second.string_value() : nullptr;
+  };
+  envoy::config::core::v3::Locality locality;
+  const std::string* region = label("topology.kubernetes.io/region");
+  const std::string* zone = label("topology.kubernetes.io/zone");
+  const std::string* sub_zone = label("topology.istio.io/subzone");
+  if (region != nullptr || zone != nullptr || sub_zone != nullptr) {
+    if (region != nullptr) locality.set_region(*region);
+    if (zone != nullptr) locality.set_zone(*zone);
+    if (sub_zone != nullptr) locality.set_sub_zone(*sub_zone);
+  } else {
+    LabelMap locality_labels;
+    for (const char* key : {"topology.istio.io/locality", "istio-locality"}) {
+      if (const std::string* value = label(key)) locality_labels[key] = *value;
+    }
+    const std::string from_label = LabelLocality(locality_labels);
+    if (from_label.empty()) return NodeLocality(node);
+    // "region/zone/subzone"; parts after the third are not read, as istiod's ConvertLocality.
+    const std::vector<std::string> parts = absl::StrSplit(from_label, '/');
+    locality.set_region(parts[0]);
+    if (parts.size() > 1) locality.set_zone(parts[1]);
+    if (parts.size() > 2) locality.set_sub_zone(parts[2]);
+  }
+  envoy::config::core::v3::Node cut;  // the same bound as the node's own locality
+  *cut.mutable_locality() = std::move(locality);
+  return NodeLocality(cut);
+}
+
 namespace {
 bool HostMatches(const std::string& pattern, const std::string& host) {
   if (pattern == "*") return true;

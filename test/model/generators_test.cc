@@ -2212,8 +2212,11 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   // region/zone/subzone -> (priority, weight, endpoint count), as a proxy of `locality` gets them.
   using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
-  const auto shape = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster) {
+  const auto shape_with = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster,
+                              const LabelMap& labels) {
     auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    auto* node_labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    for (const auto& [k, v] : labels) (*node_labels->mutable_fields())[k].set_string_value(v);
     node_.mutable_locality()->set_region(locality[0]);
     node_.mutable_locality()->set_zone(locality[1]);
     node_.mutable_locality()->set_sub_zone(locality[2]);
@@ -2231,6 +2234,9 @@ spec:
           l.priority(), l.load_balancing_weight().value(), l.lb_endpoints_size()};
     }
     return out;
+  };
+  const auto shape = [&](bool grpc, const std::vector<std::string>& locality, const std::string& cluster) {
+    return shape_with(grpc, locality, cluster, {});
   };
   const std::string all = "outbound|8080||geo.mesh.local";
   const Shape as_they_are = {{"us-east/a/", {0, 1, 1}}, {"us-east/a/s2", {0, 1, 1}}, {"us-east/b/", {0, 1, 1}},
@@ -2330,6 +2336,16 @@ spec:
               (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}));
     EXPECT_EQ(shape(grpc, {"", "", ""}, "outbound|8080|spread|geo.mesh.local"),
               (Shape{{"us-east/a/", {0, 80, 1}}, {"eu-west/b/", {0, 20, 1}}, {"local//", {0, 1, 0}}}));
+    // The proxy's labels before its node's locality, as istiod's setTopologyLabels reads a proxy
+    // its registry has no workload for: the topology labels, else the locality label.
+    const Shape eu_first = {{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"local//", {1, 1, 1}}};
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
+                         {{"topology.kubernetes.io/region", "eu-west"}, {"topology.kubernetes.io/zone", "b"}}),
+              eu_first);
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"istio-locality", "eu-west.b"}}), eu_first);
+    EXPECT_EQ(shape_with(grpc, {"", "", ""}, all, {{"topology.istio.io/locality", "eu-west.b"}}), eu_first);
+    EXPECT_EQ(shape_with(grpc, {"eu-west", "b", ""}, all, {{"app", "geo"}}), eu_first)
+        << "no locality label: the node's";
   }
 }
 
