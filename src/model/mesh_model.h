@@ -334,10 +334,9 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 // when they have none. Sorted, unique.
 std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
-// A locality ("region/zone/subzone", "" for none) from labels, as istiod's GetLocalityLabel reads
-// them: `topology.istio.io/locality`, else `istio-locality`, with dots for slashes.
+// Localities ("region/zone/subzone", "" for none): from labels as istiod's GetLocalityLabel reads
+// them; a WorkloadEntry's or inline endpoint's `locality`, else its labels'.
 std::string LabelLocality(const LabelMap& labels);
-// A WorkloadEntry's or inline ServiceEntry endpoint's: its `locality`, else its labels'.
 std::string WorkloadLocality(const WorkloadEndpoint& w);
 
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
@@ -377,8 +376,7 @@ bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const Virtual
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
                                             const std::string& delegate_namespace, const std::string& domain_suffix);
 
-// For each delegate VirtualService (no hosts) of `objects`, the VirtualServices with hosts
-// whose http[].delegate names it and to whose namespace it is exported.
+// For each delegate VirtualService (no hosts), those with hosts whose http[].delegate names it, exported to it.
 using Delegators = std::map<ConfigKey, std::vector<const VirtualService*>>;
 Delegators DelegatorsOf(const ObjectMap& objects);
 
