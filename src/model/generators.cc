@@ -577,7 +577,7 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
       if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
       auto named = endpoint.ports.find(dns.port.name);
       add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
-          endpoint.locality);
+          WorkloadLocality(endpoint));  // its `locality`, else its labels', as EDS and istiod read it
     }
   }
   if (groups.empty()) assignment->add_endpoints();  // (as before: one empty group)
@@ -737,6 +737,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
+    std::optional<envoy::config::core::v3::Locality> proxy_locality;  // read once, when a plan needs it
     const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
                          const std::string& subset) -> absl::Status {
       // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
@@ -755,8 +756,9 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       std::optional<LocalityLbPlan> locality_plan;
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
-        for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = e.locality});
-        locality_plan = PlanLocalityLb(policy, ProxyLocality(proxy_node.node), names, "");
+        for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = WorkloadLocality(e)});
+        if (!proxy_locality.has_value()) proxy_locality = ProxyLocality(proxy_node.node);
+        locality_plan = PlanLocalityLb(policy, *proxy_locality, names, "");
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -1256,7 +1258,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     address->set_port_value(port);
     // The client's address is the peer's (a gateway is where requests enter the mesh). With no
     // trusted hops Envoy also sets x-forwarded-proto from the connection, which is why an
-    // httpsRedirect on a server that terminates TLS is ignored (yaml_loader: always met).
+    // httpsRedirect on a server that terminates TLS is ignored as always met (ReadServerTls).
     // Trusting hops (numTrustedProxies) would make it matter again.
     const auto add_manager = [&](envoy::config::listener::v3::FilterChain* chain, const std::string& route_name) {
       HttpConnectionManager hcm = RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true);

@@ -478,8 +478,10 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
 // and they join it, ranking as endpoints of no locality would.
 void LocalitiesNamedLocal(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   const auto named_local = [](const std::string& locality) {
-    const std::vector<absl::string_view> parts = absl::StrSplit(locality, absl::MaxSplits('/', 2));
-    return parts[0] == "local" && (parts.size() < 2 || parts[1].empty()) && (parts.size() < 3 || parts[2].empty());
+    // As EDS reads it: the first three parts of a split on every '/'.
+    std::vector<absl::string_view> parts = absl::StrSplit(locality, '/');
+    parts.resize(3);
+    return parts[0] == "local" && parts[1].empty() && parts[2].empty();
   };
   const auto field_of = [](const WorkloadEndpoint& w, const std::string& prefix) {
     return w.locality.empty() ? StrCat(prefix, "labels") : StrCat(prefix, "locality");
@@ -493,7 +495,7 @@ void LocalitiesNamedLocal(const ObjectMap& served, std::vector<ConfigWarning>& o
         out.push_back({key, field_of(w->spec, "spec."), "cxds_locality_named_local", message});
       }
     } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-      if (se->resolution != ServiceEntry::Resolution::kStatic) continue;  // DNS clusters name no such group
+      // A DNS ServiceEntry's too: proxyless gRPC nodes get its resolved addresses in EDS.
       for (size_t i = 0; i < se->endpoints.size(); ++i) {
         if (named_local(WorkloadLocality(se->endpoints[i]))) {
           out.push_back({key, field_of(se->endpoints[i], StrCat("spec.endpoints[", i, "].")),

@@ -61,17 +61,16 @@ envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::N
     if (zone != nullptr) locality.set_zone(*zone);
     if (sub_zone != nullptr) locality.set_sub_zone(*sub_zone);
   } else {
-    LabelMap locality_labels;
-    for (const char* key : {"topology.istio.io/locality", "istio-locality"}) {
-      if (const std::string* value = label(key)) locality_labels[key] = *value;
-    }
-    const std::string from_label = LabelLocality(locality_labels);
-    if (from_label.empty()) return NodeLocality(node);
+    // istiod's GetLocalityLabel: the first of these given, even empty; read as written (no dots
+    // for slashes, unlike an endpoint's label).
+    const std::string* value = label("topology.istio.io/locality");
+    if (value == nullptr) value = label("istio-locality");
+    if (value == nullptr || value->empty()) return NodeLocality(node);
     // "region/zone/subzone"; parts after the third are not read, as istiod's ConvertLocality.
-    const std::vector<std::string> parts = absl::StrSplit(from_label, '/');
-    locality.set_region(parts[0]);
-    if (parts.size() > 1) locality.set_zone(parts[1]);
-    if (parts.size() > 2) locality.set_sub_zone(parts[2]);
+    const std::vector<absl::string_view> parts = absl::StrSplit(*value, '/');
+    locality.set_region(std::string(parts[0]));
+    if (parts.size() > 1) locality.set_zone(std::string(parts[1]));
+    if (parts.size() > 2) locality.set_sub_zone(std::string(parts[2]));
   }
   envoy::config::core::v3::Node cut;  // the same bound as the node's own locality
   *cut.mutable_locality() = std::move(locality);

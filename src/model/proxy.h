@@ -37,9 +37,10 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
 envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node);
 // The proxy's locality as istiod's setTopologyLabels takes it from a proxy its registry has no
 // workload for: its labels (metadata LABELS) `topology.kubernetes.io/region`, `.../zone` and
-// `topology.istio.io/subzone` if any is given, else its locality label (LabelLocality), else
-// the node's (NodeLocality). Parts are cut as NodeLocality cuts them. (istiod would first take
-// the labels of the proxy's workload in its registry, which cxds does not look up.)
+// `topology.istio.io/subzone` if any is given, else `topology.istio.io/locality` or
+// `istio-locality` as written ("region/zone/subzone"), else the node's (NodeLocality). Parts
+// are cut as NodeLocality cuts them. (istiod would first take the labels of the proxy's
+// workload in its registry, which cxds does not look up.)
 envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node);
 
 class ProxyScope {

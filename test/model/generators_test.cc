@@ -2342,10 +2342,24 @@ spec:
     EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
                          {{"topology.kubernetes.io/region", "eu-west"}, {"topology.kubernetes.io/zone", "b"}}),
               eu_first);
-    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"istio-locality", "eu-west.b"}}), eu_first);
-    EXPECT_EQ(shape_with(grpc, {"", "", ""}, all, {{"topology.istio.io/locality", "eu-west.b"}}), eu_first);
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"istio-locality", "eu-west/b"}}), eu_first);
+    EXPECT_EQ(shape_with(grpc, {"", "", ""}, all, {{"topology.istio.io/locality", "eu-west/b"}}), eu_first);
     EXPECT_EQ(shape_with(grpc, {"eu-west", "b", ""}, all, {{"app", "geo"}}), eu_first)
         << "no locality label: the node's";
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
+                         {{"topology.kubernetes.io/zone", "b"}, {"topology.istio.io/locality", "us-east/a"}}),
+              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}))
+        << "a topology label wins over the locality label: region \"\", zone b, the region of the endpoints of "
+           "no locality";
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
+                         {{"topology.istio.io/locality", "eu-west/b"}, {"istio-locality", "us-east/a"}}),
+              eu_first);
+    EXPECT_EQ(
+        shape_with(grpc, {"eu-west", "b", ""}, all, {{"topology.istio.io/locality", ""}, {"istio-locality", "x"}}),
+        eu_first)
+        << "the first locality label given, empty: the node's";
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"istio-locality", "eu-west.b"}}), unlocated)
+        << "as written: region \"eu-west.b\", which no endpoint is in";
   }
 }
 
@@ -3695,7 +3709,7 @@ spec:
   endpoints:
   - {address: a.geo.example.com, locality: r-a/z1}
   - {address: b.geo.example.com, locality: r-b/z1}
-  - {address: c.geo.example.com, locality: r-c/z1}
+  - {address: c.geo.example.com, labels: {istio-locality: r-c.z1}}
   - {address: d.geo.example.com}
 ---
 apiVersion: networking.istio.io/v1
@@ -3717,9 +3731,14 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   // region -> (priority, weight, endpoint count) of cluster `name` as a proxy of `region` gets it.
   using Shape = std::map<std::string, std::tuple<uint32_t, uint32_t, int>>;
-  const auto shape = [&](const std::string& region, const std::string& name, bool* weighs) {
+  const auto shape = [&](const std::string& region, const std::string& name, bool* weighs,
+                         const std::string& region_label = "") {
     auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
     if (!region.empty()) node_.mutable_locality()->set_region(region);
+    if (!region_label.empty()) {
+      auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+      (*labels->mutable_fields())["topology.kubernetes.io/region"].set_string_value(region_label);
+    }
     h->Send(First(std::string(kClusterType), {}));
     node_.clear_locality();
     auto cds = h->Take();
@@ -3738,8 +3757,11 @@ spec:
   bool weighs = false;
   EXPECT_EQ(shape("r-a", "outbound|8080||geo-dns.mesh.local", &weighs),
             (Shape{{"r-a", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"r-b", {2, 1, 1}}, {"", {2, 1, 1}}}))
-      << "its region first, then the failover region, then the rest";
+      << "its region first, then the failover region (an endpoint's by its locality label), then the rest";
   EXPECT_TRUE(weighs) << "failover rules with outlier detection: istiod weighs localities";
+  EXPECT_EQ(shape("r-b", "outbound|8080||geo-dns.mesh.local", &weighs, "r-a"),
+            shape("r-a", "outbound|8080||geo-dns.mesh.local", &weighs))
+      << "the proxy's topology label before its node's locality";
   EXPECT_EQ(shape("r-b", "outbound|8080||geo-dns.mesh.local", &weighs),
             (Shape{{"r-a", {1, 1, 1}}, {"r-b", {0, 1, 1}}, {"r-c", {1, 1, 1}}, {"", {1, 1, 1}}}));
   EXPECT_EQ(shape("", "outbound|8080||geo-dns.mesh.local", &weighs),

@@ -597,8 +597,9 @@ spec:
 }
 
 // An endpoint of the locality "local" alone joins EDS's group of endpoints of no locality (which
-// cxds names so): said on the field that gives it, for WorkloadEntries, STATIC ServiceEntry
-// endpoints and Pods; "local" with a zone, and DNS endpoints, are not.
+// cxds names so): said on the field that gives it, for WorkloadEntries, ServiceEntry endpoints
+// (a DNS one's addresses reach gRPC nodes in EDS) and Pods, with parts past the third unread
+// as EDS reads them; "local" with a zone is not.
 TEST(MeshAnalysisTest, EndpointsOfTheLocalityNamedLocalAreReported) {
   ConfigStore store = AnalyzedStore();
   const ConfigStore::Update update = store.ApplyFile("local.yaml", R"(apiVersion: networking.istio.io/v1
@@ -612,6 +613,7 @@ spec:
   - {address: 127.0.0.80, locality: local}
   - {address: 127.0.0.81, locality: local/zone-a}
   - {address: 127.0.0.82, labels: {istio-locality: local}}
+  - {address: 127.0.0.85, locality: local///x}
 ---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -643,8 +645,10 @@ status: {podIPs: [{ip: 127.0.0.84}]}
   EXPECT_THAT(named,
               ::testing::UnorderedElementsAre("local.yaml:1: ServiceEntry shop/static: spec.endpoints[0].locality",
                                               "local.yaml:1: ServiceEntry shop/static: spec.endpoints[2].labels",
-                                              "local.yaml:22: WorkloadEntry shop/vm: spec.locality",
-                                              "local.yaml:27: Pod shop/p: metadata.labels"));
+                                              "local.yaml:1: ServiceEntry shop/static: spec.endpoints[3].locality",
+                                              "local.yaml:14: ServiceEntry shop/dns: spec.endpoints[0].locality",
+                                              "local.yaml:23: WorkloadEntry shop/vm: spec.locality",
+                                              "local.yaml:28: Pod shop/p: metadata.labels"));
 }
 
 // TLS fields Istio accepts and istiod ignores (a passthrough server's certificates, an HTTP
