@@ -31,16 +31,21 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
   return proxy;
 }
 
-envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node) {
-  // A part longer than any configured locality can be (253 bytes, as the loader validates) is
-  // cut to one byte over that: it still matches no endpoint, as istiod's would, and a hostile
-  // node cannot make cache keys of any length.
+namespace {
+// A part longer than any configured locality can be (253 bytes, as the loader validates) is
+// cut to one byte over that: it still matches no endpoint, as istiod's would, and a hostile
+// node cannot make cache keys of any length.
+envoy::config::core::v3::Locality CutLocality(envoy::config::core::v3::Locality locality) {
   constexpr size_t kMaxPart = 253;
-  envoy::config::core::v3::Locality locality = node.locality();
   for (std::string* part : {locality.mutable_region(), locality.mutable_zone(), locality.mutable_sub_zone()}) {
     if (part->size() > kMaxPart) part->resize(kMaxPart + 1);
   }
   return locality;
+}
+}  // namespace
+
+envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::Node& node) {
+  return CutLocality(node.locality());
 }
 
 envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node) {
@@ -72,9 +77,7 @@ envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::N
     if (parts.size() > 1) locality.set_zone(std::string(parts[1]));
     if (parts.size() > 2) locality.set_sub_zone(std::string(parts[2]));
   }
-  envoy::config::core::v3::Node cut;  // the same bound as the node's own locality
-  *cut.mutable_locality() = std::move(locality);
-  return NodeLocality(cut);
+  return CutLocality(std::move(locality));
 }
 
 namespace {

@@ -2358,6 +2358,9 @@ spec:
         shape_with(grpc, {"eu-west", "b", ""}, all, {{"topology.istio.io/locality", ""}, {"istio-locality", "x"}}),
         eu_first)
         << "the first locality label given, empty: the node's";
+    EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"topology.kubernetes.io/region", std::string(300, 'r')}}),
+              unlocated)
+        << "an overlong label region is still the proxy's (not the node's): a region no endpoint is in";
     EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all, {{"istio-locality", "eu-west.b"}}), unlocated)
         << "as written: region \"eu-west.b\", which no endpoint is in";
   }
