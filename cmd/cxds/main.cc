@@ -17,6 +17,7 @@
 #include "common/logging.h"
 #include "cxds/commands.h"
 #include "cxds/settings_file.h"
+#include "protocol/descriptors.h"
 
 namespace {
 
@@ -67,6 +68,11 @@ const CLI::Validator kServiceAccount(
     "NAMESPACE/SERVICE_ACCOUNT");
 
 int Main(int argc, char** argv) {
+  // Built on this thread before config loading, watchers and gRPC start threads of their own.
+  if (absl::Status preload = cxds::PreloadXdsDescriptors(); !preload.ok()) {
+    std::cerr << "cxds: " << preload << "\n";
+    return 70;  // EX_SOFTWARE
+  }
   CLI::App app{"cxds: an xDS control plane"};
   app.require_subcommand(1);
   std::string log_level = "info";

@@ -19,6 +19,7 @@
 #include "envoy/service/route/v3/rds.grpc.pb.h"
 #include "envoy/service/secret/v3/sds.grpc.pb.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "protocol/descriptors.h"
 #include "protocol/type_url.h"
 #include "server/delta_stream.h"
 #include "server/response_encoding.h"
@@ -47,7 +48,11 @@ class XdsServer::Impl {
       : options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock : RealClock()),
         metrics_(options_.metrics),
-        env_(MakeEnvironment(watcher, generator)) {}
+        env_(MakeEnvironment(watcher, generator)) {
+    // Before any stream thread reads a descriptor (descriptors.h says why). A missing root type
+    // is a build error that PreloadTest catches; the server works without the preload.
+    (void)PreloadXdsDescriptors();
+  }
 
   StreamEnvironment MakeEnvironment(ConfigWatcher* watcher, ProxyGenerator* generator) {
     StreamEnvironment env{watcher, &ledger_, options_.callbacks, &clock_, options_.control_plane_id};
