@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -197,16 +199,68 @@ bool IsPlainScalar(const YAML::Node& node) {
 // A YAML 1.1 boolean, as Kubernetes and Istio read YAML (y, yes, true, on and n, no, false, off;
 // each lower-case, capitalised or upper-case), from a plain scalar or one tagged !!bool. A quoted
 // "true" is a string, which their schemas refuse for a boolean field.
-std::optional<bool> YamlBool(const YAML::Node& node) {
-  if (!node.IsScalar() || (node.Tag() != "?" && node.Tag() != "tag:yaml.org,2002:bool")) return std::nullopt;
+std::optional<bool> YamlBoolWord(std::string_view word) {
   static const absl::flat_hash_map<std::string_view, bool> kWords = {
       {"y", true},      {"Y", true},    {"yes", true},  {"Yes", true}, {"YES", true},    {"true", true},
       {"True", true},   {"TRUE", true}, {"on", true},   {"On", true},  {"ON", true},     {"n", false},
       {"N", false},     {"no", false},  {"No", false},  {"NO", false}, {"false", false}, {"False", false},
       {"FALSE", false}, {"off", false}, {"Off", false}, {"OFF", false}};
-  auto it = kWords.find(node.Scalar());
+  auto it = kWords.find(word);
   if (it == kWords.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<bool> YamlBool(const YAML::Node& node) {
+  if (!node.IsScalar() || (node.Tag() != "?" && node.Tag() != "tag:yaml.org,2002:bool")) return std::nullopt;
+  return YamlBoolWord(node.Scalar());
+}
+
+// What YAML 1.1 makes of `text` written as a plain scalar, when Kubernetes and Istio would not
+// read it as a string: "a boolean", "a number", or "" for a string. go-yaml (v2, which both
+// use) resolves `yes` and `on` to booleans and `1`, `0x1f`, `1.5` and `.inf` to numbers before
+// the schema sees them, so a string field given one is refused there; cxds refuses it too rather
+// than load a file they would not. A quoted scalar is always a string.
+std::string_view PlainScalarKind(std::string_view text) {
+  if (YamlBoolWord(text).has_value()) return "a boolean";
+  if (text.empty() || text.size() > 64) return "";
+  if (YamlInteger(text, /*plain=*/true).has_value()) return "a number";
+  static const absl::flat_hash_set<std::string_view> kSpecialFloats = {
+      ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
+  if (kSpecialFloats.contains(text)) return "a number";
+  // go-yaml's float form, '_' removed as it removes them: [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?
+  std::string plain;
+  for (char c : text) {
+    if (c != '_') plain.push_back(c);
+  }
+  size_t i = plain[0] == '-' || plain[0] == '+' ? 1 : 0;
+  const auto digits = [&] {
+    const size_t start = i;
+    while (i < plain.size() && absl::ascii_isdigit(static_cast<unsigned char>(plain[i]))) ++i;
+    return i - start;
+  };
+  if (i < plain.size() && plain[i] == '.') {
+    ++i;
+    if (digits() == 0) return "";
+  } else {
+    if (digits() == 0) return "";
+    if (i < plain.size() && plain[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (i < plain.size() && (plain[i] == 'e' || plain[i] == 'E')) {
+    ++i;
+    if (i < plain.size() && (plain[i] == '-' || plain[i] == '+')) ++i;
+    if (digits() == 0) return "";
+  }
+  return i == plain.size() ? "a number" : "";
+}
+
+std::string_view NonStringPlainScalar(const YAML::Node& node) {
+  if (!node.IsScalar()) return "";
+  if (YamlBool(node).has_value()) return "a boolean";
+  if (!IsPlainScalar(node)) return "";
+  return PlainScalarKind(node.Scalar());
 }
 
 // Validation context of one document.
@@ -282,7 +336,19 @@ class Reader {
       Error(node, Join(field, key), "must be a string");
       return std::nullopt;
     }
+    if (!IsStringScalar(node, Join(field, key))) return std::nullopt;
     return node.Scalar();
+  }
+
+  // Refuses a plain scalar that YAML 1.1 reads as a boolean or a number where a string is
+  // expected (see NonStringPlainScalar), with how to write it instead.
+  bool IsStringScalar(const YAML::Node& node, const std::string& field) {
+    const std::string_view what = NonStringPlainScalar(node);
+    if (what.empty()) return true;
+    Error(node, field,
+          StrCat("must be a string: unquoted ", node.Scalar(), " is ", what,
+                 " in YAML as Kubernetes and Istio read it; quote it (\"", node.Scalar(), "\")"));
+    return false;
   }
 
   std::optional<uint32_t> Uint(const YAML::Node& parent, const char* key, const std::string& field, bool required,
@@ -402,6 +468,7 @@ class Reader {
         Error(entry.second, Join(Join(field, key), entry.first.Scalar()), "must be a string");
         continue;
       }
+      if (!IsStringScalar(entry.second, Join(Join(field, key), entry.first.Scalar()))) continue;
       labels[entry.first.Scalar()] = entry.second.Scalar();
     }
     return labels;
@@ -420,6 +487,7 @@ class Reader {
         Error(node[i], Index(Join(field, key), i), "must be a string");
         continue;
       }
+      if (!IsStringScalar(node[i], Index(Join(field, key), i))) continue;
       out.push_back(node[i].Scalar());
     }
     if (required && out.empty()) Error(node, Join(field, key), "must not be empty");
@@ -2976,6 +3044,46 @@ std::string ScalarAt(const YAML::Node& map, const char* key) {
 
 // `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
 // the same object exported twice has the same canonical text. A copy: `doc` is left whole.
+// Emits `node` as yaml-cpp would, except that a quoted scalar which would read back as a boolean,
+// a number or null without its quotes keeps them: yaml-cpp's emitter drops the quotes of "yes"
+// and "80", so the stored text (what `cxds apply` writes to etcd) would no longer load. Aliases
+// are emitted expanded; the tree was already checked to expand within the parse limits.
+void EmitCanonical(YAML::Emitter& out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginMap;
+      for (const auto& entry : node) {
+        out << YAML::Key;
+        EmitCanonical(out, entry.first);
+        out << YAML::Value;
+        EmitCanonical(out, entry.second);
+      }
+      out << YAML::EndMap;
+      return;
+    case YAML::NodeType::Sequence:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : node) EmitCanonical(out, item);
+      out << YAML::EndSeq;
+      return;
+    case YAML::NodeType::Scalar: {
+      const std::string& tag = node.Tag();
+      if (!tag.empty() && tag != "?" && tag != "!") out << YAML::VerbatimTag(tag);
+      const std::string& text = node.Scalar();
+      const bool ambiguous =
+          text.empty() || text == "~" || absl::EqualsIgnoreCase(text, "null") || !PlainScalarKind(text).empty();
+      if (tag == "!" && ambiguous) out << YAML::DoubleQuoted;
+      out << text;
+      return;
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      out << YAML::Null;
+      return;
+  }
+}
+
 YAML::Node ServerSetFree(const YAML::Node& doc) {
   YAML::Node copy = YAML::Clone(doc);
   // A Pod's IPs are in its status and are what its endpoints are matched by: kept.
@@ -3054,7 +3162,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       continue;
     }
     YAML::Emitter canonical;
-    canonical << ServerSetFree(doc);
+    EmitCanonical(canonical, ServerSetFree(doc));
     std::string text = canonical.c_str();
     std::string hash = ContentHash(text);
     out.documents.push_back(

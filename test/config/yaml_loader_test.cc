@@ -1885,6 +1885,80 @@ spec:
             "endpoints that are not ready) is not supported by cxds\n");
 }
 
+// A string field, a label value or a list of strings given a plain scalar that YAML 1.1 reads as
+// a boolean or a number is refused, as Kubernetes' and Istio's schemas refuse it; quoted, or a
+// word YAML 1.1 leaves a string, it loads.
+TEST(YamlLoaderTest, UnquotedBooleansAndNumbersAreRefusedWhereAStringIsExpected) {
+  const auto vs = [](const std::string& subset, const std::string& label, const std::string& host) {
+    return ParseConfigFile("vs.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v, labels: {version: )",
+                                             label, R"(}}
+spec:
+  hosts: [a.mesh.local, )",
+                                             host, R"(]
+  http:
+  - route: [{destination: {host: a.mesh.local, subset: )",
+                                             subset, R"(}}]
+)"));
+  };
+  EXPECT_EQ(Errors(vs("\"on\"", "\"1\"", "\"0x1f\"")), "");
+  EXPECT_EQ(Errors(vs("'yes'", "v1", "b.mesh.local")), "");
+  EXPECT_EQ(Errors(vs("v2", "yEs", "1.2.3")), "") << "words and forms YAML 1.1 leaves strings";
+  EXPECT_EQ(Errors(vs("v2", "1e", "b.mesh.local")), "");
+
+  const std::string object = "VirtualService default/v: ";
+  EXPECT_EQ(Errors(vs("on", "v1", "b.mesh.local")),
+            "vs.yaml:7: " + object +
+                "spec.http[0].route[0].destination.subset: must be a string: unquoted on is a boolean in YAML as "
+                "Kubernetes and Istio read it; quote it (\"on\")\n");
+  EXPECT_EQ(Errors(vs("v1", "1", "b.mesh.local")),
+            "vs.yaml:3: "
+            "metadata.labels.version: must be a string: unquoted 1 is a number in YAML as Kubernetes and Istio "
+            "read it; quote it (\"1\")\n");
+  EXPECT_EQ(Errors(vs("v1", "v1", "1.5")),
+            "vs.yaml:5: " + object +
+                "spec.hosts[1]: must be a string: unquoted 1.5 is a number in YAML as Kubernetes and Istio read it; "
+                "quote it (\"1.5\")\n");
+  for (const std::string number : {"0x1f", "0o17", "017", "0b101", "1_000", "-2", "+.5", "1.", "1e3", ".inf", ".NaN"}) {
+    EXPECT_NE(Errors(vs(number, "v1", "b.mesh.local")).find("is a number"), std::string::npos) << number;
+  }
+  for (const std::string word : {"y", "N", "Off", "TRUE", "!!bool no"}) {
+    EXPECT_NE(Errors(vs(word, "v1", "b.mesh.local")).find("is a boolean"), std::string::npos) << word;
+  }
+}
+
+// The canonical text (what `cxds apply` stores in etcd) keeps the quotes of a string that would
+// read back as a boolean, a number or null without them, so it loads again as the same object.
+TEST(YamlLoaderTest, CanonicalTextKeepsTheQuotesAStringNeeds) {
+  const ParsedFile first = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v, labels: {version: "1", flag: 'yes', empty: "", nothing: "null", plain: v1}}
+spec:
+  hosts: [a.mesh.local]
+  http:
+  - match: [{headers: {x-canary: {exact: "on"}}}]
+    route: [{destination: {host: a.mesh.local, subset: "0x10"}}]
+)");
+  ASSERT_EQ(Errors(first), "");
+  ASSERT_EQ(first.documents.size(), 1u);
+  const std::string& canonical = first.documents[0].canonical;
+  for (const char* quoted : {"\"1\"", "\"yes\"", "\"\"", "\"null\"", "\"on\"", "\"0x10\""}) {
+    EXPECT_NE(canonical.find(quoted), std::string::npos) << quoted << " in\n" << canonical;
+  }
+  EXPECT_EQ(canonical.find("\"v1\""), std::string::npos) << "a string that needs no quotes keeps none";
+
+  const ParsedFile again = ParseConfigFile("stored.yaml", canonical);
+  ASSERT_EQ(Errors(again), "");
+  ASSERT_EQ(again.documents.size(), 1u);
+  EXPECT_EQ(again.documents[0].canonical, canonical);
+  const auto& vs = std::get<VirtualService>(again.documents[0].object);
+  EXPECT_EQ(vs.meta.labels.at("version"), "1");
+  EXPECT_EQ(vs.meta.labels.at("flag"), "yes");
+  EXPECT_EQ(vs.meta.labels.at("empty"), "");
+  EXPECT_EQ(vs.http[0].route[0].subset, "0x10");
+}
+
 // A Pod as kubectl prints it: the spec is not read, the status only for its IPs, which stay in
 // the canonical text (a new IP is a change) while the rest of the status does not.
 TEST(YamlLoaderTest, APodIsReadForItsLabelsAndIpsAndItsSliceEndpointsNameIt) {

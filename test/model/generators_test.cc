@@ -2205,7 +2205,7 @@ spec:
           distribute:
           - from: us-east/*
             to: {us-east/a: 60, "eu-west/*": 40}
-  - name: off
+  - name: "off"
     labels: {}
     trafficPolicy: {loadBalancer: {localityLbSetting: {enabled: false}}}
 )");
@@ -4007,7 +4007,7 @@ spec:
     match: [{uri: {prefix: /shadow}}]
     mirror: {host: inventory.mesh.local, subset: v1}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
-  - name: off
+  - name: "off"
     match: [{uri: {prefix: /off}}]
     mirrorPercentage: {value: 0}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
