@@ -905,6 +905,17 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
               "healthCheckNodePort", "allocateLoadBalancerNodePorts", "loadBalancerClass", "loadBalancerIP",
               "loadBalancerSourceRanges"},
              {"externalIPs", "externalName", "trafficDistribution"});
+  // Ignored, yet typed as Kubernetes types them: a file its API server would refuse is refused.
+  for (const char* key :
+       {"clusterIP", "ipFamilyPolicy", "externalTrafficPolicy", "loadBalancerClass", "loadBalancerIP"}) {
+    r.String(spec, key, "spec", false);
+  }
+  for (const char* key : {"clusterIPs", "ipFamilies", "loadBalancerSourceRanges"}) r.Strings(spec, key, "spec", false);
+  r.Bool(spec, "allocateLoadBalancerNodePorts", "spec");
+  r.Uint(spec, "healthCheckNodePort", "spec", false, 0, 65535);
+  if (const YAML::Node config = spec["sessionAffinityConfig"]; config.IsDefined() && !config.IsNull()) {
+    r.IsMap(config, "spec.sessionAffinityConfig");
+  }
   if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
     r.Error(spec["type"], "spec.type",
             StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
@@ -1106,6 +1117,7 @@ MeshObject ReadSecret(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sTlsSecret secret;
   secret.meta = std::move(meta);
   r.String(doc, "type", "", false);  // which types are read: CarriesTlsMaterial
+  r.Bool(doc, "immutable", "");      // no meaning here, but typed as Kubernetes types it
   // OCSP staples: istiod serves them; cxds would drop them without a word, so a Secret with one
   // is refused rather than served without it.
   if (SecretHasKey(doc, "tls.ocsp-staple")) {

@@ -1774,6 +1774,49 @@ endpoints:
   EXPECT_EQ(service.ports[0].target_port, 0u) << "a named targetPort: the slice carries the number";
 }
 
+// The Service and Secret fields cxds ignores are still typed as Kubernetes types them: a value
+// its API server would refuse is refused, with the field, rather than loaded.
+TEST(YamlLoaderTest, IgnoredKubernetesFieldsAreStillTypeChecked) {
+  const auto service = [](const std::string& field) {
+    return ParseConfigFile("svc.yaml", StrCat(R"(apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: shop}
+spec:
+  ports: [{name: http, port: 80}]
+  )",
+                                              field, "\n"));
+  };
+  for (const std::string good :
+       {"allocateLoadBalancerNodePorts: false", "healthCheckNodePort: 30123", "clusterIPs: [10.96.0.1, \"fd00::1\"]",
+        "ipFamilies: [IPv4, IPv6]", "loadBalancerSourceRanges: [10.0.0.0/8]", "clusterIP: None",
+        "ipFamilyPolicy: PreferDualStack", "sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}"}) {
+    EXPECT_EQ(Errors(service(good)), "") << good;
+  }
+  const std::string at = "svc.yaml:6: Service shop/s: spec.";
+  EXPECT_EQ(Errors(service("allocateLoadBalancerNodePorts: \"false\"")),
+            at + "allocateLoadBalancerNodePorts: must be true or false, not a quoted string\n");
+  EXPECT_EQ(Errors(service("healthCheckNodePort: high")),
+            at + "healthCheckNodePort: must be an integer from 0 to 65535, got \"high\"\n");
+  EXPECT_EQ(Errors(service("clusterIPs: 10.96.0.1")), at + "clusterIPs: must be a list\n");
+  EXPECT_EQ(Errors(service("ipFamilies: [{v: 4}]")), at + "ipFamilies[0]: must be a string\n");
+  EXPECT_EQ(Errors(service("loadBalancerIP: [a]")), at + "loadBalancerIP: must be a string\n");
+  EXPECT_EQ(Errors(service("sessionAffinityConfig: [a]")), at + "sessionAffinityConfig: must be a map\n");
+
+  const auto secret = [](const std::string& immutable) {
+    return ParseConfigFile("secret.yaml", StrCat(R"(apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: shop}
+type: kubernetes.io/tls
+stringData: {tls.crt: x, tls.key: k}
+immutable: )",
+                                                 immutable, "\n"));
+  };
+  EXPECT_EQ(Errors(secret("true")).find("immutable"), std::string::npos);
+  EXPECT_THAT(Errors(secret("\"true\"")),
+              ::testing::HasSubstr("secret.yaml:6: Secret shop/cert: immutable: must be true or false, not a quoted "
+                                   "string\n"));
+}
+
 // Integers in the forms Istio's and Kubernetes' YAML 1.1 reading takes from a plain scalar
 // (hexadecimal, octal, binary, '_', an integral float); a quoted one is a string, read in base
 // 10 as protobuf's JSON reads it.

@@ -511,6 +511,53 @@ spec:
                 "of namespace shop get, where a VirtualService delegating to this one is served)"));
 }
 
+// Where several rules by workload selector apply in the namespace a delegate's routes are served
+// in, the message names them and says why that namespace, which is not the delegate's own.
+TEST(DelegateTest, ADelegatesSubsetMissingFromSelectedRulesSaysWhereItIsServed) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
+  const ConfigStore::Update update = store.ApplyFile("mesh.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: canary, namespace: shop}
+spec:
+  host: reviews
+  workloadSelector: {matchLabels: {app: canary}}
+  subsets: [{name: v2, labels: {version: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: beta, namespace: shop}
+spec:
+  host: reviews
+  workloadSelector: {matchLabels: {track: beta}}
+  subsets: [{name: v3, labels: {version: v3}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: shop}
+spec:
+  hosts: [reviews]
+  http: [{delegate: {name: rollout, namespace: team}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: rollout, namespace: team}
+spec:
+  http: [{route: [{destination: {host: reviews.shop.svc.cluster.local, subset: v9}}]}]
+)");
+  ASSERT_EQ(update.errors.size(), 1u);
+  EXPECT_THAT(update.errors[0].ToString(),
+              HasSubstr("VirtualService team/rollout: spec.http[0].route[0].destination.subset: subset \"v9\" of "
+                        "reviews.shop.svc.cluster.local is not defined by any DestinationRule proxies of namespace "
+                        "shop get (shop/beta, shop/canary: by their workload selectors, or none); a VirtualService "
+                        "delegating to this one is served there"));
+}
+
 // A VirtualService that starts delegating from a namespace whose rule lacks the delegate's
 // subset is what is refused: neither the delegate nor the rule changed.
 TEST(DelegateTest, ANewDelegatingVirtualServiceThatBreaksADelegatesSubsetIsRefused) {

@@ -1,8 +1,8 @@
 #include "protocol/descriptors.h"
 
+#include "common/status_matchers.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "gtest/gtest.h"
-#include "common/status_matchers.h"
 
 namespace cxds {
 namespace {
