@@ -322,23 +322,22 @@ struct DnsTarget {
 // Endpoints grouped by locality as istiod sends them: one LocalityLbEndpoints per locality
 // (region, zone, subzone: the first three '/' parts, as istiod splits them), in order, weighted by
 // the sum of its endpoints' weights, so that gRPC's weighted_target (which picks a locality
-// first) keeps each endpoint's share. Endpoints of no locality are grouped under
-// `unknown_region` ("" for no Locality at all), with any that name that region alone. Grouped
-// by the parsed parts, since gRPC refuses an update naming one locality twice ("r" and "r/"),
+// first) keeps each endpoint's share. Endpoints of no locality are grouped under the empty
+// Locality, as istiod groups them (so no real region's name is taken for them). Grouped by the
+// parsed parts, since gRPC refuses an update naming one locality twice ("r" and "r/"),
 // and scaled down when the weights would add up to more than gRPC accepts (2^32 - 1).
 using LocalityParts = std::tuple<std::string, std::string, std::string>;  // region, zone, subzone
-LocalityParts ParseLocality(const std::string& locality, const std::string& unknown_region) {
+LocalityParts ParseLocality(const std::string& locality) {
   std::vector<std::string> parts = absl::StrSplit(locality, '/');
   parts.resize(3);
-  if (parts[0].empty()) return {unknown_region, "", ""};
+  if (parts[0].empty()) return {"", "", ""};
   return {parts[0], parts[1], parts[2]};
 }
 
 class LocalityGroups {
  public:
-  explicit LocalityGroups(std::string unknown_region) : unknown_region_(std::move(unknown_region)) {}
   envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight) {
-    Group& group = groups_[ParseLocality(locality, unknown_region_)];
+    Group& group = groups_[ParseLocality(locality)];
     group.weight += std::max<uint32_t>(weight, 1);
     return group.endpoints.add_lb_endpoints();
   }
@@ -351,6 +350,7 @@ class LocalityGroups {
       auto* locality = out.Add();
       *locality = std::move(group.endpoints);
       const auto& [region, zone, sub_zone] = name;
+      locality->mutable_locality();  // present even when empty: gRPC refuses a missing one
       if (!region.empty()) locality->mutable_locality()->set_region(region);
       if (!zone.empty()) locality->mutable_locality()->set_zone(zone);
       if (!sub_zone.empty()) locality->mutable_locality()->set_sub_zone(sub_zone);
@@ -368,7 +368,6 @@ class LocalityGroups {
     envoy::config::endpoint::v3::LocalityLbEndpoints endpoints;
     uint64_t weight = 0;
   };
-  std::string unknown_region_;
   std::map<LocalityParts, Group> groups_;
 };
 
@@ -409,12 +408,9 @@ bool MayShapeLocality(const DestinationRule& rule) {
          std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return any_in(s.traffic_policy); });
 }
 
-// `unknown_region`: the region the resource groups endpoints of no locality under (LocalityGroups),
-// whose group ApplyLocalityLb takes as the empty locality: read the same way here.
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
                                              const envoy::config::core::v3::Locality& locality,
-                                             const std::vector<EndpointInfo>& endpoints,
-                                             const std::string& unknown_region) {
+                                             const std::vector<EndpointInfo>& endpoints) {
   if (!policy.has_value()) return std::nullopt;
   static const PolicyFields::LocalityLb kMeshDefault;  // Istio's: enabled, no rules
   const PolicyFields::LocalityLb& setting = policy->locality_lb.has_value() ? *policy->locality_lb : kMeshDefault;
@@ -438,8 +434,7 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   // (the cache would grow with every new name otherwise). Parts length-prefixed.
   bool region = false, zone = false, sub_zone = false;
   for (const EndpointInfo& endpoint : endpoints) {
-    auto [r, z, s] = ParseLocality(endpoint.locality, "");
-    if (!unknown_region.empty() && r == unknown_region && z.empty() && s.empty()) r.clear();
+    auto [r, z, s] = ParseLocality(endpoint.locality);
     if (r != plan.proxy.region()) continue;
     region = true;
     if (z != plan.proxy.zone()) continue;
@@ -496,25 +491,15 @@ void CapLocalityWeights(ClusterLoadAssignment& cla) {
 // matches; failover sets priorities: 0 the proxy's subzone, 1 its zone, 2 its region, 3 another
 // region (4 when a failover rule for the proxy's region names another), then renumbered from 0
 // without gaps (Envoy and gRPC want them contiguous).
-// `unknown_region`: the region the assignment's endpoints of no locality are grouped under
-// (LocalityGroups); they are of the empty locality here, as istiod compares them.
-void ApplyLocalityLb(const LocalityLbPlan& plan, const std::string& unknown_region, ClusterLoadAssignment& cla) {
+void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
   auto& localities = *cla.mutable_endpoints();
-  std::vector<envoy::config::core::v3::Locality> at_localities;
-  for (const auto& l : localities) {
-    at_localities.push_back(l.locality());
-    if (!unknown_region.empty() && l.locality().region() == unknown_region && l.locality().zone().empty() &&
-        l.locality().sub_zone().empty()) {
-      at_localities.back().clear_region();
-    }
-  }
   if (plan.distribute.has_value()) {
     std::vector<bool> matched(localities.size(), false);
     for (const auto& [pattern, weight] : plan.distribute->to) {
       uint64_t total = 0;
       std::vector<int> picked;
       for (int i = 0; i < localities.size(); ++i) {
-        if (matched[i] || !LocalityMatches(at_localities[i], pattern)) continue;
+        if (matched[i] || !LocalityMatches(localities[i].locality(), pattern)) continue;
         matched[i] = true;
         picked.push_back(i);
         total += std::max<uint32_t>(localities[i].load_balancing_weight().value(), 1);
@@ -532,7 +517,7 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, const std::string& unknown_regi
   }
   std::map<uint32_t, std::vector<int>> by_priority;
   for (int i = 0; i < localities.size(); ++i) {
-    const auto& at = at_localities[i];
+    const auto& at = localities[i].locality();
     uint32_t priority = 3;
     if (at.region() == plan.proxy.region()) {
       priority = at.zone() != plan.proxy.zone() ? 2 : at.sub_zone() != plan.proxy.sub_zone() ? 1 : 0;
@@ -559,7 +544,7 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, const std::string& unknown_regi
 void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& cluster) {
   auto* assignment = cluster.mutable_load_assignment();
   assignment->set_cluster_name(name);
-  LocalityGroups groups("");
+  LocalityGroups groups;
   size_t count = 0;
   const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality) {
     auto* lb = groups.Add(locality, weight);
@@ -588,7 +573,7 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   // none is a STRICT_DNS cluster with no endpoints (requests fail, as for an empty EDS one).
   const bool logical = dns.service.resolution == ServiceEntry::Resolution::kDnsRoundRobin && count == 1;
   if (dns.locality_plan != nullptr && !logical) {
-    ApplyLocalityLb(*dns.locality_plan, "", *assignment);
+    ApplyLocalityLb(*dns.locality_plan, *assignment);
     CapLocalityWeights(*assignment);
   }
   cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
@@ -758,7 +743,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = WorkloadLocality(e)});
         if (!proxy_locality.has_value()) proxy_locality = ProxyLocality(proxy_node.node);
-        locality_plan = PlanLocalityLb(policy, *proxy_locality, names, "");
+        locality_plan = PlanLocalityLb(policy, *proxy_locality, names);
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
                              policy.has_value() && WeighsLocalities(*policy)};
@@ -895,7 +880,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           }
         }
         locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), *port_endpoints, "local");
+            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), *port_endpoints);
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
@@ -916,7 +901,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
                                                      const std::optional<LocalityLbPlan>& locality_plan) {
     ClusterLoadAssignment cla;
     cla.set_cluster_name(name);
-    LocalityGroups groups("local");
+    LocalityGroups groups;
     if (auto host = index.find(cluster.host); host != index.end()) {
       if (auto port = host->second->find(cluster.port); port != host->second->end()) {
         for (const EndpointInfo& endpoint : port->second) {
@@ -938,11 +923,11 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     }
     if (groups.empty()) {  // no endpoint: one empty locality, as before (PGV: weight at least 1)
       auto* locality = cla.add_endpoints();
-      locality->mutable_locality()->set_region("local");
+      locality->mutable_locality();
       locality->mutable_load_balancing_weight()->set_value(1);
     }
     groups.MoveTo(*cla.mutable_endpoints(), /*weigh=*/true);
-    if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, "local", cla);
+    if (locality_plan.has_value()) ApplyLocalityLb(*locality_plan, cla);
     CapLocalityWeights(cla);
     return Resource::FromMessage(cla);
   }

@@ -474,42 +474,6 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   }
 }
 
-// Endpoints of the locality "local" alone: EDS names the group of endpoints of no locality so,
-// and they join it, ranking as endpoints of no locality would.
-void LocalitiesNamedLocal(const ObjectMap& served, std::vector<ConfigWarning>& out) {
-  const auto named_local = [](const std::string& locality) {
-    // As EDS reads it: the first three parts of a split on every '/'.
-    std::vector<absl::string_view> parts = absl::StrSplit(locality, '/');
-    parts.resize(3);
-    return parts[0] == "local" && parts[1].empty() && parts[2].empty();
-  };
-  const auto field_of = [](const WorkloadEndpoint& w, const std::string& prefix) {
-    return w.locality.empty() ? StrCat(prefix, "labels") : StrCat(prefix, "locality");
-  };
-  const std::string message =
-      "locality \"local\" is the name cxds's EDS gives the group of endpoints of no locality: these endpoints "
-      "join it and rank as having no locality; name the region otherwise";
-  for (const auto& [key, stored] : served) {
-    if (const auto* w = std::get_if<WorkloadEntry>(&stored->object)) {
-      if (named_local(WorkloadLocality(w->spec))) {
-        out.push_back({key, field_of(w->spec, "spec."), "cxds_locality_named_local", message});
-      }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-      // A DNS ServiceEntry's too: proxyless gRPC nodes get its resolved addresses in EDS.
-      for (size_t i = 0; i < se->endpoints.size(); ++i) {
-        if (named_local(WorkloadLocality(se->endpoints[i]))) {
-          out.push_back({key, field_of(se->endpoints[i], StrCat("spec.endpoints[", i, "].")),
-                         "cxds_locality_named_local", message});
-        }
-      }
-    } else if (const auto* pod = std::get_if<K8sPod>(&stored->object)) {
-      if (named_local(LabelLocality(pod->meta.labels))) {
-        out.push_back({key, "metadata.labels", "cxds_locality_named_local", message});
-      }
-    }
-  }
-}
-
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
@@ -527,7 +491,6 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);
-    LocalitiesNamedLocal(served, out);
     return out;
   };
 }
@@ -550,8 +513,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_delegate_unused",
                                                   "cxds_delegate_bound",
                                                   "cxds_addresses_unused",
-                                                  "cxds_exported_to_none",
-                                                  "cxds_locality_named_local"};
+                                                  "cxds_exported_to_none"};
   return kCodes;
 }
 

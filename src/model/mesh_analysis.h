@@ -42,9 +42,6 @@
 //                                 sidecars connect without it (as in Istio)
 //   cxds_exported_to_none         a Service or ServiceEntry exported to no namespace ("~"):
 //                                 served to no proxy
-//   cxds_locality_named_local     an endpoint (WorkloadEntry, ServiceEntry endpoint, Pod)
-//                                 of the locality "local" alone: EDS's name for the group of
-//                                 endpoints of no locality, which it joins
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
 #pragma once

@@ -2087,8 +2087,9 @@ spec:
 // Endpoints carry their locality (a ServiceEntry endpoint's or WorkloadEntry's `locality`, a
 // Pod's `istio-locality` label) and EDS groups them by it as istiod does: one locality per
 // region/zone/subzone, in order, weighted by the sum of its endpoints' weights (gRPC picks a
-// locality by these weights first), endpoints of no locality under region "local". A label
-// longer than any locality (Kubernetes refuses one over 63 characters) gives none.
+// locality by these weights first), endpoints of no locality under the empty locality, apart
+// from those of a region named "local". A label longer than any locality (Kubernetes refuses one
+// over 63 characters) gives none.
 TEST_F(GeneratorsTest, EndpointsAreGroupedByLocalityWeightedByTheirEndpoints) {
   Apply("localities.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -2102,6 +2103,7 @@ spec:
   - {address: 127.0.0.62, locality: us-east/us-east-1a}
   - {address: 127.0.0.63, locality: eu-west/eu-west-1b/rack/7}
   - {address: 127.0.0.64}
+  - {address: 127.0.0.67, locality: local}
   - {address: 127.0.0.66, labels: {istio-locality: )" +
                                std::string(300, 'r') + R"(}}
 ---
@@ -2155,8 +2157,9 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
   for (bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     EXPECT_EQ(groups_of(grpc, "outbound|8080||geo.mesh.local"),
-              (std::vector<Group>{{"eu-west", "eu-west-1b", "rack", 1, {"127.0.0.63"}},
-                                  {"local", "", "", 2, {"127.0.0.64", "127.0.0.66"}},
+              (std::vector<Group>{{"", "", "", 2, {"127.0.0.64", "127.0.0.66"}},
+                                  {"eu-west", "eu-west-1b", "rack", 1, {"127.0.0.63"}},
+                                  {"local", "", "", 1, {"127.0.0.67"}},
                                   {"us-east", "us-east-1a", "", 4, {"127.0.0.61", "127.0.0.62"}}}));
     EXPECT_EQ(groups_of(grpc, "outbound|8080||kube.default.svc.cluster.local"),
               (std::vector<Group>{{"ap-south", "ap-south-1c", "", 1, {"127.0.0.65"}}}));
@@ -2292,8 +2295,8 @@ spec:
 
   // A proxy that gives no locality is of the empty one, as istiod takes it: under failover the
   // endpoints of no locality come first (the same empty locality), and a distribute rule from
-  // "*" applies to it. An endpoint of no locality is in no region, not even one called "local"
-  // (where EDS groups it), and proxies share an entry only where their results are the same.
+  // "*" applies to it. An endpoint of no locality is in no region, not even one called "local",
+  // and proxies share an entry only where their results are the same.
   Apply("geo.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: geo}
@@ -2321,24 +2324,24 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   for (bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
-    const Shape unlocated = {{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"local//", {0, 1, 1}}};
+    const Shape unlocated = {{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"//", {0, 1, 1}}};
     // A proxy of a made-up region first, so that a shared entry would be found by the next.
     EXPECT_EQ(shape(grpc, {"mars", "x", ""}, all), unlocated) << "no endpoint in its region: as they are";
     EXPECT_EQ(shape(grpc, {"local", "", ""}, all), unlocated) << "no endpoint is in a region called local";
     EXPECT_EQ(shape(grpc, {std::string(300, 'r'), "", ""}, all), unlocated)
         << "an overlong region is still a region no endpoint is in, not the empty locality";
     EXPECT_EQ(shape(grpc, {"us-east", std::string(300, 'z'), ""}, all),
-              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}))
+              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"//", {1, 1, 1}}}))
         << "an overlong zone: its region still ranks first";
     EXPECT_EQ(shape(grpc, {"", "", ""}, all),
-              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}));
+              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"//", {0, 1, 1}}}));
     EXPECT_EQ(shape(grpc, {"us-east", "a", ""}, all),
-              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {1, 1, 1}}}));
+              (Shape{{"us-east/a/", {0, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"//", {1, 1, 1}}}));
     EXPECT_EQ(shape(grpc, {"", "", ""}, "outbound|8080|spread|geo.mesh.local"),
-              (Shape{{"us-east/a/", {0, 80, 1}}, {"eu-west/b/", {0, 20, 1}}, {"local//", {0, 1, 0}}}));
+              (Shape{{"us-east/a/", {0, 80, 1}}, {"eu-west/b/", {0, 20, 1}}, {"//", {0, 1, 0}}}));
     // The proxy's labels before its node's locality, as istiod's setTopologyLabels reads a proxy
     // its registry has no workload for: the topology labels, else the locality label.
-    const Shape eu_first = {{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"local//", {1, 1, 1}}};
+    const Shape eu_first = {{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {0, 1, 1}}, {"//", {1, 1, 1}}};
     EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
                          {{"topology.kubernetes.io/region", "eu-west"}, {"topology.kubernetes.io/zone", "b"}}),
               eu_first);
@@ -2348,7 +2351,7 @@ spec:
         << "no locality label: the node's";
     EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,
                          {{"topology.kubernetes.io/zone", "b"}, {"topology.istio.io/locality", "us-east/a"}}),
-              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"local//", {0, 1, 1}}}))
+              (Shape{{"us-east/a/", {1, 1, 1}}, {"eu-west/b/", {1, 1, 1}}, {"//", {0, 1, 1}}}))
         << "a topology label wins over the locality label: region \"\", zone b, the region of the endpoints of "
            "no locality";
     EXPECT_EQ(shape_with(grpc, {"us-east", "a", ""}, all,

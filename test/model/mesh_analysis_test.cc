@@ -596,61 +596,6 @@ spec:
                         "exported to no namespace (~): no proxy gets its hosts, as in Istio [cxds_exported_to_none]"));
 }
 
-// An endpoint of the locality "local" alone joins EDS's group of endpoints of no locality (which
-// cxds names so): said on the field that gives it, for WorkloadEntries, ServiceEntry endpoints
-// (a DNS one's addresses reach gRPC nodes in EDS) and Pods, with parts past the third unread
-// as EDS reads them; "local" with a zone is not.
-TEST(MeshAnalysisTest, EndpointsOfTheLocalityNamedLocalAreReported) {
-  ConfigStore store = AnalyzedStore();
-  const ConfigStore::Update update = store.ApplyFile("local.yaml", R"(apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: static, namespace: shop}
-spec:
-  hosts: [static.mesh.local]
-  ports: [{number: 80, name: http, protocol: HTTP}]
-  resolution: STATIC
-  endpoints:
-  - {address: 127.0.0.80, locality: local}
-  - {address: 127.0.0.81, locality: local/zone-a}
-  - {address: 127.0.0.82, labels: {istio-locality: local}}
-  - {address: 127.0.0.85, locality: local///x}
----
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: dns, namespace: shop}
-spec:
-  hosts: [dns.mesh.local]
-  ports: [{number: 80, name: http, protocol: HTTP}]
-  resolution: DNS
-  endpoints: [{address: localhost, locality: local}]
----
-apiVersion: networking.istio.io/v1
-kind: WorkloadEntry
-metadata: {name: vm, namespace: shop}
-spec: {address: 127.0.0.83, locality: local/}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  namespace: shop
-  labels: {topology.istio.io/locality: local}
-status: {podIPs: [{ip: 127.0.0.84}]}
-)");
-  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
-  std::vector<std::string> named;
-  for (const std::string& w : Strings(update.warnings)) {
-    if (w.find("[cxds_locality_named_local]") != std::string::npos) named.push_back(w.substr(0, w.find(": locality")));
-  }
-  EXPECT_THAT(named,
-              ::testing::UnorderedElementsAre("local.yaml:1: ServiceEntry shop/static: spec.endpoints[0].locality",
-                                              "local.yaml:1: ServiceEntry shop/static: spec.endpoints[2].labels",
-                                              "local.yaml:1: ServiceEntry shop/static: spec.endpoints[3].locality",
-                                              "local.yaml:14: ServiceEntry shop/dns: spec.endpoints[0].locality",
-                                              "local.yaml:23: WorkloadEntry shop/vm: spec.locality",
-                                              "local.yaml:28: Pod shop/p: metadata.labels"));
-}
-
 // TLS fields Istio accepts and istiod ignores (a passthrough server's certificates, an HTTP
 // server's TLS besides httpsRedirect) are said on the field, not refused.
 TEST(MeshAnalysisTest, GatewayTlsFieldsIstiodIgnoresAreReported) {
