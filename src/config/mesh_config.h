@@ -208,6 +208,14 @@ struct PolicyFields {
   // each upstream connection with a PROXY protocol header of this version (Envoy only).
   enum class ProxyProtocol { kV1, kV2 };
   std::optional<ProxyProtocol> proxy_protocol;
+  // trafficPolicy.retryBudget (of a rule or a subset, none per port, as proxyProtocol): Envoy lets
+  // concurrent retries reach `percent` of the active and pending requests, and at least
+  // `min_concurrency`, in place of a fixed maximum (istiod's defaults; Envoy only).
+  struct RetryBudget {
+    double percent = 20;
+    uint32_t min_concurrency = 3;
+  };
+  std::optional<RetryBudget> retry_budget;
 };
 
 struct TrafficPolicy : PolicyFields {

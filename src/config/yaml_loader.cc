@@ -2460,10 +2460,24 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   const std::string f = Reader::Join(field, "trafficPolicy");
   if (!r.IsMap(node, f)) return std::nullopt;
   r.OnlyKeys(node, f,
-             {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings", "proxyProtocol"},
-             {"tunnel", "retryBudget"});
+             {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings", "proxyProtocol",
+              "retryBudget"},
+             {"tunnel"});
   TrafficPolicy p;
   ReadPolicyFields(r, node, f, p);
+  if (const YAML::Node budget = node["retryBudget"];
+      budget.IsDefined() && !budget.IsNull() && r.IsMap(budget, Reader::Join(f, "retryBudget"))) {
+    const std::string bf = Reader::Join(f, "retryBudget");
+    // budgetInterval is Envoy's budget_interval, which the Envoy API cxds is built on lacks.
+    r.OnlyKeys(budget, bf, {"percent", "minRetryConcurrency"}, {"budgetInterval"});
+    PolicyFields::RetryBudget b;
+    if (std::optional<double> percent = r.Number(budget, "percent", bf, 0, 100, false, "from 0 to 100")) b.percent = *percent;
+    // 0, Istio's unset, is istiod's default of 3.
+    if (std::optional<uint32_t> min = r.Uint(budget, "minRetryConcurrency", bf, false, 0, UINT32_MAX); min.value_or(0) > 0) {
+      b.min_concurrency = *min;
+    }
+    p.retry_budget = b;
+  }
   if (const YAML::Node proxy = node["proxyProtocol"];
       proxy.IsDefined() && !proxy.IsNull() && r.IsMap(proxy, Reader::Join(f, "proxyProtocol"))) {
     const std::string pf = Reader::Join(f, "proxyProtocol");

@@ -136,12 +136,17 @@ std::optional<PolicyFields> PolicyFor(const DestinationRule* rule, const std::st
     for (const auto& level : over.port_level) {
       if (level.port == port) over_port = &level.policy;
     }
+    // proxyProtocol and retryBudget have no port level: a subset's settings for the port keep
+    // what is above them, as istiod's merge of its port-level copy does.
     if (over_port != nullptr) {
       const std::optional<PolicyFields::ProxyProtocol> above = out.proxy_protocol;
+      const std::optional<PolicyFields::RetryBudget> budget_above = out.retry_budget;
       out = *over_port;
       out.proxy_protocol = above;
-    } else if (over.proxy_protocol.has_value()) {
-      out.proxy_protocol = over.proxy_protocol;
+      out.retry_budget = budget_above;
+    } else {
+      if (over.proxy_protocol.has_value()) out.proxy_protocol = over.proxy_protocol;
+      if (over.retry_budget.has_value()) out.retry_budget = over.retry_budget;
     }
     merged = out;
   }
@@ -658,6 +663,13 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
         }
         SetTcpKeepalive(pool, cluster);
       }
+    }
+    if (policy->retry_budget.has_value() && !grpc) {  // gRPC has no retry budget
+      auto* breakers = cluster.mutable_circuit_breakers();
+      auto* thresholds = breakers->thresholds_size() > 0 ? breakers->mutable_thresholds(0) : breakers->add_thresholds();
+      auto* budget = thresholds->mutable_retry_budget();
+      budget->mutable_budget_percent()->set_value(policy->retry_budget->percent);
+      budget->mutable_min_retry_concurrency()->set_value(policy->retry_budget->min_concurrency);
     }
     if (policy->outlier_detection.has_value() && !grpc) {
       // As istiod translates it: ejection by the consecutive errors Istio names only (Envoy's
@@ -2087,6 +2099,9 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
     out.push_back(
         "proxyProtocol (gRPC clients send no PROXY protocol header: an upstream that needs one refuses "
         "their connections)");
+  }
+  if (policy.retry_budget.has_value()) {
+    out.push_back("retryBudget (gRPC clients have no retry budget: their retries follow the route's retry policy alone)");
   }
   if (policy.connection_pool.has_value()) {
     const auto& pool = *policy.connection_pool;

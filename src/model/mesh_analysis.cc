@@ -248,6 +248,11 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                      "connection with its header, gRPC nodes connect without it (an upstream that needs it refuses "
                      "them)"});
     }
+    if (policy.retry_budget.has_value()) {
+      out.push_back({key, field + ".retryBudget", "cxds_grpc_ignores",
+                     "a retry budget is not implemented by proxyless gRPC clients: Envoy nodes limit concurrent "
+                     "retries to the budget, gRPC nodes retry as the route's retry policy says"});
+    }
     if (!policy.consistent_hash.has_value()) return;
     using Key = TrafficPolicy::ConsistentHash::Key;
     const Key k = policy.consistent_hash->key;

@@ -866,6 +866,73 @@ spec:
   EXPECT_FALSE(Decode<Cluster>(cds[0], 0).has_transport_socket()) << "gRPC sends no PROXY header";
 }
 
+// retryBudget as istiod applies it on Envoy nodes: the cluster's circuit breaker thresholds get a
+// retry budget (beside a connection pool's limits when there are some); a subset's replaces the
+// rule's; settings for a port, which have none, leave that port without the rule's, and a
+// subset's settings for the port keep what is above them, as proxyProtocol. gRPC nodes get none.
+TEST_F(GeneratorsTest, RetryBudgetIsACircuitBreakerRetryBudget) {
+  Apply("budget.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}, {name: http-admin, port: 7001}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db, namespace: shop}
+spec:
+  host: db
+  trafficPolicy:
+    retryBudget: {percent: 25.5, minRetryConcurrency: 5}
+    connectionPool: {http: {http2MaxRequests: 100}}
+    portLevelSettings: [{port: {number: 7001}, connectionPool: {tcp: {maxConnections: 9}}}]
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {retryBudget: {}}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy:
+      retryBudget: {percent: 1}
+      portLevelSettings: [{port: {number: 7000}, connectionPool: {tcp: {maxConnections: 5}}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const auto thresholds = [&](const std::string& name) {
+    const Cluster& cluster = clusters[name];
+    EXPECT_EQ(cluster.circuit_breakers().thresholds_size(), 1) << name;
+    return cluster.circuit_breakers().thresholds_size() > 0 ? cluster.circuit_breakers().thresholds(0)
+                                                            : envoy::config::cluster::v3::CircuitBreakers::Thresholds();
+  };
+  const auto rule = thresholds("outbound|7000||db.shop.svc.cluster.local");
+  EXPECT_EQ(rule.retry_budget().budget_percent().value(), 25.5);
+  EXPECT_EQ(rule.retry_budget().min_retry_concurrency().value(), 5u);
+  EXPECT_EQ(rule.max_requests().value(), 100u) << "in the same thresholds as the pool's limits";
+  const auto port = thresholds("outbound|7001||db.shop.svc.cluster.local");
+  EXPECT_FALSE(port.has_retry_budget()) << "the port's settings replace the rule's policy, budget and all";
+  EXPECT_EQ(port.max_connections().value(), 9u);
+  const auto v1 = thresholds("outbound|7000|v1|db.shop.svc.cluster.local");
+  EXPECT_EQ(v1.retry_budget().budget_percent().value(), 20) << "istiod's defaults";
+  EXPECT_EQ(v1.retry_budget().min_retry_concurrency().value(), 3u);
+  const auto v2 = thresholds("outbound|7000|v2|db.shop.svc.cluster.local");
+  EXPECT_EQ(v2.retry_budget().budget_percent().value(), 25.5) << "the rule's: the subset's port settings keep it";
+  EXPECT_EQ(v2.max_connections().value(), 5u);
+  const auto v2_admin = thresholds("outbound|7001|v2|db.shop.svc.cluster.local");
+  EXPECT_EQ(v2_admin.retry_budget().budget_percent().value(), 1) << "the subset's own on its other port";
+  EXPECT_EQ(v2_admin.max_connections().value(), 9u) << "over the rule's settings for that port";
+
+  auto h = Connect("grpc-client-1", true);
+  h->Send(First(std::string(kClusterType), {"outbound|7000||db.shop.svc.cluster.local"}));
+  const auto cds = h->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  ASSERT_EQ(cds[0].resources_size(), 1);
+  const Cluster grpc = Decode<Cluster>(cds[0], 0);
+  ASSERT_EQ(grpc.circuit_breakers().thresholds_size(), 1);
+  EXPECT_FALSE(grpc.circuit_breakers().thresholds(0).has_retry_budget()) << "gRPC has no retry budget";
+  EXPECT_EQ(grpc.circuit_breakers().thresholds(0).max_requests().value(), 100u);
+}
+
 // The load balancer as istiod applies it on Envoy nodes: LEAST_REQUEST unless the rule says
 // otherwise (with no rule too), and warmup as slow start on LEAST_REQUEST and ROUND_ROBIN
 // clusters only, the `warmup` form with istiod's aggression and minimum, the deprecated

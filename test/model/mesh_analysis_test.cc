@@ -806,6 +806,19 @@ spec:
                      .warnings);
 }
 
+// A retry budget is Envoy's alone: reported where it is written, the rule's and a subset's.
+TEST(MeshAnalysisTest, ARetryBudgetProxylessGrpcDoesNotImplementIsReported) {
+  const std::string tail =
+      ".retryBudget: a retry budget is not implemented by proxyless gRPC clients: Envoy nodes limit concurrent "
+      "retries to the budget, gRPC nodes retry as the route's retry policy says [cxds_grpc_ignores]";
+  EXPECT_THAT(InventoryRuleWarnings(R"(  trafficPolicy: {retryBudget: {percent: 10}}
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {retryBudget: {}}}
+)"),
+              ElementsAre("dr.yaml:1: DestinationRule default/inventory: spec.trafficPolicy" + tail,
+                          "dr.yaml:1: DestinationRule default/inventory: spec.subsets[0].trafficPolicy" + tail));
+}
+
 // Slow start is Envoy's alone: each warmup is reported where it is written, in either form.
 TEST(MeshAnalysisTest, AWarmupProxylessGrpcDoesNotImplementIsReported) {
   const std::string tail =
