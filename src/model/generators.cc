@@ -648,10 +648,26 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
   }
   cluster.mutable_connect_timeout()->set_seconds(10);
   SetLoadBalancer(policy, grpc, cluster);
+  // One set of thresholds. On Envoy nodes every cluster gets istiod's defaults, no limit on
+  // connections, requests, pending requests and retries (Envoy's own, 1024 and 3 retries, make
+  // 503s under load and while endpoints churn), which a connection pool's settings replace.
+  // gRPC nodes honour max_requests only, and get thresholds only from a pool.
+  envoy::config::cluster::v3::CircuitBreakers::Thresholds* thresholds = nullptr;
+  const auto cluster_thresholds = [&] {
+    if (thresholds == nullptr) thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
+    return thresholds;
+  };
+  if (!grpc) {
+    auto* defaults = cluster_thresholds();
+    defaults->mutable_max_connections()->set_value(UINT32_MAX);
+    defaults->mutable_max_pending_requests()->set_value(UINT32_MAX);
+    defaults->mutable_max_requests()->set_value(UINT32_MAX);
+    defaults->mutable_max_retries()->set_value(UINT32_MAX);
+  }
   if (policy.has_value()) {
     if (!grpc && WeighsLocalities(*policy)) cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
     if (policy->connection_pool.has_value()) {
-      auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
+      thresholds = cluster_thresholds();
       const auto& pool = *policy->connection_pool;
       if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
       if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
@@ -665,9 +681,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       }
     }
     if (policy->retry_budget.has_value() && !grpc) {  // gRPC has no retry budget
-      auto* breakers = cluster.mutable_circuit_breakers();
-      auto* thresholds = breakers->thresholds_size() > 0 ? breakers->mutable_thresholds(0) : breakers->add_thresholds();
-      auto* budget = thresholds->mutable_retry_budget();
+      auto* budget = cluster_thresholds()->mutable_retry_budget();
       budget->mutable_budget_percent()->set_value(policy->retry_budget->percent);
       budget->mutable_min_retry_concurrency()->set_value(policy->retry_budget->min_concurrency);
     }

@@ -866,6 +866,62 @@ spec:
   EXPECT_FALSE(Decode<Cluster>(cds[0], 0).has_transport_socket()) << "gRPC sends no PROXY header";
 }
 
+// Every Envoy cluster gets istiod's default circuit breaker thresholds, no limit on connections,
+// pending requests, requests and retries (Envoy's own would limit retries to 3 at once), with
+// a rule or without, and a connection pool's settings replace them one by one. gRPC nodes,
+// which honour max_requests only, get thresholds only from a pool.
+TEST_F(GeneratorsTest, EnvoyClustersGetIstiodsDefaultCircuitBreakers) {
+  Apply("breakers.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec:
+  ports: [{name: http, port: 7000}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: cache, namespace: shop}
+spec:
+  ports: [{name: http, port: 6379}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db, namespace: shop}
+spec:
+  host: db
+  trafficPolicy: {connectionPool: {http: {maxRetries: 7}}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::cluster::v3::Cluster;
+  std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const Cluster& cache = clusters["outbound|6379||cache.shop.svc.cluster.local"];
+  ASSERT_EQ(cache.circuit_breakers().thresholds_size(), 1) << "no rule: the defaults alone";
+  const auto& defaults = cache.circuit_breakers().thresholds(0);
+  EXPECT_EQ(defaults.max_connections().value(), UINT32_MAX);
+  EXPECT_EQ(defaults.max_pending_requests().value(), UINT32_MAX);
+  EXPECT_EQ(defaults.max_requests().value(), UINT32_MAX);
+  EXPECT_EQ(defaults.max_retries().value(), UINT32_MAX);
+  const Cluster& db = clusters["outbound|7000||db.shop.svc.cluster.local"];
+  ASSERT_EQ(db.circuit_breakers().thresholds_size(), 1) << "one set: the pool's fields over the defaults";
+  EXPECT_EQ(db.circuit_breakers().thresholds(0).max_retries().value(), 7u);
+  EXPECT_EQ(db.circuit_breakers().thresholds(0).max_requests().value(), UINT32_MAX);
+
+  for (const char* name : {"outbound|6379||cache.shop.svc.cluster.local", "outbound|7000||db.shop.svc.cluster.local"}) {
+    auto h = Connect("grpc-client-1", true);
+    h->Send(First(std::string(kClusterType), {name}));
+    const auto cds = h->Take();
+    ASSERT_EQ(cds.size(), 1u);
+    ASSERT_EQ(cds[0].resources_size(), 1);
+    const Cluster grpc = Decode<Cluster>(cds[0], 0);
+    for (const auto& thresholds : grpc.circuit_breakers().thresholds()) {
+      EXPECT_FALSE(thresholds.has_max_retries()) << name << ": gRPC honours max_requests alone";
+      EXPECT_FALSE(thresholds.has_max_connections()) << name;
+    }
+    if (std::string_view(name).find("cache") != std::string_view::npos) {
+      EXPECT_FALSE(grpc.has_circuit_breakers()) << "no pool: no thresholds";
+    }
+  }
+}
+
 // retryBudget as istiod applies it on Envoy nodes: the cluster's circuit breaker thresholds get a
 // retry budget (beside a connection pool's limits when there are some); a subset's replaces the
 // rule's; settings for a port, which have none, leave that port without the rule's, and a
@@ -1068,14 +1124,16 @@ spec:
   EXPECT_EQ(plain.connect_timeout().seconds(), 2);
   const Cluster& admin = clusters["outbound|7001||api.shop.svc.cluster.local"];
   EXPECT_EQ(admin.lb_policy(), Cluster::LEAST_REQUEST) << "port settings do not inherit: istiod's default";
-  EXPECT_FALSE(admin.has_circuit_breakers());
+  EXPECT_EQ(admin.circuit_breakers().thresholds(0).max_connections().value(), UINT32_MAX)
+      << "istiod's default: the port's settings have no pool";
   EXPECT_EQ(admin.connect_timeout().seconds(), 10);
   EXPECT_EQ(admin.outlier_detection().consecutive_5xx().value(), 3u);
   EXPECT_EQ(admin.outlier_detection().interval().nanos(), 500000000) << "durations keep their fraction of a second";
   const Cluster& v1 = clusters["outbound|7000|v1|api.shop.svc.cluster.local"];
   EXPECT_EQ(v1.lb_policy(), Cluster::RANDOM) << "inherited: the subset does not set it";
   EXPECT_EQ(v1.circuit_breakers().thresholds(0).max_retries().value(), 4u);
-  EXPECT_FALSE(v1.circuit_breakers().thresholds(0).has_max_connections()) << "the subset's pool replaces the rule's";
+  EXPECT_EQ(v1.circuit_breakers().thresholds(0).max_connections().value(), UINT32_MAX)
+      << "the subset's pool replaces the rule's: istiod's default";
   const Cluster& v1_admin = clusters["outbound|7001|v1|api.shop.svc.cluster.local"];
   EXPECT_EQ(v1_admin.outlier_detection().consecutive_5xx().value(), 3u) << "the rule's port settings first";
   EXPECT_EQ(v1_admin.circuit_breakers().thresholds(0).max_retries().value(), 4u) << "then the subset's fields";
