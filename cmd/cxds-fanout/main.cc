@@ -31,6 +31,7 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "protocol/type_url.h"
+#include "protocol/descriptors.h"
 
 namespace cxds::fanout {
 
@@ -378,6 +379,11 @@ int Run(const std::string& address, size_t message_bytes, double push_after_s, d
 }  // namespace cxds::fanout
 
 int main(int argc, char** argv) {
+  // Before any client or server thread reads a descriptor (protocol/descriptors.h).
+  if (absl::Status preload = cxds::PreloadXdsDescriptors(); !preload.ok()) {
+    std::cerr << preload << "\n";
+    return 70;  // EX_SOFTWARE
+  }
   CLI::App app{"cxds-fanout: raw gRPC fan-out baseline (no xDS logic); commands on stdin: push, status, quit"};
   std::string address = "127.0.0.1:18001";
   size_t message_bytes = 1200;

@@ -29,6 +29,7 @@
 #include "report.h"
 #include "run_support.h"
 #include "soak.h"
+#include "protocol/descriptors.h"
 
 namespace cxds::load {
 
@@ -746,6 +747,11 @@ absl::Duration ParseSeconds(const std::string& text) {
 
 int main(int argc, char** argv) {
   using namespace cxds::load;
+  // Before any client or server thread reads a descriptor (protocol/descriptors.h).
+  if (absl::Status preload = cxds::PreloadXdsDescriptors(); !preload.ok()) {
+    std::cerr << preload << "\n";
+    return 70;  // EX_SOFTWARE
+  }
   CLI::App app{"cxds-load: simulate N xDS proxies over gRPC (loopback) and measure convergence"};
   LoadOptions options;
   std::string protocol = "sotw";

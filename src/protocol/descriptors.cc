@@ -1,6 +1,5 @@
 #include "protocol/descriptors.h"
 
-#include <atomic>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -8,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace cxds {
 namespace {
@@ -48,15 +48,27 @@ constexpr std::string_view kRootTypes[] = {
     "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
 };
 
-std::atomic<int> g_preloaded{0};
-
+// Builds the closure of the root types' descriptors: a worklist, not recursion (the closure is
+// hundreds of types deep in places), on the calling thread.
 class Walker {
  public:
-  void Message(const Descriptor* message) {
-    if (message == nullptr || !seen_messages_.insert(message).second) return;
-    File(message->file());
-    for (int i = 0; i < message->field_count(); ++i) Field(message->field(i));
-    for (int i = 0; i < message->nested_type_count(); ++i) Message(message->nested_type(i));
+  void Add(const Descriptor* message) {
+    if (message != nullptr && seen_messages_.insert(message).second) pending_.push_back(message);
+  }
+
+  void Run() {
+    while (!pending_.empty()) {
+      const Descriptor* message = pending_.back();
+      pending_.pop_back();
+      File(message->file());
+      for (int i = 0; i < message->field_count(); ++i) Field(message->field(i));
+      for (int i = 0; i < message->nested_type_count(); ++i) Add(message->nested_type(i));
+      // The generated class's default instance and reflection are set up lazily too.
+      if (const google::protobuf::Message* prototype =
+              google::protobuf::MessageFactory::generated_factory()->GetPrototype(message)) {
+        prototype->GetReflection();
+      }
+    }
   }
 
   int message_count() const { return static_cast<int>(seen_messages_.size()); }
@@ -65,7 +77,7 @@ class Walker {
   // type() is what resolves a lazily linked field; message_type() and enum_type() go through it.
   void Field(const FieldDescriptor* field) {
     if (field->type() == FieldDescriptor::TYPE_MESSAGE || field->type() == FieldDescriptor::TYPE_GROUP) {
-      Message(field->message_type());
+      Add(field->message_type());
     } else if (field->type() == FieldDescriptor::TYPE_ENUM) {
       File(field->enum_type()->file());
     }
@@ -73,31 +85,55 @@ class Walker {
 
   // A file's imports are also built lazily; the walk builds them and every message they define.
   void File(const FileDescriptor* file) {
-    if (file == nullptr || !seen_files_.insert(file).second) return;
-    for (int i = 0; i < file->dependency_count(); ++i) File(file->dependency(i));
-    for (int i = 0; i < file->message_type_count(); ++i) Message(file->message_type(i));
+    std::vector<const FileDescriptor*> files;
+    if (file != nullptr && seen_files_.insert(file).second) files.push_back(file);
+    while (!files.empty()) {
+      const FileDescriptor* next = files.back();
+      files.pop_back();
+      for (int i = 0; i < next->dependency_count(); ++i) {
+        const FileDescriptor* dependency = next->dependency(i);
+        if (dependency != nullptr && seen_files_.insert(dependency).second) files.push_back(dependency);
+      }
+      for (int i = 0; i < next->message_type_count(); ++i) Add(next->message_type(i));
+    }
   }
 
+  std::vector<const Descriptor*> pending_;
   absl::flat_hash_set<const Descriptor*> seen_messages_;
   absl::flat_hash_set<const FileDescriptor*> seen_files_;
 };
 
-}  // namespace
+struct PreloadResult {
+  absl::Status status;
+  int count = 0;
+};
 
-absl::Status PreloadXdsDescriptors() {
-  const DescriptorPool* pool = DescriptorPool::generated_pool();
-  Walker walker;
-  for (std::string_view name : kRootTypes) {
-    const Descriptor* root = pool->FindMessageTypeByName(std::string(name));
-    if (root == nullptr) {
-      return absl::NotFoundError(absl::StrCat("message type ", std::string(name), " is not linked into this binary"));
+// Once per process: the descriptors never change after they are built.
+const PreloadResult& Preload() {
+  static const PreloadResult* const result = [] {
+    auto* out = new PreloadResult;
+    const DescriptorPool* pool = DescriptorPool::generated_pool();
+    Walker walker;
+    for (std::string_view name : kRootTypes) {
+      const Descriptor* root = pool->FindMessageTypeByName(std::string(name));
+      if (root == nullptr) {
+        out->status =
+            absl::NotFoundError(absl::StrCat("message type ", std::string(name), " is not linked into this binary"));
+        return out;
+      }
+      walker.Add(root);
     }
-    walker.Message(root);
-  }
-  g_preloaded.store(walker.message_count(), std::memory_order_relaxed);
-  return absl::OkStatus();
+    walker.Run();
+    out->count = walker.message_count();
+    return out;
+  }();
+  return *result;
 }
 
-int PreloadedDescriptorCount() { return g_preloaded.load(std::memory_order_relaxed); }
+}  // namespace
+
+absl::Status PreloadXdsDescriptors() { return Preload().status; }
+
+int PreloadedDescriptorCount() { return Preload().count; }
 
 }  // namespace cxds

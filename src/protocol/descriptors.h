@@ -13,12 +13,13 @@
 namespace cxds {
 
 // Builds the descriptor of every message type cxds sends, receives or packs into an Any, and of
-// every type reachable from them through fields and file imports. Call it on one thread before
-// starting others; calling it again is cheap. NotFound names a root type missing from the
-// binary (a build error, not a runtime condition).
+// every type reachable from them through fields and file imports, with their generated classes'
+// default instances and reflection. Call it on one thread before starting others; the work is
+// done once per process, and later calls return the first one's result. NotFound names a root
+// type missing from the binary (a build error, not a runtime condition).
 absl::Status PreloadXdsDescriptors();
 
-// How many message types the last successful PreloadXdsDescriptors() reached (for tests).
+// How many message types PreloadXdsDescriptors() reached (for tests).
 int PreloadedDescriptorCount();
 
 }  // namespace cxds
