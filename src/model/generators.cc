@@ -335,8 +335,7 @@ using LocalityParts = std::tuple<std::string, std::string, std::string>;  // reg
 LocalityParts ParseLocality(const std::string& locality) {
   std::vector<std::string> parts = absl::StrSplit(locality, '/');
   parts.resize(3);
-  if (parts[0].empty()) return {"", "", ""};
-  return {parts[0], parts[1], parts[2]};
+  return {parts[0], parts[1], parts[2]};  // "/zone" keeps its zone, as istiod's ConvertLocality
 }
 
 class LocalityGroups {

@@ -2213,7 +2213,7 @@ spec:
 // Pod's `istio-locality` label) and EDS groups them by it as istiod does: one locality per
 // region/zone/subzone, in order, weighted by the sum of its endpoints' weights (gRPC picks a
 // locality by these weights first), endpoints of no locality under the empty locality, apart
-// from those of a region named "local". A label longer than any locality (Kubernetes refuses one
+// from those of a region named "local" and those of a zone alone ("/zone-x", as istiod reads it). A label longer than any locality (Kubernetes refuses one
 // over 63 characters) gives none.
 TEST_F(GeneratorsTest, EndpointsAreGroupedByLocalityWeightedByTheirEndpoints) {
   Apply("localities.yaml", R"(apiVersion: networking.istio.io/v1
@@ -2229,6 +2229,7 @@ spec:
   - {address: 127.0.0.63, locality: eu-west/eu-west-1b/rack/7}
   - {address: 127.0.0.64}
   - {address: 127.0.0.67, locality: local}
+  - {address: 127.0.0.68, locality: /zone-x}
   - {address: 127.0.0.66, labels: {istio-locality: )" +
                                std::string(300, 'r') + R"(}}
 ---
@@ -2283,6 +2284,7 @@ endpoints: [{addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}]
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     EXPECT_EQ(groups_of(grpc, "outbound|8080||geo.mesh.local"),
               (std::vector<Group>{{"", "", "", 2, {"127.0.0.64", "127.0.0.66"}},
+                                  {"", "zone-x", "", 1, {"127.0.0.68"}},
                                   {"eu-west", "eu-west-1b", "rack", 1, {"127.0.0.63"}},
                                   {"local", "", "", 1, {"127.0.0.67"}},
                                   {"us-east", "us-east-1a", "", 4, {"127.0.0.61", "127.0.0.62"}}}));
