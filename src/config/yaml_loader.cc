@@ -215,45 +215,66 @@ std::optional<bool> YamlBool(const YAML::Node& node) {
   return YamlBoolWord(node.Scalar());
 }
 
+// Whether `text` is an integer as Go's strconv.ParseInt or ParseUint read one with base 0 (as
+// go-yaml v2 tries them): an optional sign (ParseInt only), then 0x, 0o, 0b or a leading 0
+// (octal), or decimal digits; within int64, or uint64 without a sign.
+bool IsGoInteger(std::string_view text) {
+  const char sign = !text.empty() && (text[0] == '+' || text[0] == '-') ? text[0] : '\0';
+  std::string_view digits = text.substr(sign != '\0' ? 1 : 0);
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && absl::ascii_isalpha(static_cast<unsigned char>(digits[1]))) {
+    const char prefix = absl::ascii_tolower(static_cast<unsigned char>(digits[1]));
+    base = prefix == 'x' ? 16 : prefix == 'o' ? 8 : prefix == 'b' ? 2 : 0;
+    if (base == 0) return false;
+    digits.remove_prefix(2);
+  } else if (digits.size() > 1 && digits[0] == '0') {
+    base = 8;
+    digits.remove_prefix(1);
+  }
+  if (digits.empty()) return false;
+  uint64_t magnitude = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return false;
+  if (sign == '\0') return true;  // ParseUint: up to 2^64 - 1
+  return magnitude <= (sign == '-' ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1);
+}
+
+// Whether `text` is a finite float in Go's ParseFloat (decimal form only: go-yaml's pattern
+// allows no other), which go-yaml v2 also needs: one that overflows stays a string.
+bool IsFiniteFloat(const std::string& text) {
+  double value = 0;
+  return absl::SimpleAtod(text, &value) && std::isfinite(value);
+}
+
 // What YAML 1.1 makes of `text` written as a plain scalar, when Kubernetes and Istio would not
 // read it as a string: "a boolean", "a number", or "" for a string. go-yaml (v2, which both
 // use) resolves `yes` and `on` to booleans and `1`, `0x1f`, `1.5` and `.inf` to numbers before
 // the schema sees them, so a string field given one is refused there; cxds refuses it too rather
-// than load a file they would not. A quoted scalar is always a string.
+// than load a file they would not. A quoted scalar is always a string. As go-yaml's resolve:
+// only a scalar starting with a digit, a sign or '.' may be a number; on the digit and sign
+// path '_' is dropped, then an integer (IsGoInteger), then a float of the form
+// [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?; on the '.' path a float as written. Timestamps, which
+// go-yaml turns into strings for a string field, are strings here.
 std::string_view PlainScalarKind(std::string_view text) {
   if (YamlBoolWord(text).has_value()) return "a boolean";
-  if (text.empty() || text.size() > 64) return "";
-  if (YamlInteger(text, /*plain=*/true).has_value()) return "a number";
+  if (text.empty()) return "";
   static const absl::flat_hash_set<std::string_view> kSpecialFloats = {
       ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
   if (kSpecialFloats.contains(text)) return "a number";
-  // go-yaml's float form, '_' removed as it removes them: [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?
+  const char first = text[0];
+  if (first == '.') {
+    // ParseFloat of the text as written: ".5", ".5e3"; no '_' (Go allows one only after a base prefix).
+    static const LazyRE2 kDotFloat = {R"(\.[0-9]+([eE][-+]?[0-9]+)?)"};
+    return RE2::FullMatch(text, *kDotFloat) && IsFiniteFloat(std::string(text)) ? "a number" : "";
+  }
+  if (!absl::ascii_isdigit(static_cast<unsigned char>(first)) && first != '+' && first != '-') return "";
   std::string plain;
   for (char c : text) {
     if (c != '_') plain.push_back(c);
   }
-  size_t i = plain[0] == '-' || plain[0] == '+' ? 1 : 0;
-  const auto digits = [&] {
-    const size_t start = i;
-    while (i < plain.size() && absl::ascii_isdigit(static_cast<unsigned char>(plain[i]))) ++i;
-    return i - start;
-  };
-  if (i < plain.size() && plain[i] == '.') {
-    ++i;
-    if (digits() == 0) return "";
-  } else {
-    if (digits() == 0) return "";
-    if (i < plain.size() && plain[i] == '.') {
-      ++i;
-      digits();
-    }
-  }
-  if (i < plain.size() && (plain[i] == 'e' || plain[i] == 'E')) {
-    ++i;
-    if (i < plain.size() && (plain[i] == '-' || plain[i] == '+')) ++i;
-    if (digits() == 0) return "";
-  }
-  return i == plain.size() ? "a number" : "";
+  if (IsGoInteger(plain)) return "a number";
+  static const LazyRE2 kFloat = {R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)"};
+  return RE2::FullMatch(plain, *kFloat) && IsFiniteFloat(plain) ? "a number" : "";
 }
 
 std::string_view NonStringPlainScalar(const YAML::Node& node) {
@@ -464,6 +485,11 @@ class Reader {
     if (!node.IsDefined() || node.IsNull()) return labels;
     if (!IsMap(node, Join(field, key))) return labels;
     for (const auto& entry : node) {
+      // ObjectMeta's maps read a null value as "", as Kubernetes' JSON decoding does.
+      if (entry.second.IsNull() && field == "metadata") {
+        labels[entry.first.Scalar()] = "";
+        continue;
+      }
       if (!entry.second.IsScalar()) {
         Error(entry.second, Join(Join(field, key), entry.first.Scalar()), "must be a string");
         continue;
@@ -490,7 +516,7 @@ class Reader {
       if (!IsStringScalar(node[i], Index(Join(field, key), i))) continue;
       out.push_back(node[i].Scalar());
     }
-    if (required && out.empty()) Error(node, Join(field, key), "must not be empty");
+    if (required && node.size() == 0) Error(node, Join(field, key), "must not be empty");
     return out;
   }
 
@@ -621,6 +647,7 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
     r.Error(node["namespace"], "metadata.namespace", "must be a DNS label (a-z, 0-9, '-'; at most 63 characters)");
   }
   meta.labels = r.Labels(node, "labels", "metadata");
+  r.Labels(node, "annotations", "metadata");  // typed only: strings, as Kubernetes has them
   if (auto created = r.String(node, "creationTimestamp", "metadata", false)) {
     absl::Time t;
     std::string why;
@@ -883,16 +910,12 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   // Istio narrows a Service's visibility by this annotation; ignoring it would widen it.
   if (const YAML::Node annotations = doc["metadata"]["annotations"]; annotations.IsDefined() && annotations.IsMap()) {
     const YAML::Node exported = annotations["networking.istio.io/exportTo"];
-    if (exported.IsDefined()) {
-      if (exported.IsScalar()) {
-        s.export_to = ServiceExportTo(exported.Scalar());
-        if (s.export_to.size() > kMaxExportTo) {
-          r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
-                  StrCat("more than ", kMaxExportTo, " namespaces are not supported by cxds"));
-        }
-      } else {
+    // Anything but a string was refused with the other annotations (ReadMeta).
+    if (exported.IsDefined() && exported.IsScalar() && NonStringPlainScalar(exported).empty()) {
+      s.export_to = ServiceExportTo(exported.Scalar());
+      if (s.export_to.size() > kMaxExportTo) {
         r.Error(exported, "metadata.annotations.networking.istio.io/exportTo",
-                "must be a string: namespaces separated by commas (\"*\", \".\", \"~\" or names)");
+                StrCat("more than ", kMaxExportTo, " namespaces are not supported by cxds"));
       }
     }
   }
@@ -2998,22 +3021,26 @@ size_t EstimateNodes(std::string_view content) {
   return n;
 }
 
-// Walks `node` with aliases expanded, within a budget of visits and a depth: false if either
-// runs out (a billion-laughs file or a cyclic alias), so later passes never meet such a tree.
-bool WithinBudget(const YAML::Node& node, int depth, size_t& budget, const ParseLimits& limits) {
+// Walks `node` with aliases expanded, within a budget of visits, of scalar bytes and a depth:
+// false if any runs out (a billion-laughs file, a cyclic alias, or a few aliases of one huge
+// scalar), so later passes, which expand aliases (the canonical text does), never meet such a tree.
+bool WithinBudget(const YAML::Node& node, int depth, size_t& budget, size_t& byte_budget, const ParseLimits& limits) {
   if (budget == 0 || depth > limits.max_depth) return false;
   budget--;
   if (node.IsMap()) {
     for (const auto& entry : node) {
-      if (!WithinBudget(entry.first, depth + 1, budget, limits) ||
-          !WithinBudget(entry.second, depth + 1, budget, limits)) {
+      if (!WithinBudget(entry.first, depth + 1, budget, byte_budget, limits) ||
+          !WithinBudget(entry.second, depth + 1, budget, byte_budget, limits)) {
         return false;
       }
     }
   } else if (node.IsSequence()) {
     for (const auto& item : node) {
-      if (!WithinBudget(item, depth + 1, budget, limits)) return false;
+      if (!WithinBudget(item, depth + 1, budget, byte_budget, limits)) return false;
     }
+  } else if (node.IsScalar()) {
+    if (node.Scalar().size() > byte_budget) return false;
+    byte_budget -= node.Scalar().size();
   }
   return true;
 }
@@ -3068,8 +3095,6 @@ std::string ScalarAt(const YAML::Node& map, const char* key) {
   return value.IsDefined() && value.IsScalar() ? value.Scalar().substr(0, 253) : "";
 }
 
-// `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
-// the same object exported twice has the same canonical text. A copy: `doc` is left whole.
 // Emits `node` as yaml-cpp would, except that a quoted scalar which would read back as a boolean,
 // a number or null without its quotes keeps them: yaml-cpp's emitter drops the quotes of "yes"
 // and "80", so the stored text (what `cxds apply` writes to etcd) would no longer load. Aliases
@@ -3110,6 +3135,8 @@ void EmitCanonical(YAML::Emitter& out, const YAML::Node& node) {
   }
 }
 
+// `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
+// the same object exported twice has the same canonical text. A copy: `doc` is left whole.
 YAML::Node ServerSetFree(const YAML::Node& doc) {
   YAML::Node copy = YAML::Clone(doc);
   // A Pod's IPs are in its status and are what its endpoints are matched by: kept.
@@ -3224,11 +3251,13 @@ ParsedFile ParseConfigFile(const std::string& path, std::string_view content, co
     }
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     size_t budget = limits.max_expanded_nodes;
+    size_t byte_budget = limits.max_file_bytes;  // what the file could hold without aliases
     for (const YAML::Node& doc : docs) {
-      if (!WithinBudget(doc, 0, budget, limits)) {
+      if (!WithinBudget(doc, 0, budget, byte_budget, limits)) {
         return refuse(doc.Mark().line + 1,
                       StrCat("the file expands (through anchors and aliases) to more than ", limits.max_expanded_nodes,
-                             " nodes or nests deeper than ", limits.max_depth, " levels"));
+                             " nodes or ", limits.max_file_bytes, " bytes of text, or nests deeper than ",
+                             limits.max_depth, " levels"));
       }
     }
     ParseDocuments(path, docs, out);

@@ -7,7 +7,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/strings.h"
 #include "model/generators.h"
 #include "model/mesh_kinds.h"

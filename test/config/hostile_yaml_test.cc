@@ -141,6 +141,25 @@ TEST(HostileYamlTest, AliasesThatExpandBeyondTheBudgetAreRefused) {
   EXPECT_NE(parsed.errors[0].message.find("anchors and aliases"), std::string::npos) << Errors(parsed);
 }
 
+// A few aliases of one big scalar stay within the node budget but would expand the canonical
+// text (which writes aliases out) far past the file: refused by the bytes they expand to, while
+// the same scalar used once loads.
+TEST(HostileYamlTest, AliasesOfABigScalarAreRefusedByTheBytesTheyExpandTo) {
+  const std::string big(512 * 1024, 'x');
+  const auto service = [&](int aliases) {
+    std::string text = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    a0: &big " + big + "\n";
+    for (int i = 1; i <= aliases; ++i) text += "    a" + std::to_string(i) + ": *big\n";
+    return text + "spec: {ports: [{name: http, port: 80}]}\n";
+  };
+  const ParsedFile once = ParseConfigFile("once.yaml", service(0));
+  EXPECT_EQ(Errors(once), "");
+  EXPECT_EQ(once.documents.size(), 1u);
+  const ParsedFile many = ParseConfigFile("many.yaml", service(16));
+  ASSERT_EQ(many.errors.size(), 1u) << Errors(many);
+  EXPECT_NE(many.errors[0].message.find("bytes of text"), std::string::npos) << Errors(many);
+  EXPECT_TRUE(many.documents.empty());
+}
+
 TEST(HostileYamlTest, DeepNestingIsRefused) {
   const std::string deep = std::string(500, '[') + std::string(500, ']');
   ParsedFile parsed;

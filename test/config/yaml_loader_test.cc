@@ -1992,12 +1992,35 @@ spec:
             "vs.yaml:5: " + object +
                 "spec.hosts[1]: must be a string: unquoted 1.5 is a number in YAML as Kubernetes and Istio read it; "
                 "quote it (\"1.5\")\n");
-  for (const std::string number : {"0x1f", "0o17", "017", "0b101", "1_000", "-2", "+.5", "1.", "1e3", ".inf", ".NaN"}) {
+  for (const std::string number : {"0x1f", "0X1F", "0o17", "017", "08", "0b101", "1_000", "-2", "+.5", "1.", ".5",
+                                    "1e3", "1E3", ".inf", ".NaN", "0xFFFFFFFFFFFFFFFF", "-0x8000000000000000"}) {
     EXPECT_NE(Errors(vs(number, "v1", "b.mesh.local")).find("is a number"), std::string::npos) << number;
+  }
+  // What go-yaml v2 leaves a string: not starting with a digit, sign or '.', a float that
+  // overflows, '_' on the '.' path, an integer past 64 bits with a sign, sexagesimal, a date.
+  for (const std::string text : {"_1", "1e400", "1e45678", ".5_", "-0x8000000000000001", "1:20", "2026-12-05", "0x",
+                                 "+", "-", ".", "1.2.3", "v1.5"}) {
+    EXPECT_EQ(Errors(vs("v2", text, "b.mesh.local")), "") << text;
   }
   for (const std::string word : {"y", "N", "Off", "TRUE", "!!bool no"}) {
     EXPECT_NE(Errors(vs(word, "v1", "b.mesh.local")).find("is a boolean"), std::string::npos) << word;
   }
+}
+
+// Annotations are strings too (Kubernetes refuses `sidecar.istio.io/inject: false`); a null
+// value in metadata's maps is "", as Kubernetes reads it.
+TEST(YamlLoaderTest, AnnotationsAreStrings) {
+  const auto service = [](const std::string& annotations) {
+    return ParseConfigFile("svc.yaml", StrCat("apiVersion: v1\nkind: Service\nmetadata: {name: s, annotations: ",
+                                              annotations, "}\nspec: {ports: [{name: http, port: 80}]}\n"));
+  };
+  EXPECT_EQ(Errors(service("{sidecar.istio.io/inject: \"false\", note: }")), "");
+  EXPECT_EQ(Errors(service("{sidecar.istio.io/inject: false}")),
+            "svc.yaml:3: metadata.annotations.sidecar.istio.io/inject: must be a string: unquoted false is a boolean in "
+            "YAML as Kubernetes and Istio read it; quote it (\"false\")\n");
+  EXPECT_EQ(Errors(service("{networking.istio.io/exportTo: [web]}")),
+            "svc.yaml:3: metadata.annotations.networking.istio.io/exportTo: must be a string\n")
+      << "said once";
 }
 
 // The canonical text (what `cxds apply` stores in etcd) keeps the quotes of a string that would
