@@ -30,8 +30,8 @@
 #include "fmt/format.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
-#include "protocol/type_url.h"
 #include "protocol/descriptors.h"
+#include "protocol/type_url.h"
 
 namespace cxds::fanout {
 

@@ -25,11 +25,11 @@
 #include "google/protobuf/struct.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "load_options.h"
+#include "protocol/descriptors.h"
 #include "proxy_stream.h"
 #include "report.h"
 #include "run_support.h"
 #include "soak.h"
-#include "protocol/descriptors.h"
 
 namespace cxds::load {
 

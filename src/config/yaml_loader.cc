@@ -2494,9 +2494,11 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
     // budgetInterval is Envoy's budget_interval, which the Envoy API cxds is built on lacks.
     r.OnlyKeys(budget, bf, {"percent", "minRetryConcurrency"}, {"budgetInterval"});
     PolicyFields::RetryBudget b;
-    if (std::optional<double> percent = r.Number(budget, "percent", bf, 0, 100, false, "from 0 to 100")) b.percent = *percent;
+    if (std::optional<double> percent = r.Number(budget, "percent", bf, 0, 100, false, "from 0 to 100"))
+      b.percent = *percent;
     // 0, Istio's unset, is istiod's default of 3.
-    if (std::optional<uint32_t> min = r.Uint(budget, "minRetryConcurrency", bf, false, 0, UINT32_MAX); min.value_or(0) > 0) {
+    if (std::optional<uint32_t> min = r.Uint(budget, "minRetryConcurrency", bf, false, 0, UINT32_MAX);
+        min.value_or(0) > 0) {
       b.min_concurrency = *min;
     }
     p.retry_budget = b;

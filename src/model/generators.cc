@@ -2114,7 +2114,8 @@ std::vector<std::string> GrpcIgnoredPolicyFields(const PolicyFields& policy) {
         "their connections)");
   }
   if (policy.retry_budget.has_value()) {
-    out.push_back("retryBudget (gRPC clients have no retry budget: their retries follow the route's retry policy alone)");
+    out.push_back(
+        "retryBudget (gRPC clients have no retry budget: their retries follow the route's retry policy alone)");
   }
   if (policy.connection_pool.has_value()) {
     const auto& pool = *policy.connection_pool;

@@ -147,7 +147,8 @@ TEST(HostileYamlTest, AliasesThatExpandBeyondTheBudgetAreRefused) {
 TEST(HostileYamlTest, AliasesOfABigScalarAreRefusedByTheBytesTheyExpandTo) {
   const std::string big(512 * 1024, 'x');
   const auto service = [&](int aliases) {
-    std::string text = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    a0: &big " + big + "\n";
+    std::string text =
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    a0: &big " + big + "\n";
     for (int i = 1; i <= aliases; ++i) text += "    a" + std::to_string(i) + ": *big\n";
     return text + "spec: {ports: [{name: http, port: 80}]}\n";
   };

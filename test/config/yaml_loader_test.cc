@@ -1993,7 +1993,7 @@ spec:
                 "spec.hosts[1]: must be a string: unquoted 1.5 is a number in YAML as Kubernetes and Istio read it; "
                 "quote it (\"1.5\")\n");
   for (const std::string number : {"0x1f", "0X1F", "0o17", "017", "08", "0b101", "1_000", "-2", "+.5", "1.", ".5",
-                                    "1e3", "1E3", ".inf", ".NaN", "0xFFFFFFFFFFFFFFFF", "-0x8000000000000000"}) {
+                                   "1e3", "1E3", ".inf", ".NaN", "0xFFFFFFFFFFFFFFFF", "-0x8000000000000000"}) {
     EXPECT_NE(Errors(vs(number, "v1", "b.mesh.local")).find("is a number"), std::string::npos) << number;
   }
   // What go-yaml v2 leaves a string: not starting with a digit, sign or '.', a float that
@@ -2015,9 +2015,10 @@ TEST(YamlLoaderTest, AnnotationsAreStrings) {
                                               annotations, "}\nspec: {ports: [{name: http, port: 80}]}\n"));
   };
   EXPECT_EQ(Errors(service("{sidecar.istio.io/inject: \"false\", note: }")), "");
-  EXPECT_EQ(Errors(service("{sidecar.istio.io/inject: false}")),
-            "svc.yaml:3: metadata.annotations.sidecar.istio.io/inject: must be a string: unquoted false is a boolean in "
-            "YAML as Kubernetes and Istio read it; quote it (\"false\")\n");
+  EXPECT_EQ(
+      Errors(service("{sidecar.istio.io/inject: false}")),
+      "svc.yaml:3: metadata.annotations.sidecar.istio.io/inject: must be a string: unquoted false is a boolean in "
+      "YAML as Kubernetes and Istio read it; quote it (\"false\")\n");
   EXPECT_EQ(Errors(service("{networking.istio.io/exportTo: [web]}")),
             "svc.yaml:3: metadata.annotations.networking.istio.io/exportTo: must be a string\n")
       << "said once";

@@ -2213,8 +2213,8 @@ spec:
 // Pod's `istio-locality` label) and EDS groups them by it as istiod does: one locality per
 // region/zone/subzone, in order, weighted by the sum of its endpoints' weights (gRPC picks a
 // locality by these weights first), endpoints of no locality under the empty locality, apart
-// from those of a region named "local" and those of a zone alone ("/zone-x", as istiod reads it). A label longer than any locality (Kubernetes refuses one
-// over 63 characters) gives none.
+// from those of a region named "local" and those of a zone alone ("/zone-x", as istiod reads it). A label longer than
+// any locality (Kubernetes refuses one over 63 characters) gives none.
 TEST_F(GeneratorsTest, EndpointsAreGroupedByLocalityWeightedByTheirEndpoints) {
   Apply("localities.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
