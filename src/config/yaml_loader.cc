@@ -981,6 +981,7 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
       const std::string f = Reader::Index("ports", i);
       if (!r.IsMap(ports[i], f)) continue;
       r.OnlyKeys(ports[i], f, {"name", "port", "protocol", "appProtocol"});
+      for (const char* key : {"protocol", "appProtocol"}) r.String(ports[i], key, f, false);  // typed only
       e.ports.push_back(
           {r.String(ports[i], "name", f, false).value_or(""), r.Uint(ports[i], "port", f, true, 1, 65535).value_or(0)});
     }
@@ -994,6 +995,12 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
       r.OnlyKeys(
           endpoints[i], f,
           {"addresses", "conditions", "nodeName", "targetRef", "hostname", "zone", "hints", "deprecatedTopology"});
+      // Typed as Kubernetes types them, though not read.
+      for (const char* key : {"nodeName", "hostname", "zone"}) r.String(endpoints[i], key, f, false);
+      r.Labels(endpoints[i], "deprecatedTopology", f);
+      if (const YAML::Node hints = endpoints[i]["hints"]; hints.IsDefined() && !hints.IsNull()) {
+        r.IsMap(hints, Reader::Join(f, "hints"));
+      }
       EndpointSlice::Endpoint endpoint;
       endpoint.addresses = r.Strings(endpoints[i], "addresses", f, true);
       for (size_t a = 0; a < endpoint.addresses.size(); ++a) {
@@ -1016,6 +1023,8 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
       if (conditions.IsDefined() && r.IsMap(conditions, Reader::Join(f, "conditions"))) {
         r.OnlyKeys(conditions, Reader::Join(f, "conditions"), {"ready", "serving", "terminating"});
         endpoint.ready = r.Bool(conditions, "ready", Reader::Join(f, "conditions")).value_or(true);
+        r.Bool(conditions, "serving", Reader::Join(f, "conditions"));
+        r.Bool(conditions, "terminating", Reader::Join(f, "conditions"));
       }
       e.endpoints.push_back(std::move(endpoint));
     }

@@ -1844,6 +1844,27 @@ immutable: )",
   EXPECT_THAT(Errors(secret("\"true\"")),
               ::testing::HasSubstr("secret.yaml:6: Secret shop/cert: immutable: must be true or false, not a quoted "
                                    "string\n"));
+
+  const auto slice = [](const std::string& port_field, const std::string& endpoint_field) {
+    return ParseConfigFile("slice.yaml", StrCat(R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s-1, namespace: shop, labels: {kubernetes.io/service-name: s}}
+addressType: IPv4
+ports: [{name: http, port: 80, )",
+                                                port_field, R"(}]
+endpoints: [{addresses: [127.0.0.1], )",
+                                                endpoint_field, "}]\n"));
+  };
+  EXPECT_EQ(Errors(slice("protocol: TCP, appProtocol: http",
+                         "nodeName: n1, hostname: h, zone: z, hints: {forZones: [{name: z}]}, "
+                         "conditions: {ready: true, serving: true, terminating: false}")),
+            "");
+  EXPECT_THAT(Errors(slice("protocol: [TCP]", "zone: z")), ::testing::HasSubstr("ports[0].protocol: must be a string"));
+  EXPECT_THAT(Errors(slice("appProtocol: http", "nodeName: {a: b}")),
+              ::testing::HasSubstr("endpoints[0].nodeName: must be a string"));
+  EXPECT_THAT(Errors(slice("appProtocol: http", "conditions: {serving: \"yes\"}")),
+              ::testing::HasSubstr("endpoints[0].conditions.serving: must be true or false, not a quoted string"));
+  EXPECT_THAT(Errors(slice("appProtocol: http", "hints: [z]")), ::testing::HasSubstr("endpoints[0].hints: must be a map"));
 }
 
 // Integers in the forms Istio's and Kubernetes' YAML 1.1 reading takes from a plain scalar
