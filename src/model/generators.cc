@@ -1458,6 +1458,25 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
   *action->add_hash_policy() = std::move(out);
 }
 
+// The route's timeout as istiod sets it. Envoy nodes: the VirtualService's, else 0s, none
+// (Envoy's own default, 15 s, would cut requests istiod's meshes let run); a given one also
+// bounds the stream (max_stream_duration, and the most a grpc-timeout header may ask for).
+// gRPC nodes read only max_stream_duration (gRFC A31): the given timeout goes there.
+void SetTimeout(const std::optional<absl::Duration>& timeout, bool grpc, envoy::config::route::v3::RouteAction* action) {
+  if (grpc) {
+    if (timeout.has_value()) {
+      SetDuration(*timeout, action->mutable_timeout());
+      SetDuration(*timeout, action->mutable_max_stream_duration()->mutable_max_stream_duration());
+    }
+    return;
+  }
+  SetDuration(timeout.value_or(absl::ZeroDuration()), action->mutable_timeout());
+  if (timeout.has_value() && *timeout > absl::ZeroDuration()) {
+    SetDuration(*timeout, action->mutable_max_stream_duration()->mutable_max_stream_duration());
+    SetDuration(*timeout, action->mutable_max_stream_duration()->mutable_grpc_timeout_header_max());
+  }
+}
+
 // The retry policy of a route, as istiod converts Istio's HTTPRetry (its retry.ConvertPolicy).
 // Without `retries`, Envoy nodes get istiod's default: 2 retries on connect failure, refused
 // stream, gRPC unavailable or cancelled and HTTP 503, each to a host not tried yet (unless the
@@ -1670,7 +1689,7 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
               m.in_millionths ? Fraction(m.percent) : WholePercent(static_cast<uint32_t>(m.percent));
         }
       }
-      if (http.timeout.has_value()) SetDuration(*http.timeout, action->mutable_timeout());
+      SetTimeout(http.timeout, grpc, action);
       if (http.fault.has_value()) {
         (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
       }
@@ -1697,6 +1716,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
     route->mutable_match()->set_prefix("/");
     route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
     AddHashPolicy(mesh, service.host, "", port, scope, grpc, route->mutable_route());
+    SetTimeout(std::nullopt, grpc, route->mutable_route());
     SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
   }
 }

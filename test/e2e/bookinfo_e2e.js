@@ -13,7 +13,9 @@
 //   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it; its
 //      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
 //      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
-//      half fails with 503 (UNAVAILABLE to gRPC) on 50% of calls (70..130 of 200);
+//      half fails with 503 (UNAVAILABLE to gRPC) on 50% of calls (70..130 of 200); impatient's
+//      route timeout (100 ms, as max_stream_duration) ends each of its 300 ms-delayed calls
+//      DEADLINE_EXCEEDED;
 //   3b. details has a ring hash on x-session: each of 12 sessions sticks to one of the three
 //      replicas over 8 calls, and the sessions do not all land on one replica;
 //   4. without the Pods the subsets select nothing: each is a warning (file:line, field) in
@@ -121,6 +123,10 @@ async function main() {
   check(aborted.errors === 20 && aborted.by_code['14'] === 20 && served('ratings-vm') === servedBefore + 1,
     'fault abort: every call of tester failed UNAVAILABLE and none reached the VM',
     { by_code: aborted.by_code, first_error: aborted.first_error, vm_requests: served('ratings-vm') - servedBefore - 1 });
+  const impatient = await ratingsAs('impatient', 5);
+  check(impatient.errors === 5 && impatient.by_code['4'] === 5,
+    'route timeout: every call of impatient (100 ms timeout over a 300 ms delay) ended DEADLINE_EXCEEDED',
+    { by_code: impatient.by_code, first_error: impatient.first_error });
   const half = await ratingsAs('half', 200);
   check(half.ok + half.errors === 200 && half.errors >= 70 && half.errors <= 130 && (half.by_code['14'] || 0) === half.errors,
     'fault abort at 50%: 70..130 of 200 calls failed, with the 503 as UNAVAILABLE', half.by_code);

@@ -4045,6 +4045,63 @@ spec:
   EXPECT_THAT(domains["127.0.0.70:8080"], ::testing::ElementsAre("127.0.0.70", "127.0.0.70:8080"));
 }
 
+// Route timeouts as istiod sets them: on Envoy nodes every route has one, the VirtualService's
+// or 0s, none (Envoy's own 15 s default would cut long requests), and a given one also bounds
+// the stream and what a grpc-timeout header may ask for; gRPC nodes read max_stream_duration
+// alone (gRFC A31) and get it where the VirtualService sets a timeout.
+TEST_F(GeneratorsTest, RouteTimeoutsAreIstiodsOnEnvoyAndMaxStreamDurationOnGrpc) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - match: [{headers: {x-slow: {exact: "1"}}}]
+    timeout: 2.5s
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: plain}
+spec:
+  hosts: [plain.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.90}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::config::route::v3::Route;
+  const auto routes_of = [&](bool grpc, const std::string& host) {
+    const auto config = grpc ? RoutesFor("grpc-client-1", true, host + ":8080")
+                             : RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+    for (const auto& vhost : config.virtual_hosts()) {
+      if (std::find(vhost.domains().begin(), vhost.domains().end(), host) != vhost.domains().end()) {
+        return std::vector<Route>(vhost.routes().begin(), vhost.routes().end());
+      }
+    }
+    ADD_FAILURE() << "no virtual host for " << host;
+    return std::vector<Route>();
+  };
+  const std::vector<Route> envoy = routes_of(false, "inventory.mesh.local");
+  ASSERT_EQ(envoy.size(), 2u);
+  EXPECT_EQ(envoy[0].route().timeout().seconds(), 2);
+  EXPECT_EQ(envoy[0].route().timeout().nanos(), 500000000);
+  EXPECT_EQ(envoy[0].route().max_stream_duration().max_stream_duration().nanos(), 500000000);
+  EXPECT_EQ(envoy[0].route().max_stream_duration().grpc_timeout_header_max().seconds(), 2);
+  ASSERT_TRUE(envoy[1].route().has_timeout()) << "none given: 0s, no timeout";
+  EXPECT_EQ(envoy[1].route().timeout().seconds(), 0);
+  EXPECT_FALSE(envoy[1].route().has_max_stream_duration());
+  const std::vector<Route> plain = routes_of(false, "plain.mesh.local");
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_TRUE(plain[0].route().has_timeout()) << "the default route too";
+  EXPECT_EQ(plain[0].route().timeout().seconds(), 0);
+
+  const std::vector<Route> grpc = routes_of(true, "inventory.mesh.local");
+  ASSERT_EQ(grpc.size(), 2u);
+  EXPECT_EQ(grpc[0].route().max_stream_duration().max_stream_duration().seconds(), 2);
+  EXPECT_EQ(grpc[0].route().max_stream_duration().max_stream_duration().nanos(), 500000000);
+  EXPECT_FALSE(grpc[0].route().max_stream_duration().has_grpc_timeout_header_max());
+  EXPECT_FALSE(grpc[1].route().has_max_stream_duration()) << "the application's deadline, as it is";
+  const std::vector<Route> grpc_plain = routes_of(true, "plain.mesh.local");
+  ASSERT_EQ(grpc_plain.size(), 1u);
+  EXPECT_FALSE(grpc_plain[0].route().has_max_stream_duration());
+}
+
 // A route that delegates is served as the delegate's routes merged into it, to Envoy and gRPC
 // nodes alike; a change of the delegate alone (no hosts of its own) reaches the proxies.
 TEST_F(GeneratorsTest, DelegatedRoutesAreServedMergedAndTheDelegatesChangesArePushed) {
