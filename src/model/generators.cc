@@ -1462,7 +1462,8 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
 // (Envoy's own default, 15 s, would cut requests istiod's meshes let run); a given one also
 // bounds the stream (max_stream_duration, and the most a grpc-timeout header may ask for).
 // gRPC nodes read only max_stream_duration (gRFC A31): the given timeout goes there.
-void SetTimeout(const std::optional<absl::Duration>& timeout, bool grpc, envoy::config::route::v3::RouteAction* action) {
+void SetTimeout(const std::optional<absl::Duration>& timeout, bool grpc,
+                envoy::config::route::v3::RouteAction* action) {
   if (grpc) {
     if (timeout.has_value()) {
       SetDuration(*timeout, action->mutable_timeout());

@@ -1864,7 +1864,8 @@ endpoints: [{addresses: [127.0.0.1], )",
               ::testing::HasSubstr("endpoints[0].nodeName: must be a string"));
   EXPECT_THAT(Errors(slice("appProtocol: http", "conditions: {serving: \"yes\"}")),
               ::testing::HasSubstr("endpoints[0].conditions.serving: must be true or false, not a quoted string"));
-  EXPECT_THAT(Errors(slice("appProtocol: http", "hints: [z]")), ::testing::HasSubstr("endpoints[0].hints: must be a map"));
+  EXPECT_THAT(Errors(slice("appProtocol: http", "hints: [z]")),
+              ::testing::HasSubstr("endpoints[0].hints: must be a map"));
 }
 
 // Integers in the forms Istio's and Kubernetes' YAML 1.1 reading takes from a plain scalar
