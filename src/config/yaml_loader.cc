@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <exception>
 #include <functional>
@@ -485,8 +486,9 @@ class Reader {
     if (!node.IsDefined() || node.IsNull()) return labels;
     if (!IsMap(node, Join(field, key))) return labels;
     for (const auto& entry : node) {
-      // ObjectMeta's maps read a null value as "", as Kubernetes' JSON decoding does.
-      if (entry.second.IsNull() && field == "metadata") {
+      // Kubernetes' own string maps (ObjectMeta's, an EndpointSlice's deprecatedTopology) read a
+      // null value as "", as its JSON decoding does.
+      if (entry.second.IsNull() && (field == "metadata" || std::string_view(key) == "deprecatedTopology")) {
         labels[entry.first.Scalar()] = "";
         continue;
       }
@@ -975,8 +977,9 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
         doc["addressType"], "addressType",
         *type == "FQDN" ? "FQDN is not supported by cxds (it does not resolve names)" : "must be IPv4, IPv6 or FQDN");
   }
+  // `ports: null` and `endpoints: null` are how kubectl prints a slice of a Service with none.
   const YAML::Node ports = doc["ports"];
-  if (ports.IsDefined() && r.IsSeq(ports, "ports")) {
+  if (ports.IsDefined() && !ports.IsNull() && r.IsSeq(ports, "ports")) {
     for (size_t i = 0; i < ports.size(); ++i) {
       const std::string f = Reader::Index("ports", i);
       if (!r.IsMap(ports[i], f)) continue;
@@ -987,7 +990,7 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
     }
   }
   const YAML::Node endpoints = doc["endpoints"];
-  if (endpoints.IsDefined() && r.IsSeq(endpoints, "endpoints")) {
+  if (endpoints.IsDefined() && !endpoints.IsNull() && r.IsSeq(endpoints, "endpoints")) {
     for (size_t i = 0; i < endpoints.size(); ++i) {
       const std::string f = Reader::Index("endpoints", i);
       if (!r.IsMap(endpoints[i], f)) continue;
@@ -2065,7 +2068,7 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
       continue;
     }
     if (!h["delegate"].IsDefined()) route.route = ReadWeightedDestinations(r, h, f, /*http=*/true);
-    route.timeout = r.Duration(h, "timeout", f);
+    route.timeout = r.IstioDuration(h, "timeout", f);  // at least 1ms, as Istio validates
     if (h["retries"].IsDefined() && r.IsMap(h["retries"], Reader::Join(f, "retries"))) {
       const std::string rf = Reader::Join(f, "retries");
       route.retries = ReadRetries(r, h["retries"], rf);
@@ -2415,7 +2418,10 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       const std::string tf = Reader::Join(cf, "tcp");
       const YAML::Node tcp = pool["tcp"];
       r.OnlyKeys(tcp, tf, {"maxConnections", "connectTimeout", "tcpKeepalive", "maxConnectionDuration", "idleTimeout"});
-      cp.max_connections = r.Uint(tcp, "maxConnections", tf, false, 1, 1u << 31);
+      // Istio's int32 limits; 0 is Istio's "unset" (istiod's default, no limit), as for the
+      // http limits below.
+      cp.max_connections = r.Uint(tcp, "maxConnections", tf, false, 0, INT32_MAX);
+      if (cp.max_connections == 0u) cp.max_connections.reset();
       cp.connect_timeout = r.IstioDuration(tcp, "connectTimeout", tf);
       cp.max_connection_duration = r.IstioDuration(tcp, "maxConnectionDuration", tf);
       cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf);
@@ -2450,13 +2456,16 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       // 0 is Istio's "unset" (Envoy's default).
       cp.max_concurrent_streams = r.Uint(pool["http"], "maxConcurrentStreams", hf, false, 0, (1u << 31) - 1);
       if (cp.max_concurrent_streams == 0u) cp.max_concurrent_streams.reset();
-      cp.max_retries = r.Uint(pool["http"], "maxRetries", hf, false, 0, 1u << 31);
+      cp.max_retries = r.Uint(pool["http"], "maxRetries", hf, false, 0, INT32_MAX);
+      if (cp.max_retries == 0u) cp.max_retries.reset();  // not "no retries": istiod's default
       // 0 is Istio's "unlimited": nothing is set.
       cp.max_requests_per_connection = r.Uint(pool["http"], "maxRequestsPerConnection", hf, false, 0, 1u << 31);
       if (cp.max_requests_per_connection == 0u) cp.max_requests_per_connection.reset();
       cp.idle_timeout = r.IstioDuration(pool["http"], "idleTimeout", hf);
-      cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 1, 1u << 31);
-      cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 1, 1u << 31);
+      cp.http1_max_pending_requests = r.Uint(pool["http"], "http1MaxPendingRequests", hf, false, 0, INT32_MAX);
+      if (cp.http1_max_pending_requests == 0u) cp.http1_max_pending_requests.reset();
+      cp.http2_max_requests = r.Uint(pool["http"], "http2MaxRequests", hf, false, 0, INT32_MAX);
+      if (cp.http2_max_requests == 0u) cp.http2_max_requests.reset();
     }
     p.connection_pool = cp;
   }

@@ -666,11 +666,12 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
   if (policy.has_value()) {
     if (!grpc && WeighsLocalities(*policy)) cluster.mutable_common_lb_config()->mutable_locality_weighted_lb_config();
     if (policy->connection_pool.has_value()) {
-      thresholds = cluster_thresholds();
       const auto& pool = *policy->connection_pool;
-      if (pool.http2_max_requests) thresholds->mutable_max_requests()->set_value(*pool.http2_max_requests);
+      // A gRPC node gets thresholds only for max_requests, the one it reads.
+      if (pool.http2_max_requests) cluster_thresholds()->mutable_max_requests()->set_value(*pool.http2_max_requests);
       if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
       if (!grpc) {  // gRPC honours max_requests only
+        thresholds = cluster_thresholds();
         if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
         if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
         if (pool.http1_max_pending_requests) {
@@ -1458,10 +1459,12 @@ void AddHashPolicy(const MeshContext& mesh, const std::string& host, const std::
   *action->add_hash_policy() = std::move(out);
 }
 
-// The route's timeout as istiod sets it. Envoy nodes: the VirtualService's, else 0s, none
-// (Envoy's own default, 15 s, would cut requests istiod's meshes let run); a given one also
-// bounds the stream (max_stream_duration, and the most a grpc-timeout header may ask for).
-// gRPC nodes read only max_stream_duration (gRFC A31): the given timeout goes there.
+// The route's timeout as istiod's setTimeout sets it. Envoy nodes: `timeout`, the
+// VirtualService's or else 0s, none (Envoy's own default, 15 s, would cut requests istiod's
+// meshes let run), and the same as max_grpc_timeout, so that a gRPC client's grpc-timeout header
+// is honoured up to it (0s: without bound). Not max_stream_duration: with it Envoy ignores
+// `timeout` and times the whole stream from its headers instead. gRPC nodes read only
+// max_stream_duration (gRFC A31): a given timeout goes there.
 void SetTimeout(const std::optional<absl::Duration>& timeout, bool grpc,
                 envoy::config::route::v3::RouteAction* action) {
   if (grpc) {
@@ -1471,11 +1474,13 @@ void SetTimeout(const std::optional<absl::Duration>& timeout, bool grpc,
     }
     return;
   }
-  SetDuration(timeout.value_or(absl::ZeroDuration()), action->mutable_timeout());
-  if (timeout.has_value() && *timeout > absl::ZeroDuration()) {
-    SetDuration(*timeout, action->mutable_max_stream_duration()->mutable_max_stream_duration());
-    SetDuration(*timeout, action->mutable_max_stream_duration()->mutable_grpc_timeout_header_max());
-  }
+  const absl::Duration d = timeout.value_or(absl::ZeroDuration());
+  SetDuration(d, action->mutable_timeout());
+  // Deprecated in the API, but what istiod sends: its replacement changes Envoy's timeouts.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  SetDuration(d, action->mutable_max_grpc_timeout());
+#pragma GCC diagnostic pop
 }
 
 // The retry policy of a route, as istiod converts Istio's HTTPRetry (its retry.ConvertPolicy).

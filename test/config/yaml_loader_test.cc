@@ -193,11 +193,14 @@ spec:
   http:
   - route: [{destination: {host: api}}]
     retries: {attempts: 2, retryOn: "5xx,on-tuesdays,700", perTryTimeout: 0s}
+    timeout: 0s
 )");
   EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.retryOn: \"on-tuesdays\" is not a retry "
                                                 "condition (one of 5xx, gateway-error"));
   EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.retryOn: \"700\" is not an HTTP status code"));
   EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].retries.perTryTimeout: must be at least 1ms"));
+  EXPECT_THAT(Errors(bad), ::testing::HasSubstr("spec.http[0].timeout: must be at least 1ms"))
+      << "as Istio validates it: no timeout is written as none";
   EXPECT_TRUE(bad.documents.empty());
 }
 
@@ -1864,6 +1867,16 @@ endpoints: [{addresses: [127.0.0.1], )",
               ::testing::HasSubstr("endpoints[0].nodeName: must be a string"));
   EXPECT_THAT(Errors(slice("appProtocol: http", "conditions: {serving: \"yes\"}")),
               ::testing::HasSubstr("endpoints[0].conditions.serving: must be true or false, not a quoted string"));
+  EXPECT_EQ(Errors(ParseConfigFile("empty.yaml", R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s-1, namespace: shop, labels: {kubernetes.io/service-name: s}}
+addressType: IPv4
+ports: null
+endpoints: null
+)")),
+            "")
+      << "as kubectl prints the slice of a Service with no Pods";
+  EXPECT_EQ(Errors(slice("appProtocol: http", "deprecatedTopology: {kubernetes.io/hostname: }")), "");
   EXPECT_THAT(Errors(slice("appProtocol: http", "hints: [z]")),
               ::testing::HasSubstr("endpoints[0].hints: must be a map"));
 }

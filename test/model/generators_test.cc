@@ -889,12 +889,20 @@ metadata: {name: db, namespace: shop}
 spec:
   host: db
   trafficPolicy: {connectionPool: {http: {maxRetries: 7}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: cache, namespace: shop}
+spec:
+  host: cache
+  trafficPolicy:
+    connectionPool: {tcp: {maxConnections: 0}, http: {maxRetries: 0, http1MaxPendingRequests: 0, http2MaxRequests: 0}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::config::cluster::v3::Cluster;
   std::map<std::string, Cluster> clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   const Cluster& cache = clusters["outbound|6379||cache.shop.svc.cluster.local"];
-  ASSERT_EQ(cache.circuit_breakers().thresholds_size(), 1) << "no rule: the defaults alone";
+  ASSERT_EQ(cache.circuit_breakers().thresholds_size(), 1) << "0, Istio's unset: the defaults alone";
   const auto& defaults = cache.circuit_breakers().thresholds(0);
   EXPECT_EQ(defaults.max_connections().value(), UINT32_MAX);
   EXPECT_EQ(defaults.max_pending_requests().value(), UINT32_MAX);
@@ -917,7 +925,7 @@ spec:
       EXPECT_FALSE(thresholds.has_max_connections()) << name;
     }
     if (std::string_view(name).find("cache") != std::string_view::npos) {
-      EXPECT_FALSE(grpc.has_circuit_breakers()) << "no pool: no thresholds";
+      EXPECT_FALSE(grpc.has_circuit_breakers()) << "a pool of nothing gRPC reads: no thresholds";
     }
   }
 }
@@ -4046,9 +4054,10 @@ spec:
 }
 
 // Route timeouts as istiod sets them: on Envoy nodes every route has one, the VirtualService's
-// or 0s, none (Envoy's own 15 s default would cut long requests), and a given one also bounds
-// the stream and what a grpc-timeout header may ask for; gRPC nodes read max_stream_duration
-// alone (gRFC A31) and get it where the VirtualService sets a timeout.
+// or 0s, none (Envoy's own 15 s default would cut long requests), and the same as the most a
+// grpc-timeout header may ask for, never max_stream_duration (with which Envoy would ignore the
+// timeout); gRPC nodes read max_stream_duration alone (gRFC A31) and get it where the
+// VirtualService sets a timeout.
 TEST_F(GeneratorsTest, RouteTimeoutsAreIstiodsOnEnvoyAndMaxStreamDurationOnGrpc) {
   Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - match: [{headers: {x-slow: {exact: "1"}}}]
     timeout: 2.5s
@@ -4079,17 +4088,25 @@ spec:
   };
   const std::vector<Route> envoy = routes_of(false, "inventory.mesh.local");
   ASSERT_EQ(envoy.size(), 2u);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // max_grpc_timeout, which istiod sends
   EXPECT_EQ(envoy[0].route().timeout().seconds(), 2);
   EXPECT_EQ(envoy[0].route().timeout().nanos(), 500000000);
-  EXPECT_EQ(envoy[0].route().max_stream_duration().max_stream_duration().nanos(), 500000000);
-  EXPECT_EQ(envoy[0].route().max_stream_duration().grpc_timeout_header_max().seconds(), 2);
+  EXPECT_EQ(envoy[0].route().max_grpc_timeout().seconds(), 2);
+  EXPECT_EQ(envoy[0].route().max_grpc_timeout().nanos(), 500000000);
   ASSERT_TRUE(envoy[1].route().has_timeout()) << "none given: 0s, no timeout";
   EXPECT_EQ(envoy[1].route().timeout().seconds(), 0);
-  EXPECT_FALSE(envoy[1].route().has_max_stream_duration());
+  ASSERT_TRUE(envoy[1].route().has_max_grpc_timeout()) << "0s: a grpc-timeout header is honoured without bound";
+  EXPECT_EQ(envoy[1].route().max_grpc_timeout().seconds(), 0);
   const std::vector<Route> plain = routes_of(false, "plain.mesh.local");
   ASSERT_EQ(plain.size(), 1u);
   ASSERT_TRUE(plain[0].route().has_timeout()) << "the default route too";
   EXPECT_EQ(plain[0].route().timeout().seconds(), 0);
+  EXPECT_TRUE(plain[0].route().has_max_grpc_timeout());
+#pragma GCC diagnostic pop
+  for (const Route& route : {envoy[0], envoy[1], plain[0]}) {
+    EXPECT_FALSE(route.route().has_max_stream_duration()) << "Envoy would ignore `timeout` with it";
+  }
 
   const std::vector<Route> grpc = routes_of(true, "inventory.mesh.local");
   ASSERT_EQ(grpc.size(), 2u);
