@@ -367,9 +367,13 @@ class Reader {
   bool IsStringScalar(const YAML::Node& node, const std::string& field) {
     const std::string_view what = NonStringPlainScalar(node);
     if (what.empty()) return true;
+    // A long value (a number may be a file's worth of digits) is not repeated in the message.
+    const std::string& text = node.Scalar();
     Error(node, field,
-          StrCat("must be a string: unquoted ", node.Scalar(), " is ", what,
-                 " in YAML as Kubernetes and Istio read it; quote it (\"", node.Scalar(), "\")"));
+          text.size() <= 64 ? StrCat("must be a string: unquoted ", text, " is ", what,
+                                     " in YAML as Kubernetes and Istio read it; quote it (\"", text, "\")")
+                            : StrCat("must be a string: this unquoted value of ", text.size(), " characters is ", what,
+                                     " in YAML as Kubernetes and Istio read it; quote it"));
     return false;
   }
 
@@ -480,15 +484,18 @@ class Reader {
     return std::nullopt;
   }
 
-  LabelMap Labels(const YAML::Node& parent, const char* key, const std::string& field) {
+  // How a map of strings reads a null value: Kubernetes' own maps (ObjectMeta's, an
+  // EndpointSlice's deprecatedTopology) as "", as its JSON decoding does; Istio's are refused.
+  enum class NullValue { kRefused, kEmpty };
+
+  LabelMap Labels(const YAML::Node& parent, const char* key, const std::string& field,
+                  NullValue null_value = NullValue::kRefused) {
     LabelMap labels;
     const YAML::Node node = parent[key];
     if (!node.IsDefined() || node.IsNull()) return labels;
     if (!IsMap(node, Join(field, key))) return labels;
     for (const auto& entry : node) {
-      // Kubernetes' own string maps (ObjectMeta's, an EndpointSlice's deprecatedTopology) read a
-      // null value as "", as its JSON decoding does.
-      if (entry.second.IsNull() && (field == "metadata" || std::string_view(key) == "deprecatedTopology")) {
+      if (entry.second.IsNull() && null_value == NullValue::kEmpty) {
         labels[entry.first.Scalar()] = "";
         continue;
       }
@@ -648,8 +655,9 @@ ObjectMeta ReadMeta(Reader& r, const YAML::Node& doc) {
   if (!IsDnsLabel(meta.namespace_name)) {
     r.Error(node["namespace"], "metadata.namespace", "must be a DNS label (a-z, 0-9, '-'; at most 63 characters)");
   }
-  meta.labels = r.Labels(node, "labels", "metadata");
-  r.Labels(node, "annotations", "metadata");  // typed only: strings, as Kubernetes has them
+  meta.labels = r.Labels(node, "labels", "metadata", Reader::NullValue::kEmpty);
+  // Typed only: strings, as Kubernetes has them.
+  r.Labels(node, "annotations", "metadata", Reader::NullValue::kEmpty);
   if (auto created = r.String(node, "creationTimestamp", "metadata", false)) {
     absl::Time t;
     std::string why;
@@ -1000,7 +1008,7 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
           {"addresses", "conditions", "nodeName", "targetRef", "hostname", "zone", "hints", "deprecatedTopology"});
       // Typed as Kubernetes types them, though not read.
       for (const char* key : {"nodeName", "hostname", "zone"}) r.String(endpoints[i], key, f, false);
-      r.Labels(endpoints[i], "deprecatedTopology", f);
+      r.Labels(endpoints[i], "deprecatedTopology", f, Reader::NullValue::kEmpty);
       if (const YAML::Node hints = endpoints[i]["hints"]; hints.IsDefined() && !hints.IsNull()) {
         r.IsMap(hints, Reader::Join(f, "hints"));
       }

@@ -670,8 +670,7 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       // A gRPC node gets thresholds only for max_requests, the one it reads.
       if (pool.http2_max_requests) cluster_thresholds()->mutable_max_requests()->set_value(*pool.http2_max_requests);
       if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
-      if (!grpc) {  // gRPC honours max_requests only
-        thresholds = cluster_thresholds();
+      if (!grpc) {  // gRPC honours max_requests only (Envoy's thresholds exist: the defaults)
         if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
         if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
         if (pool.http1_max_pending_requests) {

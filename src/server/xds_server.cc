@@ -50,7 +50,7 @@ class XdsServer::Impl {
         metrics_(options_.metrics),
         env_(MakeEnvironment(watcher, generator)) {
     // Before any stream thread reads a descriptor (descriptors.h says why). A missing root type
-    // is a build error that PreloadTest catches; the server works without the preload.
+    // is a build error that PreloadDescriptorsTest catches; the server works without the preload.
     (void)PreloadXdsDescriptors();
   }
 

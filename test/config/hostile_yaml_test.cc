@@ -161,6 +161,18 @@ TEST(HostileYamlTest, AliasesOfABigScalarAreRefusedByTheBytesTheyExpandTo) {
   EXPECT_TRUE(many.documents.empty());
 }
 
+// A string field given a number of 100,000 digits is refused without the message carrying
+// the number (twice, as a short one's does).
+TEST(HostileYamlTest, AHugeUnquotedNumberInAStringFieldGivesAShortMessage) {
+  const ParsedFile parsed =
+      ParseConfigFile("big.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s, labels: {v: 0." +
+                                      std::string(100'000, '1') + "}}\nspec: {ports: [{name: http, port: 80}]}\n");
+  ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed).substr(0, 300);
+  EXPECT_EQ(parsed.errors[0].message,
+            "must be a string: this unquoted value of 100002 characters is a number in YAML as Kubernetes and Istio "
+            "read it; quote it");
+}
+
 TEST(HostileYamlTest, DeepNestingIsRefused) {
   const std::string deep = std::string(500, '[') + std::string(500, ']');
   ParsedFile parsed;

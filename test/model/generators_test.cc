@@ -219,6 +219,19 @@ class GeneratorsTest : public ::testing::Test {
                        : Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
   }
 
+  // The cluster `name` as a new stream of the gRPC node grpc-client-1 receives it.
+  envoy::config::cluster::v3::Cluster GrpcCluster(const std::string& name) {
+    auto h = Connect("grpc-client-1", true);
+    h->Send(First(std::string(kClusterType), {name}));
+    auto cds = h->Take();
+    EXPECT_EQ(cds.size(), 1u) << name;
+    if (cds.size() != 1 || cds[0].resources_size() != 1) {
+      ADD_FAILURE() << "no cluster " << name << " for the gRPC node";
+      return {};
+    }
+    return Decode<envoy::config::cluster::v3::Cluster>(cds[0], 0);
+  }
+
   // The one route of inventory.mesh.local port 8080 as a new Envoy (or gRPC) stream receives it.
   envoy::config::route::v3::Route OnlyInventoryRoute(bool grpc) {
     const auto config = grpc ? RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080")
@@ -858,12 +871,8 @@ spec:
   EXPECT_EQ(v3_admin.config().version(), envoy::config::core::v3::ProxyProtocolConfig::V1) << "the subset's";
   EXPECT_EQ(v3_admin.transport_socket().name(), "envoy.transport_sockets.tls") << "the rule's port settings";
 
-  auto h = Connect("grpc-client-1", true);
-  h->Send(First(std::string(kClusterType), {"outbound|7000||db.shop.svc.cluster.local"}));
-  const auto cds = h->Take();
-  ASSERT_EQ(cds.size(), 1u);
-  ASSERT_EQ(cds[0].resources_size(), 1);
-  EXPECT_FALSE(Decode<Cluster>(cds[0], 0).has_transport_socket()) << "gRPC sends no PROXY header";
+  EXPECT_FALSE(GrpcCluster("outbound|7000||db.shop.svc.cluster.local").has_transport_socket())
+      << "gRPC sends no PROXY header";
 }
 
 // Every Envoy cluster gets istiod's default circuit breaker thresholds, no limit on connections,
@@ -914,12 +923,7 @@ spec:
   EXPECT_EQ(db.circuit_breakers().thresholds(0).max_requests().value(), UINT32_MAX);
 
   for (const char* name : {"outbound|6379||cache.shop.svc.cluster.local", "outbound|7000||db.shop.svc.cluster.local"}) {
-    auto h = Connect("grpc-client-1", true);
-    h->Send(First(std::string(kClusterType), {name}));
-    const auto cds = h->Take();
-    ASSERT_EQ(cds.size(), 1u);
-    ASSERT_EQ(cds[0].resources_size(), 1);
-    const Cluster grpc = Decode<Cluster>(cds[0], 0);
+    const Cluster grpc = GrpcCluster(name);
     for (const auto& thresholds : grpc.circuit_breakers().thresholds()) {
       EXPECT_FALSE(thresholds.has_max_retries()) << name << ": gRPC honours max_requests alone";
       EXPECT_FALSE(thresholds.has_max_connections()) << name;
@@ -986,12 +990,7 @@ spec:
   EXPECT_EQ(v2_admin.retry_budget().budget_percent().value(), 1) << "the subset's own on its other port";
   EXPECT_EQ(v2_admin.max_connections().value(), 9u) << "over the rule's settings for that port";
 
-  auto h = Connect("grpc-client-1", true);
-  h->Send(First(std::string(kClusterType), {"outbound|7000||db.shop.svc.cluster.local"}));
-  const auto cds = h->Take();
-  ASSERT_EQ(cds.size(), 1u);
-  ASSERT_EQ(cds[0].resources_size(), 1);
-  const Cluster grpc = Decode<Cluster>(cds[0], 0);
+  const Cluster grpc = GrpcCluster("outbound|7000||db.shop.svc.cluster.local");
   ASSERT_EQ(grpc.circuit_breakers().thresholds_size(), 1);
   EXPECT_FALSE(grpc.circuit_breakers().thresholds(0).has_retry_budget()) << "gRPC has no retry budget";
   EXPECT_EQ(grpc.circuit_breakers().thresholds(0).max_requests().value(), 100u);
