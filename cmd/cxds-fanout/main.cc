@@ -32,6 +32,7 @@
 #include "grpcpp/grpcpp.h"
 #include "protocol/descriptors.h"
 #include "protocol/type_url.h"
+#include "server/transport_settings.h"
 
 namespace cxds::fanout {
 
@@ -323,6 +324,8 @@ int Run(const std::string& address, size_t message_bytes, double push_after_s, d
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterCallbackGenericService(&service);
+  // The transport of cxds's own xDS server, so the baseline differs from it only by the xDS logic.
+  ApplyXdsTransportSettings(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::cout << "ERROR cannot listen on " << address << std::endl;

@@ -24,6 +24,7 @@
 #include "server/delta_stream.h"
 #include "server/response_encoding.h"
 #include "server/sotw_stream.h"
+#include "server/transport_settings.h"
 
 namespace cxds {
 
@@ -274,11 +275,7 @@ void XdsServer::RegisterServices(grpc::ServerBuilder& builder) {
   for (auto& service : impl_->services_) builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<size_t>(impl_->options_.limits.max_request_bytes, INT_MAX)));
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // No BDP probing: it sizes the window for data the server receives, and a proxy sends small
-  // requests and ACKs. With it on, every ACK made the server send a PING and a WINDOW_UPDATE
-  // and read the proxy's answer: two more socket calls and a timer per push and stream.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  ApplyXdsTransportSettings(builder);
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> XdsServer::Start(const std::string& address, int* bound_port) {
