@@ -430,12 +430,22 @@ class Reader {
   // protobuf's seconds end there; its nanos may be up to 999,999,999 on top.
   static inline const absl::Duration kMaxProtoDuration = absl::Seconds(315576000000) + absl::Nanoseconds(999999999);
 
-  // A duration as Istio validates its fields: at least 1ms.
+  // A duration as Istio validates its fields (ValidateDuration): at least 1ms, and in whole
+  // milliseconds ("1.5ms" and "100us" are refused there).
   std::optional<absl::Duration> IstioDuration(const YAML::Node& parent, const char* key, const std::string& field) {
     const std::optional<absl::Duration> d = Duration(parent, key, field);
-    if (!d.has_value() || *d >= absl::Milliseconds(1)) return d;
-    Error(parent[key], Join(field, key), "must be at least 1ms");
-    return std::nullopt;
+    if (!d.has_value()) return d;
+    if (*d < absl::Milliseconds(1)) {
+      Error(parent[key], Join(field, key), "must be at least 1ms");
+      return std::nullopt;
+    }
+    if (absl::Trunc(*d, absl::Milliseconds(1)) != *d) {
+      Error(parent[key], Join(field, key),
+            StrCat("must be a whole number of milliseconds, as Istio validates durations, got \"",
+                   parent[key].Scalar().substr(0, 64), "\""));
+      return std::nullopt;
+    }
+    return d;
   }
 
   // A number (Istio's double and DoubleValue fields) from `min` (excluded when `above_min`) to
@@ -1822,7 +1832,12 @@ std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node&
   tokens("allowMethods", cors.allow_methods);
   tokens("allowHeaders", cors.allow_headers);
   tokens("exposeHeaders", cors.expose_headers);
-  cors.max_age = r.Duration(node, "maxAge", f);
+  cors.max_age = r.IstioDuration(node, "maxAge", f);
+  if (cors.max_age.has_value() && absl::Trunc(*cors.max_age, absl::Seconds(1)) != *cors.max_age) {
+    // As Istio validates it: the Access-Control-Max-Age header counts whole seconds.
+    r.Error(node["maxAge"], Reader::Join(f, "maxAge"), "must be a whole number of seconds (Access-Control-Max-Age)");
+    cors.max_age.reset();
+  }
   cors.allow_credentials = r.Bool(node, "allowCredentials", f);
   const std::string preflights = r.String(node, "unmatchedPreflights", f, false).value_or("UNSPECIFIED");
   if (preflights == "FORWARD" || preflights == "IGNORE") {
@@ -2488,8 +2503,8 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
     TrafficPolicy::OutlierDetection o;
     o.consecutive_5xx_errors = r.Uint(od, "consecutive5xxErrors", of, false, 0, 1u << 31);
     o.consecutive_gateway_errors = r.Uint(od, "consecutiveGatewayErrors", of, false, 0, 1u << 31);
-    o.interval = r.Duration(od, "interval", of);
-    o.base_ejection_time = r.Duration(od, "baseEjectionTime", of);
+    o.interval = r.IstioDuration(od, "interval", of);
+    o.base_ejection_time = r.IstioDuration(od, "baseEjectionTime", of);
     o.max_ejection_percent = r.Uint(od, "maxEjectionPercent", of, false, 0, 100);
     o.split_external_local_origin_errors = r.Bool(od, "splitExternalLocalOriginErrors", of).value_or(false);
     o.consecutive_local_origin_failures = r.Uint(od, "consecutiveLocalOriginFailures", of, false, 0, 1u << 31);
@@ -3184,6 +3199,64 @@ YAML::Node ServerSetFree(const YAML::Node& doc) {
   return copy;
 }
 
+// The type go-yaml v2 (with which Kubernetes and Istio decode YAML) resolves `text` to when it
+// carries no tag: "null", "bool", "int", "float" or "str".
+std::string_view ResolvedYamlType(std::string_view text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return "null";
+  const std::string_view kind = PlainScalarKind(text);
+  if (kind == "a boolean") return "bool";
+  if (kind.empty()) return "str";
+  std::string digits;  // on go-yaml's integer path '_' is dropped first
+  for (char c : text) {
+    if (c != '_') digits.push_back(c);
+  }
+  return text[0] != '.' && IsGoInteger(digits) ? "int" : "float";
+}
+
+// Refuses a scalar whose explicit YAML tag (!!bool, !!int, !!float) does not fit its text, such
+// as `!!int abc`: go-yaml v2 fails to decode the document ("cannot decode !!str `abc` as a
+// !!int"), so Kubernetes and Istio refuse it, and cxds would otherwise read the text as if
+// untagged. `!!float` also takes an integer, as there. `!!binary` (base64, which they decode)
+// is not supported by cxds. Keys are checked too. The walk is bounded: WithinBudget ran first.
+void CheckScalarTags(Reader& r, const YAML::Node& node, const std::string& field) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      for (const auto& entry : node) {
+        CheckScalarTags(r, entry.first, field);
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar().substr(0, 64) : "?";
+        CheckScalarTags(r, entry.second, Reader::Join(field, key));
+      }
+      return;
+    case YAML::NodeType::Sequence: {
+      size_t index = 0;
+      for (const auto& item : node) CheckScalarTags(r, item, StrCat(field, "[", index++, "]"));
+      return;
+    }
+    case YAML::NodeType::Scalar: {
+      static constexpr std::string_view kCoreTag = "tag:yaml.org,2002:";
+      const std::string& tag = node.Tag();
+      if (!tag.starts_with(kCoreTag)) return;
+      const std::string_view want = std::string_view(tag).substr(kCoreTag.size());
+      if (want == "binary") {
+        r.Error(node, field,
+                "a !!binary (base64) scalar is not supported by cxds: write the decoded text, quoted, without the tag");
+        return;
+      }
+      if (want != "bool" && want != "int" && want != "float") return;
+      const std::string_view got = ResolvedYamlType(node.Scalar());
+      if (got == want || (want == "float" && got == "int")) return;
+      const std::string& text = node.Scalar();
+      r.Error(node, field,
+              StrCat("is tagged !!", want, " but ",
+                     text.size() <= 64 ? StrCat("\"", text, "\"") : StrCat("its value (", text.size(), " characters)"),
+                     " reads as !!", got, ": Kubernetes and Istio cannot decode it; remove the tag or fix the value"));
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
   for (const YAML::Node& doc : docs) {
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
@@ -3233,7 +3306,10 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
         r.Error(entry.first, key, "unknown field");
       }
     }
-    MeshObject object = info->read(r, doc, meta);
+    const int before_tags = r.error_count();
+    CheckScalarTags(r, doc, "");
+    // A document go-yaml cannot decode is not read further (its fields would only add errors).
+    MeshObject object = r.error_count() > before_tags ? MeshObject{} : info->read(r, doc, meta);
     if (r.error_count() > before) {
       if (meta.name.empty()) {
         out.unidentified_failure = true;

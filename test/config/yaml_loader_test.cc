@@ -137,6 +137,92 @@ spec:
 // As Istio validates them: a count of local-origin failures without splitting them out means
 // nothing, so it is an error at the field; minHealthPercent is a percentage; h2UpgradePolicy is
 // one of its three names.
+// Every duration Istio checks with ValidateDuration is at least 1ms and a whole number of
+// milliseconds: outlier detection's too, which cxds read as any duration before.
+TEST(YamlLoaderTest, IstioDurationsAreWholeMilliseconds) {
+  const auto dr = [](const std::string& outlier) {
+    return ParseConfigFile("dr.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api}
+spec:
+  host: api
+  trafficPolicy:
+    outlierDetection: )",
+                                             outlier, "\n"));
+  };
+  const ParsedFile good = dr("{interval: 1500ms, baseEjectionTime: 1.5s}");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const auto& policy = *std::get<DestinationRule>(good.documents[0].object).traffic_policy;
+  EXPECT_EQ(policy.outlier_detection->interval, absl::Milliseconds(1500));
+  EXPECT_EQ(policy.outlier_detection->base_ejection_time, absl::Milliseconds(1500));
+
+  const std::string prefix = "dr.yaml:7: DestinationRule default/api: spec.trafficPolicy.outlierDetection.";
+  EXPECT_EQ(Errors(dr("{interval: 1.5ms}")),
+            prefix + "interval: must be a whole number of milliseconds, as Istio validates durations, got \"1.5ms\"\n");
+  EXPECT_EQ(Errors(dr("{baseEjectionTime: 0s}")), prefix + "baseEjectionTime: must be at least 1ms\n");
+  EXPECT_EQ(Errors(dr("{interval: 10s, baseEjectionTime: 30000001us}")),
+            prefix +
+                "baseEjectionTime: must be a whole number of milliseconds, as Istio validates durations, got "
+                "\"30000001us\"\n");
+
+  const ParsedFile timeout = ParseConfigFile("vs.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api]
+  http:
+  - route: [{destination: {host: api}}]
+    timeout: 2500us
+)");
+  EXPECT_EQ(Errors(timeout),
+            "vs.yaml:8: VirtualService default/api: spec.http[0].timeout: must be a whole number of milliseconds, as "
+            "Istio validates durations, got \"2500us\"\n");
+}
+
+// An explicit YAML tag must fit its text, as go-yaml v2 (Kubernetes' and Istio's decoder)
+// requires: `!!int abc` fails to decode there, so the document is refused here, once, at the
+// tagged value, and not read further. A tag that fits is read as before; !!float takes an
+// integer; !!str makes anything a string.
+TEST(YamlLoaderTest, ExplicitTagsMustFitTheirValues) {
+  const auto vs = [](const std::string& subset, const std::string& weight) {
+    return ParseConfigFile("vs.yaml", StrCat(R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v}
+spec:
+  hosts: [a.mesh.local]
+  http:
+  - route: [{destination: {host: a.mesh.local, subset: )",
+                                             subset, "}, weight: ", weight, "}]\n"));
+  };
+  EXPECT_EQ(Errors(vs("!!str yes", "!!int 100")), "");
+  EXPECT_EQ(Errors(vs("v1", "!!int 0x64")), "");
+  EXPECT_EQ(Errors(vs("!!str 1", "100")), "");
+  const ParsedFile tagged = vs("!!str on", "!!int \"100\"");
+  ASSERT_EQ(tagged.documents.size(), 1u) << Errors(tagged);
+  const auto& route = std::get<VirtualService>(tagged.documents[0].object).http[0].route[0];
+  EXPECT_EQ(route.subset, "on");
+  EXPECT_EQ(route.weight, 100u);
+
+  const std::string at = "vs.yaml:7: VirtualService default/v: spec.http[0].route[0].";
+  EXPECT_EQ(Errors(vs("!!int abc", "100")),
+            at + "destination.subset: is tagged !!int but \"abc\" reads as !!str: Kubernetes and Istio cannot decode "
+                 "it; remove the tag or fix the value\n");
+  EXPECT_EQ(Errors(vs("v1", "!!bool 100")),
+            at + "weight: is tagged !!bool but \"100\" reads as !!int: Kubernetes and Istio cannot decode it; remove "
+                 "the tag or fix the value\n")
+      << "said once: the weight's own check does not run on a document that cannot be decoded";
+  EXPECT_THAT(Errors(vs("!!int 1.5", "100")), ::testing::HasSubstr("is tagged !!int but \"1.5\" reads as !!float"));
+  EXPECT_THAT(Errors(vs("!!float v1", "100")), ::testing::HasSubstr("is tagged !!float but \"v1\" reads as !!str"));
+  EXPECT_THAT(Errors(vs("!!int ~", "100")), ::testing::HasSubstr("is tagged !!int but \"~\" reads as !!null"));
+  EXPECT_THAT(Errors(vs("!!bool On", "!!float 1e400")),
+              ::testing::HasSubstr("weight: is tagged !!float but \"1e400\" reads as !!str"))
+      << "a float that overflows stays a string in go-yaml";
+  EXPECT_THAT(Errors(vs("!!binary djE=", "100")),
+              ::testing::HasSubstr("destination.subset: a !!binary (base64) scalar is not supported by cxds"));
+  EXPECT_TRUE(vs("!!int abc", "100").documents.empty());
+  EXPECT_EQ(vs("!!int abc", "100").failed.size(), 1u) << "refused as the named object it is";
+}
+
 TEST(YamlLoaderTest, TrafficPolicyValuesAreCheckedAsIstioChecksThem) {
   const ParsedFile parsed = ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
@@ -1362,6 +1448,10 @@ TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {
             "spec.http[0].corsPolicy.allowOrigin: cannot be used with allowOrigins");
   EXPECT_EQ(error_of("    corsPolicy: {unmatchedPreflights: DROP}\n"),
             "spec.http[0].corsPolicy.unmatchedPreflights: must be one of UNSPECIFIED, FORWARD, IGNORE");
+  // maxAge as Istio validates it: a duration of at least 1ms, in whole seconds (the header's unit).
+  EXPECT_EQ(error_of("    corsPolicy: {maxAge: 1500ms}\n"),
+            "spec.http[0].corsPolicy.maxAge: must be a whole number of seconds (Access-Control-Max-Age)");
+  EXPECT_EQ(error_of("    corsPolicy: {maxAge: 0s}\n"), "spec.http[0].corsPolicy.maxAge: must be at least 1ms");
   // The deprecated allowOrigin: exact strings.
   const ParsedFile legacy =
       ParseConfigFile("x.yaml", std::string(kOneRouteVirtualService) + "    corsPolicy: {allowOrigin: [\"*\"]}\n");
