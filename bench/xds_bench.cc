@@ -133,7 +133,8 @@ SnapshotPtr GenerateMeshView() {
   SimulatedScheduler scheduler;
   PushPipeline::Options options;
   options.scheduler = &scheduler;
-  options.proxy_filter = MeshProxyFilter();
+  options.proxy_filter = MeshProxyFilter(model);
+  options.proxy_update = MeshProxyUpdate();
   PushPipeline pipeline(std::shared_ptr<PushContextBuilder>(&model, [](auto*) {}), options);
   AddMeshGenerators(pipeline, model);
   PushRequest initial;

@@ -70,7 +70,8 @@ int RunServe(const ServeOptions& options) {
                        if (!options.security.files.cert_file.empty())
                          ExportCertificateExpiry(options.security.files.cert_file, m);
                      },
-                     &controller.source(), heap_releaser.get(), options.controller.translation.secret_readers});
+                     &controller.source(), heap_releaser.get(), options.controller.translation.secret_readers,
+                     &controller.model()});
   if (absl::Status status = admin.Start(options.admin_address); !status.ok()) {
     return fail(status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, status);
   }

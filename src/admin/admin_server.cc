@@ -169,8 +169,9 @@ std::string ConfigStatusJson(const ConfigStore& store) {
 // for an Envoy gateway the servers and secrets it is not given (GatewayConfigNotes); a sidecar
 // is given all of what cxds serves.
 std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy_node, const Snapshot* view,
-                                  const PushContext* context, const std::vector<std::string>& secret_readers) {
-  const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+                                  const PushContext* context, const std::vector<std::string>& secret_readers,
+                                  const WorkloadRegistry* workloads) {
+  const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, workloads);
   constexpr size_t kMaxNotes = 1000;
   std::vector<ProxyConfigNote> notes;
   const auto* mesh = dynamic_cast<const MeshContext*>(context);
@@ -181,8 +182,9 @@ std::string ProxyConfigStatusJson(const std::string& node_id, const Proxy& proxy
   }
   const bool truncated = notes.size() > kMaxNotes;
   if (truncated) notes.resize(kMaxNotes);
-  std::string out = StrCat("{\"proxy\":", Quote(node_id), ",\"generator\":", Quote(proxy.grpc ? "grpc" : "envoy"),
-                           ",\"not_served\":[");
+  std::string out =
+      StrCat("{\"proxy\":", Quote(node_id), ",\"generator\":", Quote(proxy.grpc ? "grpc" : "envoy"),
+             ",\"workload\":", proxy.workload.empty() ? "null" : Quote(proxy.workload), ",\"not_served\":[");
   for (size_t i = 0; i < notes.size(); ++i) {
     out += StrCat(i ? "," : "", "{\"resource\":", Quote(notes[i].resource), ",\"object\":", Quote(notes[i].object),
                   ",\"field\":", Quote(notes[i].field), ",\"reason\":", Quote(notes[i].reason), "}");
@@ -438,25 +440,27 @@ void AdminServer::Routes() {
   router_->Get("/debug/push_status", [this, json](const httplib::Request&, httplib::Response& res) {
     json(res, PushStatusJson(*sources_.pipeline));
   });
-  router_->Get(
-      "/debug/config_status", [this, json, source_headers](const httplib::Request& req, httplib::Response& res) {
-        source_headers(res);
-        const std::string proxy = req.get_param_value("proxy");
-        if (proxy.empty()) {
-          json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
-          return;
-        }
-        const std::optional<Proxy> node = sources_.pipeline->FindProxy(proxy);
-        if (!node.has_value()) {
-          res.status = 404;
-          json(res, StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))),
-                           "}"));
-          return;
-        }
-        const SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
-        const std::shared_ptr<const PushContext> context = sources_.pipeline->context();
-        json(res, ProxyConfigStatusJson(proxy, *node, view.get(), context.get(), sources_.secret_readers));
-      });
+  router_->Get("/debug/config_status", [this, json, source_headers](const httplib::Request& req,
+                                                                    httplib::Response& res) {
+    source_headers(res);
+    const std::string proxy = req.get_param_value("proxy");
+    if (proxy.empty()) {
+      json(res, sources_.store != nullptr ? ConfigStatusJson(*sources_.store) : "[]");
+      return;
+    }
+    const std::optional<Proxy> node = sources_.pipeline->FindProxy(proxy);
+    if (!node.has_value()) {
+      res.status = 404;
+      json(res,
+           StrCat("{\"error\":", Quote(StrCat("no connected proxy ", TruncateUntrusted(proxy, kMaxEchoBytes))), "}"));
+      return;
+    }
+    const SnapshotPtr view = sources_.pipeline->ProxyView(proxy);
+    const std::shared_ptr<const PushContext> context = sources_.pipeline->context();
+    const std::shared_ptr<const WorkloadRegistry> workloads =
+        sources_.model != nullptr ? sources_.model->workloads() : nullptr;
+    json(res, ProxyConfigStatusJson(proxy, *node, view.get(), context.get(), sources_.secret_readers, workloads.get()));
+  });
   router_->Get("/debug/config_dump", [this, json](const httplib::Request& req, httplib::Response& res) {
     const std::string proxy = req.get_param_value("proxy");
     if (proxy.empty()) {

@@ -49,6 +49,7 @@
 #include "config/config_source.h"
 #include "config/config_store.h"
 #include "metrics/metrics.h"
+#include "model/mesh_model.h"
 #include "pipeline/convergence_tracker.h"
 #include "pipeline/push_pipeline.h"
 #include "server/ack_ledger.h"
@@ -76,6 +77,8 @@ struct AdminSources {
   const HeapReleaser* heap_releaser = nullptr;
   // Who may be sent Secrets (TranslationOptions::secret_readers), for /debug/config_status.
   std::vector<std::string> secret_readers = {};
+  // Who proxies are by the registry (may be null: by their nodes alone), for /debug/config_status.
+  const MeshModel* model = nullptr;
 };
 
 // `text` as a JSON string literal that is valid JSON whatever the bytes (node ids, NACK errors

@@ -68,6 +68,7 @@ class MeshController {
   bool ready() const { return ready_.load(); }
   PushPipeline& pipeline() { return *pipeline_; }
   const ConfigStore& store() const { return store_; }
+  const MeshModel& model() const { return *model_; }
   const ConfigSource& source() const { return *source_; }
 
   // Applies one batch as the source delivers it; returns the change id pushed (0: the batch

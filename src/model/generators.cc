@@ -739,12 +739,14 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
 
 class ClusterGenerator final : public TypedGenerator<MeshContext> {
  public:
+  explicit ClusterGenerator(const MeshModel& model) : model_(model) {}
+
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
                                                                 ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     std::optional<envoy::config::core::v3::Locality> proxy_locality;  // read once, when a plan needs it
@@ -767,7 +769,7 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = WorkloadLocality(e)});
-        if (!proxy_locality.has_value()) proxy_locality = ProxyLocality(proxy_node.node);
+        if (!proxy_locality.has_value()) proxy_locality = ProxyLocality(proxy_node.node, proxy);
         locality_plan = PlanLocalityLb(policy, *proxy_locality, names);
       }
       const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
@@ -828,6 +830,9 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
     }
     return out;
   }
+
+ private:
+  const MeshModel& model_;
 };
 
 class EndpointGenerator final : public TypedGenerator<MeshContext> {
@@ -849,7 +854,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     // The node is read only when something here depends on it, and then once.
     std::optional<ProxyInfo> proxy_info;
     const auto info = [&]() -> const ProxyInfo& {
-      if (!proxy_info.has_value()) proxy_info.emplace(ParseProxyInfo(proxy_node.node));
+      if (!proxy_info.has_value()) proxy_info.emplace(ParseProxyInfo(proxy_node.node, model_.workloads().get()));
       return *proxy_info;
     };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
@@ -857,7 +862,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     // Read only for a rule that may shape localities.
     std::optional<envoy::config::core::v3::Locality> proxy_locality_read;
     const auto proxy_locality = [&]() -> const envoy::config::core::v3::Locality& {
-      if (!proxy_locality_read.has_value()) proxy_locality_read = ProxyLocality(proxy_node.node);
+      if (!proxy_locality_read.has_value()) proxy_locality_read = ProxyLocality(proxy_node.node, info());
       return *proxy_locality_read;
     };
     const bool scoped = !EveryProxySeesEveryHost(mesh);
@@ -1124,14 +1129,14 @@ envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsCo
 
 class ListenerGenerator final : public TypedGenerator<MeshContext> {
  public:
-  explicit ListenerGenerator(TranslationOptions options) : options_(std::move(options)) {}
+  ListenerGenerator(const MeshModel& model, TranslationOptions options) : model_(model), options_(std::move(options)) {}
 
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
                                                                 ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     const auto add_api_listener = [&](const ServiceInfo& service, const ServicePort& port) -> absl::Status {
@@ -1317,6 +1322,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     return listener;
   }
 
+  const MeshModel& model_;
   const TranslationOptions options_;
 };
 
@@ -1812,12 +1818,14 @@ void AddGatewayVirtualHosts(const MeshContext& mesh, const std::vector<GatewaySe
 
 class RouteGenerator final : public TypedGenerator<MeshContext> {
  public:
+  explicit RouteGenerator(const MeshModel& model) : model_(model) {}
+
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
                                                                 ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
     const ProxyScope scope(proxy, mesh);
     const bool gateway_proxy = proxy.type == "router" && !proxy.grpc;
     std::vector<const Gateway*> gateways;
@@ -1924,6 +1932,9 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
     }
     return out;
   }
+
+ private:
+  const MeshModel& model_;
 };
 
 }  // namespace
@@ -1940,13 +1951,14 @@ namespace {
 // not sent (GatewayConfigNotes says why).
 class SecretGenerator final : public TypedGenerator<MeshContext> {
  public:
-  explicit SecretGenerator(std::vector<std::string> readers) : readers_(std::move(readers)) {}
+  SecretGenerator(const MeshModel& model, std::vector<std::string> readers)
+      : model_(model), readers_(std::move(readers)) {}
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
                                                                 ResourceCache& cache) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
     if (!SecretsRefusal(proxy, proxy_node.identity, readers_).empty()) return out;
@@ -1989,6 +2001,7 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
   }
 
  private:
+  const MeshModel& model_;
   const std::vector<std::string> readers_;
 };
 
@@ -2068,11 +2081,11 @@ const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& nam
 }
 
 void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options) {
-  pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>(options.secret_readers));
-  pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>());
+  pipeline.AddGenerator(std::string(kSecretType), std::make_shared<SecretGenerator>(model, options.secret_readers));
+  pipeline.AddGenerator(std::string(kClusterType), std::make_shared<ClusterGenerator>(model));
   pipeline.AddGenerator(std::string(kEndpointType), std::make_shared<EndpointGenerator>(model));
-  pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(std::move(options)));
-  pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>());
+  pipeline.AddGenerator(std::string(kListenerType), std::make_shared<ListenerGenerator>(model, std::move(options)));
+  pipeline.AddGenerator(std::string(kRouteType), std::make_shared<RouteGenerator>(model));
 }
 
 std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
@@ -2315,9 +2328,14 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
   return notes;
 }
 
-ProxyFilter MeshProxyFilter() {
-  return [](const Proxy& proxy_node, const PushRequest& request, const PushContext& context,
-            const PushContext* previous_context) {
+ProxyUpdateCheck MeshProxyUpdate() {
+  return
+      [](const Proxy& proxy_node, const PushRequest& request) { return NamesProxyWorkload(proxy_node.node, request); };
+}
+
+ProxyFilter MeshProxyFilter(const MeshModel& model) {
+  return [&model](const Proxy& proxy_node, const PushRequest& request, const PushContext& context,
+                  const PushContext* previous_context) {
     const auto* mesh_context = dynamic_cast<const MeshContext*>(&context);
     if (mesh_context == nullptr) return true;  // not the mesh's context: no scope to judge by, push
     const MeshContext& mesh = *mesh_context;
@@ -2328,7 +2346,7 @@ ProxyFilter MeshProxyFilter() {
                                                      [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
       return true;
     }
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node);
+    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model.workloads().get());
     const ProxyScope scope(proxy, mesh);
     // The push before, when its context was another: what the proxy saw there (built once).
     const auto* previous = dynamic_cast<const MeshContext*>(previous_context);
@@ -2341,6 +2359,9 @@ ProxyFilter MeshProxyFilter() {
       return previous_scope->VisibleHost(host);
     };
     for (const ConfigKey& key : request.configs) {
+      // A changed workload concerns the proxies that are it, which the pipeline pushes in full
+      // whatever this says (MeshProxyUpdate).
+      if (key.kind == kind::kWorkload) continue;
       if (key.kind == kind::kSecret) {
         // TLS material reaches only the gateway proxies of its namespace (SecretGenerator).
         if (proxy.type == "router" && !proxy.grpc && proxy.namespace_name == key.namespace_name) return true;

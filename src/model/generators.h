@@ -53,8 +53,12 @@ struct TranslationOptions {
 void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, TranslationOptions options = {});
 
 // The proxy filter (istiod's ProxyNeedsPush): a change to a service, its endpoints or its
-// DestinationRule reaches only proxies that can see that host.
-ProxyFilter MeshProxyFilter();
+// DestinationRule reaches only proxies that can see that host (with the labels `model`'s
+// registry gives them).
+ProxyFilter MeshProxyFilter(const MeshModel& model);
+// The proxy update check (istiod's ProxyUpdate): a push that changes a proxy's own workload
+// (NamesProxyWorkload) reaches that proxy in full.
+ProxyUpdateCheck MeshProxyUpdate();
 
 // "outbound|PORT|SUBSET|HOST"
 std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host);

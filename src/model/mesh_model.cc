@@ -1326,6 +1326,20 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
       if (stands_for) request.configs.insert({kind::kEndpoints, key.namespace_name, HostsOf(stored->object).front()});
     }
   }
+  // The workloads proxies may be: what changed among them reaches those proxies in full
+  // (istiod's ProxyUpdate), through Workload keys, which leave the push endpoint-only.
+  const bool workloads_touched = std::any_of(update.changed.begin(), update.changed.end(), [](const auto& change) {
+    const std::string& changed_kind = change.first.kind;
+    return changed_kind == "Pod" || changed_kind == kind::kWorkloadEntry || changed_kind == kind::kServiceEntry;
+  });
+  if (workloads_touched || update.changed.empty()) {  // empty: the first load (MeshController::Start)
+    auto registry = std::make_shared<const WorkloadRegistry>(BuildWorkloadRegistry(*objects));
+    if (!update.changed.empty()) {
+      for (const ConfigKey& key : ChangedWorkloads(*workloads(), *registry)) request.configs.insert(key);
+    }
+    MutexLock lock(&mu_);
+    workloads_ = std::move(registry);
+  }
   RebuildEndpoints(*objects);
   request.full = !request.EndpointOnly() && !request.configs.empty();
   request.reasons[request.full ? reason::kConfig : reason::kEndpoint] = static_cast<int64_t>(update.changed.size());
@@ -1524,6 +1538,11 @@ PushRequest MeshModel::SetResolvedNames(ResolvedNames names) {
   RebuildEndpoints(*objects);
   if (!request.configs.empty()) request.reasons[reason::kEndpoint] = static_cast<int>(request.configs.size());
   return request;
+}
+
+std::shared_ptr<const WorkloadRegistry> MeshModel::workloads() const {
+  MutexLock lock(&mu_);
+  return workloads_;
 }
 
 std::shared_ptr<const EndpointIndex> MeshModel::endpoints() const {

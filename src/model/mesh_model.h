@@ -27,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
 #include "config/config_store.h"
+#include "model/workload_registry.h"
 #include "pipeline/push_context.h"
 #include "push/push_request.h"
 
@@ -82,14 +83,12 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
 // Where exportTo `export_to` (of an object of `object_namespace`) places the object for proxies
 // of `proxy_namespace`, as istiod indexes VirtualServices: 0 private to the proxy's namespace
 // ("." or its own name, and the proxy is of it), 1 exported to the proxy's namespace by name,
-// 2 public ("*", or no exportTo); nullopt: not seen ("~", or other namespaces only). An empty
-// `proxy_namespace` (no proxy in view) sees public objects only.
+// 2 public ("*", or no exportTo); nullopt: not seen ("~", or other namespaces only); an empty
+// `proxy_namespace` sees public objects only.
 std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
                               const std::string& proxy_namespace);
 
-// Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to
-// every namespace that has none of its own for a host, and its Sidecar without a
-// workloadSelector to every namespace without a Sidecar.
+// Istio's default meshConfig.rootNamespace (`--root-namespace`): its rules and default Sidecar apply mesh-wide.
 inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
@@ -295,15 +294,15 @@ class MeshModel final : public PushContextBuilder {
  public:
   MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
-  // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice, Pod,
-  // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
-  // full. Updates the endpoint index before returning.
+  // The push an update needs (empty configs: none): for endpoint-only changes (EndpointSlice, Pod, WorkloadEntry,
+  // inline ServiceEntry endpoints) Endpoints and Workload keys only, else full. Updates endpoints and workloads first.
   PushRequest OnUpdate(const ConfigStore::Update& update);
 
   absl::StatusOr<std::shared_ptr<const PushContext>> Build(const PushContext* previous, const PushRequest& request,
                                                            uint64_t sequence, absl::Time now) override;
 
   std::shared_ptr<const EndpointIndex> endpoints() const;
+  std::shared_ptr<const WorkloadRegistry> workloads() const;  // never null
   // New resolutions of the DNS names (replacing all of the previous ones): rebuilds the
   // endpoint index and returns the endpoint-only push they need (empty configs: nothing
   // changed for any host).
@@ -320,6 +319,7 @@ class MeshModel final : public PushContextBuilder {
   const std::string root_namespace_;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
+  std::shared_ptr<const WorkloadRegistry> workloads_ ABSL_GUARDED_BY(mu_) = std::make_shared<WorkloadRegistry>();
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,7 +8,59 @@
 
 namespace cxds {
 
-ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
+namespace {
+
+// Where the registry may find a proxy (istiod's podKeyByProxy and proxy IPs).
+struct WorkloadCandidates {
+  bool vm = false;                 // labelled istio.io/test-vm: never looked up, as istiod's IsVM
+  std::string metadata_namespace;  // istiod compares with the metadata alone, not the node id's
+  std::string pod_name;            // the Istio node id's NAME, when NAMESPACE is metadata_namespace
+  std::vector<std::string> ips;    // metadata INSTANCE_IPS, else the node id's IP; at most kMaxIps
+};
+
+WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
+  constexpr size_t kMaxIps = 16;  // a hostile node's list is not walked whole
+  WorkloadCandidates out;
+  const auto& fields = node.metadata().fields();
+  if (auto labels = fields.find("LABELS"); labels != fields.end()) {
+    const auto& given = labels->second.struct_value().fields();
+    auto vm = given.find("istio.io/test-vm");
+    out.vm = vm != given.end() && !vm->second.string_value().empty();
+  }
+  if (auto ns = fields.find("NAMESPACE"); ns != fields.end()) out.metadata_namespace = ns->second.string_value();
+  const std::vector<absl::string_view> parts = absl::StrSplit(node.id(), '~');
+  if (parts.size() == 4 && !out.metadata_namespace.empty()) {
+    const size_t dot = parts[2].find('.');
+    if (dot != std::string::npos && parts[2].substr(dot + 1) == out.metadata_namespace) {
+      out.pod_name = std::string(parts[2].substr(0, dot));
+    }
+  }
+  if (auto listed = fields.find("INSTANCE_IPS"); listed != fields.end() && !listed->second.string_value().empty()) {
+    for (absl::string_view ip : absl::StrSplit(listed->second.string_value(), ',', absl::SkipEmpty())) {
+      if (out.ips.size() == kMaxIps) break;
+      out.ips.emplace_back(ip);
+    }
+  } else if (parts.size() == 4) {
+    out.ips.emplace_back(parts[1]);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request) {
+  const WorkloadCandidates candidates = CandidatesOf(node);
+  if (candidates.vm) return false;
+  if (!candidates.pod_name.empty() &&
+      request.configs.contains(ConfigKey{kind::kWorkload, candidates.metadata_namespace, candidates.pod_name})) {
+    return true;
+  }
+  return std::any_of(candidates.ips.begin(), candidates.ips.end(), [&](const std::string& ip) {
+    return request.configs.contains(ConfigKey{kind::kWorkload, "", ip});
+  });
+}
+
+ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry) {
   ProxyInfo proxy;
   proxy.id = node.id();
   std::vector<std::string> parts = absl::StrSplit(node.id(), '~');
@@ -27,6 +79,28 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node) {
   }
   if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
     proxy.grpc = generator->second.string_value() == "grpc";
+  }
+  if (registry == nullptr) return proxy;
+  const WorkloadCandidates candidates = CandidatesOf(node);
+  if (candidates.vm) return proxy;
+  const WorkloadIdentity* workload = nullptr;
+  if (!candidates.pod_name.empty()) {
+    auto pod = registry->pods.find(StrCat(candidates.metadata_namespace, "/", candidates.pod_name));
+    if (pod != registry->pods.end()) workload = &pod->second;
+  }
+  for (size_t i = 0; i < candidates.ips.size() && workload == nullptr; ++i) {
+    auto found = registry->by_address.find(candidates.ips[i]);
+    if (found == registry->by_address.end()) continue;
+    for (const WorkloadIdentity& candidate : found->second) {
+      if (candidates.metadata_namespace.empty() || candidate.namespace_name == candidates.metadata_namespace) {
+        workload = &candidate;
+        break;
+      }
+    }
+  }
+  if (workload != nullptr) {
+    proxy.labels = workload->labels;
+    proxy.workload = workload->source;
   }
   return proxy;
 }
@@ -48,15 +122,11 @@ envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::No
   return CutLocality(node.locality());
 }
 
-envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node) {
-  const auto& fields = node.metadata().fields();
-  auto labels_field = fields.find("LABELS");
-  if (labels_field == fields.end() || !labels_field->second.has_struct_value()) return NodeLocality(node);
-  const auto& labels = labels_field->second.struct_value().fields();
-  const auto label = [&](const char* key) -> const std::string* {
-    auto it = labels.find(key);
-    return it != labels.end() && it->second.has_string_value() ? &it->second.string_value() : nullptr;
-  };
+namespace {
+// setTopologyLabels over the labels `label` looks up (null: not given).
+template <typename LabelLookup>
+envoy::config::core::v3::Locality LocalityFromLabels(const LabelLookup& label,
+                                                     const envoy::config::core::v3::Node& node) {
   envoy::config::core::v3::Locality locality;
   const std::string* region = label("topology.kubernetes.io/region");
   const std::string* zone = label("topology.kubernetes.io/zone");
@@ -78,6 +148,30 @@ envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::N
     if (parts.size() > 2) locality.set_sub_zone(std::string(parts[2]));
   }
   return CutLocality(std::move(locality));
+}
+}  // namespace
+
+envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node) {
+  const auto& fields = node.metadata().fields();
+  auto labels_field = fields.find("LABELS");
+  if (labels_field == fields.end() || !labels_field->second.has_struct_value()) return NodeLocality(node);
+  const auto& labels = labels_field->second.struct_value().fields();
+  return LocalityFromLabels(
+      [&](const char* key) -> const std::string* {
+        auto it = labels.find(key);
+        return it != labels.end() && it->second.has_string_value() ? &it->second.string_value() : nullptr;
+      },
+      node);
+}
+
+envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node, const ProxyInfo& proxy) {
+  if (proxy.workload.empty()) return ProxyLocality(node);
+  return LocalityFromLabels(
+      [&](const char* key) -> const std::string* {
+        auto it = proxy.labels.find(key);
+        return it != proxy.labels.end() ? &it->second : nullptr;
+      },
+      node);
 }
 
 namespace {

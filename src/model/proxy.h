@@ -18,6 +18,7 @@
 #include "config/mesh_config.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "model/mesh_model.h"
+#include "model/workload_registry.h"
 
 namespace cxds {
 
@@ -28,9 +29,22 @@ struct ProxyInfo {
   std::string namespace_name = "default";
   LabelMap labels;
   bool grpc = false;
+  // What the registry says the proxy is ("Pod ns/name", "WorkloadEntry ns/name", ...): then
+  // `labels` are that workload's. Empty: the node's own.
+  std::string workload;
 };
 
-ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node);
+// Who the node says it is; with `registry`, who the registry says it is, as istiod's
+// SetWorkloadLabels puts it first: the proxy's Pod (the Istio node id's NAME.NAMESPACE, when
+// node metadata NAMESPACE names that namespace), else a ServiceEntry endpoint of its namespace
+// (any, without NAMESPACE) at one of its IPs (metadata INSTANCE_IPS, else the node id's), gives
+// the proxy that workload's labels, its locality among them (WorkloadRegistry), in place of
+// the node's LABELS. A proxy labelled `istio.io/test-vm` keeps its own, as istiod's IsVM.
+ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry = nullptr);
+// Whether `request` names, among its Workload configs (kind::kWorkload), a workload the registry
+// may find this node as: its Pod, or one of its IPs (never for an istio.io/test-vm proxy). The
+// pipeline's proxy_update check: such a proxy is pushed in full (istiod's ProxyUpdate).
+bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request);
 // node.locality (Envoy's and gRPC's bootstrap set it), as given; a proxy that gives none is of
 // the empty locality, as istiod takes it. A part longer than any endpoint's locality can be is
 // cut to 254 bytes, still matching no endpoint.
@@ -39,9 +53,11 @@ envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::No
 // workload for: its labels (metadata LABELS) `topology.kubernetes.io/region`, `.../zone` and
 // `topology.istio.io/subzone` if any is given, else `topology.istio.io/locality` or
 // `istio-locality` as written ("region/zone/subzone"), else the node's (NodeLocality). Parts
-// are cut as NodeLocality cuts them. (istiod would first take the labels of the proxy's
-// workload in its registry, which cxds does not look up.)
+// are cut as NodeLocality cuts them.
 envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node);
+// The same from `proxy`'s labels when the registry gave them (ProxyInfo::workload), so a
+// workload's locality comes first, as in istiod; else ProxyLocality(node).
+envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node, const ProxyInfo& proxy);
 
 class ProxyScope {
  public:

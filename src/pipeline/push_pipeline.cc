@@ -360,8 +360,21 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   if (options_.observer != nullptr) options_.observer->OnPushStarted(request, clock_.Now());
 
   auto shared = std::make_shared<const PushRequest>(request);
-  std::vector<WatchCore*> to_notify;
+  // For the proxies the push names as workloads: the same push, forced (made at most once).
+  PushRequestPtr forced_for_workload;
+  const bool names_workloads = !request.forced && options_.proxy_update && request.HasKind(kind::kWorkload);
+  std::vector<std::pair<WatchCore*, PushRequestPtr>> to_notify;
   for (const std::shared_ptr<WatchCore>& core : watches) {
+    if (names_workloads && options_.proxy_update(core->proxy(), request)) {
+      if (forced_for_workload == nullptr) {
+        PushRequest forced = request;
+        forced.forced = true;
+        forced.reasons[reason::kProxyUpdate]++;
+        forced_for_workload = std::make_shared<const PushRequest>(std::move(forced));
+      }
+      to_notify.emplace_back(core.get(), forced_for_workload);
+      continue;
+    }
     if (!request.forced && options_.proxy_filter) {
       // What this proxy was last shown; the push before, for one shown nothing yet.
       std::shared_ptr<const PushContext> shown;
@@ -373,7 +386,7 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
         continue;
       }
     }
-    to_notify.push_back(core.get());
+    to_notify.emplace_back(core.get(), shared);
   }
   const uint64_t notified = to_notify.size();
   {
@@ -394,7 +407,7 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
   } else if (incremental_pushes_metric_ != nullptr) {
     incremental_pushes_metric_->Add();
   }
-  for (WatchCore* core : to_notify) core->Notify(shared);
+  for (const auto& [core, push] : to_notify) core->Notify(push);
   {
     MutexLock lock(&mu_);
     PushRecord record;

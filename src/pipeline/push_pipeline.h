@@ -6,7 +6,9 @@
 //                  ResourceCache cleared for the request's configs (all, if forced)
 //     incremental: the current PushContext is reused; only dependent cache entries dropped
 //   -> for each proxy that the proxy filter lets through: announce the push to its stream,
-//      which queues it in the server's PushDispatcher (queue + throttle)
+//      which queues it in the server's PushDispatcher (queue + throttle); a proxy whose own
+//      workload the push changes (proxy_update) is announced the push forced, in full
+//      (istiod's ProxyUpdate)
 //   -> when the push is delivered, the stream calls its Session::Generate: the generators run
 //      for the proxy's subscribed types, in push order, through the shared ResourceCache, and
 //      the stream gets each changed type's new view and changed names; it sends them.
@@ -51,6 +53,12 @@ namespace cxds {
 using ProxyFilter = std::function<bool(const Proxy& proxy, const PushRequest& request, const PushContext& context,
                                        const PushContext* previous)>;
 
+// istiod's ProxyUpdate: whether a push's Workload configs (kind::kWorkload) name this proxy's own
+// workload, so that who it is (its labels, its locality) may have changed. Such a proxy gets the
+// push forced: every type it watches is generated again, whatever the proxy filter says.
+// Must be thread-safe.
+using ProxyUpdateCheck = std::function<bool(const Proxy& proxy, const PushRequest& request)>;
+
 class PushPipeline final : public ProxyGenerator {
  public:
   struct Options {
@@ -59,6 +67,7 @@ class PushPipeline final : public ProxyGenerator {
     MetricsRegistry* metrics = nullptr;  // may be null
     PushObserver* observer = nullptr;    // may be null
     ProxyFilter proxy_filter;            // empty: every proxy gets every push
+    ProxyUpdateCheck proxy_update;       // empty: no proxy is a workload
     absl::Duration summary_interval = absl::Seconds(60);
   };
   struct Stats {

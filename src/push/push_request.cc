@@ -55,7 +55,8 @@ PushRequestPtr MergedRequest(const PushRequestPtr& a, const PushRequestPtr& b) {
 
 bool PushRequest::EndpointOnly() const {
   if (full || forced || configs.empty()) return false;
-  return std::all_of(configs.begin(), configs.end(), [](const ConfigKey& key) { return key.kind == kind::kEndpoints; });
+  return std::all_of(configs.begin(), configs.end(),
+                     [](const ConfigKey& key) { return key.kind == kind::kEndpoints || key.kind == kind::kWorkload; });
 }
 
 bool PushRequest::HasKind(std::string_view k) const {

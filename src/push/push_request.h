@@ -41,6 +41,10 @@ inline constexpr char kSnapshot[] = "Snapshot";    // a SnapshotCache node key
 // A cache dependency on the whole PushContext: dropped by every full push (for resources
 // such as route tables that depend on many configs).
 inline constexpr char kPushContext[] = "PushContext";
+// A workload a proxy may be changed in the registry (istiod's ProxyUpdate): a Pod by namespace
+// and name, or an address (empty namespace). Changes what the proxies that are that workload
+// see, and nothing for the others: it needs no new PushContext (EndpointOnly stays true).
+inline constexpr char kWorkload[] = "Workload";
 }  // namespace kind
 
 // Why a push happened (istiod's TriggerReason values where they mean the same).
@@ -51,6 +55,7 @@ inline constexpr char kService[] = "service";
 inline constexpr char kProxyRequest[] = "proxyrequest";
 inline constexpr char kSnapshot[] = "snapshot";
 inline constexpr char kDebug[] = "debug";
+inline constexpr char kProxyUpdate[] = "proxy";  // the proxy's own workload changed
 inline constexpr char kUnknown[] = "unknown";
 }  // namespace reason
 
@@ -89,8 +94,9 @@ struct PushRequest {
 
   // Merges `other` into this request (rules above).
   void Merge(const PushRequest& other);
-  // Every config is of kind Endpoints (and there is at least one), and nothing forces more:
-  // the push can reuse the PushContext and touch EDS only.
+  // Every config is of kind Endpoints or Workload (and there is at least one), and nothing
+  // forces more: the push can reuse the PushContext and touch EDS only (the proxies that are a
+  // changed workload are pushed in full by the pipeline).
   bool EndpointOnly() const;
   // Whether any config of `kind` is in the request.
   bool HasKind(std::string_view kind) const;

@@ -10,6 +10,8 @@
 //      track: canary reaches v3 only (the route's sourceLabels), jason still v2. The split and
 //      the canary route are a delegate VirtualService's (routing.yaml), so these calls also
 //      prove the delegation merge: without it only jason's route would be served;
+//   2b. a client whose Pod (named by its Istio node id) is labelled track: canary reaches v3
+//      with no labels in its bootstrap; relabelling the Pod pushes the running client again;
 //   3. ratings is a Service whose selector selects a WorkloadEntry (a VM): served from it; its
 //      VirtualService's faults happen in the client (gRFC A33): end-user jason is delayed
 //      300 ms on every call, tester fails UNAVAILABLE on every call without reaching the VM, and
@@ -103,6 +105,32 @@ async function main() {
   const canaryJason = await client(canaryApp, [...reviews, '--calls', '5', '--header', 'end-user=jason']);
   check(canaryJason.ok === 5 && canaryJason.by_inventory['reviews-v2'] === 5,
     'and its jason still reaches v2 (the earlier route)', canaryJason.by_inventory);
+
+  // 2b. Who a client is comes from its Pod (istiod's SetWorkloadLabels): a client of Istio's
+  //     node id form whose bootstrap has no labels, but whose Pod is labelled track: canary,
+  //     gets the canary route; relabelled track: stable while the client runs, that client is
+  //     pushed its routes again (istiod's ProxyUpdate) and leaves v3 mid-run.
+  const servedBy = (name) => (e2e.children.find((c) => c.spawnargs.includes(name)).log.match(/"event":"request"/g) || []).length;
+  const podName = 'productpage-canary-6f7b9d-k2x4p';
+  const podClientId = `sidecar~127.0.0.60~${podName}.bookinfo~bookinfo.svc.cluster.local`;
+  const podFile = path.join(config, 'productpage-pod.yaml');
+  const podYaml = (track) => `apiVersion: v1
+kind: Pod
+metadata: {name: ${podName}, namespace: bookinfo, labels: {app: productpage, track: ${track}}}
+status: {phase: Running, podIP: 127.0.0.60}
+`;
+  writeAtomically(podFile, podYaml('canary'));
+  await until('the client Pod to be read', async () => (await status()).some((f) => f.file.endsWith('productpage-pod.yaml') && f.accepted.length === 1));
+  const podApp = makeBootstrap(path.join(dir, 'pod.json'), XDS, podClientId, 'bookinfo');
+  const v3Before = servedBy('reviews-v3');
+  const live = client(podApp, [...reviews, '--calls', '60', '--interval-ms', '100']);
+  await until('the Pod\'s client to reach v3', async () => servedBy('reviews-v3') >= v3Before + 5, 10000);
+  const podPage = JSON.parse((await get(`/debug/config_status?proxy=${encodeURIComponent(podClientId)}`)).body);
+  check(podPage.workload === `Pod bookinfo/${podName}`, '/debug/config_status?proxy=ID names the Pod the client is', podPage.workload);
+  writeAtomically(podFile, podYaml('stable'));
+  const relabelled = await live;
+  check(relabelled.ok === 60 && (relabelled.by_inventory['reviews-v3'] || 0) >= 5 && (relabelled.by_inventory['reviews-v1'] || 0) >= 1,
+    'a client labelled by its Pod alone reaches v3; its Pod relabelled, the running client is pushed and leaves v3', relabelled.by_inventory);
 
   // 3
   const ratings = await client(app, ['--target', 'xds:///ratings.bookinfo.svc.cluster.local:9080', '--calls', '20']);

@@ -140,7 +140,8 @@ class GeneratorsTest : public ::testing::Test {
     Apply("routes.yaml", kRoutes);
     PushPipeline::Options options;
     options.scheduler = &scheduler_;
-    options.proxy_filter = MeshProxyFilter();
+    options.proxy_filter = MeshProxyFilter(model_);
+    options.proxy_update = MeshProxyUpdate();
     pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
     TranslationOptions translation;
     translation.secret_readers = {"edge/ingress", "shop/ingress"};  // gateways that may be sent Secrets
@@ -309,6 +310,69 @@ TEST_F(GeneratorsTest, GrpcGetsApiListenersAndSubsetEndpoints) {
   const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
   ASSERT_EQ(cla.endpoints(0).lb_endpoints_size(), 1) << "only the v1 workload";
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 18081u);
+}
+
+// Who a proxy is comes from its Pod when the registry has it (istiod's SetWorkloadLabels): its
+// routes follow the Pod's labels, not its node's. When the Pod's labels change, that proxy alone
+// is pushed again, in full (istiod's ProxyUpdate), and gets the routes of its new labels; the
+// push needs no new PushContext.
+TEST_F(GeneratorsTest, AProxysPodGivesItsLabelsAndAChangeToItPushesThatProxyInFull) {
+  const auto config = [](const std::string& track) {
+    return StrCat(R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api, namespace: shop}
+spec:
+  resolution: STATIC
+  hosts: [api.mesh.local, api-canary.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api, namespace: shop}
+spec:
+  hosts: [api.mesh.local]
+  http:
+  - match: [{sourceLabels: {track: canary}}]
+    route: [{destination: {host: api-canary.mesh.local}}]
+  - route: [{destination: {host: api.mesh.local}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client-1, namespace: shop, labels: {track: )",
+                  track, R"(}}
+status: {podIP: 127.0.0.70}
+)");
+  };
+  Apply("api.yaml", config("canary"));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto cluster_of = [](const DiscoveryResponse& rds) {
+    const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds, 0);
+    return routes.virtual_hosts_size() == 1 && routes.virtual_hosts(0).routes_size() > 0
+               ? routes.virtual_hosts(0).routes(0).route().cluster()
+               : std::string("(no route)");
+  };
+  auto pod_client = Connect("sidecar~127.0.0.70~client-1.shop~shop.svc.cluster.local", true, "shop");
+  pod_client->Send(First(std::string(kRouteType), {"api.mesh.local:8080"}));
+  auto rds = pod_client->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  EXPECT_EQ(cluster_of(rds[0]), "outbound|8080||api-canary.mesh.local") << "the Pod's track, not the node's (none)";
+  pod_client->Send(Ack(rds[0], {"api.mesh.local:8080"}));
+  auto other_client = Connect("sidecar~127.0.0.71~client-2.shop~shop.svc.cluster.local", true, "shop");
+  other_client->Send(First(std::string(kRouteType), {"api.mesh.local:8080"}));
+  auto other_rds = other_client->Take();
+  ASSERT_EQ(other_rds.size(), 1u);
+  EXPECT_EQ(cluster_of(other_rds[0]), "outbound|8080||api.mesh.local") << "no Pod: the node's labels";
+  other_client->Send(Ack(other_rds[0], {"api.mesh.local:8080"}));
+
+  Apply("api.yaml", config("stable"));
+  EXPECT_THAT(last_request_.configs, ::testing::ElementsAre(ConfigKey{kind::kWorkload, "shop", "client-1"}));
+  const uint64_t contexts_before = pipeline_->stats().contexts_built;
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_EQ(pipeline_->stats().contexts_built, contexts_before) << "endpoint-only: the context is reused";
+  rds = pod_client->Take();
+  ASSERT_EQ(rds.size(), 1u) << "the Pod's proxy is pushed its routes again";
+  EXPECT_EQ(cluster_of(rds[0]), "outbound|8080||api.mesh.local");
+  EXPECT_TRUE(other_client->Take().empty()) << "nothing changed for a proxy that is not that Pod";
 }
 
 // A proxy that subscribes by name (proxyless gRPC) gets only those generated: its view holds
@@ -3174,7 +3238,7 @@ spec:
             pki.Read("shop-ns.crt"));
 
   // A Secret's change reaches the gateway proxies of its namespace, no one else.
-  const ProxyFilter filter = MeshProxyFilter();
+  const ProxyFilter filter = MeshProxyFilter(model_);
   PushRequest change;
   change.configs.insert(ConfigKey{"Secret", "edge", "shop-cert"});
   const auto context = pipeline_->context();
@@ -3225,7 +3289,7 @@ spec:
 // to shop's hosts; without it (and with no narrow exportTo) every proxy sees every host; a
 // narrower exportTo reaches the proxies that saw the host, not those that never did.
 TEST_F(GeneratorsTest, AChangeReachesTheProxiesThatSeeItsHostOrSawIt) {
-  const ProxyFilter filter = MeshProxyFilter();
+  const ProxyFilter filter = MeshProxyFilter(model_);
   const std::string shop_proxy = "sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local";
   const std::string default_proxy = "sidecar~127.0.0.6~app-1.default~default.svc.cluster.local";
   const std::string web_proxy = "sidecar~127.0.0.7~app-1.web~web.svc.cluster.local";

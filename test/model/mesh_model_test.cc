@@ -209,22 +209,26 @@ TEST_F(MeshModelTest, APodLabelChangeIsAnEndpointOnlyPushForTheServicesOfItsSlic
   relabelled.replace(relabelled.find("version: v2}"), 11, "version: v9");
   PushRequest request = Apply("bookinfo.yaml", relabelled);
   EXPECT_TRUE(request.EndpointOnly());
+  // The Pod is also a workload a proxy may be: its proxy is pushed in full (Workload key).
   EXPECT_THAT(request.configs,
-              ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", "reviews.bookinfo.svc.cluster.local"}));
+              ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", "reviews.bookinfo.svc.cluster.local"},
+                                     ConfigKey{kind::kWorkload, "bookinfo", "reviews-v2-c4d"}));
   EXPECT_EQ(VersionsByAddress(Endpoints("reviews.bookinfo.svc.cluster.local", 9080))["127.0.0.12:9080"], "v9");
 
-  // The VM moves: the Service that selects it gets an endpoint push.
+  // The VM moves: the Service that selects it gets an endpoint push (no Workload key: a
+  // WorkloadEntry only a Service selects is not one, as in istiod).
   std::string moved = relabelled;
   moved.replace(moved.find("127.0.0.20"), 10, "127.0.0.30");
   request = Apply("bookinfo.yaml", moved);
   EXPECT_THAT(request.configs,
               ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", "reviews.bookinfo.svc.cluster.local"}));
   EXPECT_FALSE(request.full);
-  // A Pod no slice stands for pushes nothing.
+  // A Pod no slice stands for pushes no endpoints: only its own proxy, if connected.
   request = Apply("lonely.yaml",
                   "apiVersion: v1\nkind: Pod\nmetadata: {name: lonely, namespace: bookinfo}\n"
                   "status: {podIP: 127.0.0.50}\n");
-  EXPECT_TRUE(request.configs.empty());
+  EXPECT_THAT(request.configs, ::testing::ElementsAre(ConfigKey{kind::kWorkload, "bookinfo", "lonely"}));
+  EXPECT_TRUE(request.EndpointOnly());
 }
 
 TEST_F(MeshModelTest, ContextHasServicesByHostAndAContentVersion) {

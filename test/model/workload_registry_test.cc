@@ -1,0 +1,188 @@
+// Who a proxy is when the registry has its workload (istiod's SetWorkloadLabels and
+// GetProxyWorkloadLabels): the registry's entries, the lookup by Pod name and by address, and
+// what a change to them pushes.
+#include "model/workload_registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config_store.h"
+#include "model/mesh_kinds.h"
+#include "model/mesh_model.h"
+#include "model/proxy.h"
+
+namespace cxds {
+namespace {
+
+constexpr char kWorkloads[] = R"(apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v2-c4d, namespace: shop, labels: {app: reviews, version: v2, istio-locality: eu-west.zone-b}}
+status: {podIP: 127.0.0.12}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1, namespace: shop}
+spec: {address: 127.0.0.40, labels: {app: ratings, version: vm}, locality: us-east/zone-a/rack-3}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ratings, namespace: shop}
+spec:
+  hosts: [ratings.mesh.local]
+  ports: [{number: 9080, name: http}]
+  resolution: STATIC
+  workloadSelector: {labels: {app: ratings}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: only-a-service-selects-me, namespace: shop}
+spec: {address: 127.0.0.41, labels: {app: details}}
+)";
+
+class WorkloadRegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Apply(kWorkloads); }
+  PushRequest Apply(const std::string& content) {
+    const auto update = store_.ApplyFile("workloads.yaml", content);
+    EXPECT_TRUE(update.errors.empty()) << update.errors.front().ToString();
+    return model_.OnUpdate(update);
+  }
+  // A node of Istio's id form, with metadata NAMESPACE (if given), LABELS and INSTANCE_IPS.
+  static envoy::config::core::v3::Node Node(const std::string& id, const std::string& metadata_namespace,
+                                            const LabelMap& labels = {}, const std::string& instance_ips = "") {
+    envoy::config::core::v3::Node node;
+    node.set_id(id);
+    auto& fields = *node.mutable_metadata()->mutable_fields();
+    if (!metadata_namespace.empty()) fields["NAMESPACE"].set_string_value(metadata_namespace);
+    for (const auto& [k, v] : labels) {
+      (*fields["LABELS"].mutable_struct_value()->mutable_fields())[k].set_string_value(v);
+    }
+    if (!instance_ips.empty()) fields["INSTANCE_IPS"].set_string_value(instance_ips);
+    node.mutable_locality()->set_region("node-says");
+    return node;
+  }
+  ProxyInfo Resolve(const envoy::config::core::v3::Node& node) {
+    return ParseProxyInfo(node, model_.workloads().get());
+  }
+  ConfigStore store_;
+  MeshModel model_{store_, "cluster.local"};
+};
+
+TEST_F(WorkloadRegistryTest, HoldsPodsByNameAndServiceEntryEndpointsByAddress) {
+  const auto registry = model_.workloads();
+  ASSERT_TRUE(registry->pods.contains("shop/reviews-v2-c4d"));
+  const WorkloadIdentity& pod = registry->pods.at("shop/reviews-v2-c4d");
+  EXPECT_EQ(pod.source, "Pod shop/reviews-v2-c4d");
+  EXPECT_EQ(pod.labels, (LabelMap{{"app", "reviews"},
+                                  {"version", "v2"},
+                                  {"istio-locality", "eu-west.zone-b"},
+                                  {"topology.kubernetes.io/region", "eu-west"},
+                                  {"topology.kubernetes.io/zone", "zone-b"}}))
+      << "the Pod's locality added as topology labels, as istiod's AugmentLabels";
+  ASSERT_TRUE(registry->by_address.contains("127.0.0.40"));
+  ASSERT_EQ(registry->by_address.at("127.0.0.40").size(), 1u);
+  EXPECT_EQ(registry->by_address.at("127.0.0.40")[0].source, "WorkloadEntry shop/vm-1");
+  EXPECT_EQ(registry->by_address.at("127.0.0.40")[0].labels.at("topology.istio.io/subzone"), "rack-3");
+  EXPECT_FALSE(registry->by_address.contains("127.0.0.41")) << "selected by no ServiceEntry";
+  EXPECT_FALSE(registry->by_address.contains("127.0.0.12")) << "Pods are found by name only";
+}
+
+TEST_F(WorkloadRegistryTest, AProxyIsItsPodWhenItsIdAndNamespaceNameIt) {
+  const auto node = Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop",
+                         {{"version", "stale"}, {"extra", "x"}});
+  const ProxyInfo proxy = Resolve(node);
+  EXPECT_EQ(proxy.workload, "Pod shop/reviews-v2-c4d");
+  EXPECT_EQ(proxy.labels.at("version"), "v2") << "the Pod's labels, not the node's";
+  EXPECT_FALSE(proxy.labels.contains("extra")) << "the workload's labels replace the node's";
+  const auto locality = ProxyLocality(node, proxy);
+  EXPECT_EQ(locality.region(), "eu-west") << "the Pod's locality before the node's";
+  EXPECT_EQ(locality.zone(), "zone-b");
+
+  // Without the registry, or without metadata NAMESPACE (istiod compares the metadata alone),
+  // the node's own labels and locality.
+  EXPECT_EQ(ParseProxyInfo(node).labels.at("version"), "stale");
+  const auto no_namespace =
+      Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "", {{"version", "stale"}});
+  EXPECT_EQ(Resolve(no_namespace).workload, "");
+  EXPECT_EQ(ProxyLocality(no_namespace, Resolve(no_namespace)).region(), "node-says");
+  // Another namespace in the metadata: not that Pod.
+  EXPECT_EQ(Resolve(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "web")).workload, "");
+  // A proxy labelled istio.io/test-vm keeps its own labels, as istiod's IsVM.
+  const ProxyInfo vm = Resolve(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop",
+                                    {{"istio.io/test-vm", "true"}, {"version", "mine"}}));
+  EXPECT_EQ(vm.workload, "");
+  EXPECT_EQ(vm.labels.at("version"), "mine");
+}
+
+TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {
+  // The node id's IP, in the entry's namespace.
+  const auto by_id = Node("sidecar~127.0.0.40~vm-1.shop~shop.svc.cluster.local", "shop", {{"version", "stale"}});
+  const ProxyInfo proxy = Resolve(by_id);
+  EXPECT_EQ(proxy.workload, "WorkloadEntry shop/vm-1");
+  EXPECT_EQ(proxy.labels.at("version"), "vm");
+  const auto locality = ProxyLocality(by_id, proxy);
+  EXPECT_EQ(locality.region(), "us-east");
+  EXPECT_EQ(locality.sub_zone(), "rack-3");
+  // INSTANCE_IPS come before the id's IP; any namespace when the metadata names none.
+  EXPECT_EQ(Resolve(Node("sidecar~127.0.0.99~x.shop~shop.svc.cluster.local", "", {}, "10.9.9.9,127.0.0.40")).workload,
+            "WorkloadEntry shop/vm-1");
+  EXPECT_EQ(Resolve(Node("sidecar~127.0.0.40~x.web~web.svc.cluster.local", "web")).workload, "")
+      << "an entry of another namespace";
+  EXPECT_EQ(Resolve(Node("sidecar~127.0.0.41~x.shop~shop.svc.cluster.local", "shop")).workload, "");
+  EXPECT_EQ(Resolve(Node("plain-node-id", "shop")).workload, "") << "no id form, no addresses";
+}
+
+TEST_F(WorkloadRegistryTest, AChangedWorkloadIsAWorkloadKeyOfAnEndpointOnlyPush) {
+  std::string relabelled = kWorkloads;
+  relabelled.replace(relabelled.find("version: vm"), 11, "version: v7");
+  PushRequest request = Apply(relabelled);
+  EXPECT_THAT(request.configs, ::testing::Contains(ConfigKey{kind::kWorkload, "", "127.0.0.40"}));
+  EXPECT_TRUE(request.EndpointOnly()) << "who a proxy is needs no new PushContext";
+  EXPECT_FALSE(request.full);
+  EXPECT_EQ(model_.workloads()->by_address.at("127.0.0.40")[0].labels.at("version"), "v7");
+
+  // Moved: both addresses. The same text again: nothing.
+  std::string moved = relabelled;
+  moved.replace(moved.find("127.0.0.40"), 10, "127.0.0.42");
+  request = Apply(moved);
+  EXPECT_THAT(request.configs, ::testing::Contains(ConfigKey{kind::kWorkload, "", "127.0.0.40"}));
+  EXPECT_THAT(request.configs, ::testing::Contains(ConfigKey{kind::kWorkload, "", "127.0.0.42"}));
+  EXPECT_TRUE(Apply(moved).configs.empty());
+
+  // Which proxies such a push names (the pipeline pushes them in full).
+  PushRequest pod_changed;
+  pod_changed.configs.insert(ConfigKey{kind::kWorkload, "shop", "reviews-v2-c4d"});
+  EXPECT_TRUE(
+      NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop"), pod_changed));
+  EXPECT_FALSE(
+      NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", ""), pod_changed));
+  EXPECT_FALSE(
+      NamesProxyWorkload(Node("sidecar~127.0.0.13~reviews-v1.shop~shop.svc.cluster.local", "shop"), pod_changed));
+  PushRequest address_changed;
+  address_changed.configs.insert(ConfigKey{kind::kWorkload, "", "127.0.0.42"});
+  EXPECT_TRUE(NamesProxyWorkload(Node("sidecar~127.0.0.99~x.shop~shop.svc.cluster.local", "", {}, "127.0.0.42"),
+                                 address_changed));
+  EXPECT_FALSE(NamesProxyWorkload(
+      Node("sidecar~127.0.0.42~x.shop~shop.svc.cluster.local", "shop", {{"istio.io/test-vm", "yes"}}), address_changed))
+      << "a VM-labelled proxy is never its registry's";
+}
+
+TEST(ChangedWorkloadsTest, ComparesBothSidesByKey) {
+  WorkloadRegistry before;
+  before.pods["a/one"] = WorkloadIdentity{"a", {{"v", "1"}}, "Pod a/one"};
+  before.pods["a/two"] = WorkloadIdentity{"a", {}, "Pod a/two"};
+  before.by_address["127.0.0.1"] = {WorkloadIdentity{"a", {}, "WorkloadEntry a/w"}};
+  WorkloadRegistry after = before;
+  EXPECT_TRUE(ChangedWorkloads(before, after).empty());
+  after.pods["a/one"].labels["v"] = "2";
+  after.pods.erase("a/two");
+  after.pods["b/three"] = WorkloadIdentity{"b", {}, "Pod b/three"};
+  after.by_address["127.0.0.1"].push_back(WorkloadIdentity{"a", {}, "ServiceEntry a/s"});
+  EXPECT_THAT(
+      ChangedWorkloads(before, after),
+      ::testing::ElementsAre(ConfigKey{kind::kWorkload, "", "127.0.0.1"}, ConfigKey{kind::kWorkload, "a", "one"},
+                             ConfigKey{kind::kWorkload, "a", "two"}, ConfigKey{kind::kWorkload, "b", "three"}));
+}
+
+}  // namespace
+}  // namespace cxds
