@@ -2250,11 +2250,12 @@ std::string LocalityPatternProblem(const std::string& pattern) {
 }
 
 // loadBalancer.warmup {duration (required, at least 1ms), minimumPercent (0-100), aggression
-// (above 0)} or the deprecated warmupDurationSecs, as Istio validates them; warmup wins, as in
+// (above 0)} or the deprecated warmupDurationSecs (any duration), as Istio validates them; warmup wins, as in
 // istiod.
 std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, const std::string& lf) {
   std::optional<PolicyFields::Warmup> deprecated;
-  if (std::optional<absl::Duration> d = r.IstioDuration(lb, "warmupDurationSecs", lf)) {
+  // Istio does not validate the deprecated field: any duration, as istiod passes it on.
+  if (std::optional<absl::Duration> d = r.Duration(lb, "warmupDurationSecs", lf)) {
     deprecated = PolicyFields::Warmup{.duration = *d};
   }
   const YAML::Node node = lb["warmup"];
@@ -2447,7 +2448,11 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       if (cp.max_connections == 0u) cp.max_connections.reset();
       cp.connect_timeout = r.IstioDuration(tcp, "connectTimeout", tf);
       cp.max_connection_duration = r.IstioDuration(tcp, "maxConnectionDuration", tf);
-      cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf);
+      // As Istio validates it: a value under 1ms (0s: no idle timeout) is not checked there.
+      cp.tcp_idle_timeout = r.Duration(tcp, "idleTimeout", tf);
+      if (cp.tcp_idle_timeout.has_value() && *cp.tcp_idle_timeout >= absl::Milliseconds(1)) {
+        cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf);
+      }
       if (const YAML::Node keepalive = tcp["tcpKeepalive"];
           keepalive.IsDefined() && r.IsMap(keepalive, Reader::Join(tf, "tcpKeepalive"))) {
         const std::string kf = Reader::Join(tf, "tcpKeepalive");
@@ -3216,44 +3221,59 @@ std::string_view ResolvedYamlType(std::string_view text) {
 // Refuses a scalar whose explicit YAML tag (!!bool, !!int, !!float) does not fit its text, such
 // as `!!int abc`: go-yaml v2 fails to decode the document ("cannot decode !!str `abc` as a
 // !!int"), so Kubernetes and Istio refuse it, and cxds would otherwise read the text as if
-// untagged. `!!float` also takes an integer, as there. `!!binary` (base64, which they decode)
-// is not supported by cxds. Keys are checked too. The walk is bounded: WithinBudget ran first.
-void CheckScalarTags(Reader& r, const YAML::Node& node, const std::string& field) {
+// untagged. `!!float` also takes an integer within int64, as there (go-yaml converts only a
+// signed integer). `!!binary` (base64, which they decode) is not supported by cxds. Keys are
+// checked too. As go-yaml stops at the first failure, so does this: one error per document,
+// and `path` (keys and [indexes] down to `node`) is joined into a field name only then. The
+// walk is bounded: WithinBudget ran first. Returns whether it reported.
+bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<std::string>& path) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
       for (const auto& entry : node) {
-        CheckScalarTags(r, entry.first, field);
-        const std::string key = entry.first.IsScalar() ? entry.first.Scalar().substr(0, 64) : "?";
-        CheckScalarTags(r, entry.second, Reader::Join(field, key));
+        if (CheckScalarTags(r, entry.first, path)) return true;
+        path.push_back(entry.first.IsScalar() ? entry.first.Scalar().substr(0, 64) : "?");
+        const bool reported = CheckScalarTags(r, entry.second, path);
+        path.pop_back();
+        if (reported) return true;
       }
-      return;
+      return false;
     case YAML::NodeType::Sequence: {
       size_t index = 0;
-      for (const auto& item : node) CheckScalarTags(r, item, StrCat(field, "[", index++, "]"));
-      return;
+      for (const auto& item : node) {
+        path.push_back(StrCat("[", index++, "]"));
+        const bool reported = CheckScalarTags(r, item, path);
+        path.pop_back();
+        if (reported) return true;
+      }
+      return false;
     }
     case YAML::NodeType::Scalar: {
       static constexpr std::string_view kCoreTag = "tag:yaml.org,2002:";
       const std::string& tag = node.Tag();
-      if (!tag.starts_with(kCoreTag)) return;
+      if (!tag.starts_with(kCoreTag)) return false;
       const std::string_view want = std::string_view(tag).substr(kCoreTag.size());
+      if (want != "binary" && want != "bool" && want != "int" && want != "float") return false;
+      const std::string& text = node.Scalar();
+      const std::string_view got = want == "binary" ? "" : ResolvedYamlType(text);
+      if (got == want || (want == "float" && got == "int" && YamlInteger(text, /*plain=*/true).has_value())) {
+        return false;
+      }
+      std::string field;
+      for (const std::string& part : path) field = part.starts_with('[') ? field + part : Reader::Join(field, part);
       if (want == "binary") {
         r.Error(node, field,
                 "a !!binary (base64) scalar is not supported by cxds: write the decoded text, quoted, without the tag");
-        return;
+        return true;
       }
-      if (want != "bool" && want != "int" && want != "float") return;
-      const std::string_view got = ResolvedYamlType(node.Scalar());
-      if (got == want || (want == "float" && got == "int")) return;
-      const std::string& text = node.Scalar();
       r.Error(node, field,
               StrCat("is tagged !!", want, " but ",
                      text.size() <= 64 ? StrCat("\"", text, "\"") : StrCat("its value (", text.size(), " characters)"),
-                     " reads as !!", got, ": Kubernetes and Istio cannot decode it; remove the tag or fix the value"));
-      return;
+                     " reads as !!", got, want == "float" ? " past int64 (go-yaml converts only a signed integer)" : "",
+                     ": Kubernetes and Istio cannot decode it; remove the tag or fix the value"));
+      return true;
     }
     default:
-      return;
+      return false;
   }
 }
 
@@ -3306,10 +3326,9 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
         r.Error(entry.first, key, "unknown field");
       }
     }
-    const int before_tags = r.error_count();
-    CheckScalarTags(r, doc, "");
+    std::vector<std::string> tag_path;
     // A document go-yaml cannot decode is not read further (its fields would only add errors).
-    MeshObject object = r.error_count() > before_tags ? MeshObject{} : info->read(r, doc, meta);
+    MeshObject object = CheckScalarTags(r, doc, tag_path) ? MeshObject{} : info->read(r, doc, meta);
     if (r.error_count() > before) {
       if (meta.name.empty()) {
         out.unidentified_failure = true;

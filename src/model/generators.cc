@@ -847,7 +847,9 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     const bool endpoint_only = request.EndpointOnly();
     std::set<std::string, std::less<>> changed_hosts;
     if (endpoint_only) {
-      for (const ConfigKey& key : request.configs) changed_hosts.insert(key.name);
+      for (const ConfigKey& key : request.configs) {
+        if (key.kind == kind::kEndpoints) changed_hosts.insert(key.name);  // not a Workload's Pod or address
+      }
     }
     // The proxy's namespace matters only where rules differ by namespace: endpoint-only
     // pushes go to every proxy of a host, and most meshes keep rules beside their services.
@@ -2342,8 +2344,11 @@ ProxyFilter MeshProxyFilter(const MeshModel& model) {
     // With no Sidecar and every service exported everywhere, every proxy sees every host, so
     // any change but a secret's reaches it: the push to thousands of proxies of an endpoint
     // change reads none of their nodes.
-    if (EveryProxySeesEveryHost(mesh) && std::any_of(request.configs.begin(), request.configs.end(),
-                                                     [](const ConfigKey& key) { return key.kind != kind::kSecret; })) {
+    // A changed workload concerns only the proxies that are it, which the pipeline pushes in
+    // full whatever this says (MeshProxyUpdate): it counts for no one here.
+    if (EveryProxySeesEveryHost(mesh) &&
+        std::any_of(request.configs.begin(), request.configs.end(),
+                    [](const ConfigKey& key) { return key.kind != kind::kSecret && key.kind != kind::kWorkload; })) {
       return true;
     }
     const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model.workloads().get());
@@ -2359,9 +2364,7 @@ ProxyFilter MeshProxyFilter(const MeshModel& model) {
       return previous_scope->VisibleHost(host);
     };
     for (const ConfigKey& key : request.configs) {
-      // A changed workload concerns the proxies that are it, which the pipeline pushes in full
-      // whatever this says (MeshProxyUpdate).
-      if (key.kind == kind::kWorkload) continue;
+      if (key.kind == kind::kWorkload) continue;  // (above)
       if (key.kind == kind::kSecret) {
         // TLS material reaches only the gateway proxies of its namespace (SecretGenerator).
         if (proxy.type == "router" && !proxy.grpc && proxy.namespace_name == key.namespace_name) return true;

@@ -1332,11 +1332,13 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     const std::string& changed_kind = change.first.kind;
     return changed_kind == "Pod" || changed_kind == kind::kWorkloadEntry || changed_kind == kind::kServiceEntry;
   });
-  if (workloads_touched || update.changed.empty()) {  // empty: the first load (MeshController::Start)
+  if (workloads_touched || !workloads_built_) {
     auto registry = std::make_shared<const WorkloadRegistry>(BuildWorkloadRegistry(*objects));
-    if (!update.changed.empty()) {
+    // The first build has no proxy to tell (MeshController::Start's OnUpdate precedes serving).
+    if (workloads_built_) {
       for (const ConfigKey& key : ChangedWorkloads(*workloads(), *registry)) request.configs.insert(key);
     }
+    workloads_built_ = true;
     MutexLock lock(&mu_);
     workloads_ = std::move(registry);
   }

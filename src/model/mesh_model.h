@@ -88,7 +88,9 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
 std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
                               const std::string& proxy_namespace);
 
-// Istio's default meshConfig.rootNamespace (`--root-namespace`): its rules and default Sidecar apply mesh-wide.
+// Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to
+// every namespace that has none of its own for a host, and its Sidecar without a
+// workloadSelector to every namespace without a Sidecar.
 inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
@@ -294,8 +296,10 @@ class MeshModel final : public PushContextBuilder {
  public:
   MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
-  // The push an update needs (empty configs: none): for endpoint-only changes (EndpointSlice, Pod, WorkloadEntry,
-  // inline ServiceEntry endpoints) Endpoints and Workload keys only, else full. Updates endpoints and workloads first.
+  // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice, Pod,
+  // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
+  // full. Either may also carry Workload keys, for the workloads proxies may be that changed
+  // (ChangedWorkloads). Updates the endpoint index and the workload registry before returning.
   PushRequest OnUpdate(const ConfigStore::Update& update);
 
   absl::StatusOr<std::shared_ptr<const PushContext>> Build(const PushContext* previous, const PushRequest& request,
@@ -320,6 +324,7 @@ class MeshModel final : public PushContextBuilder {
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
   std::shared_ptr<const WorkloadRegistry> workloads_ ABSL_GUARDED_BY(mu_) = std::make_shared<WorkloadRegistry>();
+  bool workloads_built_ = false;  // OnUpdate's thread only: the first update builds the registry
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -334,18 +339,10 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 // when they have none. Sorted, unique.
 std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
-// Localities ("region/zone/subzone", "" for none): from labels as istiod's GetLocalityLabel reads
-// them; a WorkloadEntry's or inline endpoint's `locality`, else its labels'.
-std::string LabelLocality(const LabelMap& labels);
-std::string WorkloadLocality(const WorkloadEndpoint& w);
-
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
 // http[].route[], http[].mirror, tcp[].route[], tls[].route[] ("spec.http[0].route[1].destination").
 void ForEachDestination(const VirtualService& vs,
                         const std::function<void(const HttpRouteDestination&, const std::string&)>& fn);
-
-// Every label of `selector` is in `labels` with the same value (an empty selector selects all).
-bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
 
 // The name a virtual host of `gateway` gets for `host` (resolved) of a VirtualService of
 // namespace `vs_namespace`, if the server host `server_host` ("namespace/host", the namespace

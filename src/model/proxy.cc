@@ -1,5 +1,6 @@
 #include "model/proxy.h"
 
+#include <arpa/inet.h>
 #include <algorithm>
 #include <vector>
 
@@ -15,8 +16,14 @@ struct WorkloadCandidates {
   bool vm = false;                 // labelled istio.io/test-vm: never looked up, as istiod's IsVM
   std::string metadata_namespace;  // istiod compares with the metadata alone, not the node id's
   std::string pod_name;            // the Istio node id's NAME, when NAMESPACE is metadata_namespace
-  std::vector<std::string> ips;    // metadata INSTANCE_IPS, else the node id's IP; at most kMaxIps
+  std::vector<std::string> ips;    // IP addresses: metadata INSTANCE_IPS, else the node id's; at most kMaxIps
 };
+
+bool IsIpAddress(const std::string& text) {
+  in_addr v4{};
+  in6_addr v6{};
+  return inet_pton(AF_INET, text.c_str(), &v4) == 1 || inet_pton(AF_INET6, text.c_str(), &v6) == 1;
+}
 
 WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
   constexpr size_t kMaxIps = 16;  // a hostile node's list is not walked whole
@@ -35,14 +42,18 @@ WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
       out.pod_name = std::string(parts[2].substr(0, dot));
     }
   }
-  if (auto listed = fields.find("INSTANCE_IPS"); listed != fields.end() && !listed->second.string_value().empty()) {
-    for (absl::string_view ip : absl::StrSplit(listed->second.string_value(), ',', absl::SkipEmpty())) {
+  // As istiod: INSTANCE_IPS when every entry is an IP address, else the node id's IP if it is one.
+  if (auto listed = fields.find("INSTANCE_IPS"); listed != fields.end()) {
+    for (absl::string_view ip : absl::StrSplit(listed->second.string_value(), ',')) {
       if (out.ips.size() == kMaxIps) break;
+      if (!IsIpAddress(std::string(ip))) {
+        out.ips.clear();
+        break;
+      }
       out.ips.emplace_back(ip);
     }
-  } else if (parts.size() == 4) {
-    out.ips.emplace_back(parts[1]);
   }
+  if (out.ips.empty() && parts.size() == 4 && IsIpAddress(std::string(parts[1]))) out.ips.emplace_back(parts[1]);
   return out;
 }
 

@@ -9,10 +9,19 @@
 #include <vector>
 
 #include "config/config_store.h"
+#include "config/mesh_config.h"
 #include "config/object_meta.h"
 #include "push/push_request.h"
 
 namespace cxds {
+
+// Every label of `selector` is in `labels` with the same value (an empty selector selects all).
+bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
+
+// Localities ("region/zone/subzone", "" for none): from labels as istiod's GetLocalityLabel reads
+// them; a WorkloadEntry's or inline endpoint's `locality`, else its labels'.
+std::string LabelLocality(const LabelMap& labels);
+std::string WorkloadLocality(const WorkloadEndpoint& w);
 
 // What the registry says a proxy's own workload is (istiod's GetProxyWorkloadLabels): its
 // labels, with its locality added as topology labels (`topology.kubernetes.io/region`,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config_store.h"
+#include "model/generators.h"
 #include "model/mesh_kinds.h"
 #include "model/mesh_model.h"
 #include "model/proxy.h"
@@ -130,6 +131,12 @@ TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {
       << "an entry of another namespace";
   EXPECT_EQ(Resolve(Node("sidecar~127.0.0.41~x.shop~shop.svc.cluster.local", "shop")).workload, "");
   EXPECT_EQ(Resolve(Node("plain-node-id", "shop")).workload, "") << "no id form, no addresses";
+  // As istiod: INSTANCE_IPS only when every entry is an IP address, else the id's IP if it is one.
+  EXPECT_EQ(
+      Resolve(Node("sidecar~127.0.0.40~x.shop~shop.svc.cluster.local", "shop", {}, "127.0.0.40,not-an-ip")).workload,
+      "WorkloadEntry shop/vm-1")
+      << "the node id's IP, the list having an entry that is no IP";
+  EXPECT_EQ(Resolve(Node("sidecar~not-an-ip~x.shop~shop.svc.cluster.local", "shop", {}, "x,127.0.0.40")).workload, "");
 }
 
 TEST_F(WorkloadRegistryTest, AChangedWorkloadIsAWorkloadKeyOfAnEndpointOnlyPush) {
@@ -165,6 +172,26 @@ TEST_F(WorkloadRegistryTest, AChangedWorkloadIsAWorkloadKeyOfAnEndpointOnlyPush)
   EXPECT_FALSE(NamesProxyWorkload(
       Node("sidecar~127.0.0.42~x.shop~shop.svc.cluster.local", "shop", {{"istio.io/test-vm", "yes"}}), address_changed))
       << "a VM-labelled proxy is never its registry's";
+}
+
+// A push that only changes a workload concerns the proxies that are it (pushed in full through
+// the pipeline's proxy_update), not every proxy of a mesh where every proxy sees every host.
+TEST_F(WorkloadRegistryTest, AWorkloadOnlyPushPassesTheFilterForNoOneAndTheUpdateForItsProxy) {
+  auto context = model_.Build(nullptr, {}, 1, absl::UnixEpoch());
+  ASSERT_TRUE(context.ok()) << context.status();
+  PushRequest workload_only;
+  workload_only.configs.insert(ConfigKey{kind::kWorkload, "shop", "reviews-v2-c4d"});
+  const Proxy pod_proxy{"pod", Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop"), {}};
+  const Proxy other{"other", Node("sidecar~127.0.0.13~reviews-v1.shop~shop.svc.cluster.local", "shop"), {}};
+  const ProxyFilter filter = MeshProxyFilter(model_);
+  EXPECT_FALSE(filter(other, workload_only, **context, nullptr));
+  EXPECT_FALSE(filter(pod_proxy, workload_only, **context, nullptr)) << "the update check, not the filter, takes it";
+  const ProxyUpdateCheck update = MeshProxyUpdate();
+  EXPECT_TRUE(update(pod_proxy, workload_only));
+  EXPECT_FALSE(update(other, workload_only));
+  // With an endpoint change beside it, every proxy (all see every host) gets the endpoints.
+  workload_only.configs.insert(ConfigKey{kind::kEndpoints, "shop", "ratings.mesh.local"});
+  EXPECT_TRUE(filter(other, workload_only, **context, nullptr));
 }
 
 TEST(ChangedWorkloadsTest, ComparesBothSidesByKey) {
