@@ -247,35 +247,43 @@ bool IsFiniteFloat(const std::string& text) {
   return absl::SimpleAtod(text, &value) && std::isfinite(value);
 }
 
-// What YAML 1.1 makes of `text` written as a plain scalar, when Kubernetes and Istio would not
-// read it as a string: "a boolean", "a number", or "" for a string. go-yaml (v2, which both
-// use) resolves `yes` and `on` to booleans and `1`, `0x1f`, `1.5` and `.inf` to numbers before
-// the schema sees them, so a string field given one is refused there; cxds refuses it too rather
-// than load a file they would not. A quoted scalar is always a string. As go-yaml's resolve:
-// only a scalar starting with a digit, a sign or '.' may be a number; on the digit and sign
-// path '_' is dropped, then an integer (IsGoInteger), then a float of the form
-// [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?; on the '.' path a float as written. Timestamps, which
-// go-yaml turns into strings for a string field, are strings here.
-std::string_view PlainScalarKind(std::string_view text) {
-  if (YamlBoolWord(text).has_value()) return "a boolean";
-  if (text.empty()) return "";
+// The type go-yaml v2 (with which Kubernetes and Istio decode YAML) resolves `text` to when it
+// is written plain, without a tag: "null", "bool", "int", "float" or "str". go-yaml resolves
+// `yes` and `on` to booleans and `1`, `0x1f`, `1.5` and `.inf` to numbers before the schema sees
+// them. As go-yaml's resolve: only a scalar starting with a digit, a sign or '.' may be a
+// number; on the digit and sign path '_' is dropped, then an integer (IsGoInteger), then a float
+// of the form [-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?; on the '.' path a float as written.
+// Timestamps, which go-yaml turns into strings for a string field, are strings here.
+std::string_view ResolvedYamlType(std::string_view text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return "null";
+  if (YamlBoolWord(text).has_value()) return "bool";
   static const absl::flat_hash_set<std::string_view> kSpecialFloats = {
       ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
-  if (kSpecialFloats.contains(text)) return "a number";
+  if (kSpecialFloats.contains(text)) return "float";
   const char first = text[0];
   if (first == '.') {
     // ParseFloat of the text as written: ".5", ".5e3"; no '_' (Go allows one only after a base prefix).
     static const LazyRE2 kDotFloat = {R"(\.[0-9]+([eE][-+]?[0-9]+)?)"};
-    return RE2::FullMatch(text, *kDotFloat) && IsFiniteFloat(std::string(text)) ? "a number" : "";
+    return RE2::FullMatch(text, *kDotFloat) && IsFiniteFloat(std::string(text)) ? "float" : "str";
   }
-  if (!absl::ascii_isdigit(static_cast<unsigned char>(first)) && first != '+' && first != '-') return "";
+  if (!absl::ascii_isdigit(static_cast<unsigned char>(first)) && first != '+' && first != '-') return "str";
   std::string plain;
   for (char c : text) {
     if (c != '_') plain.push_back(c);
   }
-  if (IsGoInteger(plain)) return "a number";
+  if (IsGoInteger(plain)) return "int";
   static const LazyRE2 kFloat = {R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)"};
-  return RE2::FullMatch(plain, *kFloat) && IsFiniteFloat(plain) ? "a number" : "";
+  return RE2::FullMatch(plain, *kFloat) && IsFiniteFloat(plain) ? "float" : "str";
+}
+
+// What YAML 1.1 makes of `text` written as a plain scalar, when Kubernetes and Istio would not
+// read it as a string: "a boolean", "a number", or "" for a string (or null, which callers
+// handle apart). A string field given one is refused there, so cxds refuses it too rather than
+// load a file they would not. A quoted scalar is always a string.
+std::string_view PlainScalarKind(std::string_view text) {
+  const std::string_view type = ResolvedYamlType(text);
+  if (type == "bool") return "a boolean";
+  return type == "int" || type == "float" ? "a number" : "";
 }
 
 std::string_view NonStringPlainScalar(const YAML::Node& node) {
@@ -431,10 +439,12 @@ class Reader {
   static inline const absl::Duration kMaxProtoDuration = absl::Seconds(315576000000) + absl::Nanoseconds(999999999);
 
   // A duration as Istio validates its fields (ValidateDuration): at least 1ms, and in whole
-  // milliseconds ("1.5ms" and "100us" are refused there).
-  std::optional<absl::Duration> IstioDuration(const YAML::Node& parent, const char* key, const std::string& field) {
+  // milliseconds ("1.5ms" and "100us" are refused there). With `unchecked_under_1ms`, a value
+  // under 1ms is taken as it is, as Istio skips the check for one (tcp.idleTimeout: 0s is none).
+  std::optional<absl::Duration> IstioDuration(const YAML::Node& parent, const char* key, const std::string& field,
+                                              bool unchecked_under_1ms = false) {
     const std::optional<absl::Duration> d = Duration(parent, key, field);
-    if (!d.has_value()) return d;
+    if (!d.has_value() || (unchecked_under_1ms && *d < absl::Milliseconds(1))) return d;
     if (*d < absl::Milliseconds(1)) {
       Error(parent[key], Join(field, key), "must be at least 1ms");
       return std::nullopt;
@@ -2448,11 +2458,7 @@ void ReadPolicyFields(Reader& r, const YAML::Node& node, const std::string& f, P
       if (cp.max_connections == 0u) cp.max_connections.reset();
       cp.connect_timeout = r.IstioDuration(tcp, "connectTimeout", tf);
       cp.max_connection_duration = r.IstioDuration(tcp, "maxConnectionDuration", tf);
-      // As Istio validates it: a value under 1ms (0s: no idle timeout) is not checked there.
-      cp.tcp_idle_timeout = r.Duration(tcp, "idleTimeout", tf);
-      if (cp.tcp_idle_timeout.has_value() && *cp.tcp_idle_timeout >= absl::Milliseconds(1)) {
-        cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf);
-      }
+      cp.tcp_idle_timeout = r.IstioDuration(tcp, "idleTimeout", tf, /*unchecked_under_1ms=*/true);
       if (const YAML::Node keepalive = tcp["tcpKeepalive"];
           keepalive.IsDefined() && r.IsMap(keepalive, Reader::Join(tf, "tcpKeepalive"))) {
         const std::string kf = Reader::Join(tf, "tcpKeepalive");
@@ -3204,19 +3210,12 @@ YAML::Node ServerSetFree(const YAML::Node& doc) {
   return copy;
 }
 
-// The type go-yaml v2 (with which Kubernetes and Istio decode YAML) resolves `text` to when it
-// carries no tag: "null", "bool", "int", "float" or "str".
-std::string_view ResolvedYamlType(std::string_view text) {
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return "null";
-  const std::string_view kind = PlainScalarKind(text);
-  if (kind == "a boolean") return "bool";
-  if (kind.empty()) return "str";
-  std::string digits;  // on go-yaml's integer path '_' is dropped first
-  for (char c : text) {
-    if (c != '_') digits.push_back(c);
-  }
-  return text[0] != '.' && IsGoInteger(digits) ? "int" : "float";
-}
+// One step of the path down to a node: a map key (viewing the document's own text) or a list index.
+struct TagPathStep {
+  std::string_view key;
+  size_t index = 0;
+  bool is_index = false;
+};
 
 // Refuses a scalar whose explicit YAML tag (!!bool, !!int, !!float) does not fit its text, such
 // as `!!int abc`: go-yaml v2 fails to decode the document ("cannot decode !!str `abc` as a
@@ -3224,14 +3223,14 @@ std::string_view ResolvedYamlType(std::string_view text) {
 // untagged. `!!float` also takes an integer within int64, as there (go-yaml converts only a
 // signed integer). `!!binary` (base64, which they decode) is not supported by cxds. Keys are
 // checked too. As go-yaml stops at the first failure, so does this: one error per document,
-// and `path` (keys and [indexes] down to `node`) is joined into a field name only then. The
+// and `path` (the steps down to `node`, nothing copied) is made a field name only then. The
 // walk is bounded: WithinBudget ran first. Returns whether it reported.
-bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<std::string>& path) {
+bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>& path) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
       for (const auto& entry : node) {
         if (CheckScalarTags(r, entry.first, path)) return true;
-        path.push_back(entry.first.IsScalar() ? entry.first.Scalar().substr(0, 64) : "?");
+        path.push_back({.key = entry.first.IsScalar() ? std::string_view(entry.first.Scalar()).substr(0, 64) : "?"});
         const bool reported = CheckScalarTags(r, entry.second, path);
         path.pop_back();
         if (reported) return true;
@@ -3240,7 +3239,7 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<std::string>
     case YAML::NodeType::Sequence: {
       size_t index = 0;
       for (const auto& item : node) {
-        path.push_back(StrCat("[", index++, "]"));
+        path.push_back({.index = index++, .is_index = true});
         const bool reported = CheckScalarTags(r, item, path);
         path.pop_back();
         if (reported) return true;
@@ -3259,7 +3258,9 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<std::string>
         return false;
       }
       std::string field;
-      for (const std::string& part : path) field = part.starts_with('[') ? field + part : Reader::Join(field, part);
+      for (const TagPathStep& step : path) {
+        field = step.is_index ? Reader::Index(field, step.index) : Reader::Join(field, std::string(step.key));
+      }
       if (want == "binary") {
         r.Error(node, field,
                 "a !!binary (base64) scalar is not supported by cxds: write the decoded text, quoted, without the tag");
@@ -3326,7 +3327,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
         r.Error(entry.first, key, "unknown field");
       }
     }
-    std::vector<std::string> tag_path;
+    std::vector<TagPathStep> tag_path;
     // A document go-yaml cannot decode is not read further (its fields would only add errors).
     MeshObject object = CheckScalarTags(r, doc, tag_path) ? MeshObject{} : info->read(r, doc, meta);
     if (r.error_count() > before) {

@@ -671,10 +671,10 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
       if (pool.http2_max_requests) cluster_thresholds()->mutable_max_requests()->set_value(*pool.http2_max_requests);
       if (pool.connect_timeout.has_value()) SetDuration(*pool.connect_timeout, cluster.mutable_connect_timeout());
       if (!grpc) {  // gRPC honours max_requests only (Envoy's thresholds exist: the defaults)
-        if (pool.max_retries) thresholds->mutable_max_retries()->set_value(*pool.max_retries);
-        if (pool.max_connections) thresholds->mutable_max_connections()->set_value(*pool.max_connections);
+        if (pool.max_retries) cluster_thresholds()->mutable_max_retries()->set_value(*pool.max_retries);
+        if (pool.max_connections) cluster_thresholds()->mutable_max_connections()->set_value(*pool.max_connections);
         if (pool.http1_max_pending_requests) {
-          thresholds->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
+          cluster_thresholds()->mutable_max_pending_requests()->set_value(*pool.http1_max_pending_requests);
         }
         SetTcpKeepalive(pool, cluster);
       }

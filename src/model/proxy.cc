@@ -25,7 +25,9 @@ bool IsIpAddress(const std::string& text) {
   return inet_pton(AF_INET, text.c_str(), &v4) == 1 || inet_pton(AF_INET6, text.c_str(), &v6) == 1;
 }
 
-WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
+// `id_parts`: node.id() split at '~'.
+WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node,
+                                const std::vector<absl::string_view>& id_parts) {
   constexpr size_t kMaxIps = 16;  // a hostile node's list is not walked whole
   WorkloadCandidates out;
   const auto& fields = node.metadata().fields();
@@ -35,7 +37,7 @@ WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
     out.vm = vm != given.end() && !vm->second.string_value().empty();
   }
   if (auto ns = fields.find("NAMESPACE"); ns != fields.end()) out.metadata_namespace = ns->second.string_value();
-  const std::vector<absl::string_view> parts = absl::StrSplit(node.id(), '~');
+  const std::vector<absl::string_view>& parts = id_parts;
   if (parts.size() == 4 && !out.metadata_namespace.empty()) {
     const size_t dot = parts[2].find('.');
     if (dot != std::string::npos && parts[2].substr(dot + 1) == out.metadata_namespace) {
@@ -57,10 +59,29 @@ WorkloadCandidates CandidatesOf(const envoy::config::core::v3::Node& node) {
   return out;
 }
 
+// The workload the registry has for `candidates` (the Pod first, then each IP in turn), or null.
+const WorkloadIdentity* FindWorkload(const WorkloadCandidates& candidates, const WorkloadRegistry& registry) {
+  if (candidates.vm) return nullptr;
+  if (!candidates.pod_name.empty()) {
+    auto pod = registry.pods.find({candidates.metadata_namespace, candidates.pod_name});
+    if (pod != registry.pods.end()) return &pod->second;
+  }
+  for (const std::string& ip : candidates.ips) {
+    auto found = registry.by_address.find(ip);
+    if (found == registry.by_address.end()) continue;
+    for (const WorkloadIdentity& candidate : found->second) {
+      if (candidates.metadata_namespace.empty() || candidate.namespace_name == candidates.metadata_namespace) {
+        return &candidate;
+      }
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request) {
-  const WorkloadCandidates candidates = CandidatesOf(node);
+  const WorkloadCandidates candidates = CandidatesOf(node, absl::StrSplit(node.id(), '~'));
   if (candidates.vm) return false;
   if (!candidates.pod_name.empty() &&
       request.configs.contains(ConfigKey{kind::kWorkload, candidates.metadata_namespace, candidates.pod_name})) {
@@ -74,12 +95,12 @@ bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushReq
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry) {
   ProxyInfo proxy;
   proxy.id = node.id();
-  std::vector<std::string> parts = absl::StrSplit(node.id(), '~');
+  const std::vector<absl::string_view> parts = absl::StrSplit(node.id(), '~');
   if (parts.size() == 4) {
-    proxy.type = parts[0];
-    proxy.ip = parts[1];
+    proxy.type = std::string(parts[0]);
+    proxy.ip = std::string(parts[1]);
     const size_t dot = parts[2].find('.');
-    if (dot != std::string::npos) proxy.namespace_name = parts[2].substr(dot + 1);
+    if (dot != absl::string_view::npos) proxy.namespace_name = std::string(parts[2].substr(dot + 1));
   }
   const auto& fields = node.metadata().fields();
   if (auto ns = fields.find("NAMESPACE"); ns != fields.end() && !ns->second.string_value().empty()) {
@@ -91,25 +112,9 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
     proxy.grpc = generator->second.string_value() == "grpc";
   }
-  if (registry == nullptr) return proxy;
-  const WorkloadCandidates candidates = CandidatesOf(node);
-  if (candidates.vm) return proxy;
-  const WorkloadIdentity* workload = nullptr;
-  if (!candidates.pod_name.empty()) {
-    auto pod = registry->pods.find(StrCat(candidates.metadata_namespace, "/", candidates.pod_name));
-    if (pod != registry->pods.end()) workload = &pod->second;
-  }
-  for (size_t i = 0; i < candidates.ips.size() && workload == nullptr; ++i) {
-    auto found = registry->by_address.find(candidates.ips[i]);
-    if (found == registry->by_address.end()) continue;
-    for (const WorkloadIdentity& candidate : found->second) {
-      if (candidates.metadata_namespace.empty() || candidate.namespace_name == candidates.metadata_namespace) {
-        workload = &candidate;
-        break;
-      }
-    }
-  }
-  if (workload != nullptr) {
+  // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read again.
+  if (registry == nullptr || (registry->pods.empty() && registry->by_address.empty())) return proxy;
+  if (const WorkloadIdentity* workload = FindWorkload(CandidatesOf(node, parts), *registry)) {
     proxy.labels = workload->labels;
     proxy.workload = workload->source;
   }

@@ -31,7 +31,7 @@ WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects) {
     const auto* pod = std::get_if<K8sPod>(&entry.second->object);
     if (pod == nullptr) continue;
     // A Pod's locality is its labels' (cxds reads no Node objects, whose topology labels istiod uses).
-    registry.pods[StrCat(pod->meta.namespace_name, "/", pod->meta.name)] = WorkloadIdentity{
+    registry.pods[{pod->meta.namespace_name, pod->meta.name}] = WorkloadIdentity{
         pod->meta.namespace_name, WithLocalityLabels(pod->meta.labels, LabelLocality(pod->meta.labels)),
         StrCat("Pod ", pod->meta.namespace_name, "/", pod->meta.name)};
   }
@@ -70,9 +70,8 @@ WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects) {
 
 std::set<ConfigKey> ChangedWorkloads(const WorkloadRegistry& before, const WorkloadRegistry& after) {
   std::set<ConfigKey> changed;
-  const auto pod_key = [](const std::string& key) {
-    const size_t slash = key.find('/');
-    return ConfigKey{kind::kWorkload, key.substr(0, slash), key.substr(slash + 1)};
+  const auto pod_key = [](const std::pair<std::string, std::string>& pod) {
+    return ConfigKey{kind::kWorkload, pod.first, pod.second};
   };
   // Both maps are sorted: one walk over each, a key differing when it is on one side only or
   // its value differs.

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config_store.h"
@@ -38,8 +39,8 @@ struct WorkloadIdentity {
 // endpoints, inline or the WorkloadEntries a ServiceEntry selects, by address (in object key
 // order). Immutable once built; bounded by the config it is built from.
 struct WorkloadRegistry {
-  std::map<std::string, WorkloadIdentity> pods;                     // "namespace/name"
-  std::map<std::string, std::vector<WorkloadIdentity>> by_address;  // address
+  std::map<std::pair<std::string, std::string>, WorkloadIdentity> pods;  // (namespace, name)
+  std::map<std::string, std::vector<WorkloadIdentity>> by_address;       // address
   bool operator==(const WorkloadRegistry&) const = default;
 };
 WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects);

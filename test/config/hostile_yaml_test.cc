@@ -173,6 +173,23 @@ TEST(HostileYamlTest, AHugeUnquotedNumberInAStringFieldGivesAShortMessage) {
             "read it; quote it");
 }
 
+// Mismatched YAML tags everywhere, under long keys at every level, cost one short error per
+// document (go-yaml stops at the first), whatever their number.
+TEST(HostileYamlTest, ManyMismatchedTagsGiveOneErrorPerDocument) {
+  std::string hosts;
+  for (int i = 0; i < 20'000; ++i) hosts += "!!int x, ";
+  const std::string key(60, 'k');
+  const std::string document =
+      "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: s}\nspec:\n"
+      "  " +
+      key + ": {" + key + ": [" + hosts + "!!int x]}\n  hosts: [" + hosts + "a]\n";
+  const ParsedFile parsed = ParseConfigFile("tags.yaml", document + "---\n" + document);
+  ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed).substr(0, 300);
+  EXPECT_EQ(parsed.errors[0].field, "spec." + key + "." + key + "[0]");
+  EXPECT_LT(parsed.errors[0].message.size(), 200u);
+  EXPECT_TRUE(parsed.documents.empty());
+}
+
 TEST(HostileYamlTest, DeepNestingIsRefused) {
   const std::string deep = std::string(500, '[') + std::string(500, ']');
   ParsedFile parsed;

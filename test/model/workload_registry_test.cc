@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
 #include "config/config_store.h"
 #include "model/generators.h"
 #include "model/mesh_kinds.h"
@@ -71,8 +72,8 @@ class WorkloadRegistryTest : public ::testing::Test {
 
 TEST_F(WorkloadRegistryTest, HoldsPodsByNameAndServiceEntryEndpointsByAddress) {
   const auto registry = model_.workloads();
-  ASSERT_TRUE(registry->pods.contains("shop/reviews-v2-c4d"));
-  const WorkloadIdentity& pod = registry->pods.at("shop/reviews-v2-c4d");
+  ASSERT_TRUE(registry->pods.contains({"shop", "reviews-v2-c4d"}));
+  const WorkloadIdentity& pod = registry->pods.at({"shop", "reviews-v2-c4d"});
   EXPECT_EQ(pod.source, "Pod shop/reviews-v2-c4d");
   EXPECT_EQ(pod.labels, (LabelMap{{"app", "reviews"},
                                   {"version", "v2"},
@@ -137,6 +138,12 @@ TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {
       "WorkloadEntry shop/vm-1")
       << "the node id's IP, the list having an entry that is no IP";
   EXPECT_EQ(Resolve(Node("sidecar~not-an-ip~x.shop~shop.svc.cluster.local", "shop", {}, "x,127.0.0.40")).workload, "");
+  // A hostile node's list is read up to 16 addresses, not whole.
+  std::string fifteen;
+  for (int i = 0; i < 15; ++i) fifteen += StrCat("10.0.0.", i, ",");
+  EXPECT_EQ(Resolve(Node("plain", "shop", {}, fifteen + "127.0.0.40")).workload, "WorkloadEntry shop/vm-1");
+  EXPECT_EQ(Resolve(Node("plain", "shop", {}, fifteen + "10.0.1.1,127.0.0.40")).workload, "")
+      << "the 17th address is not read";
 }
 
 TEST_F(WorkloadRegistryTest, AChangedWorkloadIsAWorkloadKeyOfAnEndpointOnlyPush) {
@@ -196,14 +203,14 @@ TEST_F(WorkloadRegistryTest, AWorkloadOnlyPushPassesTheFilterForNoOneAndTheUpdat
 
 TEST(ChangedWorkloadsTest, ComparesBothSidesByKey) {
   WorkloadRegistry before;
-  before.pods["a/one"] = WorkloadIdentity{"a", {{"v", "1"}}, "Pod a/one"};
-  before.pods["a/two"] = WorkloadIdentity{"a", {}, "Pod a/two"};
+  before.pods[{"a", "one"}] = WorkloadIdentity{"a", {{"v", "1"}}, "Pod a/one"};
+  before.pods[{"a", "two"}] = WorkloadIdentity{"a", {}, "Pod a/two"};
   before.by_address["127.0.0.1"] = {WorkloadIdentity{"a", {}, "WorkloadEntry a/w"}};
   WorkloadRegistry after = before;
   EXPECT_TRUE(ChangedWorkloads(before, after).empty());
-  after.pods["a/one"].labels["v"] = "2";
-  after.pods.erase("a/two");
-  after.pods["b/three"] = WorkloadIdentity{"b", {}, "Pod b/three"};
+  after.pods[{"a", "one"}].labels["v"] = "2";
+  after.pods.erase({"a", "two"});
+  after.pods[{"b", "three"}] = WorkloadIdentity{"b", {}, "Pod b/three"};
   after.by_address["127.0.0.1"].push_back(WorkloadIdentity{"a", {}, "ServiceEntry a/s"});
   EXPECT_THAT(
       ChangedWorkloads(before, after),
