@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "cache/snapshot.h"
 #include "envoy/config/core/v3/base.pb.h"
+#include "protocol/type_url.h"
 
 namespace cxds {
 
@@ -28,7 +29,7 @@ using ChangedNames = std::shared_ptr<const std::vector<std::string>>;
 // changed); a type whose version changed while no resource did maps to an empty list.
 // Streams use it to look only at what changed (delta pushes cost O(changed names)).
 struct ConfigChange {
-  std::map<std::string, ChangedNames> types;
+  TypeUrlMap<ChangedNames> types;
   bool everything = false;  // e.g. the first configuration, or one cleared
   // Identifies the change for convergence tracking (0: untracked), and when it was made.
   uint64_t change_id = 0;

@@ -45,8 +45,8 @@ class PushPipeline::WatchCore {
   SnapshotPtr CurrentSnapshot();
 
   Mutex mu_;
-  std::map<std::string, WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, TypeView> view_ ABSL_GUARDED_BY(mu_);
+  TypeUrlMap<WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
+  TypeUrlMap<TypeView> view_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PushContext> last_context_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   // The newest context anything of the view was generated from, requests included: what the
@@ -265,7 +265,7 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
   std::shared_ptr<WatchCore> core = FindWatch(node_id);
   const std::shared_ptr<const PushContext> current = context();
   if (core == nullptr || current == nullptr) return std::nullopt;
-  std::map<std::string, WatchedResources> interest;
+  TypeUrlMap<WatchedResources> interest;
   std::map<std::string, std::map<std::string, ResourcePtr>> view;  // for incremental results
   {
     MutexLock lock(&core->mu_);

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "protocol/resource.h"
+#include "protocol/type_url.h"
 
 namespace cxds {
 
@@ -179,7 +180,7 @@ class AckLedger::Stream {
   std::string node_id_ ABSL_GUARDED_BY(mu_);
   std::string identity_ ABSL_GUARDED_BY(mu_) = "none";
   absl::Time opened_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, TypeEntry> types_ ABSL_GUARDED_BY(mu_);
+  TypeUrlMap<TypeEntry> types_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;  // orders the stream's responses
 };
 

@@ -30,6 +30,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "protocol/subscription.h"
+#include "protocol/type_url.h"
 #include "server/known_versions.h"
 #include "server/response_encoding.h"
 #include "server/stream_core.h"
@@ -92,7 +93,7 @@ class DeltaStream final : public StreamCore {
                                             const ConfigView& view) const;
 
   DeltaTransport* const transport_;
-  std::map<std::string, TypeState> types_;   // confined to event processing
+  TypeUrlMap<TypeState> types_;              // confined to event processing
   std::deque<OutgoingDeltaResponse> round_;  // computed, recorded as sent, not yet written (see SotwStream)
   uint64_t nonce_seq_ = 0;
 };

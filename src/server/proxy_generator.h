@@ -23,6 +23,7 @@
 #include "cache/snapshot.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "protocol/subscription.h"
+#include "protocol/type_url.h"
 #include "push/push_request.h"
 #include "server/authenticator.h"
 
@@ -40,7 +41,7 @@ struct GeneratedType {
 };
 
 // What one generation produced, by type URL. A type that is absent did not change.
-using GeneratedConfig = std::map<std::string, GeneratedType>;
+using GeneratedConfig = TypeUrlMap<GeneratedType>;
 
 class ProxyGenerator {
  public:

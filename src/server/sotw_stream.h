@@ -35,6 +35,7 @@
 #include "common/mutex.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "protocol/subscription.h"
+#include "protocol/type_url.h"
 #include "server/ack_ledger.h"
 #include "server/callbacks.h"
 #include "server/response_encoding.h"
@@ -103,8 +104,8 @@ class SotwStream final : public StreamCore {
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingResponse& response);
 
   StreamTransport* const transport_;
-  std::map<std::string, TypeState> types_;  // confined to event processing
-  std::deque<OutgoingResponse> round_;      // computed, recorded as sent, not yet written
+  TypeUrlMap<TypeState> types_;         // confined to event processing
+  std::deque<OutgoingResponse> round_;  // computed, recorded as sent, not yet written
   uint64_t nonce_seq_ = 0;
 };
 

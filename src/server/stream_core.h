@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "cache/config_watcher.h"
 #include "common/clock.h"
@@ -114,7 +115,7 @@ struct StreamEnvironment {
 class ConfigView {
  public:
   explicit ConfigView(SnapshotPtr snapshot) : snapshot_(std::move(snapshot)) {}
-  explicit ConfigView(const std::map<std::string, Snapshot::TypeResourcesPtr>* generated) : generated_(generated) {}
+  explicit ConfigView(const TypeUrlMap<Snapshot::TypeResourcesPtr>* generated) : generated_(generated) {}
   // No configuration yet (a cache with no snapshot for the node): nothing may be sent.
   bool missing() const { return generated_ == nullptr && snapshot_ == nullptr; }
   // The resources of `type_url`, or nullptr if the configuration has no such type.
@@ -126,7 +127,7 @@ class ConfigView {
 
  private:
   SnapshotPtr snapshot_;
-  const std::map<std::string, Snapshot::TypeResourcesPtr>* generated_ = nullptr;
+  const TypeUrlMap<Snapshot::TypeResourcesPtr>* generated_ = nullptr;
 };
 
 inline constexpr char kClientFeatureResourceTtl[] = "xds.config.supports-resource-ttl";
@@ -241,22 +242,22 @@ class StreamCore : public PushTarget {
   // is sent (never an empty state in place of a missing one); the first configuration marks
   // the types dirty again.
   template <typename State, typename TrySend>
-  bool SendFirstDue(std::map<std::string, State>& types, TrySend try_send) {
-    std::vector<std::string> dirty;
-    for (const auto& [type_url, state] : types) {
-      if (state.dirty) dirty.push_back(type_url);
+  bool SendFirstDue(TypeUrlMap<State>& types, TrySend try_send) {
+    // Iterators, not copies of the type URLs: this runs for every response of every push.
+    using Entry = std::pair<int, typename TypeUrlMap<State>::iterator>;
+    absl::InlinedVector<Entry, 8> dirty;
+    for (auto it = types.begin(); it != types.end(); ++it) {
+      if (it->second.dirty) dirty.emplace_back(PushOrderRank(it->first), it);
     }
     if (dirty.empty()) return false;
-    std::sort(dirty.begin(), dirty.end(), [](const std::string& a, const std::string& b) {
-      const int ra = PushOrderRank(a);
-      const int rb = PushOrderRank(b);
-      return ra != rb ? ra < rb : a < b;
+    std::sort(dirty.begin(), dirty.end(), [](const Entry& a, const Entry& b) {
+      return a.first != b.first ? a.first < b.first : a.second->first < b.second->first;
     });
     const ConfigView view = session_ != nullptr ? ConfigView(&generated_) : ConfigView(watch_->Current());
-    for (const std::string& type_url : dirty) {
-      State& state = types.at(type_url);
+    for (const auto& [rank, it] : dirty) {
+      State& state = it->second;
       state.dirty = false;
-      if (!view.missing() && try_send(type_url, state, view)) return true;
+      if (!view.missing() && try_send(it->first, state, view)) return true;
     }
     return false;
   }
@@ -277,8 +278,7 @@ class StreamCore : public PushTarget {
   // computed, so the ledger and the push accounting know what is on the wire.
   static constexpr int kMaxResponsesPerRound = 16;
   template <typename State, typename Response, typename Compute, typename Write>
-  void WriteNextOfRound(std::map<std::string, State>& types, std::deque<Response>& round, Compute compute,
-                        Write write) {
+  void WriteNextOfRound(TypeUrlMap<State>& types, std::deque<Response>& round, Compute compute, Write write) {
     auto queue = [&](const std::string& type_url, State& state, const ConfigView& view) {
       std::optional<Response> response = compute(type_url, state, view);
       if (response.has_value()) round.push_back(std::move(*response));
@@ -317,7 +317,7 @@ class StreamCore : public PushTarget {
   std::unique_ptr<ConfigWatcher::Watch> watch_;       // a cache's watch, or
   std::unique_ptr<ProxyGenerator::Session> session_;  // the generator's session
   // What the session last generated, by type URL (shared, immutable maps).
-  std::map<std::string, Snapshot::TypeResourcesPtr> generated_;
+  TypeUrlMap<Snapshot::TypeResourcesPtr> generated_;
   PeerIdentity identity_;                  // set by Start
   AckLedger::StreamHandle ledger_stream_;  // this stream's records in env_.ledger, from Start
   bool write_in_flight_ = false;
