@@ -115,7 +115,13 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read again.
   if (registry == nullptr || (registry->pods.empty() && registry->by_address.empty())) return proxy;
   if (const WorkloadIdentity* workload = FindWorkload(CandidatesOf(node, parts), *registry)) {
-    proxy.labels = workload->labels;
+    // As istiod's SetWorkloadLabels: the node's STATIC_LABELS (what ISTIO_METAJSON_LABELS set in
+    // its bootstrap, which a workload's labels do not carry), then the workload's over them.
+    proxy.labels.clear();
+    if (auto fixed = fields.find("STATIC_LABELS"); fixed != fields.end()) {
+      for (const auto& [k, v] : fixed->second.struct_value().fields()) proxy.labels[k] = v.string_value();
+    }
+    for (const auto& [k, v] : workload->labels) proxy.labels.insert_or_assign(k, v);
     proxy.workload = workload->source;
   }
   return proxy;

@@ -38,8 +38,9 @@ struct ProxyInfo {
 // SetWorkloadLabels puts it first: the proxy's Pod (the Istio node id's NAME.NAMESPACE, when
 // node metadata NAMESPACE names that namespace), else a ServiceEntry endpoint of its namespace
 // (any, without NAMESPACE) at one of its IPs (metadata INSTANCE_IPS, else the node id's), gives
-// the proxy that workload's labels, its locality among them (WorkloadRegistry), in place of
-// the node's LABELS. A proxy labelled `istio.io/test-vm` keeps its own, as istiod's IsVM.
+// the proxy that workload's labels, its locality among them (WorkloadRegistry), over its node's
+// STATIC_LABELS, in place of its LABELS. A proxy labelled `istio.io/test-vm` keeps its own, as
+// istiod's IsVM.
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry = nullptr);
 // Whether `request` names, among its Workload configs (kind::kWorkload), a workload the registry
 // may find this node as: its Pod, or one of its IPs (never for an istio.io/test-vm proxy). The

@@ -116,6 +116,25 @@ TEST_F(WorkloadRegistryTest, AProxyIsItsPodWhenItsIdAndNamespaceNameIt) {
   EXPECT_EQ(vm.labels.at("version"), "mine");
 }
 
+// istiod's SetWorkloadLabels keeps the node's STATIC_LABELS (set by ISTIO_METAJSON_LABELS in its
+// bootstrap) beside its workload's labels, the workload's winning where both name a label.
+TEST_F(WorkloadRegistryTest, AWorkloadsLabelsGoOverTheNodesStaticLabels) {
+  auto node = Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop",
+                   {{"version", "stale"}, {"only-in-labels", "x"}});
+  auto& fixed = *(*node.mutable_metadata()->mutable_fields())["STATIC_LABELS"].mutable_struct_value()->mutable_fields();
+  fixed["team"].set_string_value("payments");
+  fixed["version"].set_string_value("static");
+  const ProxyInfo proxy = Resolve(node);
+  ASSERT_EQ(proxy.workload, "Pod shop/reviews-v2-c4d");
+  EXPECT_EQ(proxy.labels.at("team"), "payments") << "a static label the Pod does not have is kept";
+  EXPECT_EQ(proxy.labels.at("version"), "v2") << "the Pod's label over the static one";
+  EXPECT_FALSE(proxy.labels.contains("only-in-labels")) << "LABELS still give way to the workload";
+  // Without a workload, the node's LABELS alone, as istiod: its bootstrap already merged the
+  // static labels into them.
+  EXPECT_FALSE(ParseProxyInfo(node).labels.contains("team"));
+  EXPECT_EQ(ParseProxyInfo(node).labels.at("version"), "stale");
+}
+
 TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {
   // The node id's IP, in the entry's namespace.
   const auto by_id = Node("sidecar~127.0.0.40~vm-1.shop~shop.svc.cluster.local", "shop", {{"version", "stale"}});
