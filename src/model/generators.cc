@@ -737,6 +737,14 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
   return Resource::FromMessage(cluster);
 }
 
+// Who the proxy is (ParseProxyInfo with the model's registry), resolved once per generation and
+// kept in `env`, so that every type of one generation reads the same registry, and the node's
+// metadata is read once rather than once per type.
+const ProxyInfo& ResolvedProxy(const Proxy& proxy_node, const MeshModel& model, const GeneratorEnv& env) {
+  if (const auto* resolved = std::any_cast<ProxyInfo>(&env.per_proxy)) return *resolved;
+  return env.per_proxy.emplace<ProxyInfo>(ParseProxyInfo(proxy_node.node, model.workloads().get()));
+}
+
 class ClusterGenerator final : public TypedGenerator<MeshContext> {
  public:
   explicit ClusterGenerator(const MeshModel& model) : model_(model) {}
@@ -744,9 +752,10 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
+                                                                ResourceCache& cache,
+                                                                const GeneratorEnv& env) override {
     if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
+    const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     std::optional<envoy::config::core::v3::Locality> proxy_locality;  // read once, when a plan needs it
@@ -842,7 +851,8 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
+                                                                ResourceCache& cache,
+                                                                const GeneratorEnv& env) override {
     const std::shared_ptr<const EndpointIndex> index = model_.endpoints();
     const bool endpoint_only = request.EndpointOnly();
     std::set<std::string, std::less<>> changed_hosts;
@@ -854,11 +864,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     // The proxy's namespace matters only where rules differ by namespace: endpoint-only
     // pushes go to every proxy of a host, and most meshes keep rules beside their services.
     // The node is read only when something here depends on it, and then once.
-    std::optional<ProxyInfo> proxy_info;
-    const auto info = [&]() -> const ProxyInfo& {
-      if (!proxy_info.has_value()) proxy_info.emplace(ParseProxyInfo(proxy_node.node, model_.workloads().get()));
-      return *proxy_info;
-    };
+    const auto info = [&]() -> const ProxyInfo& { return ResolvedProxy(proxy_node, model_, env); };
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
     const LabelMap* proxy_labels = mesh.has_rule_selectors() ? &info().labels : nullptr;
     // Read only for a rule that may shape localities.
@@ -1136,9 +1142,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
+                                                                ResourceCache& cache,
+                                                                const GeneratorEnv& env) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
+    const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
     const auto add_api_listener = [&](const ServiceInfo& service, const ServicePort& port) -> absl::Status {
@@ -1825,9 +1832,10 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
+                                                                ResourceCache& cache,
+                                                                const GeneratorEnv& env) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
+    const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
     const bool gateway_proxy = proxy.type == "router" && !proxy.grpc;
     std::vector<const Gateway*> gateways;
@@ -1958,9 +1966,10 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache) override {
+                                                                ResourceCache& cache,
+                                                                const GeneratorEnv& env) override {
     if (request.EndpointOnly()) return std::nullopt;
-    const ProxyInfo proxy = ParseProxyInfo(proxy_node.node, model_.workloads().get());
+    const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     GeneratedResources out;
     out.incremental = request.delta_scope.has_value();
     if (!SecretsRefusal(proxy, proxy_node.identity, readers_).empty()) return out;

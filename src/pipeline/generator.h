@@ -2,6 +2,7 @@
 // reaches a proxy (after the PushQueue and throttle) and when a proxy subscribes to new names.
 #pragma once
 
+#include <any>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,10 +46,15 @@ struct GeneratedResources {
   std::vector<std::string> removed;
 };
 
-// What generators share during one call.
+// What generators share during one call: one generation of one proxy, every type it watches,
+// one type after another on one thread.
 struct GeneratorEnv {
   const PushContext& context;
   ResourceCache& cache;  // key resources by name and every other input (ResourceCacheKey)
+  // What a model derives from the proxy once per generation, for all its types (the mesh model:
+  // who the proxy is by its workload registry), so that every type of one generation sees the
+  // same answer even if the model changes meanwhile. Empty at the start of each generation.
+  mutable std::any per_proxy;
 };
 
 class Generator {
@@ -79,16 +85,16 @@ class TypedGenerator : public Generator {
       return absl::FailedPreconditionError("generator for " + watched.type_url +
                                            ": the push context is not of the kind this generator reads");
     }
-    return GenerateFor(proxy, watched, request, *context, env.cache);
+    return GenerateFor(proxy, watched, request, *context, env.cache, env);
   }
 
  protected:
-  // As Generate, with the context typed. Same threading rule.
+  // As Generate, with the context typed (`env` gives the rest). Same threading rule.
   virtual absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy,
                                                                         const WatchedResources& watched,
                                                                         const PushRequest& request,
-                                                                        const Context& context,
-                                                                        ResourceCache& cache) = 0;
+                                                                        const Context& context, ResourceCache& cache,
+                                                                        const GeneratorEnv& env) = 0;
 };
 
 }  // namespace cxds

@@ -312,13 +312,18 @@ TEST_F(GeneratorsTest, GrpcGetsApiListenersAndSubsetEndpoints) {
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(), 18081u);
 }
 
-// Who a proxy is comes from its Pod when the registry has it (istiod's SetWorkloadLabels): its
-// routes follow the Pod's labels, not its node's. When the Pod's labels change, that proxy alone
-// is pushed again, in full (istiod's ProxyUpdate), and gets the routes of its new labels; the
-// push needs no new PushContext.
-TEST_F(GeneratorsTest, AProxysPodGivesItsLabelsAndAChangeToItPushesThatProxyInFull) {
-  const auto config = [](const std::string& track) {
-    return StrCat(R"(apiVersion: networking.istio.io/v1
+// The cluster of the first route of an RDS response's only virtual host.
+std::string FirstRouteCluster(const DiscoveryResponse& rds) {
+  const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds, 0);
+  return routes.virtual_hosts_size() == 1 && routes.virtual_hosts(0).routes_size() > 0
+             ? routes.virtual_hosts(0).routes(0).route().cluster()
+             : std::string("(no route)");
+}
+
+// api.mesh.local, routed to api-canary.mesh.local for clients labelled track: canary, and the
+// Pod client-1 (127.0.0.70) of namespace shop labelled track: TRACK.
+std::string PodTrackConfig(const std::string& track) {
+  return StrCat(R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: api, namespace: shop}
 spec:
@@ -339,40 +344,111 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata: {name: client-1, namespace: shop, labels: {track: )",
-                  track, R"(}}
+                track, R"(}}
 status: {podIP: 127.0.0.70}
 )");
-  };
-  Apply("api.yaml", config("canary"));
+}
+
+// Who a proxy is comes from its Pod when the registry has it (istiod's SetWorkloadLabels): its
+// routes follow the Pod's labels, not its node's. When the Pod's labels change, that proxy alone
+// is pushed again, in full (istiod's ProxyUpdate), and gets the routes of its new labels; the
+// push needs no new PushContext.
+TEST_F(GeneratorsTest, AProxysPodGivesItsLabelsAndAChangeToItPushesThatProxyInFull) {
+  Apply("api.yaml", PodTrackConfig("canary"));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  const auto cluster_of = [](const DiscoveryResponse& rds) {
-    const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds, 0);
-    return routes.virtual_hosts_size() == 1 && routes.virtual_hosts(0).routes_size() > 0
-               ? routes.virtual_hosts(0).routes(0).route().cluster()
-               : std::string("(no route)");
-  };
   auto pod_client = Connect("sidecar~127.0.0.70~client-1.shop~shop.svc.cluster.local", true, "shop");
   pod_client->Send(First(std::string(kRouteType), {"api.mesh.local:8080"}));
   auto rds = pod_client->Take();
   ASSERT_EQ(rds.size(), 1u);
-  EXPECT_EQ(cluster_of(rds[0]), "outbound|8080||api-canary.mesh.local") << "the Pod's track, not the node's (none)";
+  EXPECT_EQ(FirstRouteCluster(rds[0]), "outbound|8080||api-canary.mesh.local")
+      << "the Pod's track, not the node's (none)";
   pod_client->Send(Ack(rds[0], {"api.mesh.local:8080"}));
   auto other_client = Connect("sidecar~127.0.0.71~client-2.shop~shop.svc.cluster.local", true, "shop");
   other_client->Send(First(std::string(kRouteType), {"api.mesh.local:8080"}));
   auto other_rds = other_client->Take();
   ASSERT_EQ(other_rds.size(), 1u);
-  EXPECT_EQ(cluster_of(other_rds[0]), "outbound|8080||api.mesh.local") << "no Pod: the node's labels";
+  EXPECT_EQ(FirstRouteCluster(other_rds[0]), "outbound|8080||api.mesh.local") << "no Pod: the node's labels";
   other_client->Send(Ack(other_rds[0], {"api.mesh.local:8080"}));
 
-  Apply("api.yaml", config("stable"));
+  Apply("api.yaml", PodTrackConfig("stable"));
   EXPECT_THAT(last_request_.configs, ::testing::ElementsAre(ConfigKey{kind::kWorkload, "shop", "client-1"}));
   const uint64_t contexts_before = pipeline_->stats().contexts_built;
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   EXPECT_EQ(pipeline_->stats().contexts_built, contexts_before) << "endpoint-only: the context is reused";
   rds = pod_client->Take();
   ASSERT_EQ(rds.size(), 1u) << "the Pod's proxy is pushed its routes again";
-  EXPECT_EQ(cluster_of(rds[0]), "outbound|8080||api.mesh.local");
+  EXPECT_EQ(FirstRouteCluster(rds[0]), "outbound|8080||api.mesh.local");
   EXPECT_TRUE(other_client->Take().empty()) << "nothing changed for a proxy that is not that Pod";
+}
+
+// Every type of one generation reads who the proxy is once: a registry change landing between
+// two types of a push (here made by a generator run between CDS and RDS) leaves the rest of
+// that generation on the identity it started with; the Workload push that follows brings the
+// new one, to every type. (Reading the registry per type, RDS would see the Pod relabelled back
+// to what the client has, and send nothing.)
+TEST_F(GeneratorsTest, OneGenerationReadsWhoTheProxyIsOnce) {
+  // Stands in for EDS (pushed between CDS and RDS): when armed, relabels the Pod mid-generation.
+  class RelabelOnce final : public Generator {
+   public:
+    explicit RelabelOnce(std::function<void()> relabel) : relabel_(std::move(relabel)) {}
+    absl::StatusOr<std::optional<GeneratedResources>> Generate(const Proxy&, const WatchedResources&,
+                                                               const PushRequest&, const GeneratorEnv&) override {
+      if (armed) {
+        armed = false;
+        relabel_();
+      }
+      return std::nullopt;
+    }
+    bool armed = false;
+
+   private:
+    std::function<void()> relabel_;
+  };
+  Apply("api.yaml", PodTrackConfig("stable"));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto relabel = std::make_shared<RelabelOnce>([&] { Apply("api.yaml", PodTrackConfig("stable")); });
+  pipeline_->AddGenerator(std::string(kEndpointType), relabel);
+  auto client = Connect("sidecar~127.0.0.70~client-1.shop~shop.svc.cluster.local", true, "shop");
+  client->Send(First(std::string(kClusterType), {"outbound|8080||api.mesh.local"}));
+  auto cds = client->Take();
+  ASSERT_EQ(cds.size(), 1u);
+  client->Send(Ack(cds[0], {"outbound|8080||api.mesh.local"}));
+  client->Send(Request(std::string(kEndpointType), {"outbound|8080||api.mesh.local"}));
+  EXPECT_TRUE(client->Take().empty());
+  client->Send(Request(std::string(kRouteType), {"api.mesh.local:8080"}));
+  auto rds = client->Take();
+  ASSERT_EQ(rds.size(), 1u);
+  ASSERT_EQ(FirstRouteCluster(rds[0]), "outbound|8080||api.mesh.local");
+  client->Send(Ack(rds[0], {"api.mesh.local:8080"}));
+
+  // The Pod becomes canary (its own push held back). A full push: CDS reads the proxy as
+  // canary, then the stand-in relabels the Pod stable again, then RDS is generated.
+  Apply("api.yaml", PodTrackConfig("canary"));
+  relabel->armed = true;
+  PushRequest full;
+  full.full = true;
+  full.forced = true;
+  full.reasons[reason::kDebug] = 1;
+  ASSERT_TRUE(pipeline_->Push(full).ok());
+  EXPECT_FALSE(relabel->armed) << "the stand-in ran";
+  bool saw_rds = false;
+  for (const DiscoveryResponse& response : client->Take()) {
+    if (response.type_url() != kRouteType) continue;
+    saw_rds = true;
+    EXPECT_EQ(FirstRouteCluster(response), "outbound|8080||api-canary.mesh.local")
+        << "RDS of the generation whose CDS saw the Pod as canary";
+    client->Send(Ack(response, {"api.mesh.local:8080"}));
+  }
+  EXPECT_TRUE(saw_rds) << "RDS generated for the canary Pod differs from what the client has";
+  // The relabel's own push (a Workload key) then gives the proxy its new identity.
+  EXPECT_THAT(last_request_.configs, ::testing::ElementsAre(ConfigKey{kind::kWorkload, "shop", "client-1"}));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  rds.clear();
+  for (const DiscoveryResponse& response : client->Take()) {
+    if (response.type_url() == kRouteType) rds.push_back(response);
+  }
+  ASSERT_EQ(rds.size(), 1u);
+  EXPECT_EQ(FirstRouteCluster(rds[0]), "outbound|8080||api.mesh.local");
 }
 
 // A proxy that subscribes by name (proxyless gRPC) gets only those generated: its view holds
