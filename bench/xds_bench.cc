@@ -44,6 +44,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "model/generators.h"
 #include "model/mesh_model.h"
+#include "model/workload_registry.h"
 #include "pipeline/push_pipeline.h"
 #include "protocol/resource.h"
 #include "protocol/type_url.h"
@@ -615,6 +616,40 @@ void BM_IndexServicesByHost(benchmark::State& state) {
       static_cast<double>(services), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// What an update that touches Pods costs the workload registry (model/workload_registry.h):
+// the registry rebuilt from the store's PODS Pods (100 a file, each with labels and an IP) and
+// compared with the one before, as MeshModel::OnUpdate does for such an update.
+void BM_RebuildWorkloadRegistry(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  std::vector<FileRead> files;
+  for (int p = 0; p < pods; ++p) {
+    if (p % 100 == 0) files.push_back(FileRead{StrCat("pods-", p / 100, ".yaml")});
+    const int i = p + 1;
+    absl::StrAppend(&files.back().content, "apiVersion: v1\nkind: Pod\nmetadata: {name: pod-", p,
+                    ", namespace: bench, labels: {app: svc-", p % 1000, ", version: v", p % 3,
+                    "}}\nstatus: {podIP: 127.", 1 + i / 65025, ".", (i / 255) % 255, ".", 1 + i % 255, "}\n---\n");
+  }
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFiles(files);
+  if (!update.errors.empty()) {
+    state.SkipWithError(update.errors.front().ToString().c_str());
+    return;
+  }
+  const std::shared_ptr<const ObjectMap> objects = store.Snapshot();
+  const WorkloadRegistry before = BuildWorkloadRegistry(*objects);
+  if (before.pods.size() != static_cast<size_t>(pods)) {
+    state.SkipWithError("pods missing");
+    return;
+  }
+  for (auto _ : state) {
+    WorkloadRegistry after = BuildWorkloadRegistry(*objects);
+    benchmark::DoNotOptimize(ChangedWorkloads(before, after));
+  }
+  state.counters["pods"] = benchmark::Counter(pods);
+  state.counters["per_pod_ns"] = benchmark::Counter(
+      static_cast<double>(pods), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 // Registered from main (not with BENCHMARK) so that the serialization rows, named after their
 // message, come first and the mesh is generated once, before anything is timed.
 void RegisterBenchmarks() {
@@ -645,6 +680,11 @@ void RegisterBenchmarks() {
       ->Args({100, 1})
       ->Args({1000, 0})
       ->Args({1000, 1});
+  benchmark::RegisterBenchmark("BM_RebuildWorkloadRegistry", BM_RebuildWorkloadRegistry)
+      ->ArgName("pods")
+      ->Arg(1000)
+      ->Arg(10000)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_FindByTypeUrl/TypeUrlMap", BM_FindByTypeUrl<TypeUrlMap<int>>);
   benchmark::RegisterBenchmark("BM_FindByTypeUrl/std_less", BM_FindByTypeUrl<std::map<std::string, int>>);
   benchmark::RegisterBenchmark("BM_SnapshotCreate", BM_SnapshotCreate)->Unit(benchmark::kMicrosecond);
