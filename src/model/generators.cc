@@ -739,10 +739,20 @@ absl::StatusOr<ResourcePtr> BuildCluster(const std::string& name, const std::opt
 
 // Who the proxy is (ParseProxyInfo with the model's registry), resolved once per generation and
 // kept in `env`, so that every type of one generation reads the same registry, and the node's
-// metadata is read once rather than once per type.
+// metadata is read once rather than once per type. Kept with the proxy it is of: an env ever
+// used for another proxy resolves that one afresh, never hands it the first one's identity.
+struct ResolvedProxyMemo {
+  const Proxy* of = nullptr;
+  ProxyInfo info;
+};
 const ProxyInfo& ResolvedProxy(const Proxy& proxy_node, const MeshModel& model, const GeneratorEnv& env) {
-  if (const auto* resolved = std::any_cast<ProxyInfo>(&env.per_proxy)) return *resolved;
-  return env.per_proxy.emplace<ProxyInfo>(ParseProxyInfo(proxy_node.node, model.workloads().get()));
+  if (const auto* memo = std::any_cast<ResolvedProxyMemo>(&env.per_proxy); memo != nullptr && memo->of == &proxy_node) {
+    return memo->info;
+  }
+  return env.per_proxy
+      .emplace<ResolvedProxyMemo>(
+          ResolvedProxyMemo{&proxy_node, ParseProxyInfo(proxy_node.node, model.workloads().get())})
+      .info;
 }
 
 class ClusterGenerator final : public TypedGenerator<MeshContext> {

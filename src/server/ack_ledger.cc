@@ -223,6 +223,9 @@ std::vector<HeldResources> AckLedger::Held(int64_t stream_id) const {
     held.resources.insert(held.resources.end(), entry.held_delta.begin(), entry.held_delta.end());
     out.push_back(std::move(held));
   }
+  // The map orders type URLs by length (TypeUrlMap); readers get them in type URL order.
+  std::sort(out.begin(), out.end(),
+            [](const HeldResources& a, const HeldResources& b) { return a.type_url < b.type_url; });
   return out;
 }
 
@@ -230,6 +233,8 @@ StreamSyncStatus AckLedger::StatusOf(const Stream& stream) {
   MutexLock lock(&stream.mu_);
   StreamSyncStatus status{stream.id_, stream.node_id_, stream.opened_, {}, stream.identity_};
   for (const auto& [type, entry] : stream.types_) status.types.push_back(entry.status);
+  std::sort(status.types.begin(), status.types.end(),
+            [](const TypeSyncStatus& a, const TypeSyncStatus& b) { return a.type_url < b.type_url; });
   return status;
 }
 

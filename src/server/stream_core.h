@@ -244,6 +244,8 @@ class StreamCore : public PushTarget {
   template <typename State, typename TrySend>
   bool SendFirstDue(TypeUrlMap<State>& types, TrySend try_send) {
     // Iterators, not copies of the type URLs: this runs for every response of every push.
+    // `try_send` must not erase from `types` (no variant's does: names and dirty flags change,
+    // entries go only on the request path), or the iterators below would dangle.
     using Entry = std::pair<int, typename TypeUrlMap<State>::iterator>;
     absl::InlinedVector<Entry, 8> dirty;
     for (auto it = types.begin(); it != types.end(); ++it) {

@@ -130,9 +130,22 @@ TEST_F(WorkloadRegistryTest, AWorkloadsLabelsGoOverTheNodesStaticLabels) {
   EXPECT_EQ(proxy.labels.at("version"), "v2") << "the Pod's label over the static one";
   EXPECT_FALSE(proxy.labels.contains("only-in-labels")) << "LABELS still give way to the workload";
   // Without a workload, the node's LABELS alone, as istiod: its bootstrap already merged the
-  // static labels into them.
+  // static labels into them. So without the registry, for a proxy the registry does not have,
+  // and for an istio.io/test-vm proxy.
   EXPECT_FALSE(ParseProxyInfo(node).labels.contains("team"));
   EXPECT_EQ(ParseProxyInfo(node).labels.at("version"), "stale");
+  const auto with_static = [&](envoy::config::core::v3::Node other) {
+    (*other.mutable_metadata()->mutable_fields())["STATIC_LABELS"] = node.metadata().fields().at("STATIC_LABELS");
+    return Resolve(other);
+  };
+  const ProxyInfo nobody =
+      with_static(Node("sidecar~127.0.0.99~nobody.shop~shop.svc.cluster.local", "shop", {{"version", "mine"}}));
+  EXPECT_EQ(nobody.workload, "");
+  EXPECT_EQ(nobody.labels, (LabelMap{{"version", "mine"}}));
+  const ProxyInfo vm = with_static(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop",
+                                        {{"istio.io/test-vm", "true"}, {"version", "mine"}}));
+  EXPECT_EQ(vm.workload, "");
+  EXPECT_EQ(vm.labels, (LabelMap{{"istio.io/test-vm", "true"}, {"version", "mine"}}));
 }
 
 TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {

@@ -3,6 +3,8 @@
 #include "server/sotw_stream.h"
 
 #include "common/status_matchers.h"
+#include "envoy/config/route/v3/route_components.pb.h"
+#include "envoy/config/route/v3/scoped_route.pb.h"
 #include "fakes/stream_harness.h"
 #include "fakes/test_resources.h"
 #include "gmock/gmock.h"
@@ -533,6 +535,32 @@ TEST_F(SotwStreamTest, AdsPushOrderIsCdsEdsLdsRdsSds) {
   std::vector<std::string> order;
   for (auto& r : h.Take()) order.push_back(std::string(ShortTypeName(r.type_url())));
   EXPECT_THAT(order, ElementsAre("CDS", "EDS", "LDS", "RDS", "SDS"));
+}
+
+// E40: types beyond the five follow them in type URL order, though the stream keeps its types
+// ordered by length (TypeUrlMap): ScopedRouteConfiguration (longer) before VirtualHost.
+TEST_F(SotwStreamTest, OtherTypesFollowInTypeUrlOrder) {
+  const std::string scoped = "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration";
+  const std::string vhost = "type.googleapis.com/envoy.config.route.v3.VirtualHost";
+  ASSERT_LT(vhost.size(), scoped.size());  // what makes the map's order differ from the wire's
+  auto snapshot = [](const std::string& v, int t) {
+    envoy::config::route::v3::ScopedRouteConfiguration scope;
+    scope.set_name("scope-1");
+    scope.set_route_configuration_name(StrCat("r", t));
+    envoy::config::route::v3::VirtualHost host;
+    host.set_name("vhost-1");
+    host.add_domains(StrCat("v", t, ".example.com"));
+    return MustSnapshot(v, {MustResource(scope), MustResource(host)});
+  };
+  Set(snapshot("1", 1));
+  StreamHarness h(cache_);
+  h.Send(Request(vhost, {"vhost-1"}));
+  h.Send(Request(scoped, {"scope-1"}));
+  for (auto& r : h.Take()) h.Send(Ack(r, NamesOf(r)));
+  Set(snapshot("2", 2));
+  std::vector<std::string> order;
+  for (auto& r : h.Take()) order.push_back(r.type_url());
+  EXPECT_THAT(order, ElementsAre(scoped, vhost));
 }
 
 // E41 / R8.2: a cluster whose content changed is followed by EDS for it, even when
