@@ -56,10 +56,10 @@ int RunServe(const ServeOptions& options);
 
 // Checks every config file under `dir` offline: errors (file:line: object: field: message) go
 // to `err`, a summary to `out`. Returns 0 if all is valid, 1 if not, 2 if `dir` is unusable.
-// `domain_suffix` resolves short hosts for the cross-object rules, and `root_namespace` is
-// Istio's meshConfig.rootNamespace, as for `serve`.
+// `domain_suffix` resolves short hosts for the cross-object rules, `root_namespace` is Istio's
+// meshConfig.rootNamespace and `cluster_id` istiod's CLUSTER_ID, as for `serve`.
 int RunValidate(const std::string& dir, const std::string& domain_suffix, const std::string& root_namespace,
-                std::ostream& out, std::ostream& err);
+                const std::string& cluster_id, std::ostream& out, std::ostream& err);
 
 // Where `cxds apply/delete/get` find the config in etcd.
 struct StoreOptions {

@@ -147,6 +147,8 @@ int Main(int argc, char** argv) {
        "Istio's meshConfig.rootNamespace: its DestinationRules and selector-less Sidecar are every namespace's "
        "defaults")
       ->check(kNamespaceName);
+  flag("cluster-id", serve.controller.cluster_id,
+       "istiod's CLUSTER_ID: the cluster of the config's workloads, their label topology.istio.io/cluster");
   flag("listener-address", serve.controller.translation.listener_address,
        "address Envoy sidecars' outbound listeners bind (listener names ADDRESS_PORT)");
   flag("gateway-address", serve.controller.translation.gateway_address,
@@ -183,6 +185,9 @@ int Main(int argc, char** argv) {
   validate_cmd->add_option("--root-namespace", validate_root, "Istio's meshConfig.rootNamespace")
       ->capture_default_str()
       ->check(kNamespaceName);
+  std::string validate_cluster = cxds::kDefaultClusterId;
+  validate_cmd->add_option("--cluster-id", validate_cluster, "istiod's CLUSTER_ID, as for serve")
+      ->capture_default_str();
 
   cxds::StoreOptions store;
   const auto store_flags = [&store](CLI::App* cmd) {
@@ -275,7 +280,7 @@ int Main(int argc, char** argv) {
   if (delete_cmd->parsed()) return cxds::RunDelete(store, delete_kind, delete_name, std::cout, std::cerr);
   if (get_cmd->parsed()) return cxds::RunGet(store, get_kind, get_values, std::cout, std::cerr);
   if (validate_cmd->parsed()) {
-    return cxds::RunValidate(validate_dir, validate_suffix, validate_root, std::cout, std::cerr);
+    return cxds::RunValidate(validate_dir, validate_suffix, validate_root, validate_cluster, std::cout, std::cerr);
   }
   return 2;
 }

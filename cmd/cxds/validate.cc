@@ -8,10 +8,10 @@
 namespace cxds {
 
 int RunValidate(const std::string& dir, const std::string& domain_suffix, const std::string& root_namespace,
-                std::ostream& out, std::ostream& err) {
+                const std::string& cluster_id, std::ostream& out, std::ostream& err) {
   return ValidateDirectory(dir, out, err,
                            ConfigStore::Options{.check_references = MeshReferenceCheck(domain_suffix, root_namespace),
-                                                .analyze = MeshAnalyzer(domain_suffix, root_namespace)});
+                                                .analyze = MeshAnalyzer(domain_suffix, root_namespace, cluster_id)});
 }
 
 }  // namespace cxds

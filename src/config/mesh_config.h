@@ -68,11 +68,13 @@ struct EndpointSlice {
   std::vector<Endpoint> endpoints;
 };
 
-// v1 Pod: only what endpoints need, its labels and IPs (status.podIP, status.podIPs). Its spec
+// v1 Pod: only what endpoints need, its labels, IPs (status.podIP, status.podIPs) and node
+// (spec.nodeName, a label of its endpoints as istiod adds it). The rest of its spec
 // (containers, volumes, ...) means nothing to a proxy and is not read.
 struct K8sPod {
   ObjectMeta meta;
   std::vector<std::string> ips;
+  std::string node_name;  // "" when not scheduled
 };
 
 struct WorkloadEndpoint {  // an inline ServiceEntry endpoint, or a WorkloadEntry's spec

@@ -1065,7 +1065,20 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
 
 // A Pod as `kubectl get pod -o yaml` prints it: its spec is not read; of its status, the IPs.
 MeshObject ReadPod(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
-  K8sPod pod{std::move(meta), {}};
+  K8sPod pod{std::move(meta), {}, {}};
+  // The spec is read for its node alone (a spec that is not a map is left unread, as before).
+  if (const YAML::Node spec = doc["spec"]; spec.IsDefined() && spec.IsMap()) {
+    if (auto node_name = r.String(spec, "nodeName", "spec", false)) {
+      // A Kubernetes node name is a DNS-1123 subdomain; it becomes the label
+      // kubernetes.io/hostname of the Pod's endpoints. Empty: not scheduled yet.
+      if (node_name->empty() || IsDnsName(*node_name)) {
+        pod.node_name = *node_name;
+      } else {
+        r.Error(spec["nodeName"], "spec.nodeName",
+                "must be a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253 characters)");
+      }
+    }
+  }
   const YAML::Node status = doc["status"];
   if (!status.IsDefined() || !r.IsMap(status, "status")) return pod;
   if (auto ip = r.String(status, "podIP", "status", false)) pod.ips.push_back(*ip);

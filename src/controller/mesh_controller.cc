@@ -23,11 +23,11 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
     : options_(std::move(options)),
       metrics_(*OwnedIfNull(options_.metrics, own_metrics_)),
       source_(std::move(source)),
-      store_(
-          ConfigStore::Options{.limits = {.max_file_bytes = options_.max_config_file_bytes},
-                               .check_references = MeshReferenceCheck(options_.domain_suffix, options_.root_namespace),
-                               .analyze = MeshAnalyzer(options_.domain_suffix, options_.root_namespace)}),
-      model_(std::make_shared<MeshModel>(store_, options_.domain_suffix, options_.root_namespace)),
+      store_(ConfigStore::Options{
+          .limits = {.max_file_bytes = options_.max_config_file_bytes},
+          .check_references = MeshReferenceCheck(options_.domain_suffix, options_.root_namespace),
+          .analyze = MeshAnalyzer(options_.domain_suffix, options_.root_namespace, options_.cluster_id)}),
+      model_(std::make_shared<MeshModel>(store_, options_.domain_suffix, options_.root_namespace, options_.cluster_id)),
       config_errors_(metrics_.GetGauge("cxds_config_errors", "Config documents currently rejected.")),
       config_skipped_(metrics_.GetGauge("cxds_config_skipped_objects",
                                         "Config documents skipped: kinds with no meaning for xDS (Deployment, ...).")),

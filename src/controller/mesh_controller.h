@@ -42,6 +42,9 @@ class MeshController {
     // Istio's meshConfig.rootNamespace: its DestinationRules and its Sidecar without a
     // workloadSelector are every namespace's defaults.
     std::string root_namespace = kRootNamespace;
+    // istiod's CLUSTER_ID: the cluster the config's workloads are in, a label
+    // (topology.istio.io/cluster) subsets and selectors may match (AugmentLabels).
+    std::string cluster_id = kDefaultClusterId;
     size_t max_config_file_bytes = ParseLimits{}.max_file_bytes;
     DebounceOptions debounce;
     MetricsRegistry* metrics = nullptr;  // null: a private registry

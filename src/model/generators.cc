@@ -322,6 +322,7 @@ struct DnsTarget {
   // localities as istiod applies it there; null: none.
   const LocalityLbPlan* locality_plan = nullptr;
   bool weigh_localities = false;  // the cluster weighs localities (locality_weighted_lb_config)
+  std::string_view cluster_id;    // the model's: a label subsets see (AugmentLabels)
 };
 
 // Endpoints grouped by locality as istiod sends them: one LocalityLbEndpoints per locality
@@ -563,7 +564,11 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
     add(dns.service.host, service_port, 0, "");
   } else {
     for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
-      if (dns.subset_labels != nullptr && !LabelsMatch(*dns.subset_labels, endpoint.labels)) continue;
+      // Its labels as istiod's registry gives them (AugmentLabels), as EDS endpoints are selected.
+      if (dns.subset_labels != nullptr &&
+          !AugmentedLabelsMatch(*dns.subset_labels, endpoint.labels, dns.cluster_id, WorkloadLocality(endpoint), "")) {
+        continue;
+      }
       auto named = endpoint.ports.find(dns.port.name);
       add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
           WorkloadLocality(endpoint));  // its `locality`, else its labels', as EDS and istiod read it
@@ -762,13 +767,12 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache,
                                                                 const GeneratorEnv& env) override {
+    ResourceCache& cache = env.cache;
     if (request.EndpointOnly()) return std::nullopt;  // clusters do not depend on endpoints
     const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
-    std::optional<envoy::config::core::v3::Locality> proxy_locality;  // read once, when a plan needs it
     const auto add = [&](const ServiceInfo& service, const ServicePort& port, const DestinationRule* rule,
                          const std::string& subset) -> absl::Status {
       // Envoy resolves a DNS ServiceEntry's names itself; proxyless gRPC resolves no names from
@@ -788,11 +792,14 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
         for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = WorkloadLocality(e)});
-        if (!proxy_locality.has_value()) proxy_locality = ProxyLocality(proxy_node.node, proxy);
-        locality_plan = PlanLocalityLb(policy, *proxy_locality, names);
+        locality_plan = PlanLocalityLb(policy, proxy.locality, names);
       }
-      const DnsTarget target{service, port, subset_labels, locality_plan ? &*locality_plan : nullptr,
-                             policy.has_value() && WeighsLocalities(*policy)};
+      const DnsTarget target{service,
+                             port,
+                             subset_labels,
+                             locality_plan ? &*locality_plan : nullptr,
+                             policy.has_value() && WeighsLocalities(*policy),
+                             model_.cluster_id()};
       // gRPC takes certificates only from its bootstrap's certificate providers (gRFC A29), not
       // from files a rule names: rather than connect in plaintext where the rule asks for TLS,
       // the cluster is left out (GrpcConfigNotes says so).
@@ -861,8 +868,8 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache,
                                                                 const GeneratorEnv& env) override {
+    ResourceCache& cache = env.cache;
     const std::shared_ptr<const EndpointIndex> index = model_.endpoints();
     const bool endpoint_only = request.EndpointOnly();
     std::set<std::string, std::less<>> changed_hosts;
@@ -878,11 +885,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
     const std::string proxy_namespace = mesh.rules_vary_by_namespace() ? info().namespace_name : std::string();
     const LabelMap* proxy_labels = mesh.has_rule_selectors() ? &info().labels : nullptr;
     // Read only for a rule that may shape localities.
-    std::optional<envoy::config::core::v3::Locality> proxy_locality_read;
-    const auto proxy_locality = [&]() -> const envoy::config::core::v3::Locality& {
-      if (!proxy_locality_read.has_value()) proxy_locality_read = ProxyLocality(proxy_node.node, info());
-      return *proxy_locality_read;
-    };
+    const auto proxy_locality = [&]() -> const envoy::config::core::v3::Locality& { return info().locality; };
     const bool scoped = !EveryProxySeesEveryHost(mesh);
     std::optional<ProxyScope> scope;
     GeneratedResources out;
@@ -935,7 +938,7 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
       absl::StatusOr<ResourcePtr> resource = cache.GetOrBuild(
           {std::string(kEndpointType), name, variant},
           {EndpointsKey(*service), ServiceKey(*service), RuleKey(cluster->host)}, request.push_sequence,
-          [&] { return BuildAssignment(name, *cluster, *index, subset_labels, locality_plan); });
+          [&] { return BuildAssignment(name, *cluster, *index, subset_labels, locality_plan, model_.cluster_id()); });
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
     }
@@ -946,21 +949,17 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
  private:
   static absl::StatusOr<ResourcePtr> BuildAssignment(const std::string& name, const ParsedCluster& cluster,
                                                      const EndpointIndex& index, const LabelMap* subset_labels,
-                                                     const std::optional<LocalityLbPlan>& locality_plan) {
+                                                     const std::optional<LocalityLbPlan>& locality_plan,
+                                                     const std::string& cluster_id) {
     ClusterLoadAssignment cla;
     cla.set_cluster_name(name);
     LocalityGroups groups;
     if (auto host = index.find(cluster.host); host != index.end()) {
       if (auto port = host->second->find(cluster.port); port != host->second->end()) {
         for (const EndpointInfo& endpoint : port->second) {
-          if (subset_labels != nullptr) {
-            bool match = true;
-            for (const auto& [k, v] : *subset_labels) {
-              auto it = endpoint.labels.find(k);
-              match = match && it != endpoint.labels.end() && it->second == v;
-            }
-            if (!match) continue;
-          }
+          // By the endpoint's labels as istiod's registries give them: a subset may select by
+          // locality, cluster or node.
+          if (subset_labels != nullptr && !endpoint.SelectedBy(*subset_labels, cluster_id)) continue;
           auto* lb = groups.Add(endpoint.locality, endpoint.weight);
           auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
           socket->set_address(endpoint.address);
@@ -1152,8 +1151,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache,
                                                                 const GeneratorEnv& env) override {
+    ResourceCache& cache = env.cache;
     if (request.EndpointOnly()) return std::nullopt;
     const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
@@ -1842,8 +1841,8 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache,
                                                                 const GeneratorEnv& env) override {
+    ResourceCache& cache = env.cache;
     if (request.EndpointOnly()) return std::nullopt;
     const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
@@ -1976,8 +1975,8 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy_node,
                                                                 const WatchedResources& watched,
                                                                 const PushRequest& request, const MeshContext& mesh,
-                                                                ResourceCache& cache,
                                                                 const GeneratorEnv& env) override {
+    ResourceCache& cache = env.cache;
     if (request.EndpointOnly()) return std::nullopt;
     const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     GeneratedResources out;

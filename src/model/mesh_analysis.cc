@@ -152,8 +152,8 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
 // and DestinationRule subsets that select none of a port's endpoints: both are clusters a
 // proxy gets empty, so requests routed there fail with UNAVAILABLE while the proxy ACKs.
 void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
-                 std::vector<ConfigWarning>& out) {
-  const EndpointIndex index = BuildEndpointIndex(served, suffix);
+                 const std::string& cluster_id, std::vector<ConfigWarning>& out) {
+  const EndpointIndex index = BuildEndpointIndex(served, suffix, nullptr, cluster_id);
   const auto endpoints_of = [&](const std::string& host, uint32_t port) -> const std::vector<EndpointInfo>* {
     auto it = index.find(host);
     if (it == index.end()) return nullptr;
@@ -209,14 +209,15 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
         const std::vector<EndpointInfo>* endpoints = endpoints_of(host, port.number);
         if (endpoints == nullptr) continue;  // the service's own warning says it
         if (std::any_of(endpoints->begin(), endpoints->end(),
-                        [&](const EndpointInfo& e) { return LabelsMatch(subset.labels, e.labels); })) {
+                        [&](const EndpointInfo& e) { return e.SelectedBy(subset.labels, cluster_id); })) {
           continue;
         }
         out.push_back({key, StrCat("spec.subsets[", s, "].labels"), "pilot_eds_no_instances",
                        StrCat("subset \"", subset.name, "\" of ", host, " port ", port.number, " selects none of its ",
                               endpoints->size(), endpoints->size() == 1 ? " endpoint" : " endpoints",
                               " (EndpointSlice endpoints carry the labels of the Pod their targetRef names; "
-                              "WorkloadEntries and ServiceEntry endpoints their own)")});
+                              "WorkloadEntries and ServiceEntry endpoints their own; with their locality, cluster "
+                              "and node as topology labels)")});
         break;  // one warning per subset
       }
     }
@@ -480,14 +481,15 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
 
 }  // namespace
 
-Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace) {
-  return [suffix = std::move(domain_suffix), root = std::move(root_namespace)](const ObjectMap& served) {
+Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
+  return [suffix = std::move(domain_suffix), root = std::move(root_namespace),
+          cluster = std::move(cluster_id)](const ObjectMap& served) {
     // A context over `served` for this call only: the aliasing pointer owns nothing.
     const MeshContext mesh("", 0, absl::UnixEpoch(), std::shared_ptr<const ObjectMap>(std::shared_ptr<void>(), &served),
                            suffix, root);
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
-    NoInstances(served, mesh, suffix, out);
+    NoInstances(served, mesh, suffix, cluster, out);
     UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);

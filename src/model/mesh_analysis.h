@@ -55,8 +55,10 @@ namespace cxds {
 
 // The analysis, for ConfigStore::Options::analyze. Runs on every accepted change, in time
 // linear in the objects (WorkloadEntries are matched by namespace and a selector label).
-// `root_namespace`: Istio's meshConfig.rootNamespace.
-Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace = kRootNamespace);
+// `root_namespace`: Istio's meshConfig.rootNamespace; `cluster_id`: the cluster the workloads
+// are in, which subsets may select (AugmentLabels), as MeshModel's.
+Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace = kRootNamespace,
+                      std::string cluster_id = kDefaultClusterId);
 
 // Every code MeshAnalyzer may report, so that gauges of codes with no finding read 0.
 const std::vector<std::string>& MeshAnalysisCodes();

@@ -1218,8 +1218,11 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
   };
 }
 
-MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace)
-    : store_(store), domain_suffix_(std::move(domain_suffix)), root_namespace_(std::move(root_namespace)) {}
+MeshModel::MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace, std::string cluster_id)
+    : store_(store),
+      domain_suffix_(std::move(domain_suffix)),
+      root_namespace_(std::move(root_namespace)),
+      cluster_id_(std::move(cluster_id)) {}
 
 std::vector<std::string> MeshModel::HostsOf(const MeshObject& object) const {
   if (const auto* svc = std::get_if<K8sService>(&object)) {
@@ -1241,12 +1244,14 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     for (const auto& [key, stored] : *objects) {
       if (key.namespace_name != we.meta.namespace_name) continue;
       if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-        if (!se->workload_selector.has_value() || !LabelsMatch(*se->workload_selector, we.spec.labels)) continue;
+        if (!se->workload_selector.has_value() || !SelectsWorkload(*se->workload_selector, we.spec, cluster_id_)) {
+          continue;
+        }
         for (const std::string& host : se->hosts) {
           request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
         }
       } else if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
-        if (svc->selector.empty() || !LabelsMatch(svc->selector, we.spec.labels)) continue;
+        if (svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id_)) continue;
         request.configs.insert({kind::kEndpoints, svc->meta.namespace_name, HostsOf(stored->object).front()});
       }
     }
@@ -1333,7 +1338,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     return changed_kind == "Pod" || changed_kind == kind::kWorkloadEntry || changed_kind == kind::kServiceEntry;
   });
   if (workloads_touched || !workloads_built_) {
-    auto registry = std::make_shared<const WorkloadRegistry>(BuildWorkloadRegistry(*objects));
+    auto registry = std::make_shared<const WorkloadRegistry>(BuildWorkloadRegistry(*objects, cluster_id_));
     // The first build has no proxy to tell (MeshController::Start's OnUpdate precedes serving).
     if (workloads_built_) {
       for (const ConfigKey& key : ChangedWorkloads(*workloads(), *registry)) request.configs.insert(key);
@@ -1393,7 +1398,7 @@ std::vector<std::string> NamesToResolve(const ObjectMap& objects) {
 }
 
 EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
-                                 const ResolvedNames* resolved) {
+                                 const ResolvedNames* resolved, const std::string& cluster_id) {
   std::map<std::string, HostEndpoints> index;
   std::map<std::string, const K8sService*> services;  // host -> Service
   // WorkloadEntries by namespace, and by namespace and label: a selector's first label narrows
@@ -1411,7 +1416,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
   static const std::vector<const WorkloadEntry*> kNone;
   const auto candidates = [&](const std::string& ns,
                               const LabelMap& selector) -> const std::vector<const WorkloadEntry*>& {
-    if (selector.empty()) {
+    // A label AugmentLabels may give an entry is not among those indexed: every entry is a candidate.
+    if (selector.empty() || IsAugmentedKey(selector.begin()->first)) {
       auto it = workloads.find(ns);
       return it == workloads.end() ? kNone : it->second;
     }
@@ -1425,7 +1431,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
                                  const std::vector<ServicePort>& ports, std::vector<const WorkloadEndpoint*> members) {
     if (selector != nullptr) {
       for (const WorkloadEntry* we : candidates(ns, *selector)) {
-        if (LabelsMatch(*selector, we->spec.labels)) members.push_back(&we->spec);
+        if (SelectsWorkload(*selector, we->spec, cluster_id)) members.push_back(&we->spec);
       }
     }
     for (const ServicePort& port : ports) {
@@ -1433,7 +1439,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       auto& list = index[host][port.number];
       for (const WorkloadEndpoint* w : members) {
         list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight,
-                                    WorkloadLocality(*w)});
+                                    false, WorkloadLocality(*w)});
       }
     }
   };
@@ -1454,7 +1460,8 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           for (const std::string& address : endpoint.addresses) {
             const K8sPod* pod = pods.For(*slice, endpoint, address);
             index[host][service_port->number].push_back(
-                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, PodLocality(pod)});
+                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, false,
+                             PodLocality(pod), pod != nullptr ? pod->node_name : ""});
           }
         }
       }
@@ -1466,17 +1473,20 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       for (const std::string& host : se->hosts) {
         for (const ServicePort& port : se->ports) {
           const auto add = [&](const std::string& name, uint32_t port_number, const LabelMap& labels, uint32_t weight,
-                               const std::string& locality) {
+                               bool bare, const std::string& locality) {
             auto it = resolved->find(name);
             if (it == resolved->end()) return;
             for (const std::string& address : it->second) {
               index[host][port.number].push_back(
-                  EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1, locality});
+                  EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1, bare, locality});
             }
           };
-          if (se->endpoints.empty()) add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0, "");
+          // The host itself has no labels at all in istiod, so no subset selects it.
+          if (se->endpoints.empty()) {
+            add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0, /*bare=*/true, "");
+          }
           for (const WorkloadEndpoint& endpoint : se->endpoints) {
-            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight,
+            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight, /*bare=*/false,
                 WorkloadLocality(endpoint));
           }
         }
@@ -1506,7 +1516,8 @@ void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
     MutexLock lock(&mu_);
     resolved = resolved_;
   }
-  auto built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_, &resolved));
+  auto built =
+      std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_, &resolved, cluster_id_));
   MutexLock lock(&mu_);
   endpoints_ = std::move(built);
 }

@@ -9,9 +9,8 @@
 //    Service's selector in the same namespace.
 //  - MeshContext (a PushContext): services, VirtualServices and DestinationRules by host, and
 //    Sidecars, from one immutable snapshot of the store.
-//
-// Push keys: services and their endpoints are keyed by host (kinds ServiceEntry and
-// Endpoints); DestinationRules by host; VirtualServices and Sidecars by name.
+// Push keys: services and their endpoints by host (kinds ServiceEntry and Endpoints), and
+// DestinationRules by host; VirtualServices and Sidecars by name.
 #pragma once
 
 #include <deque>
@@ -45,8 +44,7 @@ struct ServiceInfo {
   // `dns_endpoints` (or, when there are none, the host), so there is nothing for EDS.
   ServiceEntry::Resolution resolution = ServiceEntry::Resolution::kStatic;
   std::span<const WorkloadEndpoint> dns_endpoints;
-  // The ServiceEntry's exportTo, or the Service's annotation: which namespaces' proxies see the
-  // host (empty: all).
+  // Which namespaces' proxies see the host (exportTo, or the Service's annotation; empty: all).
   std::span<const std::string> export_to;
   // A ServiceEntry's addresses and subjectAltNames (empty for a Service).
   std::span<const std::string> addresses;
@@ -58,9 +56,15 @@ struct EndpointInfo {
   uint32_t port = 0;
   LabelMap labels;
   uint32_t weight = 1;
+  bool bare = false;  // no labels at all, not even AugmentLabels' (a DNS host resolved itself, as istiod's)
   // "region/zone/subzone" ("" unknown): a WorkloadEntry's or inline endpoint's `locality`, or
   // for an EndpointSlice endpoint its Pod's `istio-locality` label (dots for slashes).
   std::string locality;
+  std::string node_name;  // its Pod's spec.nodeName
+  // Whether a subset's `selector` selects it: over its labels as istiod's registries give them.
+  bool SelectedBy(const LabelMap& selector, std::string_view cluster_id) const {
+    return bare ? selector.empty() : AugmentedLabelsMatch(selector, labels, cluster_id, locality, node_name);
+  }
 };
 
 // Endpoints per host and service port number.
@@ -88,9 +92,8 @@ const Value* FindForHost(const std::map<std::string, Value>& by_host, const std:
 std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
                               const std::string& proxy_namespace);
 
-// Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to
-// every namespace that has none of its own for a host, and its Sidecar without a
-// workloadSelector to every namespace without a Sidecar.
+// Istio's default meshConfig.rootNamespace (`--root-namespace`): its DestinationRules apply to every
+// namespace that has none of its own for a host, its selector-less Sidecar to every one without.
 inline constexpr char kRootNamespace[] = "istio-system";
 
 // The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
@@ -259,10 +262,9 @@ class MeshContext final : public PushContext {
   void BuildOpaqueChains();  // after services_ and virtual_services_
   // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such
   // route replaced by the delegate's routes merged with it (MergeDelegateRoute); what is not
-  // merged is in findings_. Delegates used are added to `used`.
-  // At most kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and
-  // `budget` (shared by the context), less what they cost: a bound on hostile config, as each
-  // delegating route multiplies its delegate's routes and matches.
+  // merged is in findings_; delegates used are added to `used`. At most
+  // kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and `budget`
+  // (shared by the context), less what they cost: each delegating route multiplies its delegate's.
   const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used,
                                       size_t& budget);
 
@@ -272,8 +274,7 @@ class MeshContext final : public PushContext {
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::deque<VirtualService> merged_virtual_services_;  // WithDelegates' copies (stable addresses)
-  // The most route and match conditions WithDelegates copies for one context, and for one
-  // VirtualService of it.
+  // The most route and match conditions WithDelegates copies per context and per VirtualService.
   static constexpr size_t kMaxDelegatedRoutesAndMatches = 100000;
   static constexpr size_t kMaxDelegatedPerVirtualService = 20000;
   bool virtual_services_vary_by_namespace_ = false;
@@ -294,7 +295,8 @@ class MeshContext final : public PushContext {
 // for pushes. Also the PushContextBuilder of the pipeline. Thread-safe.
 class MeshModel final : public PushContextBuilder {
  public:
-  MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace);
+  MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace,
+            std::string cluster_id = kDefaultClusterId);  // the config's workloads' cluster (AugmentLabels)
 
   // The push an update needs (empty configs: none). Endpoint-only changes (EndpointSlice, Pod,
   // WorkloadEntry, inline ServiceEntry endpoints) give Endpoints keys only; everything else is
@@ -307,11 +309,11 @@ class MeshModel final : public PushContextBuilder {
 
   std::shared_ptr<const EndpointIndex> endpoints() const;
   std::shared_ptr<const WorkloadRegistry> workloads() const;  // never null
-  // New resolutions of the DNS names (replacing all of the previous ones): rebuilds the
-  // endpoint index and returns the endpoint-only push they need (empty configs: nothing
-  // changed for any host).
+  // New resolutions of the DNS names (replacing all of the previous ones): rebuilds the endpoint
+  // index and returns the endpoint-only push they need (empty configs: no host changed).
   PushRequest SetResolvedNames(ResolvedNames names);
   const std::string& domain_suffix() const { return domain_suffix_; }
+  const std::string& cluster_id() const { return cluster_id_; }
   // The hosts a service object defines ("reviews.shop.svc.cluster.local" for a Service).
   std::vector<std::string> HostsOf(const MeshObject& object) const;
 
@@ -321,6 +323,7 @@ class MeshModel final : public PushContextBuilder {
   ConfigStore& store_;
   const std::string domain_suffix_;
   const std::string root_namespace_;
+  const std::string cluster_id_;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
   std::shared_ptr<const WorkloadRegistry> workloads_ ABSL_GUARDED_BY(mu_) = std::make_shared<WorkloadRegistry>();
@@ -328,12 +331,13 @@ class MeshModel final : public PushContextBuilder {
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
 
-// The endpoints `objects` give each host, by the rules above (BuildEndpointIndex is what
-// MeshModel serves and what analysis checks). DNS ServiceEntries have endpoints only through
-// `resolved` (null: none): each address a name resolved to, with that endpoint's port, labels
-// and weight.
+// The endpoints `objects` give each host, by the rules above (what MeshModel serves and analysis
+// checks). DNS ServiceEntries have endpoints only through `resolved` (null: none): each address a
+// name resolved to, with that endpoint's port, labels and weight. Selectors select WorkloadEntries
+// by their labels augmented with `cluster_id` and their locality (AugmentLabels), as istiod's.
 EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
-                                 const ResolvedNames* resolved = nullptr);
+                                 const ResolvedNames* resolved = nullptr,
+                                 const std::string& cluster_id = kDefaultClusterId);
 
 // The names of the DNS ServiceEntries in `objects`: their endpoint addresses, or their hosts
 // when they have none. Sorted, unique.
@@ -387,8 +391,7 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
 
 // The cross-object rules of the mesh config, for ConfigStore (same host resolution and
 // DestinationRule choice as MeshContext): every subset a VirtualService routes to is defined by
-// the DestinationRule of its host. A route to a missing subset would send traffic to a cluster
-// with no endpoints.
+// the DestinationRule of its host (else its traffic would go to a cluster without endpoints).
 ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_namespace = kRootNamespace);
 
 // The version of a set of objects: a hash of their keys and content hashes.

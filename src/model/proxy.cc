@@ -78,6 +78,14 @@ const WorkloadIdentity* FindWorkload(const WorkloadCandidates& candidates, const
   return nullptr;
 }
 
+// istiod's LocalityToString: "region", "region/zone" or "region/zone/subzone", a subzone
+// without a zone not written.
+std::string LocalityString(const envoy::config::core::v3::Locality& locality) {
+  if (locality.zone().empty()) return locality.region();
+  if (locality.sub_zone().empty()) return StrCat(locality.region(), "/", locality.zone());
+  return StrCat(locality.region(), "/", locality.zone(), "/", locality.sub_zone());
+}
+
 }  // namespace
 
 bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request) {
@@ -106,24 +114,39 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   if (auto ns = fields.find("NAMESPACE"); ns != fields.end() && !ns->second.string_value().empty()) {
     proxy.namespace_name = ns->second.string_value();
   }
-  if (auto labels = fields.find("LABELS"); labels != fields.end()) {
-    for (const auto& [k, v] : labels->second.struct_value().fields()) proxy.labels[k] = v.string_value();
-  }
   if (auto generator = fields.find("GENERATOR"); generator != fields.end()) {
     proxy.grpc = generator->second.string_value() == "grpc";
   }
-  // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read again.
-  if (registry == nullptr || (registry->pods.empty() && registry->by_address.empty())) return proxy;
-  if (const WorkloadIdentity* workload = FindWorkload(CandidatesOf(node, parts), *registry)) {
-    // As istiod's SetWorkloadLabels: the node's STATIC_LABELS (what ISTIO_METAJSON_LABELS set in
-    // its bootstrap, which a workload's labels do not carry), then the workload's over them.
-    proxy.labels.clear();
-    if (auto fixed = fields.find("STATIC_LABELS"); fixed != fields.end()) {
-      for (const auto& [k, v] : fixed->second.struct_value().fields()) proxy.labels[k] = v.string_value();
+  const auto read_labels = [&](const char* key) {
+    if (auto labels = fields.find(key); labels != fields.end()) {
+      for (const auto& [k, v] : labels->second.struct_value().fields()) proxy.labels[k] = v.string_value();
     }
+  };
+  // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read again.
+  const bool registry_empty = registry == nullptr || (registry->pods.empty() && registry->by_address.empty());
+  if (const WorkloadIdentity* workload =
+          registry_empty ? nullptr : FindWorkload(CandidatesOf(node, parts), *registry)) {
+    // As istiod's SetWorkloadLabels: the node's STATIC_LABELS (what ISTIO_METAJSON_LABELS set in
+    // its bootstrap, which a workload's labels do not carry), then the workload's over them, in
+    // place of its LABELS.
+    read_labels("STATIC_LABELS");
     for (const auto& [k, v] : workload->labels) proxy.labels.insert_or_assign(k, v);
     proxy.workload = workload->source;
+  } else {
+    read_labels("LABELS");
   }
+  // As istiod's setTopologyLabels then does for every proxy: its locality (the workload's, else
+  // its labels', else its node's), kept, and with its node metadata's cluster, node and network
+  // as labels. The locality is read before the labels are handed over.
+  proxy.locality = ProxyLocality(node, proxy);
+  static const std::string kNone;
+  const auto metadata = [&](const char* key) -> const std::string& {
+    auto it = fields.find(key);
+    return it != fields.end() ? it->second.string_value() : kNone;
+  };
+  const std::string locality = LocalityString(proxy.locality);
+  proxy.labels = AugmentLabels(std::move(proxy.labels), metadata("CLUSTER_ID"), locality, metadata("NODE_NAME"),
+                               metadata("NETWORK"));
   return proxy;
 }
 

@@ -32,6 +32,8 @@ struct ProxyInfo {
   // What the registry says the proxy is ("Pod ns/name", "WorkloadEntry ns/name", ...): then
   // `labels` are that workload's. Empty: the node's own.
   std::string workload;
+  // Its locality: its workload's, else its labels', else its node's (ProxyLocality).
+  envoy::config::core::v3::Locality locality;
 };
 
 // Who the node says it is; with `registry`, who the registry says it is, as istiod's
@@ -40,7 +42,8 @@ struct ProxyInfo {
 // (any, without NAMESPACE) at one of its IPs (metadata INSTANCE_IPS, else the node id's), gives
 // the proxy that workload's labels, its locality among them (WorkloadRegistry), over its node's
 // STATIC_LABELS, in place of its LABELS. A proxy labelled `istio.io/test-vm` keeps its own, as
-// istiod's IsVM.
+// istiod's IsVM. Then, as istiod's setTopologyLabels, every proxy's labels get its locality and
+// its node metadata's CLUSTER_ID, NODE_NAME and NETWORK (AugmentLabels).
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry = nullptr);
 // Whether `request` names, among its Workload configs (kind::kWorkload), a workload the registry
 // may find this node as: its Pod, or one of its IPs (never for an istio.io/test-vm proxy). The
@@ -57,7 +60,8 @@ envoy::config::core::v3::Locality NodeLocality(const envoy::config::core::v3::No
 // are cut as NodeLocality cuts them.
 envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node);
 // The same from `proxy`'s labels when the registry gave them (ProxyInfo::workload), so a
-// workload's locality comes first, as in istiod; else ProxyLocality(node).
+// workload's locality comes first, as in istiod; else ProxyLocality(node). ParseProxyInfo keeps
+// it as ProxyInfo::locality; this computes it.
 envoy::config::core::v3::Locality ProxyLocality(const envoy::config::core::v3::Node& node, const ProxyInfo& proxy);
 
 class ProxyScope {

@@ -1,5 +1,7 @@
 #include "model/workload_registry.h"
 
+#include <array>
+#include <optional>
 #include <variant>
 
 #include "absl/strings/str_split.h"
@@ -12,27 +14,88 @@ namespace cxds {
 
 namespace {
 
-// istiod's AugmentLabels, for the locality alone (cxds knows no cluster, network or node name).
-LabelMap WithLocalityLabels(LabelMap labels, const std::string& locality) {
-  if (locality.empty()) return labels;
-  const std::vector<std::string> parts = absl::StrSplit(locality, '/');
-  const char* keys[] = {"topology.kubernetes.io/region", "topology.kubernetes.io/zone", "topology.istio.io/subzone"};
-  for (size_t i = 0; i < 3 && i < parts.size(); ++i) {
-    if (!parts[i].empty()) labels[keys[i]] = parts[i];
+constexpr const char* kLocalityKeys[] = {"topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+                                         "topology.istio.io/subzone"};
+constexpr char kClusterKey[] = "topology.istio.io/cluster";
+constexpr char kHostnameKey[] = "kubernetes.io/hostname";
+constexpr char kNetworkKey[] = "topology.istio.io/network";
+
+// istiod's SplitLocalityLabel: "region/zone/subzone", the third part ending at the next '/'.
+std::array<std::string_view, 3> SplitLocality(std::string_view locality) {
+  std::array<std::string_view, 3> parts;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const size_t slash = locality.find('/');
+    parts[i] = locality.substr(0, slash);
+    if (slash == std::string_view::npos) break;
+    locality.remove_prefix(slash + 1);
   }
-  return labels;
+  return parts;
 }
 
 }  // namespace
 
-WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects) {
+LabelMap AugmentLabels(LabelMap labels, const std::string& cluster_id, const std::string& locality,
+                       const std::string& node_name, const std::string& network) {
+  const std::array<std::string_view, 3> parts = SplitLocality(locality);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].empty()) labels.insert_or_assign(kLocalityKeys[i], std::string(parts[i]));
+  }
+  if (!cluster_id.empty()) labels.insert_or_assign(kClusterKey, cluster_id);
+  if (!node_name.empty()) labels.insert_or_assign(kHostnameKey, node_name);
+  // istiod: a network label the workload has wins over the one it is given.
+  if (!network.empty()) {
+    auto it = labels.find(kNetworkKey);
+    if (it == labels.end() || it->second.empty()) labels.insert_or_assign(kNetworkKey, network);
+  }
+  return labels;
+}
+
+bool AugmentedLabelsMatch(const LabelMap& selector, const LabelMap& labels, std::string_view cluster_id,
+                          std::string_view locality, std::string_view node_name) {
+  std::optional<std::array<std::string_view, 3>> parts;  // split only when a selector asks
+  for (const auto& [key, value] : selector) {
+    // What AugmentLabels would put under `key`, if it puts anything there.
+    std::optional<std::string_view> augmented;
+    if (key == kClusterKey && !cluster_id.empty()) {
+      augmented = cluster_id;
+    } else if (key == kHostnameKey && !node_name.empty()) {
+      augmented = node_name;
+    } else {
+      for (size_t i = 0; i < 3; ++i) {
+        if (key != kLocalityKeys[i]) continue;
+        if (!parts.has_value()) parts = SplitLocality(locality);
+        if (!(*parts)[i].empty()) augmented = (*parts)[i];
+      }
+    }
+    if (augmented.has_value()) {
+      if (*augmented != value) return false;
+      continue;
+    }
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+bool IsAugmentedKey(std::string_view key) {
+  return key == kClusterKey || key == kHostnameKey || key == kLocalityKeys[0] || key == kLocalityKeys[1] ||
+         key == kLocalityKeys[2];
+}
+
+bool SelectsWorkload(const LabelMap& selector, const WorkloadEndpoint& w, std::string_view cluster_id) {
+  if (selector.empty()) return true;
+  if (!w.locality.empty()) return AugmentedLabelsMatch(selector, w.labels, cluster_id, w.locality, "");
+  return AugmentedLabelsMatch(selector, w.labels, cluster_id, LabelLocality(w.labels), "");
+}
+
+WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects, const std::string& cluster_id) {
   WorkloadRegistry registry;
   for (const auto& entry : ObjectsOfKind(objects, "Pod")) {
     const auto* pod = std::get_if<K8sPod>(&entry.second->object);
     if (pod == nullptr) continue;
     // A Pod's locality is its labels' (cxds reads no Node objects, whose topology labels istiod uses).
     registry.pods[{pod->meta.namespace_name, pod->meta.name}] = WorkloadIdentity{
-        pod->meta.namespace_name, WithLocalityLabels(pod->meta.labels, LabelLocality(pod->meta.labels)),
+        pod->meta.namespace_name, AugmentLabels(pod->meta.labels, cluster_id, LabelLocality(pod->meta.labels), "", ""),
         StrCat("Pod ", pod->meta.namespace_name, "/", pod->meta.name)};
   }
   // ServiceEntry endpoints by address: inline ones, and the WorkloadEntries of the entry's
@@ -47,8 +110,8 @@ WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects) {
   std::set<std::pair<std::string, std::string>> added;  // address, source: each workload once per address
   const auto add = [&](const std::string& ns, const WorkloadEndpoint& endpoint, std::string source) {
     if (!added.insert({endpoint.address, source}).second) return;
-    registry.by_address[endpoint.address].push_back(
-        WorkloadIdentity{ns, WithLocalityLabels(endpoint.labels, WorkloadLocality(endpoint)), std::move(source)});
+    registry.by_address[endpoint.address].push_back(WorkloadIdentity{
+        ns, AugmentLabels(endpoint.labels, cluster_id, WorkloadLocality(endpoint), "", ""), std::move(source)});
   };
   for (const auto& entry : ObjectsOfKind(objects, kind::kServiceEntry)) {
     const auto* se = std::get_if<ServiceEntry>(&entry.second->object);
@@ -60,7 +123,7 @@ WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects) {
     auto candidates = entries_by_namespace.find(ns);
     if (candidates == entries_by_namespace.end()) continue;
     for (const WorkloadEntry* we : candidates->second) {
-      if (LabelsMatch(*se->workload_selector, we->spec.labels)) {
+      if (SelectsWorkload(*se->workload_selector, we->spec, cluster_id)) {
         add(ns, we->spec, StrCat("WorkloadEntry ", ns, "/", we->meta.name));
       }
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,9 +25,29 @@ bool LabelsMatch(const LabelMap& selector, const LabelMap& labels);
 std::string LabelLocality(const LabelMap& labels);
 std::string WorkloadLocality(const WorkloadEndpoint& w);
 
+// istiod's default cluster ID (its CLUSTER_ID), what the workloads of cxds's config are in.
+inline constexpr char kDefaultClusterId[] = "Kubernetes";
+
+// The labels istiod's registries give a workload and a proxy (its AugmentLabels): `labels` with
+// the parts of `locality` ("region/zone/subzone") as `topology.kubernetes.io/region`,
+// `topology.kubernetes.io/zone` and `topology.istio.io/subzone`, `cluster_id` as
+// `topology.istio.io/cluster` and `node_name` as `kubernetes.io/hostname`, each over a label of
+// that name when not empty; `network` as `topology.istio.io/network` only where no such label is.
+LabelMap AugmentLabels(LabelMap labels, const std::string& cluster_id, const std::string& locality,
+                       const std::string& node_name, const std::string& network);
+// LabelsMatch(selector, AugmentLabels(labels, cluster_id, locality, node_name, "")) without
+// building the map: how subsets select endpoints, each of which would otherwise need a copy.
+bool AugmentedLabelsMatch(const LabelMap& selector, const LabelMap& labels, std::string_view cluster_id,
+                          std::string_view locality, std::string_view node_name);
+// Whether AugmentLabels may set `key` (a locality part, the cluster or the node).
+bool IsAugmentedKey(std::string_view key);
+// Whether a ServiceEntry's workloadSelector or a Service's selector selects a WorkloadEntry (or
+// inline endpoint) `w`: over its labels augmented with the cluster and its locality, as istiod's.
+bool SelectsWorkload(const LabelMap& selector, const WorkloadEndpoint& w, std::string_view cluster_id);
+
 // What the registry says a proxy's own workload is (istiod's GetProxyWorkloadLabels): its
-// labels, with its locality added as topology labels (`topology.kubernetes.io/region`,
-// `topology.kubernetes.io/zone`, `topology.istio.io/subzone`), as istiod's AugmentLabels adds it.
+// labels, augmented (AugmentLabels) with its locality and the registry's cluster ID (the node
+// name and network are the proxy's own, from its node metadata: ParseProxyInfo).
 struct WorkloadIdentity {
   std::string namespace_name;
   LabelMap labels;
@@ -43,7 +64,7 @@ struct WorkloadRegistry {
   std::map<std::string, std::vector<WorkloadIdentity>> by_address;       // address
   bool operator==(const WorkloadRegistry&) const = default;
 };
-WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects);
+WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects, const std::string& cluster_id = kDefaultClusterId);
 // The Workload configs (kind::kWorkload) for what differs from `before` to `after`: a Pod
 // {namespace, name}, an address {"", address}.
 std::set<ConfigKey> ChangedWorkloads(const WorkloadRegistry& before, const WorkloadRegistry& after);

@@ -85,7 +85,7 @@ class TypedGenerator : public Generator {
       return absl::FailedPreconditionError("generator for " + watched.type_url +
                                            ": the push context is not of the kind this generator reads");
     }
-    return GenerateFor(proxy, watched, request, *context, env.cache, env);
+    return GenerateFor(proxy, watched, request, *context, env);
   }
 
  protected:
@@ -93,7 +93,7 @@ class TypedGenerator : public Generator {
   virtual absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy& proxy,
                                                                         const WatchedResources& watched,
                                                                         const PushRequest& request,
-                                                                        const Context& context, ResourceCache& cache,
+                                                                        const Context& context,
                                                                         const GeneratorEnv& env) = 0;
 };
 

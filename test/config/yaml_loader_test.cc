@@ -2207,6 +2207,7 @@ metadata:
   resourceVersion: "RV"
 spec:
   serviceAccountName: bookinfo-reviews
+  nodeName: node-a.example
   containers: [{name: reviews, image: "reviews:v1", ports: [{containerPort: 9080}], anythingAtAll: 1}]
 status:
   phase: Running
@@ -2223,6 +2224,7 @@ status:
   const auto& read = std::get<K8sPod>(first.documents[0].object);
   EXPECT_EQ(read.meta.labels.at("version"), "v1");
   EXPECT_THAT(read.ips, ::testing::ElementsAre("127.0.0.11", "::1"));
+  EXPECT_EQ(read.node_name, "node-a.example") << "spec.nodeName, its endpoints' kubernetes.io/hostname";
   EXPECT_EQ(KindOf(first.documents[0].object), "Pod");
   EXPECT_EQ(first.documents[0].content_hash, again.documents[0].content_hash) << "probe times are not a change";
   const ParsedFile moved =
@@ -2235,6 +2237,16 @@ status:
                                          "status: {podIP: reviews.example.com}\n");
   ASSERT_EQ(bad.errors.size(), 1u);
   EXPECT_EQ(bad.errors[0].field, "status.podIP");
+  for (const std::string& node_name : std::vector<std::string>{"Node_A", "[a]", "a b", std::string(254, 'n')}) {
+    const ParsedFile bad_node = ParseConfigFile(
+        "pod.yaml", StrCat("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: ", node_name, "}\n"));
+    ASSERT_EQ(bad_node.errors.size(), 1u) << node_name;
+    EXPECT_EQ(bad_node.errors[0].field, "spec.nodeName") << node_name;
+  }
+  const ParsedFile unscheduled =
+      ParseConfigFile("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: \"\"}\n");
+  ASSERT_EQ(unscheduled.documents.size(), 1u) << Errors(unscheduled);
+  EXPECT_EQ(std::get<K8sPod>(unscheduled.documents[0].object).node_name, "") << "not scheduled yet";
 
   const std::string slice = R"(apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice

@@ -1,12 +1,13 @@
 // Fuzz target: node identity, as a client sends it. The node (id in Istio's form
 // TYPE~IP~NAME.NAMESPACE~NAMESPACE.svc.SUFFIX or anything else, metadata NAMESPACE, LABELS,
-// GENERATOR, user agent) is built from the input, or (first byte even) parsed from it as
-// protobuf wire bytes, as gRPC would.
+// GENERATOR, CLUSTER_ID, NODE_NAME, NETWORK, locality, user agent) is built from the input, or (first byte even) parsed
+// from it as protobuf wire bytes, as gRPC would.
 //
 // Invariants (docs/fuzzing.md):
 //  - ParseProxyInfo follows its documented rules: the 4-part id gives type, ip and the
 //    namespace after the first '.' of the third part; metadata NAMESPACE (a non-empty string)
-//    wins; LABELS string values become labels; GENERATOR "grpc" marks proxyless gRPC;
+//    wins; LABELS string values become labels, the topology labels AugmentLabels sets aside
+//    (CLUSTER_ID and NODE_NAME metadata give theirs); GENERATOR "grpc" marks proxyless gRPC;
 //  - the Sidecar scope chosen for the node is one of its own namespace, or none;
 //  - EscapeUntrusted (how client strings reach log lines and metric labels) gives printable
 //    ASCII, no line break, at most 4 bytes per kept byte plus the "…(N bytes)" mark, and can be
@@ -124,6 +125,15 @@ Node BuildNode(FuzzedDataProvider& in) {
   if (in.ConsumeBool()) {  // LABELS as a struct of (mostly) strings, as Istio sends it
     auto* labels = (*fields)["LABELS"].mutable_struct_value()->mutable_fields();
     for (int i = in.ConsumeIntegralInRange(0, 4); i > 0; --i) SetValue(in, (*labels)[Piece(in, 16)], 3);
+  }
+  // What istiod's setTopologyLabels adds as labels (read last: older inputs keep their meaning).
+  for (const char* key : {"CLUSTER_ID", "NODE_NAME", "NETWORK"}) {
+    if (in.ConsumeBool()) SetValue(in, (*fields)[key], 2);
+  }
+  if (in.ConsumeBool()) {
+    node.mutable_locality()->set_region(Piece(in, 32));
+    node.mutable_locality()->set_zone(Piece(in, 32));
+    node.mutable_locality()->set_sub_zone(Piece(in, 32));
   }
   return node;
 }
@@ -244,13 +254,34 @@ void CheckProxy(const Node& node) {
     ns = it->second.string_value();
   }
   FUZZ_CHECK(proxy.namespace_name == ns, "namespace " + proxy.namespace_name + " instead of " + ns);
-  if (auto it = fields.find("LABELS"); it != fields.end()) {
-    for (const auto& [key, value] : it->second.struct_value().fields()) {
+  // LABELS become labels; AugmentLabels may add (or set) the topology labels: the locality's
+  // parts, CLUSTER_ID, NODE_NAME, and NETWORK where no network label is given.
+  const auto augmentable = [](const std::string& key) {
+    return IsAugmentedKey(key) || key == "topology.istio.io/network";
+  };
+  const google::protobuf::Struct* given = nullptr;
+  if (auto it = fields.find("LABELS"); it != fields.end()) given = &it->second.struct_value();
+  if (given != nullptr) {
+    for (const auto& [key, value] : given->fields()) {
+      if (augmentable(key) && (key != "topology.istio.io/network" || value.string_value().empty())) continue;
       auto label = proxy.labels.find(key);
       FUZZ_CHECK(label != proxy.labels.end() && label->second == value.string_value(), "label " + key + " is lost");
     }
-  } else {
-    FUZZ_CHECK(proxy.labels.empty(), "labels without LABELS");
+  }
+  for (const auto& [key, value] : proxy.labels) {
+    FUZZ_CHECK(augmentable(key) || (given != nullptr && given->fields().contains(key)),
+               "label " + key + " without LABELS naming it");
+  }
+  const auto metadata = [&](const char* key) {
+    auto it = fields.find(key);
+    return it != fields.end() ? it->second.string_value() : std::string();
+  };
+  for (const auto& [label, key] :
+       {std::pair{"topology.istio.io/cluster", "CLUSTER_ID"}, std::pair{"kubernetes.io/hostname", "NODE_NAME"}}) {
+    if (const std::string value = metadata(key); !value.empty()) {
+      auto it = proxy.labels.find(label);
+      FUZZ_CHECK(it != proxy.labels.end() && it->second == value, StrCat("label ", label, " is not ", key));
+    }
   }
   auto generator = fields.find("GENERATOR");
   FUZZ_CHECK(proxy.grpc == (generator != fields.end() && generator->second.string_value() == "grpc"),

@@ -135,6 +135,8 @@ std::vector<std::string> RouteNames(const envoy::config::route::v3::RouteConfigu
 
 class GeneratorsTest : public ::testing::Test {
  protected:
+  // `cluster_id`: the model's (--cluster-id).
+  explicit GeneratorsTest(std::string cluster_id = kDefaultClusterId) : cluster_id_(std::move(cluster_id)) {}
   void SetUp() override {
     Apply("mesh.yaml", kMesh);
     Apply("routes.yaml", kRoutes);
@@ -187,6 +189,22 @@ class GeneratorsTest : public ::testing::Test {
     DiscoveryRequest r = Request(type, std::move(names));
     *r.mutable_node() = node_;
     return r;
+  }
+  // The endpoint addresses, in order, a new proxyless gRPC client is sent for EDS `cluster`.
+  std::vector<std::string> EndpointAddressesFor(const std::string& cluster) {
+    auto h = Connect("grpc-client-1", true);
+    h->Send(First(std::string(kEndpointType), {cluster}));
+    auto eds = h->Take();
+    std::vector<std::string> out;
+    if (eds.size() != 1 || eds[0].resources_size() != 1) {
+      ADD_FAILURE() << "no assignment for " << cluster;
+      return out;
+    }
+    const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+    for (const auto& locality : cla.endpoints()) {
+      for (const auto& lb : locality.lb_endpoints()) out.push_back(lb.endpoint().address().socket_address().address());
+    }
+    return out;
   }
   // Every cluster, by name, as a new Envoy stream of node `id` receives them (CDS wildcard).
   std::map<std::string, envoy::config::cluster::v3::Cluster> ClustersFor(const std::string& id) {
@@ -246,7 +264,8 @@ class GeneratorsTest : public ::testing::Test {
 
   SimulatedScheduler scheduler_;
   ConfigStore store_;
-  MeshModel model_{store_, "cluster.local"};
+  const std::string cluster_id_;
+  MeshModel model_{store_, "cluster.local", kRootNamespace, cluster_id_};
   std::unique_ptr<PushDispatcher> dispatcher_ = InlineDispatcher();
   std::unique_ptr<PushPipeline> pipeline_;
   PushRequest last_request_;
@@ -1936,6 +1955,229 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
           "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
       << "nothing for the port-9999 route, nor for v2's warmup, which its ring hash leaves out on Envoy too";
   EXPECT_EQ(GrpcConfigNotes(*mesh, *view, "default", /*limit=*/1).size(), 1u);
+}
+
+// Subsets select endpoints by their labels as istiod's registries give them (AugmentLabels):
+// their locality as topology labels, the cluster (--cluster-id, over a label written on the Pod)
+// and a Pod's node, for EDS and for the names of a DNS ServiceEntry's cluster alike.
+TEST_F(GeneratorsTest, SubsetsSelectEndpointsByTheTopologyLabelsIstiodGivesThem) {
+  Apply("topology.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: kube, namespace: default}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: kube-1, namespace: default, labels: {istio-locality: ap-south.ap-south-1c, topology.istio.io/cluster: written}}
+spec: {nodeName: node-a, containers: [{name: app, image: app}]}
+status: {podIP: 127.0.0.65}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: kube-2, namespace: default, labels: {istio-locality: eu-west.eu-west-1b}}
+spec: {nodeName: node-b}
+status: {podIP: 127.0.0.66}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: kube-1, namespace: default, labels: {kubernetes.io/service-name: kube}}
+addressType: IPv4
+ports: [{name: http, port: 18080}]
+endpoints:
+- {addresses: [127.0.0.65], targetRef: {kind: Pod, name: kube-1}}
+- {addresses: [127.0.0.66], targetRef: {kind: Pod, name: kube-2}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: kube}
+spec:
+  host: kube
+  subsets:
+  - {name: south, labels: {topology.kubernetes.io/region: ap-south}}
+  - {name: on-b, labels: {kubernetes.io/hostname: node-b}}
+  - {name: here, labels: {topology.istio.io/cluster: Kubernetes}}
+  - {name: written, labels: {topology.istio.io/cluster: written}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http}]
+  endpoints:
+  - {address: 127.0.0.61, locality: us-east/us-east-1a}
+  - {address: 127.0.0.63, locality: eu-west/eu-west-1b/rack-7}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  subsets: [{name: rack, labels: {topology.istio.io/subzone: rack-7}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: names}
+spec:
+  hosts: [names.example.com]
+  ports: [{number: 8443, name: http}]
+  resolution: DNS
+  endpoints:
+  - {address: us.names.example.com, locality: us-east/us-east-1a}
+  - {address: eu.names.example.com, labels: {istio-locality: eu-west.eu-west-1b}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: names}
+spec:
+  host: names.example.com
+  subsets: [{name: eu, labels: {topology.kubernetes.io/zone: eu-west-1b}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto addresses_of = [&](const std::string& cluster) { return EndpointAddressesFor(cluster); };
+  using Addresses = std::vector<std::string>;
+  EXPECT_EQ(addresses_of("outbound|8080|south|kube.default.svc.cluster.local"), Addresses{"127.0.0.65"})
+      << "the Pod's istio-locality label as topology.kubernetes.io/region";
+  EXPECT_EQ(addresses_of("outbound|8080|on-b|kube.default.svc.cluster.local"), Addresses{"127.0.0.66"})
+      << "the Pod's spec.nodeName as kubernetes.io/hostname";
+  EXPECT_EQ(addresses_of("outbound|8080|here|kube.default.svc.cluster.local"), (Addresses{"127.0.0.65", "127.0.0.66"}))
+      << "every endpoint is of the registry's cluster";
+  EXPECT_EQ(addresses_of("outbound|8080|written|kube.default.svc.cluster.local"), Addresses{})
+      << "the cluster goes over a label of that name, as in istiod";
+  EXPECT_EQ(addresses_of("outbound|8080|rack|geo.mesh.local"), Addresses{"127.0.0.63"})
+      << "a ServiceEntry endpoint's locality";
+  auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  const auto& eu = clusters["outbound|8443|eu|names.example.com"].load_assignment();
+  ASSERT_EQ(eu.endpoints_size(), 1);
+  ASSERT_EQ(eu.endpoints(0).lb_endpoints_size(), 1);
+  EXPECT_EQ(eu.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address(), "eu.names.example.com")
+      << "a DNS ServiceEntry's names are selected alike";
+}
+
+// The model's cluster (--cluster-id) is the one subsets see: for EDS, for a DNS ServiceEntry's
+// names, and for WorkloadEntries a ServiceEntry selects by it.
+class GeneratorsWestTest : public GeneratorsTest {
+ protected:
+  GeneratorsWestTest() : GeneratorsTest("west") {}
+};
+
+TEST_F(GeneratorsWestTest, SubsetsAndSelectorsSeeTheModelsCluster) {
+  Apply("west.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http}]
+  endpoints: [{address: 127.0.0.61}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: vms}
+spec:
+  resolution: STATIC
+  hosts: [vms.mesh.local]
+  ports: [{number: 8080, name: http}]
+  workloadSelector: {labels: {topology.istio.io/cluster: west, vm: "yes"}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: vms-k8s}
+spec:
+  resolution: STATIC
+  hosts: [vms-k8s.mesh.local]
+  ports: [{number: 8080, name: http}]
+  workloadSelector: {labels: {topology.istio.io/cluster: Kubernetes, vm: "yes"}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1}
+spec: {address: 127.0.0.71, labels: {vm: "yes"}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: names}
+spec:
+  hosts: [names.example.com]
+  ports: [{number: 8443, name: http}]
+  resolution: DNS
+  endpoints: [{address: a.names.example.com}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  subsets: [{name: west, labels: {topology.istio.io/cluster: west}}, {name: k8s, labels: {topology.istio.io/cluster: Kubernetes}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: names}
+spec:
+  host: names.example.com
+  subsets: [{name: west, labels: {topology.istio.io/cluster: west}}, {name: k8s, labels: {topology.istio.io/cluster: Kubernetes}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto count_of = [&](const std::string& cluster) { return EndpointAddressesFor(cluster).size(); };
+  EXPECT_EQ(count_of("outbound|8080|west|geo.mesh.local"), 1u);
+  EXPECT_EQ(count_of("outbound|8080|k8s|geo.mesh.local"), 0u) << "the model's cluster, not the default";
+  EXPECT_EQ(count_of("outbound|8080||vms.mesh.local"), 1u) << "the WorkloadEntry is selected by its cluster";
+  EXPECT_EQ(count_of("outbound|8080||vms-k8s.mesh.local"), 0u);
+  auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  EXPECT_EQ(clusters["outbound|8443|west|names.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 1);
+  EXPECT_EQ(clusters["outbound|8443|k8s|names.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 0);
+}
+
+// A proxy's added topology labels decide what it gets where labels choose: here the
+// sourceLabels of a route, met by node metadata CLUSTER_ID alone.
+TEST_F(GeneratorsTest, AProxysClusterMetadataIsALabelRoutesMayMatch) {
+  Apply("by-cluster.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  resolution: STATIC
+  hosts: [api.mesh.local]
+  ports: [{number: 8080, name: http}]
+  endpoints: [{address: 127.0.0.81}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api-east}
+spec:
+  resolution: STATIC
+  hosts: [api-east.mesh.local]
+  ports: [{number: 8080, name: http}]
+  endpoints: [{address: 127.0.0.82}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: api}
+spec:
+  hosts: [api.mesh.local]
+  http:
+  - match: [{sourceLabels: {topology.istio.io/cluster: east}}]
+    route: [{destination: {host: api-east.mesh.local}}]
+  - route: [{destination: {host: api.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto first_cluster = [&](const std::string& cluster_metadata) {
+    auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+    if (!cluster_metadata.empty()) {
+      (*node_.mutable_metadata()->mutable_fields())["CLUSTER_ID"].set_string_value(cluster_metadata);
+    }
+    h->Send(First(std::string(kRouteType), {"8080"}));
+    auto rds = h->Take();
+    if (rds.size() != 1) return std::string("(no response)");
+    const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
+    for (const auto& vhost : routes.virtual_hosts()) {
+      if (vhost.domains(0) == "api.mesh.local") return vhost.routes(0).route().cluster();
+    }
+    return std::string("(no virtual host)");
+  };
+  EXPECT_EQ(first_cluster("east"), "outbound|8080||api-east.mesh.local");
+  EXPECT_EQ(first_cluster("west"), "outbound|8080||api.mesh.local");
+  EXPECT_EQ(first_cluster(""), "outbound|8080||api.mesh.local");
 }
 
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names

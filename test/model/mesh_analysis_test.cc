@@ -750,8 +750,8 @@ spec:
               ::testing::Contains("reviews.yaml:17: DestinationRule default/reviews: spec.subsets[0].labels: subset "
                                   "\"v1\" of reviews.default.svc.cluster.local port 9080 selects none of its 2 "
                                   "endpoints (EndpointSlice endpoints carry the labels of the Pod their targetRef "
-                                  "names; WorkloadEntries and ServiceEntry endpoints their own) "
-                                  "[pilot_eds_no_instances]"));
+                                  "names; WorkloadEntries and ServiceEntry endpoints their own; with their "
+                                  "locality, cluster and node as topology labels) [pilot_eds_no_instances]"));
   update = store.ApplyFile("pods.yaml", R"(apiVersion: v1
 kind: Pod
 metadata: {name: reviews-v1, labels: {app: reviews, version: v1}}
@@ -769,6 +769,55 @@ status: {podIP: 127.0.0.12}
     only_v3 = status.warnings.size() == 1 && status.warnings[0].field == "spec.subsets[2].labels";
   }
   EXPECT_TRUE(only_v3) << "v1 and v2 select their Pods now; v3 still nothing";
+}
+
+// The analysis judges subsets by the labels endpoints are served with (AugmentLabels): a
+// subset of a zone, node or cluster selects its Pods though they carry no such label, and the
+// cluster is the one --cluster-id names.
+TEST(MeshAnalysisTest, SubsetsSelectByTheTopologyLabelsEndpointsAreGiven) {
+  const std::string config = R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews}
+spec:
+  ports: [{name: http, port: 9080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reviews-v1, labels: {app: reviews, istio-locality: eu-west.eu-west-1b}}
+spec: {nodeName: node-a}
+status: {podIP: 127.0.0.11}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: reviews-1, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 9080}]
+endpoints: [{addresses: [127.0.0.11], targetRef: {kind: Pod, name: reviews-v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews}
+spec:
+  host: reviews
+  subsets:
+  - {name: zone, labels: {topology.kubernetes.io/zone: eu-west-1b}}
+  - {name: node, labels: {kubernetes.io/hostname: node-a}}
+  - {name: default-cluster, labels: {topology.istio.io/cluster: Kubernetes}}
+  - {name: west, labels: {topology.istio.io/cluster: west}}
+)";
+  const auto flagged = [&](const std::string& cluster_id) {
+    ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local"),
+                                           .analyze = MeshAnalyzer("cluster.local", kRootNamespace, cluster_id)});
+    const ConfigStore::Update update = store.ApplyFile("reviews.yaml", config);
+    EXPECT_THAT(update.errors, IsEmpty());
+    std::vector<std::string> fields;
+    for (const ConfigError& warning : update.warnings) {
+      if (warning.message.find("[pilot_eds_no_instances]") != std::string::npos) fields.push_back(warning.field);
+    }
+    return fields;
+  };
+  EXPECT_THAT(flagged(kDefaultClusterId), ElementsAre("spec.subsets[3].labels"));
+  EXPECT_THAT(flagged("west"), ElementsAre("spec.subsets[2].labels"));
 }
 
 TEST(MeshAnalysisTest, HashKeysProxylessGrpcDoesNotImplementAreReported) {

@@ -79,8 +79,9 @@ TEST_F(WorkloadRegistryTest, HoldsPodsByNameAndServiceEntryEndpointsByAddress) {
                                   {"version", "v2"},
                                   {"istio-locality", "eu-west.zone-b"},
                                   {"topology.kubernetes.io/region", "eu-west"},
-                                  {"topology.kubernetes.io/zone", "zone-b"}}))
-      << "the Pod's locality added as topology labels, as istiod's AugmentLabels";
+                                  {"topology.kubernetes.io/zone", "zone-b"},
+                                  {"topology.istio.io/cluster", "Kubernetes"}}))
+      << "the Pod's locality and the registry's cluster added as topology labels, as istiod's AugmentLabels";
   ASSERT_TRUE(registry->by_address.contains("127.0.0.40"));
   ASSERT_EQ(registry->by_address.at("127.0.0.40").size(), 1u);
   EXPECT_EQ(registry->by_address.at("127.0.0.40")[0].source, "WorkloadEntry shop/vm-1");
@@ -141,11 +142,115 @@ TEST_F(WorkloadRegistryTest, AWorkloadsLabelsGoOverTheNodesStaticLabels) {
   const ProxyInfo nobody =
       with_static(Node("sidecar~127.0.0.99~nobody.shop~shop.svc.cluster.local", "shop", {{"version", "mine"}}));
   EXPECT_EQ(nobody.workload, "");
-  EXPECT_EQ(nobody.labels, (LabelMap{{"version", "mine"}}));
+  EXPECT_EQ(nobody.labels, (LabelMap{{"version", "mine"}, {"topology.kubernetes.io/region", "node-says"}}))
+      << "its own labels, and its node's locality (AugmentLabels)";
   const ProxyInfo vm = with_static(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop",
                                         {{"istio.io/test-vm", "true"}, {"version", "mine"}}));
   EXPECT_EQ(vm.workload, "");
-  EXPECT_EQ(vm.labels, (LabelMap{{"istio.io/test-vm", "true"}, {"version", "mine"}}));
+  EXPECT_EQ(
+      vm.labels,
+      (LabelMap{{"istio.io/test-vm", "true"}, {"version", "mine"}, {"topology.kubernetes.io/region", "node-says"}}));
+}
+
+// istiod's AugmentLabels: the locality's parts, the cluster and the node over labels of their
+// names when given; the network only where no network label is.
+TEST(AugmentLabelsTest, AddsTopologyLabelsAsIstiod) {
+  const LabelMap given{{"app", "a"},
+                       {"topology.kubernetes.io/zone", "written"},
+                       {"topology.istio.io/cluster", "written"},
+                       {"topology.istio.io/network", "written"}};
+  EXPECT_EQ(AugmentLabels(given, "east", "r1/z1/s1/ignored", "node-a", "net-2"),
+            (LabelMap{{"app", "a"},
+                      {"topology.kubernetes.io/region", "r1"},
+                      {"topology.kubernetes.io/zone", "z1"},
+                      {"topology.istio.io/subzone", "s1"},
+                      {"topology.istio.io/cluster", "east"},
+                      {"kubernetes.io/hostname", "node-a"},
+                      {"topology.istio.io/network", "written"}}));
+  // Nothing given: the labels as they are; a part left empty leaves its label alone.
+  EXPECT_EQ(AugmentLabels(given, "", "", "", ""), given);
+  EXPECT_EQ(AugmentLabels(given, "", "r1//s1", "", "net-2").at("topology.kubernetes.io/zone"), "written");
+  EXPECT_EQ(AugmentLabels({{"app", "a"}}, "", "", "", "net-2").at("topology.istio.io/network"), "net-2");
+}
+
+// A subset's selector over an endpoint matches what it would over the endpoint's augmented
+// labels, without building them.
+TEST(AugmentLabelsTest, AugmentedMatchAgreesWithMatchingTheAugmentedLabels) {
+  const LabelMap labels{{"app", "a"}, {"topology.kubernetes.io/zone", "written"}, {"kubernetes.io/hostname", "raw"}};
+  const std::vector<LabelMap> selectors = {
+      {},
+      {{"app", "a"}},
+      {{"app", "b"}},
+      {{"topology.kubernetes.io/region", "r1"}},
+      {{"topology.kubernetes.io/zone", "z1"}},
+      {{"topology.kubernetes.io/zone", "written"}},
+      {{"topology.istio.io/subzone", "s1"}},
+      {{"topology.istio.io/cluster", "east"}},
+      {{"topology.istio.io/cluster", "west"}},
+      {{"kubernetes.io/hostname", "node-a"}},
+      {{"kubernetes.io/hostname", "raw"}},
+      {{"app", "a"}, {"topology.kubernetes.io/region", "r1"}, {"topology.istio.io/cluster", "east"}},
+      {{"app", "a"}, {"topology.kubernetes.io/region", "r2"}},
+  };
+  struct Given {
+    std::string cluster, locality, node;
+  };
+  for (const Given& given : {Given{"east", "r1/z1/s1", "node-a"}, Given{"", "", ""}, Given{"east", "r1", ""},
+                             Given{"", "/z1", "node-a"}, Given{"west", "r2/z2", ""}}) {
+    const LabelMap augmented = AugmentLabels(labels, given.cluster, given.locality, given.node, "");
+    for (const LabelMap& selector : selectors) {
+      EXPECT_EQ(AugmentedLabelsMatch(selector, labels, given.cluster, given.locality, given.node),
+                LabelsMatch(selector, augmented))
+          << ::testing::PrintToString(selector) << " over cluster " << given.cluster << ", locality " << given.locality
+          << ", node " << given.node;
+    }
+  }
+  EXPECT_TRUE(AugmentedLabelsMatch({{"topology.kubernetes.io/zone", "z1"}}, labels, "", "r1/z1", ""));
+  EXPECT_FALSE(AugmentedLabelsMatch({{"topology.kubernetes.io/zone", "written"}}, labels, "", "r1/z1", ""))
+      << "the locality's zone over the label written";
+}
+
+// As istiod's setTopologyLabels, every proxy, in the registry or not, gets its locality (its
+// workload's, else its labels', else its node's) and its node metadata's CLUSTER_ID, NODE_NAME
+// and NETWORK as labels; a workload found carries the registry's cluster unless CLUSTER_ID names one.
+TEST_F(WorkloadRegistryTest, EveryProxyGetsItsTopologyLabels) {
+  const auto with = [](envoy::config::core::v3::Node node, const std::map<std::string, std::string>& metadata) {
+    for (const auto& [k, v] : metadata) (*node.mutable_metadata()->mutable_fields())[k].set_string_value(v);
+    return node;
+  };
+  // Not in the registry: the node's locality, and its metadata.
+  auto stranger = Node("sidecar~127.0.0.99~web-1.web~web.svc.cluster.local", "web", {{"app", "web"}});
+  stranger.mutable_locality()->set_zone("node-zone");
+  ProxyInfo proxy = Resolve(with(stranger, {{"CLUSTER_ID", "east"}, {"NODE_NAME", "node-7"}, {"NETWORK", "net-1"}}));
+  EXPECT_EQ(proxy.workload, "");
+  EXPECT_EQ(proxy.labels, (LabelMap{{"app", "web"},
+                                    {"topology.kubernetes.io/region", "node-says"},
+                                    {"topology.kubernetes.io/zone", "node-zone"},
+                                    {"topology.istio.io/cluster", "east"},
+                                    {"kubernetes.io/hostname", "node-7"},
+                                    {"topology.istio.io/network", "net-1"}}));
+  // A network label the proxy has is kept; no metadata, no cluster or node label.
+  proxy = Resolve(
+      with(Node("sidecar~127.0.0.99~web-1.web~web.svc.cluster.local", "web", {{"topology.istio.io/network", "mine"}}),
+           {{"NETWORK", "net-1"}}));
+  EXPECT_EQ(proxy.labels.at("topology.istio.io/network"), "mine");
+  EXPECT_FALSE(proxy.labels.contains("topology.istio.io/cluster"));
+  EXPECT_FALSE(proxy.labels.contains("kubernetes.io/hostname"));
+  // Its Pod: the Pod's locality over the node's, the registry's cluster unless CLUSTER_ID says.
+  const auto pod_node = Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop");
+  proxy = Resolve(with(pod_node, {{"NODE_NAME", "node-3"}}));
+  ASSERT_EQ(proxy.workload, "Pod shop/reviews-v2-c4d");
+  EXPECT_EQ(proxy.labels.at("topology.kubernetes.io/region"), "eu-west");
+  EXPECT_EQ(proxy.labels.at("topology.istio.io/cluster"), "Kubernetes");
+  EXPECT_EQ(proxy.labels.at("kubernetes.io/hostname"), "node-3");
+  EXPECT_EQ(Resolve(with(pod_node, {{"CLUSTER_ID", "east"}})).labels.at("topology.istio.io/cluster"), "east");
+  // A registry of another cluster (--cluster-id) labels its workloads with it.
+  ConfigStore store;
+  MeshModel model(store, "cluster.local", kRootNamespace, "west");
+  model.OnUpdate(store.ApplyFile("workloads.yaml", kWorkloads));
+  const ProxyInfo in_west = ParseProxyInfo(pod_node, model.workloads().get());
+  EXPECT_EQ(in_west.labels.at("topology.istio.io/cluster"), "west");
+  EXPECT_EQ(model.workloads()->by_address.at("127.0.0.40")[0].labels.at("topology.istio.io/cluster"), "west");
 }
 
 TEST_F(WorkloadRegistryTest, AProxyIsAServiceEntryEndpointAtOneOfItsAddresses) {

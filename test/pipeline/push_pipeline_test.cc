@@ -452,7 +452,7 @@ class OtherContextGenerator final : public TypedGenerator<OtherContext> {
  protected:
   absl::StatusOr<std::optional<GeneratedResources>> GenerateFor(const Proxy&, const WatchedResources&,
                                                                 const PushRequest&, const OtherContext& context,
-                                                                ResourceCache&, const GeneratorEnv&) override {
+                                                                const GeneratorEnv&) override {
     calls++;
     EXPECT_EQ(context.version(), "other");
     return GeneratedResources{};
