@@ -561,7 +561,9 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   };
   const uint32_t service_port = dns.port.target_port != 0 ? dns.port.target_port : dns.port.number;
   if (dns.service.dns_endpoints.empty()) {
-    add(dns.service.host, service_port, 0, "");
+    // The host itself has no labels at all in istiod (not even AugmentLabels'): a subset that
+    // names any selects nothing, as for gRPC nodes (EndpointInfo::bare).
+    if (dns.subset_labels == nullptr || dns.subset_labels->empty()) add(dns.service.host, service_port, 0, "");
   } else {
     for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
       // Its labels as istiod's registry gives them (AugmentLabels), as EDS endpoints are selected.

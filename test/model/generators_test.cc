@@ -2208,6 +2208,13 @@ spec:
   hosts: [db.example.com]
   ports: [{number: 8080, name: http}]
   resolution: DNS_ROUND_ROBIN
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db}
+spec:
+  host: db.example.com
+  subsets: [{name: all}, {name: v1, labels: {version: v1}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using Cluster = envoy::config::cluster::v3::Cluster;
@@ -2232,6 +2239,11 @@ spec:
   EXPECT_EQ(db.load_assignment().endpoints(0).lb_endpoints(0).endpoint().address().socket_address().address(),
             "db.example.com")
       << "without endpoints, the host itself";
+  const auto& all_of_db = clusters["outbound|8080|all|db.example.com"].load_assignment();
+  ASSERT_EQ(all_of_db.endpoints_size(), 1);
+  EXPECT_EQ(all_of_db.endpoints(0).lb_endpoints_size(), 1) << "a subset without labels selects the host too";
+  EXPECT_EQ(clusters["outbound|8080|v1|db.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 0)
+      << "the host itself has no labels for a subset to select, as in istiod";
 
   // gRPC nodes: an EDS cluster of what cxds resolved the names to (DnsRefresher), each address
   // with its endpoint's port, labels and weight.
