@@ -1063,7 +1063,7 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
   return e;
 }
 
-// A Pod as `kubectl get pod -o yaml` prints it: its spec is not read; of its status, the IPs.
+// A Pod as `kubectl get pod -o yaml` prints it: of its spec, the node; of its status, the IPs.
 MeshObject ReadPod(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sPod pod{std::move(meta), {}, {}};
   // The spec is read for its node alone (a spec that is not a map is left unread, as before).

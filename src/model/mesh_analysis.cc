@@ -205,6 +205,26 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
         return owner != entry->subset_owners.end() && owner->second == key;
       });
       if (!served) continue;
+      if (service->resolution != ServiceEntry::Resolution::kStatic) {
+        // A DNS ServiceEntry: the subset selects among its names, on every port alike; without
+        // names, its host has no labels at all (EndpointInfo::bare), as in istiod.
+        const auto& names = service->dns_endpoints;
+        const bool selects =
+            names.empty() ? subset.labels.empty() : std::any_of(names.begin(), names.end(), [&](const auto& name) {
+              return SelectsWorkload(subset.labels, name, cluster_id);
+            });
+        if (!selects) {
+          out.push_back({key, StrCat("spec.subsets[", s, "].labels"), "pilot_eds_no_instances",
+                         names.empty() ? StrCat("subset \"", subset.name, "\" of ", host,
+                                                " selects nothing: a DNS ServiceEntry without spec.endpoints has its "
+                                                "host alone, which has no labels")
+                                       : StrCat("subset \"", subset.name, "\" of ", host, " selects none of its ",
+                                                names.size(), names.size() == 1 ? " name" : " names",
+                                                " (spec.endpoints[], by their labels with their locality and "
+                                                "cluster as topology labels)")});
+        }
+        continue;
+      }
       for (const ServicePort& port : service->ports) {
         const std::vector<EndpointInfo>* endpoints = endpoints_of(host, port.number);
         if (endpoints == nullptr) continue;  // the service's own warning says it

@@ -54,7 +54,8 @@
 namespace cxds {
 
 // The analysis, for ConfigStore::Options::analyze. Runs on every accepted change, in time
-// linear in the objects (WorkloadEntries are matched by namespace and a selector label).
+// linear in the objects (WorkloadEntries are matched by namespace and a selector label; a
+// selector of topology labels alone, AugmentLabels, reads every entry of its namespace).
 // `root_namespace`: Istio's meshConfig.rootNamespace; `cluster_id`: the cluster the workloads
 // are in, which subsets may select (AugmentLabels), as MeshModel's.
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace = kRootNamespace,

@@ -1401,8 +1401,9 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
                                  const ResolvedNames* resolved, const std::string& cluster_id) {
   std::map<std::string, HostEndpoints> index;
   std::map<std::string, const K8sService*> services;  // host -> Service
-  // WorkloadEntries by namespace, and by namespace and label: a selector's first label narrows
-  // the candidates, so thousands of selectors over thousands of entries are not a product.
+  // WorkloadEntries by namespace, and by namespace and label: a selector's first label that is
+  // not a topology label (AugmentLabels may give those) narrows the candidates, so thousands of
+  // selectors over thousands of entries are not a product unless they name topology labels alone.
   std::map<std::string, std::vector<const WorkloadEntry*>> workloads;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const WorkloadEntry*>> workloads_by_label;
   for (const auto& [key, stored] : objects) {
@@ -1416,14 +1417,14 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
   static const std::vector<const WorkloadEntry*> kNone;
   const auto candidates = [&](const std::string& ns,
                               const LabelMap& selector) -> const std::vector<const WorkloadEntry*>& {
-    // A label AugmentLabels may give an entry is not among those indexed: every entry is a candidate.
-    if (selector.empty() || IsAugmentedKey(selector.begin()->first)) {
-      auto it = workloads.find(ns);
-      return it == workloads.end() ? kNone : it->second;
+    // Any label but those AugmentLabels may give must be among an entry's own, as indexed.
+    for (const auto& [k, v] : selector) {
+      if (IsAugmentedKey(k)) continue;
+      auto it = workloads_by_label.find({ns, k, v});
+      return it == workloads_by_label.end() ? kNone : it->second;
     }
-    const auto& [k, v] = *selector.begin();
-    auto it = workloads_by_label.find({ns, k, v});
-    return it == workloads_by_label.end() ? kNone : it->second;
+    auto it = workloads.find(ns);
+    return it == workloads.end() ? kNone : it->second;
   };
   const PodIndex pods(objects);
   // `members`, and the WorkloadEntries of `ns` that `selector` (if any) selects, on `ports`.
@@ -1439,7 +1440,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
       auto& list = index[host][port.number];
       for (const WorkloadEndpoint* w : members) {
         list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight,
-                                    false, WorkloadLocality(*w)});
+                                    /*bare=*/false, WorkloadLocality(*w)});
       }
     }
   };
@@ -1460,7 +1461,7 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
           for (const std::string& address : endpoint.addresses) {
             const K8sPod* pod = pods.For(*slice, endpoint, address);
             index[host][service_port->number].push_back(
-                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, false,
+                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, /*bare=*/false,
                              PodLocality(pod), pod != nullptr ? pod->node_name : ""});
           }
         }

@@ -122,10 +122,18 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
       for (const auto& [k, v] : labels->second.struct_value().fields()) proxy.labels[k] = v.string_value();
     }
   };
-  // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read again.
-  const bool registry_empty = registry == nullptr || (registry->pods.empty() && registry->by_address.empty());
-  if (const WorkloadIdentity* workload =
-          registry_empty ? nullptr : FindWorkload(CandidatesOf(node, parts), *registry)) {
+  static const std::string kNone;
+  const auto metadata = [&](const char* key) -> const std::string& {
+    auto it = fields.find(key);
+    return it != fields.end() ? it->second.string_value() : kNone;
+  };
+  // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read
+  // again. Nor does a registry of another cluster than the one the node says it is in (istiod's
+  // aggregate registry searches those of the proxy's CLUSTER_ID, or all when it names none).
+  const std::string& node_cluster = metadata("CLUSTER_ID");
+  const bool searched = registry != nullptr && !(registry->pods.empty() && registry->by_address.empty()) &&
+                        (node_cluster.empty() || node_cluster == registry->cluster_id);
+  if (const WorkloadIdentity* workload = searched ? FindWorkload(CandidatesOf(node, parts), *registry) : nullptr) {
     // As istiod's SetWorkloadLabels: the node's STATIC_LABELS (what ISTIO_METAJSON_LABELS set in
     // its bootstrap, which a workload's labels do not carry), then the workload's over them, in
     // place of its LABELS.
@@ -139,14 +147,9 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   // its labels', else its node's), kept, and with its node metadata's cluster, node and network
   // as labels. The locality is read before the labels are handed over.
   proxy.locality = ProxyLocality(node, proxy);
-  static const std::string kNone;
-  const auto metadata = [&](const char* key) -> const std::string& {
-    auto it = fields.find(key);
-    return it != fields.end() ? it->second.string_value() : kNone;
-  };
   const std::string locality = LocalityString(proxy.locality);
-  proxy.labels = AugmentLabels(std::move(proxy.labels), metadata("CLUSTER_ID"), locality, metadata("NODE_NAME"),
-                               metadata("NETWORK"));
+  proxy.labels =
+      AugmentLabels(std::move(proxy.labels), node_cluster, locality, metadata("NODE_NAME"), metadata("NETWORK"));
   return proxy;
 }
 

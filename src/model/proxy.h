@@ -30,14 +30,16 @@ struct ProxyInfo {
   LabelMap labels;
   bool grpc = false;
   // What the registry says the proxy is ("Pod ns/name", "WorkloadEntry ns/name", ...): then
-  // `labels` are that workload's. Empty: the node's own.
+  // `labels` are that workload's over its node's STATIC_LABELS. Empty: its node's LABELS. Either
+  // way with the topology labels (AugmentLabels) added.
   std::string workload;
   // Its locality: its workload's, else its labels', else its node's (ProxyLocality).
   envoy::config::core::v3::Locality locality;
 };
 
-// Who the node says it is; with `registry`, who the registry says it is, as istiod's
-// SetWorkloadLabels puts it first: the proxy's Pod (the Istio node id's NAME.NAMESPACE, when
+// Who the node says it is; with `registry` (unless node metadata CLUSTER_ID names another
+// cluster than the registry's), who the registry says it is, as istiod's SetWorkloadLabels puts
+// it first: the proxy's Pod (the Istio node id's NAME.NAMESPACE, when
 // node metadata NAMESPACE names that namespace), else a ServiceEntry endpoint of its namespace
 // (any, without NAMESPACE) at one of its IPs (metadata INSTANCE_IPS, else the node id's), gives
 // the proxy that workload's labels, its locality among them (WorkloadRegistry), over its node's

@@ -90,6 +90,7 @@ bool SelectsWorkload(const LabelMap& selector, const WorkloadEndpoint& w, std::s
 
 WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects, const std::string& cluster_id) {
   WorkloadRegistry registry;
+  registry.cluster_id = cluster_id;
   for (const auto& entry : ObjectsOfKind(objects, "Pod")) {
     const auto* pod = std::get_if<K8sPod>(&entry.second->object);
     if (pod == nullptr) continue;

@@ -62,6 +62,9 @@ struct WorkloadIdentity {
 struct WorkloadRegistry {
   std::map<std::pair<std::string, std::string>, WorkloadIdentity> pods;  // (namespace, name)
   std::map<std::string, std::vector<WorkloadIdentity>> by_address;       // address
+  // The cluster its workloads are in: a proxy whose node metadata CLUSTER_ID names another is
+  // not looked up here, as istiod searches only the registries of the proxy's cluster.
+  std::string cluster_id;
   bool operator==(const WorkloadRegistry&) const = default;
 };
 WorkloadRegistry BuildWorkloadRegistry(const ObjectMap& objects, const std::string& cluster_id = kDefaultClusterId);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -276,12 +277,39 @@ void CheckProxy(const Node& node) {
     auto it = fields.find(key);
     return it != fields.end() ? it->second.string_value() : std::string();
   };
+  const auto label_of = [&](const std::string& key) -> std::optional<std::string> {
+    auto it = proxy.labels.find(key);
+    return it == proxy.labels.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  const auto given_label = [&](const std::string& key) -> std::optional<std::string> {
+    if (given == nullptr) return std::nullopt;
+    auto it = given->fields().find(key);
+    return it == given->fields().end() ? std::nullopt : std::optional<std::string>(it->second.string_value());
+  };
+  // CLUSTER_ID and NODE_NAME, when given, are their labels; else a label LABELS gives is kept.
   for (const auto& [label, key] :
        {std::pair{"topology.istio.io/cluster", "CLUSTER_ID"}, std::pair{"kubernetes.io/hostname", "NODE_NAME"}}) {
-    if (const std::string value = metadata(key); !value.empty()) {
-      auto it = proxy.labels.find(label);
-      FUZZ_CHECK(it != proxy.labels.end() && it->second == value, StrCat("label ", label, " is not ", key));
-    }
+    const std::string value = metadata(key);
+    FUZZ_CHECK(label_of(label) == (value.empty() ? given_label(label) : std::optional<std::string>(value)),
+               StrCat("label ", label, " is neither ", key, " nor the one LABELS gives"));
+  }
+  // NETWORK where LABELS gives no (non-empty) network label.
+  const std::optional<std::string> network = given_label("topology.istio.io/network");
+  if (!metadata("NETWORK").empty() && (!network.has_value() || network->empty())) {
+    FUZZ_CHECK(label_of("topology.istio.io/network") == metadata("NETWORK"), "NETWORK is not the network label");
+  }
+  // The proxy's locality is in its labels as istiod writes it ("region/zone/subzone", a
+  // subzone only after a zone), each part that is not empty and holds no '/' (which would
+  // shift the parts that follow).
+  const auto& locality = proxy.locality;
+  const std::string locality_parts[] = {locality.region(), locality.zone(),
+                                        locality.zone().empty() ? "" : locality.sub_zone()};
+  const char* keys[] = {"topology.kubernetes.io/region", "topology.kubernetes.io/zone", "topology.istio.io/subzone"};
+  bool shifted = false;
+  for (size_t i = 0; i < 3; ++i) {
+    shifted = shifted || locality_parts[i].find('/') != std::string::npos;
+    if (locality_parts[i].empty() || shifted) continue;
+    FUZZ_CHECK(label_of(keys[i]) == locality_parts[i], StrCat("label ", keys[i], " is not the locality's"));
   }
   auto generator = fields.find("GENERATOR");
   FUZZ_CHECK(proxy.grpc == (generator != fields.end() && generator->second.string_value() == "grpc"),

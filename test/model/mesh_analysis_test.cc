@@ -820,6 +820,54 @@ spec:
   EXPECT_THAT(flagged("west"), ElementsAre("spec.subsets[2].labels"));
 }
 
+// A DNS ServiceEntry's subsets select among its names (Envoy resolves them); without names,
+// its host has no labels, so only a subset without labels selects it.
+TEST(MeshAnalysisTest, SubsetsOfDnsServiceEntriesThatSelectNoNameAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("dns.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db}
+spec:
+  hosts: [db.example.com]
+  ports: [{number: 5432, name: tcp, protocol: TCP}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db}
+spec:
+  host: db.example.com
+  subsets: [{name: all}, {name: v1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api}
+spec:
+  hosts: [api.example.com]
+  ports: [{number: 443, name: https, protocol: TLS}]
+  resolution: DNS
+  endpoints: [{address: eu.api.example.com, locality: eu-west/eu-west-1b}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api}
+spec:
+  host: api.example.com
+  subsets:
+  - {name: eu, labels: {topology.kubernetes.io/region: eu-west}}
+  - {name: us, labels: {topology.kubernetes.io/region: us-east}}
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  std::vector<std::string> flagged;
+  for (const ConfigError& warning : update.warnings) {
+    if (warning.message.find("[pilot_eds_no_instances]") != std::string::npos) {
+      flagged.push_back(warning.object + " " + warning.field);
+    }
+  }
+  EXPECT_THAT(flagged, ::testing::UnorderedElementsAre("DestinationRule default/db spec.subsets[1].labels",
+                                                       "DestinationRule default/api spec.subsets[1].labels"));
+}
+
 TEST(MeshAnalysisTest, HashKeysProxylessGrpcDoesNotImplementAreReported) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);

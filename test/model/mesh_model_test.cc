@@ -231,6 +231,63 @@ TEST_F(MeshModelTest, APodLabelChangeIsAnEndpointOnlyPushForTheServicesOfItsSlic
   EXPECT_TRUE(request.EndpointOnly());
 }
 
+// What subsets see of an endpoint beyond its own labels (AugmentLabels) changes with its Pod's
+// node and a WorkloadEntry's locality: such a change is an endpoint push for the services
+// concerned, and a ServiceEntry selecting by a topology label follows a WorkloadEntry's locality.
+TEST_F(MeshModelTest, ANodeOrLocalityChangeIsAnEndpointPushForTheServicesConcerned) {
+  const std::string config = R"(apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+spec: {nodeName: node-a}
+status: {podIP: 127.0.0.31}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints: [{addresses: [127.0.0.31], targetRef: {kind: Pod, name: web-1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: east-vms, namespace: shop}
+spec:
+  resolution: STATIC
+  hosts: [east-vms.mesh.local]
+  ports: [{number: 8080, name: http}]
+  workloadSelector: {labels: {topology.kubernetes.io/region: east}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1, namespace: shop}
+spec: {address: 127.0.0.32, labels: {app: vm}, locality: east/east-1a}
+)";
+  Apply("topology.yaml", config);
+  ASSERT_EQ(Endpoints("east-vms.mesh.local", 8080).size(), 1u) << "selected by the region of its locality";
+  ASSERT_EQ(Endpoints("web.shop.svc.cluster.local", 8080).size(), 1u);
+  EXPECT_EQ(Endpoints("web.shop.svc.cluster.local", 8080)[0].node_name, "node-a");
+
+  std::string moved_node = config;
+  moved_node.replace(moved_node.find("node-a"), 6, "node-b");
+  PushRequest request = Apply("topology.yaml", moved_node);
+  EXPECT_TRUE(request.EndpointOnly());
+  EXPECT_TRUE(request.configs.contains(ConfigKey{kind::kEndpoints, "shop", "web.shop.svc.cluster.local"}));
+  EXPECT_EQ(Endpoints("web.shop.svc.cluster.local", 8080)[0].node_name, "node-b");
+
+  std::string moved_vm = moved_node;
+  moved_vm.replace(moved_vm.find("east/east-1a"), 12, "west/west-1a");
+  request = Apply("topology.yaml", moved_vm);
+  EXPECT_TRUE(request.EndpointOnly());
+  EXPECT_TRUE(request.configs.contains(ConfigKey{kind::kEndpoints, "shop", "east-vms.mesh.local"}))
+      << "the ServiceEntry that selected it by its old locality";
+  EXPECT_TRUE(Endpoints("east-vms.mesh.local", 8080).empty());
+}
+
 TEST_F(MeshModelTest, ContextHasServicesByHostAndAContentVersion) {
   auto built = model_.Build(nullptr, {}, 1, absl::UnixEpoch());
   ASSERT_TRUE(built.ok());

@@ -212,7 +212,8 @@ TEST(AugmentLabelsTest, AugmentedMatchAgreesWithMatchingTheAugmentedLabels) {
 
 // As istiod's setTopologyLabels, every proxy, in the registry or not, gets its locality (its
 // workload's, else its labels', else its node's) and its node metadata's CLUSTER_ID, NODE_NAME
-// and NETWORK as labels; a workload found carries the registry's cluster unless CLUSTER_ID names one.
+// and NETWORK as labels; a workload found carries the registry's cluster, and a node of another
+// cluster is not looked up.
 TEST_F(WorkloadRegistryTest, EveryProxyGetsItsTopologyLabels) {
   const auto with = [](envoy::config::core::v3::Node node, const std::map<std::string, std::string>& metadata) {
     for (const auto& [k, v] : metadata) (*node.mutable_metadata()->mutable_fields())[k].set_string_value(v);
@@ -243,13 +244,22 @@ TEST_F(WorkloadRegistryTest, EveryProxyGetsItsTopologyLabels) {
   EXPECT_EQ(proxy.labels.at("topology.kubernetes.io/region"), "eu-west");
   EXPECT_EQ(proxy.labels.at("topology.istio.io/cluster"), "Kubernetes");
   EXPECT_EQ(proxy.labels.at("kubernetes.io/hostname"), "node-3");
-  EXPECT_EQ(Resolve(with(pod_node, {{"CLUSTER_ID", "east"}})).labels.at("topology.istio.io/cluster"), "east");
+  EXPECT_EQ(Resolve(with(pod_node, {{"CLUSTER_ID", "Kubernetes"}})).workload, "Pod shop/reviews-v2-c4d");
+  // A node of another cluster is not looked up in this one's registry, as istiod searches only
+  // the registries of the proxy's cluster: its own labels, and its cluster.
+  const ProxyInfo elsewhere = Resolve(with(pod_node, {{"CLUSTER_ID", "east"}}));
+  EXPECT_EQ(elsewhere.workload, "");
+  EXPECT_FALSE(elsewhere.labels.contains("app"));
+  EXPECT_EQ(elsewhere.labels.at("topology.istio.io/cluster"), "east");
   // A registry of another cluster (--cluster-id) labels its workloads with it.
   ConfigStore store;
   MeshModel model(store, "cluster.local", kRootNamespace, "west");
   model.OnUpdate(store.ApplyFile("workloads.yaml", kWorkloads));
   const ProxyInfo in_west = ParseProxyInfo(pod_node, model.workloads().get());
   EXPECT_EQ(in_west.labels.at("topology.istio.io/cluster"), "west");
+  EXPECT_EQ(ParseProxyInfo(with(pod_node, {{"CLUSTER_ID", "west"}}), model.workloads().get()).workload,
+            "Pod shop/reviews-v2-c4d");
+  EXPECT_EQ(ParseProxyInfo(with(pod_node, {{"CLUSTER_ID", "Kubernetes"}}), model.workloads().get()).workload, "");
   EXPECT_EQ(model.workloads()->by_address.at("127.0.0.40")[0].labels.at("topology.istio.io/cluster"), "west");
 }
 
