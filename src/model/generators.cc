@@ -566,11 +566,8 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
     if (dns.subset_labels == nullptr || dns.subset_labels->empty()) add(dns.service.host, service_port, 0, "");
   } else {
     for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
-      // Its labels as istiod's registry gives them (AugmentLabels), as EDS endpoints are selected.
-      if (dns.subset_labels != nullptr &&
-          !AugmentedLabelsMatch(*dns.subset_labels, endpoint.labels, dns.cluster_id, WorkloadLocality(endpoint), "")) {
-        continue;
-      }
+      // By its labels as istiod's registry gives them, as EDS endpoints are selected.
+      if (dns.subset_labels != nullptr && !SelectsWorkload(*dns.subset_labels, endpoint, dns.cluster_id)) continue;
       auto named = endpoint.ports.find(dns.port.name);
       add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
           WorkloadLocality(endpoint));  // its `locality`, else its labels', as EDS and istiod read it

@@ -10,7 +10,8 @@
 //   pilot_duplicate_envoy_clusters a host defined by two objects (a Service and a ServiceEntry,
 //                                 two ServiceEntries): one of them is served
 //   pilot_eds_no_instances        a service port without endpoints, or a DestinationRule subset
-//                                 that selects none of its host's endpoints
+//                                 that selects none of its host's endpoints (of a DNS
+//                                 ServiceEntry, none of its names)
 //   pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http
 //                                 an opaque port, or an SNI name of a TLS port or tls route,
 //                                 that another service's Envoy filter chain has (MeshContext)

@@ -2035,17 +2035,17 @@ spec:
   subsets: [{name: eu, labels: {topology.kubernetes.io/zone: eu-west-1b}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  const auto addresses_of = [&](const std::string& cluster) { return EndpointAddressesFor(cluster); };
   using Addresses = std::vector<std::string>;
-  EXPECT_EQ(addresses_of("outbound|8080|south|kube.default.svc.cluster.local"), Addresses{"127.0.0.65"})
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|south|kube.default.svc.cluster.local"), Addresses{"127.0.0.65"})
       << "the Pod's istio-locality label as topology.kubernetes.io/region";
-  EXPECT_EQ(addresses_of("outbound|8080|on-b|kube.default.svc.cluster.local"), Addresses{"127.0.0.66"})
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|on-b|kube.default.svc.cluster.local"), Addresses{"127.0.0.66"})
       << "the Pod's spec.nodeName as kubernetes.io/hostname";
-  EXPECT_EQ(addresses_of("outbound|8080|here|kube.default.svc.cluster.local"), (Addresses{"127.0.0.65", "127.0.0.66"}))
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|here|kube.default.svc.cluster.local"),
+            (Addresses{"127.0.0.65", "127.0.0.66"}))
       << "every endpoint is of the registry's cluster";
-  EXPECT_EQ(addresses_of("outbound|8080|written|kube.default.svc.cluster.local"), Addresses{})
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|written|kube.default.svc.cluster.local"), Addresses{})
       << "the cluster goes over a label of that name, as in istiod";
-  EXPECT_EQ(addresses_of("outbound|8080|rack|geo.mesh.local"), Addresses{"127.0.0.63"})
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|rack|geo.mesh.local"), Addresses{"127.0.0.63"})
       << "a ServiceEntry endpoint's locality";
   auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   const auto& eu = clusters["outbound|8443|eu|names.example.com"].load_assignment();
@@ -2119,11 +2119,12 @@ spec:
   subsets: [{name: west, labels: {topology.istio.io/cluster: west}}, {name: k8s, labels: {topology.istio.io/cluster: Kubernetes}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  const auto count_of = [&](const std::string& cluster) { return EndpointAddressesFor(cluster).size(); };
-  EXPECT_EQ(count_of("outbound|8080|west|geo.mesh.local"), 1u);
-  EXPECT_EQ(count_of("outbound|8080|k8s|geo.mesh.local"), 0u) << "the model's cluster, not the default";
-  EXPECT_EQ(count_of("outbound|8080||vms.mesh.local"), 1u) << "the WorkloadEntry is selected by its cluster";
-  EXPECT_EQ(count_of("outbound|8080||vms-k8s.mesh.local"), 0u);
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|west|geo.mesh.local").size(), 1u);
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080|k8s|geo.mesh.local").size(), 0u)
+      << "the model's cluster, not the default";
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080||vms.mesh.local").size(), 1u)
+      << "the WorkloadEntry is selected by its cluster";
+  EXPECT_EQ(EndpointAddressesFor("outbound|8080||vms-k8s.mesh.local").size(), 0u);
   auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
   EXPECT_EQ(clusters["outbound|8443|west|names.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 1);
   EXPECT_EQ(clusters["outbound|8443|k8s|names.example.com"].load_assignment().endpoints(0).lb_endpoints_size(), 0);
