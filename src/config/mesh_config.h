@@ -139,6 +139,9 @@ struct PolicyFields {
     };
     std::vector<Distribute> distribute;
     std::vector<std::pair<std::string, std::string>> failover;  // region -> region
+    // Labels in order, each "key" or "key=value" (the value a proxy is taken to have, istiod's
+    // override): endpoints whose labels agree with the proxy's on more of them come first.
+    std::vector<std::string> failover_priority;
   };
   std::optional<LocalityLb> locality_lb;
   // loadBalancer.warmup, or the deprecated warmupDurationSecs (a duration alone): Envoy's slow

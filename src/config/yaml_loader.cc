@@ -2299,12 +2299,23 @@ std::optional<PolicyFields::Warmup> ReadWarmup(Reader& r, const YAML::Node& lb, 
   return warmup;
 }
 
-// loadBalancer.localityLbSetting: enabled, distribute (from -> to weights adding up to 100) or
-// failover (region -> another region), as Istio validates them; failoverPriority is refused.
+// At most this many failoverPriority labels: each costs every endpoint a comparison for every
+// proxy the rule reaches. Istio sets no bound; more is refused as not supported.
+constexpr size_t kMaxFailoverPriorityLabels = 32;
+
+// loadBalancer.localityLbSetting: enabled, distribute (from -> to weights adding up to 100),
+// failover (region -> another region) and failoverPriority, as Istio validates them.
 PolicyFields::LocalityLb ReadLocalityLb(Reader& r, const YAML::Node& node, const std::string& f) {
   PolicyFields::LocalityLb out;
   if (!r.IsMap(node, f)) return out;
-  r.OnlyKeys(node, f, {"enabled", "distribute", "failover"}, {"failoverPriority"});
+  r.OnlyKeys(node, f, {"enabled", "distribute", "failover", "failoverPriority"});
+  out.failover_priority = r.Strings(node, "failoverPriority", f, false);
+  if (out.failover_priority.size() > kMaxFailoverPriorityLabels) {
+    r.Error(node["failoverPriority"], Reader::Join(f, "failoverPriority"),
+            StrCat("more than ", kMaxFailoverPriorityLabels, " labels is not supported by cxds (there are ",
+                   out.failover_priority.size(), ")"));
+    out.failover_priority.clear();
+  }
   if (node["enabled"].IsDefined()) out.enabled = r.Bool(node, "enabled", f).value_or(true);
   const auto non_empty = [&](const char* key) {
     const YAML::Node list = node[key];
@@ -2360,6 +2371,19 @@ PolicyFields::LocalityLb ReadLocalityLb(Reader& r, const YAML::Node& node, const
       }
       if (!from.empty() && from == to) r.Error(list[i], ff, "from and to must be different regions");
       out.failover.emplace_back(from, to);
+    }
+  }
+  // As Istio validates: failover already orders by region, zone and subzone (the entry as
+  // written: with "=value" it is not one of these).
+  if (!out.failover.empty()) {
+    for (size_t i = 0; i < out.failover_priority.size(); ++i) {
+      const std::string& label = out.failover_priority[i];
+      if (label == "topology.kubernetes.io/region" || label == "topology.kubernetes.io/zone" ||
+          label == "topology.istio.io/subzone") {
+        r.Error(node["failoverPriority"][i], Reader::Index(Reader::Join(f, "failoverPriority"), i),
+                StrCat("topology label ", label, " cannot be given with failover (as Istio validates)"));
+        break;
+      }
     }
   }
   return out;

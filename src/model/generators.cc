@@ -339,10 +339,12 @@ LocalityParts ParseLocality(const std::string& locality) {
   return {parts[0], parts[1], parts[2]};  // "/zone" keeps its zone, as istiod's ConvertLocality
 }
 
+// With failoverPriority a locality is split by priority (istiod's applyFailoverPriorityPerLocality):
+// one group per locality and priority, in order of locality, then priority.
 class LocalityGroups {
  public:
-  envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight) {
-    Group& group = groups_[ParseLocality(locality)];
+  envoy::config::endpoint::v3::LbEndpoint* Add(const std::string& locality, uint32_t weight, uint32_t priority = 0) {
+    Group& group = groups_[{ParseLocality(locality), priority}];
     group.weight += std::max<uint32_t>(weight, 1);
     return group.endpoints.add_lb_endpoints();
   }
@@ -351,11 +353,12 @@ class LocalityGroups {
     uint64_t total = 0;
     for (const auto& [name, group] : groups_) total += group.weight;
     const uint64_t divisor = total / UINT32_MAX + 1;  // 1 unless the sum overflows what gRPC takes
-    for (auto& [name, group] : groups_) {
+    for (auto& [key, group] : groups_) {
       auto* locality = out.Add();
       *locality = std::move(group.endpoints);
-      const auto& [region, zone, sub_zone] = name;
-      locality->mutable_locality();  // present even when empty: gRPC refuses a missing one
+      const auto& [region, zone, sub_zone] = key.first;
+      if (key.second != 0) locality->set_priority(key.second);  // made contiguous by ApplyLocalityLb
+      locality->mutable_locality();                             // present even when empty: gRPC refuses a missing one
       if (!region.empty()) locality->mutable_locality()->set_region(region);
       if (!zone.empty()) locality->mutable_locality()->set_zone(zone);
       if (!sub_zone.empty()) locality->mutable_locality()->set_sub_zone(sub_zone);
@@ -373,7 +376,7 @@ class LocalityGroups {
     envoy::config::endpoint::v3::LocalityLbEndpoints endpoints;
     uint64_t weight = 0;
   };
-  std::map<LocalityParts, Group> groups_;
+  std::map<std::pair<LocalityParts, uint32_t>, Group> groups_;
 };
 
 // Whether a locality matches a localityLbSetting pattern ("region/zone/subzone", '*' or a
@@ -390,14 +393,47 @@ bool LocalityMatches(const envoy::config::core::v3::Locality& locality, const st
 // What localityLbSetting does for one proxy, as istiod's ApplyLocalityLoadBalancer: for the
 // proxy's locality (the empty one for a proxy that gives none, as in istiod), the first
 // `distribute` rule whose `from` matches it, else (only with outlier detection, without which
-// Envoy would never fail over) failover by priority. Unset setting: Istio's mesh default,
-// enabled with no rules. Null: nothing to apply.
+// Envoy would never fail over) failover by priority: by failoverPriority's labels when it has
+// some (and by locality too when it also has `failover` rules), else by locality. Unset setting:
+// Istio's mesh default, enabled with no rules. Null: nothing to apply.
 struct LocalityLbPlan {
   envoy::config::core::v3::Locality proxy;
   std::optional<PolicyFields::LocalityLb::Distribute> distribute;  // a copy: the policy is a temporary
-  std::vector<std::pair<std::string, std::string>> failover;       // used without distribute
-  std::string key;  // for cache keys: what decides the result (the rule, or the locality's shared part)
+  bool by_locality = false;                                        // istiod's applyLocalityFailover
+  std::vector<std::pair<std::string, std::string>> failover;       // region -> region, with by_locality
+  // failoverPriority: each label and the value the proxy is taken to have (its own label's, ""
+  // for none, or the entry's "=value"). Empty: no failoverPriority, or a proxy without labels
+  // (istiod then applies none).
+  std::vector<std::pair<std::string, std::string>> priority_labels;
+  bool network_first = false;  // the first entry is exactly the network label: istiod's special case
+  std::string key;             // for cache keys: what decides the result (the rule, or the parts endpoints share)
+
+  // The priority failoverPriority gives an endpoint, `value_of(label)` its label's value ("" for
+  // none), as istiod's applyFailoverPriorityPerLocality: 0 when it agrees with the proxy on every
+  // label, else the count of labels from the first it differs on to the last; one of another
+  // network (network_first) comes after every one of the proxy's, ordered by the others alike.
+  template <typename ValueOf>
+  uint32_t LabelPriority(const ValueOf& value_of) const {
+    const uint32_t count = static_cast<uint32_t>(priority_labels.size());
+    uint32_t adjust = 0;
+    for (uint32_t j = 0; j < count; ++j) {
+      if (value_of(priority_labels[j].first) == priority_labels[j].second) continue;
+      if (j == 0 && network_first) {
+        adjust = count;
+        continue;
+      }
+      return count - j + adjust;
+    }
+    return adjust;
+  }
 };
+
+// An endpoint's label as failoverPriority reads it: as istiod's registries give it (AugmentLabels);
+// a DNS host resolved itself has none.
+std::string_view PriorityLabelValue(const EndpointInfo& endpoint, const std::string& key, std::string_view cluster_id) {
+  if (endpoint.bare) return {};
+  return AugmentedLabelValue(endpoint.labels, key, cluster_id, endpoint.locality, endpoint.node_name);
+}
 // Whether some policy of `rule` could give PlanLocalityLb a plan: a distribute rule, or outlier
 // detection (under which Istio's mesh default fails over by locality). Reads, copies nothing.
 bool MayShapeLocality(const DestinationRule& rule) {
@@ -413,9 +449,11 @@ bool MayShapeLocality(const DestinationRule& rule) {
          std::any_of(rule.subsets.begin(), rule.subsets.end(), [&](const auto& s) { return any_in(s.traffic_policy); });
 }
 
+// `endpoints`: all the cluster's port may select, to cut the key to what they share with the proxy.
 std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& policy,
                                              const envoy::config::core::v3::Locality& locality,
-                                             const std::vector<EndpointInfo>& endpoints) {
+                                             const LabelMap& proxy_labels, const std::vector<EndpointInfo>& endpoints,
+                                             std::string_view cluster_id) {
   if (!policy.has_value()) return std::nullopt;
   static const PolicyFields::LocalityLb kMeshDefault;  // Istio's: enabled, no rules
   const PolicyFields::LocalityLb& setting = policy->locality_lb.has_value() ? *policy->locality_lb : kMeshDefault;
@@ -433,7 +471,35 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
     return std::nullopt;  // no rule for this proxy's locality: endpoints as they are
   }
   if (!policy->outlier_detection.has_value()) return std::nullopt;
+  // With failoverPriority, priorities by locality only when `failover` rules are given too.
+  plan.by_locality = setting.failover_priority.empty() || !setting.failover.empty();
+  if (!setting.failover_priority.empty() && !proxy_labels.empty()) {
+    plan.network_first = setting.failover_priority.front() == "topology.istio.io/network";
+    plan.key = "priority";
+    for (const std::string& entry : setting.failover_priority) {
+      // "key=value" gives the value; with more than one '=' the entry is all key, as istiod splits it.
+      const size_t equals = entry.find('=');
+      std::string label = entry.substr(0, equals);
+      std::string value;
+      if (equals != std::string::npos && entry.find('=', equals + 1) == std::string::npos) {
+        value = entry.substr(equals + 1);
+      } else if (auto own = proxy_labels.find(label); own != proxy_labels.end()) {
+        value = own->second;
+      }
+      // Like the locality below: a value no endpoint has decides as any other such value.
+      const bool shared = std::any_of(endpoints.begin(), endpoints.end(), [&](const EndpointInfo& endpoint) {
+        return PriorityLabelValue(endpoint, label, cluster_id) == value;
+      });
+      plan.key += shared ? StrCat("#", value.size(), ":", value) : std::string("#?");
+      plan.priority_labels.emplace_back(std::move(label), std::move(value));
+    }
+  }
+  if (!plan.by_locality) {
+    if (plan.priority_labels.empty()) return std::nullopt;
+    return plan;
+  }
   plan.failover = setting.failover;
+  const size_t labels_key_size = plan.key.size();
   // The key: the proxy's locality cut to what the endpoints' localities share with it, which
   // alone decides the priorities, so that clients naming made-up localities share entries
   // (the cache would grow with every new name otherwise). Parts length-prefixed.
@@ -449,8 +515,8 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   const auto part = [](bool seen, const std::string& value) {
     return seen ? StrCat(value.size(), ":", value) : std::string("?");
   };
-  plan.key = StrCat("failover#", part(region, plan.proxy.region()), part(zone, plan.proxy.zone()),
-                    part(sub_zone, plan.proxy.sub_zone()));
+  plan.key += StrCat("failover#", part(region, plan.proxy.region()), part(zone, plan.proxy.zone()),
+                     part(sub_zone, plan.proxy.sub_zone()));
   bool rule_for_region = false;
   for (size_t i = 0; !region && i < plan.failover.size(); ++i) {
     if (plan.failover[i].first == plan.proxy.region()) {
@@ -460,8 +526,13 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
     }
   }
   // No endpoint in its region and no failover rule for it: every locality is of one priority,
-  // the endpoints as they are (and the entry every such proxy shares).
-  if (!region && !rule_for_region) return std::nullopt;
+  // the endpoints as they are (and the entry every such proxy shares), unless labels order them.
+  if (!region && !rule_for_region) {
+    if (plan.priority_labels.empty()) return std::nullopt;
+    plan.by_locality = false;
+    plan.failover.clear();
+    plan.key.resize(labels_key_size);
+  }
   return plan;
 }
 
@@ -493,9 +564,10 @@ void CapLocalityWeights(ClusterLoadAssignment& cla) {
 // Applies `plan` to an assignment's localities, as istiod's applyLocalityWeights and
 // applyLocalityFailover: distribute gives each `to` pattern's weight to the localities it
 // matches (split by their own weights, rounded up) and empties the localities no pattern
-// matches; failover sets priorities: 0 the proxy's subzone, 1 its zone, 2 its region, 3 another
-// region (4 when a failover rule for the proxy's region names another), then renumbered from 0
-// without gaps (Envoy and gRPC want them contiguous).
+// matches; failover by locality sets priorities: 0 the proxy's subzone, 1 its zone, 2 its
+// region, 3 another region (4 when a failover rule for the proxy's region names another), under
+// the priorities failoverPriority gave when grouping (each of those split five ways); then
+// all are renumbered from 0 without gaps (Envoy and gRPC want them contiguous).
 void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
   auto& localities = *cla.mutable_endpoints();
   if (plan.distribute.has_value()) {
@@ -520,8 +592,13 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
     }
     return;
   }
-  std::map<uint32_t, std::vector<int>> by_priority;
+  std::map<uint64_t, std::vector<int>> by_priority;
   for (int i = 0; i < localities.size(); ++i) {
+    const uint64_t by_labels = localities[i].priority();
+    if (!plan.by_locality) {
+      by_priority[by_labels].push_back(i);
+      continue;
+    }
     const auto& at = localities[i].locality();
     uint32_t priority = 3;
     if (at.region() == plan.proxy.region()) {
@@ -533,7 +610,7 @@ void ApplyLocalityLb(const LocalityLbPlan& plan, ClusterLoadAssignment& cla) {
         break;
       }
     }
-    by_priority[priority].push_back(i);
+    by_priority[by_labels * 5 + priority].push_back(i);
   }
   uint32_t next = 0;
   for (const auto& [priority, members] : by_priority) {
@@ -551,8 +628,9 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   assignment->set_cluster_name(name);
   LocalityGroups groups;
   size_t count = 0;
-  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality) {
-    auto* lb = groups.Add(locality, weight);
+  const auto add = [&](const std::string& address, uint32_t port, uint32_t weight, const std::string& locality,
+                       uint32_t priority) {
+    auto* lb = groups.Add(locality, weight, priority);
     ++count;
     auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
     socket->set_address(address);
@@ -563,14 +641,21 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   if (dns.service.dns_endpoints.empty()) {
     // The host itself has no labels at all in istiod (not even AugmentLabels'): a subset that
     // names any selects nothing, as for gRPC nodes (EndpointInfo::bare).
-    if (dns.subset_labels == nullptr || dns.subset_labels->empty()) add(dns.service.host, service_port, 0, "");
+    if (dns.subset_labels == nullptr || dns.subset_labels->empty()) {
+      const auto none = [](const std::string&) { return std::string_view(); };
+      add(dns.service.host, service_port, 0, "", dns.locality_plan ? dns.locality_plan->LabelPriority(none) : 0);
+    }
   } else {
     for (const WorkloadEndpoint& endpoint : dns.service.dns_endpoints) {
       // By its labels as istiod's registry gives them, as EDS endpoints are selected.
       if (dns.subset_labels != nullptr && !SelectsWorkload(*dns.subset_labels, endpoint, dns.cluster_id)) continue;
       auto named = endpoint.ports.find(dns.port.name);
-      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight,
-          WorkloadLocality(endpoint));  // its `locality`, else its labels', as EDS and istiod read it
+      const std::string locality = WorkloadLocality(endpoint);  // its `locality`, else its labels', as EDS reads it
+      const auto value_of = [&](const std::string& key) {
+        return AugmentedLabelValue(endpoint.labels, key, dns.cluster_id, locality, "");
+      };
+      add(endpoint.address, named != endpoint.ports.end() ? named->second : service_port, endpoint.weight, locality,
+          dns.locality_plan ? dns.locality_plan->LabelPriority(value_of) : 0);
     }
   }
   if (groups.empty()) assignment->add_endpoints();  // (as before: one empty group)
@@ -591,12 +676,13 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
 }
 
 // Whether an Envoy cluster of `policy` weighs localities (locality_weighted_lb_config), as
-// istiod sets it: for localityLbSetting's distribute, and for its failover rules when outlier
-// detection lets the proxy fail over.
+// istiod sets it: for localityLbSetting's distribute, and for its failover rules or
+// failoverPriority when outlier detection lets the proxy fail over.
 bool WeighsLocalities(const PolicyFields& policy) {
   if (!policy.locality_lb.has_value() || !policy.locality_lb->enabled) return false;
   return !policy.locality_lb->distribute.empty() ||
-         (policy.outlier_detection.has_value() && !policy.locality_lb->failover.empty());
+         (policy.outlier_detection.has_value() &&
+          (!policy.locality_lb->failover.empty() || !policy.locality_lb->failover_priority.empty()));
 }
 
 // The load balancer, as istiod's applyLoadBalancer: a ring hash for consistentHash (gRPC too,
@@ -789,9 +875,12 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       const std::optional<PolicyFields> policy = PolicyFor(rule, subset, port.number);
       std::optional<LocalityLbPlan> locality_plan;
       if (dns && policy.has_value()) {
-        std::vector<EndpointInfo> names;  // their localities decide what the plan depends on
-        for (const WorkloadEndpoint& e : service.dns_endpoints) names.push_back({.locality = WorkloadLocality(e)});
-        locality_plan = PlanLocalityLb(policy, proxy.locality, names);
+        std::vector<EndpointInfo> names;  // what they share with the proxy decides what the plan depends on
+        for (const WorkloadEndpoint& e : service.dns_endpoints) {
+          names.push_back({.labels = e.labels, .locality = WorkloadLocality(e)});
+        }
+        if (names.empty()) names.push_back({.bare = true});  // the host itself, without labels
+        locality_plan = PlanLocalityLb(policy, proxy.locality, proxy.labels, names, model_.cluster_id());
       }
       const DnsTarget target{service,
                              port,
@@ -929,8 +1018,8 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
             port_endpoints = &port->second;
           }
         }
-        locality_plan =
-            PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), *port_endpoints);
+        locality_plan = PlanLocalityLb(PolicyFor(rule, cluster->subset, cluster->port), proxy_locality(), info().labels,
+                                       *port_endpoints, model_.cluster_id());
       }
       std::string variant = cluster->subset.empty() ? "" : StrCat("dr:", RuleId(rule));
       if (locality_plan.has_value()) variant = StrCat("dr:", RuleId(rule), "|locality:", locality_plan->key);
@@ -959,7 +1048,9 @@ class EndpointGenerator final : public TypedGenerator<MeshContext> {
           // By the endpoint's labels as istiod's registries give them: a subset may select by
           // locality, cluster or node.
           if (subset_labels != nullptr && !endpoint.SelectedBy(*subset_labels, cluster_id)) continue;
-          auto* lb = groups.Add(endpoint.locality, endpoint.weight);
+          const auto value_of = [&](const std::string& key) { return PriorityLabelValue(endpoint, key, cluster_id); };
+          auto* lb = groups.Add(endpoint.locality, endpoint.weight,
+                                locality_plan.has_value() ? locality_plan->LabelPriority(value_of) : 0);
           auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
           socket->set_address(endpoint.address);
           socket->set_port_value(endpoint.port);

@@ -499,6 +499,48 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   }
 }
 
+// localityLbSetting failover (rules or failoverPriority) where no outlier detection applies with
+// it: nothing would ever eject an endpoint, so neither Envoy nor gRPC would leave the first
+// priority, and istiod (as cxds) gives none; Istio's validation warns too. Judged with the outlier
+// detection the policy gets as merged (a subset's from the rule's, its port settings too, when it
+// sets none; port settings replace both whole): warned only where no proxy can fail over.
+void FailoverWithoutOutlierDetection(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  const auto check = [&](const ConfigKey& key, const PolicyFields& policy, bool outlier, const std::string& field) {
+    if (!policy.locality_lb.has_value() || !policy.locality_lb->enabled || outlier) return;
+    const PolicyFields::LocalityLb& lb = *policy.locality_lb;
+    if (!lb.distribute.empty() || (lb.failover.empty() && lb.failover_priority.empty())) return;
+    out.push_back({key, field + ".loadBalancer.localityLbSetting", "cxds_failover_without_outlier_detection",
+                   StrCat(lb.failover_priority.empty() ? "failover" : "failoverPriority",
+                          " without outlierDetection: no endpoint is ever ejected, so no proxy would fail over; "
+                          "no priorities are given, as in istiod")});
+  };
+  const auto check_policy = [&](const ConfigKey& key, const TrafficPolicy& policy, bool inherited_outlier,
+                                const std::string& field) {
+    check(key, policy, policy.outlier_detection.has_value() || inherited_outlier, field);
+    for (size_t i = 0; i < policy.port_level.size(); ++i) {
+      const PolicyFields& port = policy.port_level[i].policy;
+      check(key, port, port.outlier_detection.has_value(), StrCat(field, ".portLevelSettings[", i, "]"));
+    }
+  };
+  for (const auto& [key, stored] : served) {
+    const auto* rule = std::get_if<DestinationRule>(&stored->object);
+    if (rule == nullptr) continue;
+    bool rule_outlier = false;
+    if (rule->traffic_policy.has_value()) {
+      // A subset's clusters get the rule's port settings too: any outlier detection there may apply.
+      const auto& levels = rule->traffic_policy->port_level;
+      rule_outlier = rule->traffic_policy->outlier_detection.has_value() ||
+                     std::any_of(levels.begin(), levels.end(),
+                                 [](const auto& level) { return level.policy.outlier_detection.has_value(); });
+      check_policy(key, *rule->traffic_policy, false, "spec.trafficPolicy");
+    }
+    for (size_t i = 0; i < rule->subsets.size(); ++i) {
+      if (!rule->subsets[i].traffic_policy.has_value()) continue;
+      check_policy(key, *rule->subsets[i].traffic_policy, rule_outlier, StrCat("spec.subsets[", i, "].trafficPolicy"));
+    }
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
@@ -517,6 +559,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);
+    FailoverWithoutOutlierDetection(served, out);
     return out;
   };
 }
@@ -539,7 +582,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_delegate_unused",
                                                   "cxds_delegate_bound",
                                                   "cxds_addresses_unused",
-                                                  "cxds_exported_to_none"};
+                                                  "cxds_exported_to_none",
+                                                  "cxds_failover_without_outlier_detection"};
   return kCodes;
 }
 

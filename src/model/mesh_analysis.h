@@ -45,6 +45,9 @@
 //                                 served to no proxy
 //   pilot_destrule_subsets        a DestinationRule subset another rule of the same host and
 //                                 namespace defines too (rules are merged; the older one's is served)
+//   cxds_failover_without_outlier_detection
+//                                 localityLbSetting failover or failoverPriority where no outlier
+//                                 detection applies: no proxy would fail over, none is told to
 #pragma once
 
 #include <string>

@@ -50,23 +50,40 @@ LabelMap AugmentLabels(LabelMap labels, const std::string& cluster_id, const std
   return labels;
 }
 
+namespace {
+
+// What AugmentLabels would put under `key`, if it puts anything there; `parts` is the locality
+// split, done only when a locality key asks.
+std::optional<std::string_view> AugmentedValue(std::string_view key, std::string_view cluster_id,
+                                               std::string_view locality, std::string_view node_name,
+                                               std::optional<std::array<std::string_view, 3>>& parts) {
+  if (key == kClusterKey) return cluster_id.empty() ? std::nullopt : std::optional(cluster_id);
+  if (key == kHostnameKey) return node_name.empty() ? std::nullopt : std::optional(node_name);
+  for (size_t i = 0; i < 3; ++i) {
+    if (key != kLocalityKeys[i]) continue;
+    if (!parts.has_value()) parts = SplitLocality(locality);
+    return (*parts)[i].empty() ? std::nullopt : std::optional((*parts)[i]);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view AugmentedLabelValue(const LabelMap& labels, const std::string& key, std::string_view cluster_id,
+                                     std::string_view locality, std::string_view node_name) {
+  std::optional<std::array<std::string_view, 3>> parts;
+  if (std::optional<std::string_view> augmented = AugmentedValue(key, cluster_id, locality, node_name, parts)) {
+    return *augmented;
+  }
+  auto it = labels.find(key);
+  return it != labels.end() ? std::string_view(it->second) : std::string_view();
+}
+
 bool AugmentedLabelsMatch(const LabelMap& selector, const LabelMap& labels, std::string_view cluster_id,
                           std::string_view locality, std::string_view node_name) {
   std::optional<std::array<std::string_view, 3>> parts;  // split only when a selector asks
   for (const auto& [key, value] : selector) {
-    // What AugmentLabels would put under `key`, if it puts anything there.
-    std::optional<std::string_view> augmented;
-    if (key == kClusterKey && !cluster_id.empty()) {
-      augmented = cluster_id;
-    } else if (key == kHostnameKey && !node_name.empty()) {
-      augmented = node_name;
-    } else {
-      for (size_t i = 0; i < 3; ++i) {
-        if (key != kLocalityKeys[i]) continue;
-        if (!parts.has_value()) parts = SplitLocality(locality);
-        if (!(*parts)[i].empty()) augmented = (*parts)[i];
-      }
-    }
+    const std::optional<std::string_view> augmented = AugmentedValue(key, cluster_id, locality, node_name, parts);
     if (augmented.has_value()) {
       if (*augmented != value) return false;
       continue;

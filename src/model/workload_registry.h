@@ -39,6 +39,10 @@ LabelMap AugmentLabels(LabelMap labels, const std::string& cluster_id, const std
 // building the map: how subsets select endpoints, each of which would otherwise need a copy.
 bool AugmentedLabelsMatch(const LabelMap& selector, const LabelMap& labels, std::string_view cluster_id,
                           std::string_view locality, std::string_view node_name);
+// AugmentLabels(labels, cluster_id, locality, node_name, "")[key] without building the map, ""
+// when there is no such label (how istiod's failoverPriority reads an endpoint's labels).
+std::string_view AugmentedLabelValue(const LabelMap& labels, const std::string& key, std::string_view cluster_id,
+                                     std::string_view locality, std::string_view node_name);
 // Whether AugmentLabels may set `key` (a locality part, the cluster or the node).
 bool IsAugmentedKey(std::string_view key);
 // Whether a ServiceEntry's workloadSelector or a Service's selector selects a WorkloadEntry (or

@@ -423,7 +423,7 @@ spec: {address: 127.0.0.7, network: vpc-1}
   EXPECT_THAT(Errors(network), ::testing::HasSubstr("spec.network: is not supported by cxds"));
 }
 
-// localityLbSetting is checked as Istio validates it; failoverPriority is not supported.
+// localityLbSetting is checked as Istio validates it.
 TEST(YamlLoaderTest, LocalityLbSettingIsCheckedAsIstioChecksIt) {
   const auto errors_of = [](const std::string& setting) {
     return Errors(ParseConfigFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
@@ -448,8 +448,19 @@ spec:
               ::testing::HasSubstr("failover[0].from: must be a region"));
   EXPECT_THAT(errors_of(R"({failover: [{from: a, to: b}], distribute: [{from: a, to: {b: 100}}]})"),
               ::testing::HasSubstr("give distribute or failover, not both"));
-  EXPECT_THAT(errors_of(R"({failoverPriority: [topology.istio.io/network]})"),
-              ::testing::HasSubstr("failoverPriority: is not supported by cxds"));
+  // failoverPriority: labels, or "label=value"; with failover, not the labels failover orders by.
+  EXPECT_EQ(errors_of(R"({failoverPriority: [topology.istio.io/network, "topology.kubernetes.io/zone=z1", x]})"), "");
+  EXPECT_EQ(errors_of(R"({failoverPriority: [topology.istio.io/network], failover: [{from: a, to: b}]})"), "");
+  EXPECT_THAT(errors_of(R"({failoverPriority: [app, topology.kubernetes.io/zone], failover: [{from: a, to: b}]})"),
+              ::testing::HasSubstr("failoverPriority[1]: topology label topology.kubernetes.io/zone cannot be given "
+                                   "with failover (as Istio validates)"));
+  EXPECT_THAT(errors_of(R"({failoverPriority: [{a: b}]})"),
+              ::testing::HasSubstr("failoverPriority[0]: must be a string"));
+  std::string many = "{failoverPriority: [l0";
+  for (int i = 1; i < 33; ++i) many += StrCat(", l", i);
+  EXPECT_EQ(errors_of(many.substr(0, many.rfind(',')) + "]}"), "") << "32 labels";
+  EXPECT_THAT(errors_of(many + "]}"),
+              ::testing::HasSubstr("failoverPriority: more than 32 labels is not supported by cxds (there are 33)"));
 }
 
 TEST(YamlLoaderTest, UnknownFieldsAndKindsAreErrorsNeverIgnored) {

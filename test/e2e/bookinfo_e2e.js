@@ -35,7 +35,11 @@
 //      node.locality) with a rule `failover: r-a -> r-c` and outlier detection is sent three
 //      priorities, so all 20 calls reach the r-a backend; once that backend is killed, a client
 //      (a new process: it finds r-a refusing and its priority policy moves on) sends all 20 to
-//      r-c, the rule's `to` (without the rule r-b and r-c would share one priority).
+//      r-c, the rule's `to` (without the rule r-b and r-c would share one priority);
+//   9. failoverPriority in the client: two backends of one locality labelled track canary and
+//      stable, a rule `failoverPriority: [track]`: a client labelled track: canary (its
+//      bootstrap's LABELS) sends all 20 calls to the canary, one labelled stable all 20 to the
+//      stable one (one priority each, where without the rule they would share the calls).
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -331,6 +335,43 @@ spec:
   });
   check(failedOver.by_inventory['loc-c'] === 20,
     'with r-a gone the client fails over to r-c alone, the rule\'s region, not to r-b', failedOver.by_inventory);
+
+  // 9 (the r-b and r-c backends of 8 are still up)
+  writeAtomically(path.join(config, 'pinned.yaml'), `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pinned, namespace: bookinfo}
+spec:
+  hosts: [pinned.example]
+  ports: [{number: 9080, name: grpc-pinned, protocol: GRPC}]
+  resolution: STATIC
+  endpoints:
+  - {address: 127.0.0.42, locality: r-b/z-1, labels: {track: canary}, ports: {grpc-pinned: ${PORT}}}
+  - {address: 127.0.0.43, locality: r-b/z-1, labels: {track: stable}, ports: {grpc-pinned: ${PORT}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: pinned, namespace: bookinfo}
+spec:
+  host: pinned.example
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3, interval: 5s}
+    loadBalancer:
+      localityLbSetting:
+        failoverPriority: [track]
+`);
+  const pinnedTarget = ['--target', 'xds:///pinned.example:9080', '--deadline-ms', '2000', '--calls', '20'];
+  for (const track of ['canary', 'stable']) {
+    const app = makeBootstrap(path.join(dir, `pinned-${track}.json`), XDS, `productpage-${track}-9`, 'bookinfo',
+      { app: 'productpage', track });
+    const served = await until(`the pinned service to be served to the ${track} client`, async () => {
+      const r = await client(app, pinnedTarget);
+      return r.ok === 20 ? r : null;
+    });
+    const backend = track === 'canary' ? 'loc-b' : 'loc-c';
+    check(served.by_inventory[backend] === 20,
+      `failoverPriority: a client labelled track: ${track} sends every call to the ${track} backend (priority 0)`,
+      served.by_inventory);
+  }
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));

@@ -2898,6 +2898,123 @@ spec:
   }
 }
 
+// failoverPriority, as istiod's applyFailoverPriorities: each locality split by how many of the
+// labels, in order, an endpoint shares with the proxy (its own labels, with AugmentLabels' topology
+// labels; "label=value" gives the proxy's value), priorities made contiguous; a first network label
+// puts the proxy's network first; with `failover` rules, by locality too within each; a proxy
+// without labels gets none; only under outlier detection.
+TEST_F(GeneratorsTest, FailoverPriorityOrdersEndpointsByTheLabelsTheyShareWithTheProxy) {
+  const std::string entry = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: geo}
+spec:
+  resolution: STATIC
+  hosts: [geo.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  endpoints:
+  - {address: 127.0.0.71, locality: us-east/a, labels: {version: v1, topology.istio.io/network: n1}}
+  - {address: 127.0.0.72, locality: us-east/a, labels: {version: v2, topology.istio.io/network: n2}}
+  - {address: 127.0.0.73, locality: us-east/b, labels: {version: v1, topology.istio.io/network: n2}, weight: 4}
+  - {address: 127.0.0.74, locality: us-east/b, labels: {version: v2, topology.istio.io/network: n1}}
+  - {address: 127.0.0.75, locality: eu-west/a, labels: {version: v1, topology.istio.io/network: n1}}
+---
+)";
+  const auto rule = [&](const std::string& setting, bool outlier = true) {
+    Apply("geo.yaml", entry + R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: geo}
+spec:
+  host: geo.mesh.local
+  trafficPolicy:
+)" + std::string(outlier ? "    outlierDetection: {consecutive5xxErrors: 3}\n" : "") +
+                          "    loadBalancer: {localityLbSetting: " + setting + "}\n");
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  };
+  // Each LocalityLbEndpoints in order: "zone priority weight: last address bytes".
+  const std::string all = "outbound|8080||geo.mesh.local";
+  const auto shape = [&](bool grpc, const std::string& region, const std::string& zone, const LabelMap& labels) {
+    auto h = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    auto* node_labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    for (const auto& [k, v] : labels) (*node_labels->mutable_fields())[k].set_string_value(v);
+    node_.mutable_locality()->set_region(region);
+    node_.mutable_locality()->set_zone(zone);
+    h->Send(First(std::string(kEndpointType), {all}));
+    node_.clear_locality();
+    auto eds = h->Take();
+    std::vector<std::string> out;
+    if (eds.size() != 1 || eds[0].resources_size() != 1) {
+      ADD_FAILURE() << "no assignment";
+      return out;
+    }
+    const auto cla = Decode<envoy::config::endpoint::v3::ClusterLoadAssignment>(eds[0], 0);
+    for (const auto& l : cla.endpoints()) {
+      std::string line = StrCat(l.locality().region(), "/", l.locality().zone(), " ", l.priority(), " ",
+                                l.load_balancing_weight().value(), ":");
+      for (const auto& lb : l.lb_endpoints()) {
+        const std::string& address = lb.endpoint().address().socket_address().address();
+        line += StrCat(" ", address.substr(address.rfind('.') + 1));
+      }
+      out.push_back(line);
+    }
+    return out;
+  };
+  using Lines = std::vector<std::string>;
+  const LabelMap v1_n1 = {{"version", "v1"}, {"topology.istio.io/network", "n1"}};
+  for (bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    // version, then zone (the endpoints' from their locality, the proxy's from its node): 0 both
+    // shared, 1 the version only, 2 not the version. eu-west/a shares zone "a".
+    rule("{failoverPriority: [version, topology.kubernetes.io/zone]}");
+    const Lines by_version_then_zone = {"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 2 1: 72",
+                                        "us-east/b 1 4: 73", "us-east/b 2 1: 74"};
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v1"}}), by_version_then_zone);
+    EXPECT_EQ(shape(grpc, "us-east", "b", {{"version", "v2"}}),
+              (Lines{"eu-west/a 2 1: 75", "us-east/a 1 1: 72", "us-east/a 2 1: 71", "us-east/b 0 1: 74",
+                     "us-east/b 2 4: 73"}))
+        << "v2 in zone b: 0; v2 elsewhere: 1; v1: 2";
+    EXPECT_EQ(shape(grpc, "", "", {{"version", "v2"}}),
+              (Lines{"eu-west/a 1 1: 75", "us-east/a 0 1: 72", "us-east/a 1 1: 71", "us-east/b 0 1: 74",
+                     "us-east/b 1 4: 73"}))
+        << "no zone: priorities 1 and 2 renumbered 0 and 1";
+    // A value no endpoint has decides as any other such value: the same shape for both.
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v9"}}), shape(grpc, "us-east", "a", {{"version", "v8"}}));
+    EXPECT_EQ(shape(grpc, "", "", {}), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 2: 71 72", "us-east/b 0 5: 73 74"}))
+        << "a proxy without labels: none applied, as istiod";
+
+    // "version=v2": the proxy is taken to be v2 whatever its label says.
+    rule("{failoverPriority: [version=v2, topology.kubernetes.io/zone]}");
+    EXPECT_EQ(shape(grpc, "us-east", "b", {{"version", "v1"}}),
+              (Lines{"eu-west/a 2 1: 75", "us-east/a 1 1: 72", "us-east/a 2 1: 71", "us-east/b 0 1: 74",
+                     "us-east/b 2 4: 73"}));
+
+    // The network first: another network's endpoints after all of the proxy's, ordered alike.
+    rule("{failoverPriority: [topology.istio.io/network, version]}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", v1_n1), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 3 1: 72",
+                                                         "us-east/b 1 1: 74", "us-east/b 2 4: 73"}))
+        << "n1 v1: 0, n1 v2: 1, n2 v1: 2, n2 v2: 3; in a locality by priority";
+    rule("{failoverPriority: [version, topology.istio.io/network]}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", v1_n1), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 2 1: 72",
+                                                         "us-east/b 1 4: 73", "us-east/b 2 1: 74"}))
+        << "network second: no special case";
+
+    // With failover rules, by locality within each label priority (five ways, then contiguous).
+    rule("{failoverPriority: [version], failover: [{from: us-east, to: eu-west}]}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v1"}}),
+              (Lines{"eu-west/a 2 1: 75", "us-east/a 0 1: 71", "us-east/a 3 1: 72", "us-east/b 1 4: 73",
+                     "us-east/b 4 1: 74"}));
+
+    // Without outlier detection nothing fails over: no priorities.
+    rule("{failoverPriority: [version]}", /*outlier=*/false);
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v2"}}),
+              (Lines{"eu-west/a 0 1: 75", "us-east/a 0 2: 71 72", "us-east/b 0 5: 73 74"}));
+  }
+  rule("{failoverPriority: [version]}");
+  const auto clusters = ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  ASSERT_TRUE(clusters.contains(all));
+  EXPECT_TRUE(clusters.at(all).common_lb_config().has_locality_weighted_lb_config())
+      << "failoverPriority under outlier detection: istiod weighs localities";
+}
+
 // A Gateway, and VirtualServices bound to it, as istiod translates them for a gateway proxy
 // (router~ node): a listener and route configuration http.PORT per server port, a virtual host
 // per VirtualService host the server's hosts admit (routes of several merged, oldest first),
@@ -4306,6 +4423,57 @@ spec:
             (Shape{{"r-a", {0, 1, 0}}, {"r-b", {0, 100, 1}}, {"r-c", {0, 1, 0}}, {"", {0, 1, 0}}}))
       << "distribute: r-b takes all, the others emptied";
   EXPECT_TRUE(weighs);
+}
+
+// failoverPriority on a STRICT_DNS cluster, as istiod applies it to a DNS cluster's load
+// assignment: the names split by the labels they share with the proxy, within their locality.
+TEST_F(GeneratorsTest, FailoverPriorityAppliesToDnsClusters) {
+  Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: pin-dns}
+spec:
+  hosts: [pin-dns.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: DNS
+  endpoints:
+  - {address: a.pin.example.com, locality: r-a, labels: {version: v1}}
+  - {address: b.pin.example.com, locality: r-a, labels: {version: v2}}
+  - {address: c.pin.example.com, locality: r-b, labels: {version: v2}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: pin-dns}
+spec:
+  host: pin-dns.mesh.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3}
+    loadBalancer: {localityLbSetting: {failoverPriority: [version]}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  // "region priority: names' first letters" of the cluster, as a proxy labelled `version` gets it.
+  const auto shape = [&](const std::string& version) {
+    auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["version"].set_string_value(version);
+    h->Send(First(std::string(kClusterType), {}));
+    auto cds = h->Take();
+    std::vector<std::string> out;
+    for (int i = 0; cds.size() == 1 && i < cds[0].resources_size(); ++i) {
+      const auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
+      if (cluster.name() != "outbound|8080||pin-dns.mesh.local") continue;
+      EXPECT_TRUE(cluster.common_lb_config().has_locality_weighted_lb_config());
+      for (const auto& l : cluster.load_assignment().endpoints()) {
+        std::string line = StrCat(l.locality().region(), " ", l.priority(), ":");
+        for (const auto& lb : l.lb_endpoints())
+          line += StrCat(" ", lb.endpoint().address().socket_address().address().substr(0, 1));
+        out.push_back(line);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(shape("v1"), (std::vector<std::string>{"r-a 0: a", "r-a 1: b", "r-b 1: c"}));
+  EXPECT_EQ(shape("v2"), (std::vector<std::string>{"r-a 0: b", "r-a 1: a", "r-b 0: c"})) << "in a locality by priority";
+  EXPECT_EQ(shape("v3"), (std::vector<std::string>{"r-a 0: a b", "r-b 0: c"})) << "shares none: one priority";
 }
 
 // A VirtualService with no route for a proxy and port (its only route delegates to nothing, or

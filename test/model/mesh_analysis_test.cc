@@ -955,6 +955,38 @@ TEST(MeshAnalysisTest, ACredentialNameThatSidecarsIgnoreIsReported) {
       << "under DISABLE it means nothing";
 }
 
+// Failover with no outlier detection would never happen: said where it is written, judged with
+// the outlier detection the policy gets as merged.
+TEST(MeshAnalysisTest, FailoverWithoutOutlierDetectionIsReported) {
+  const std::string tail =
+      " without outlierDetection: no endpoint is ever ejected, so no proxy would fail over; no priorities are given, "
+      "as in istiod [cxds_failover_without_outlier_detection]";
+  const std::string at = "dr.yaml:1: DestinationRule default/inventory: ";
+  EXPECT_THAT(
+      InventoryRuleWarnings(R"(  trafficPolicy:
+    loadBalancer: {localityLbSetting: {failoverPriority: [version]}}
+    portLevelSettings:
+    - {port: {number: 8080}, loadBalancer: {localityLbSetting: {failover: [{from: a, to: b}]}}}
+    - {port: {number: 9090}, outlierDetection: {consecutive5xxErrors: 1}, loadBalancer: {localityLbSetting: {failover: [{from: a, to: b}]}}}
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {localityLbSetting: {failoverPriority: [x], enabled: false}}}}
+)"),
+      ElementsAre(at + "spec.trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" + tail,
+                  at + "spec.trafficPolicy.portLevelSettings[0].loadBalancer.localityLbSetting: failover" + tail))
+      << "port settings replace the rule's outlier detection; disabled: nothing to say";
+  // A subset's failover under the rule's outlier detection fails over; without any, it does not.
+  EXPECT_THAT(InventoryRuleWarnings(R"(  trafficPolicy: {outlierDetection: {consecutive5xxErrors: 1}}
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {localityLbSetting: {failoverPriority: [x]}}}}
+)"),
+              ::testing::IsEmpty());
+  EXPECT_THAT(
+      InventoryRuleWarnings(R"(  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {localityLbSetting: {failoverPriority: [x]}}}}
+)"),
+      ElementsAre(at + "spec.subsets[0].trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" + tail));
+}
+
 // Applies the mesh, then vs.yaml: a VirtualService for inventory.mesh.local with `http` routes.
 ConfigStore::Update ApplyInventoryRoutes(ConfigStore& store, const std::string& http) {
   store.ApplyFile("mesh.yaml", kMesh);
