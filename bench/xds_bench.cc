@@ -135,7 +135,7 @@ SnapshotPtr GenerateMeshView() {
   PushPipeline::Options options;
   options.scheduler = &scheduler;
   options.proxy_filter = MeshProxyFilter(model);
-  options.proxy_update = MeshProxyUpdate();
+  options.proxy_update = MeshProxyUpdate(model);
   PushPipeline pipeline(std::shared_ptr<PushContextBuilder>(&model, [](auto*) {}), options);
   AddMeshGenerators(pipeline, model);
   PushRequest initial;

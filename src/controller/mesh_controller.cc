@@ -38,7 +38,7 @@ MeshController::MeshController(Options options, std::unique_ptr<ConfigSource> so
   pipeline_options.metrics = &metrics_;
   pipeline_options.observer = options_.observer;
   pipeline_options.proxy_filter = MeshProxyFilter(*model_);
-  pipeline_options.proxy_update = MeshProxyUpdate();
+  pipeline_options.proxy_update = MeshProxyUpdate(*model_);
   pipeline_ = std::make_unique<PushPipeline>(model_, pipeline_options);
   AddMeshGenerators(*pipeline_, *model_, options_.translation);
   if (options_.resolver != nullptr) {

@@ -475,24 +475,50 @@ std::optional<LocalityLbPlan> PlanLocalityLb(const std::optional<PolicyFields>& 
   plan.by_locality = setting.failover_priority.empty() || !setting.failover.empty();
   if (!setting.failover_priority.empty() && !proxy_labels.empty()) {
     plan.network_first = setting.failover_priority.front() == "topology.istio.io/network";
-    plan.key = "priority";
+    // As istiod's priorityLabelOverrides: an entry "key=value" (exactly one '=') gives the value
+    // for every entry of that key; the label is what comes before the first '='.
+    std::map<std::string, std::string, std::less<>> overrides;
     for (const std::string& entry : setting.failover_priority) {
-      // "key=value" gives the value; with more than one '=' the entry is all key, as istiod splits it.
       const size_t equals = entry.find('=');
-      std::string label = entry.substr(0, equals);
-      std::string value;
       if (equals != std::string::npos && entry.find('=', equals + 1) == std::string::npos) {
-        value = entry.substr(equals + 1);
+        overrides.insert_or_assign(entry.substr(0, equals), entry.substr(equals + 1));
+      }
+    }
+    for (const std::string& entry : setting.failover_priority) {
+      std::string label = entry.substr(0, entry.find('='));
+      std::string value;
+      if (auto given = overrides.find(label); given != overrides.end()) {
+        value = given->second;
       } else if (auto own = proxy_labels.find(label); own != proxy_labels.end()) {
         value = own->second;
       }
-      // Like the locality below: a value no endpoint has decides as any other such value.
+      plan.priority_labels.emplace_back(std::move(label), std::move(value));
+    }
+    // The key, so that proxies share entries wherever their results are the same (a hostile node
+    // could make the cache grow with every new label value otherwise): only the labels up to the
+    // furthest any endpoint gets before it first differs from the proxy (later ones decide no
+    // endpoint's priority), and of those, like the locality below, a value no endpoint has as "?"
+    // (it decides as any other such value). So the entries are bounded by the endpoints' values.
+    const size_t count = plan.priority_labels.size();
+    size_t reach = 0;  // the last label that decides some endpoint's priority
+    for (const EndpointInfo& endpoint : endpoints) {
+      size_t j = 0;
+      for (; j < count; ++j) {
+        const auto& [label, value] = plan.priority_labels[j];
+        if (PriorityLabelValue(endpoint, label, cluster_id) != value && !(j == 0 && plan.network_first)) break;
+      }
+      reach = std::max(reach, std::min(j, count - 1));
+      if (reach == count - 1) break;
+    }
+    plan.key = "priority";
+    for (size_t j = 0; j <= reach; ++j) {
+      const auto& [label, value] = plan.priority_labels[j];
       const bool shared = std::any_of(endpoints.begin(), endpoints.end(), [&](const EndpointInfo& endpoint) {
         return PriorityLabelValue(endpoint, label, cluster_id) == value;
       });
       plan.key += shared ? StrCat("#", value.size(), ":", value) : std::string("#?");
-      plan.priority_labels.emplace_back(std::move(label), std::move(value));
     }
+    plan.key += "|";
   }
   if (!plan.by_locality) {
     if (plan.priority_labels.empty()) return std::nullopt;
@@ -668,6 +694,9 @@ void SetDnsCluster(const std::string& name, const DnsTarget& dns, Cluster& clust
   if (dns.locality_plan != nullptr && !logical) {
     ApplyLocalityLb(*dns.locality_plan, *assignment);
     CapLocalityWeights(*assignment);
+  } else if (logical) {
+    // One name: whatever failoverPriority made of it, it is the only priority, numbered 0.
+    for (auto& locality : *assignment->mutable_endpoints()) locality.clear_priority();
   }
   cluster.set_type(logical ? Cluster::LOGICAL_DNS : Cluster::STRICT_DNS);
   cluster.set_dns_lookup_family(Cluster::V4_PREFERRED);
@@ -876,8 +905,9 @@ class ClusterGenerator final : public TypedGenerator<MeshContext> {
       std::optional<LocalityLbPlan> locality_plan;
       if (dns && policy.has_value()) {
         std::vector<EndpointInfo> names;  // what they share with the proxy decides what the plan depends on
+        const bool by_labels = policy->locality_lb.has_value() && !policy->locality_lb->failover_priority.empty();
         for (const WorkloadEndpoint& e : service.dns_endpoints) {
-          names.push_back({.labels = e.labels, .locality = WorkloadLocality(e)});
+          names.push_back({.labels = by_labels ? e.labels : LabelMap(), .locality = WorkloadLocality(e)});
         }
         if (names.empty()) names.push_back({.bare = true});  // the host itself, without labels
         locality_plan = PlanLocalityLb(policy, proxy.locality, proxy.labels, names, model_.cluster_id());
@@ -2438,9 +2468,10 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
   return notes;
 }
 
-ProxyUpdateCheck MeshProxyUpdate() {
-  return
-      [](const Proxy& proxy_node, const PushRequest& request) { return NamesProxyWorkload(proxy_node.node, request); };
+ProxyUpdateCheck MeshProxyUpdate(const MeshModel& model) {
+  return [&model](const Proxy& proxy_node, const PushRequest& request) {
+    return NamesProxyWorkload(proxy_node.node, request, model.cluster_id());
+  };
 }
 
 ProxyFilter MeshProxyFilter(const MeshModel& model) {

@@ -57,8 +57,8 @@ void AddMeshGenerators(PushPipeline& pipeline, const MeshModel& model, Translati
 // registry gives them).
 ProxyFilter MeshProxyFilter(const MeshModel& model);
 // The proxy update check (istiod's ProxyUpdate): a push that changes a proxy's own workload
-// (NamesProxyWorkload) reaches that proxy in full.
-ProxyUpdateCheck MeshProxyUpdate();
+// (NamesProxyWorkload, with `model`'s cluster) reaches that proxy in full.
+ProxyUpdateCheck MeshProxyUpdate(const MeshModel& model);
 
 // "outbound|PORT|SUBSET|HOST"
 std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host);

@@ -501,18 +501,24 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
 
 // localityLbSetting failover (rules or failoverPriority) where no outlier detection applies with
 // it: nothing would ever eject an endpoint, so neither Envoy nor gRPC would leave the first
-// priority, and istiod (as cxds) gives none; Istio's validation warns too. Judged with the outlier
-// detection the policy gets as merged (a subset's from the rule's, its port settings too, when it
-// sets none; port settings replace both whole): warned only where no proxy can fail over.
-void FailoverWithoutOutlierDetection(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+// priority, and istiod (as cxds) gives none; Istio's validation warns too. Judged on the rules as
+// served (MergedDestinationRules: a newer rule's subsets under the oldest rule's policy), with
+// the outlier detection each policy gets as merged: a subset's from the served rule's (its port
+// settings too) when it sets none; port settings replace both whole. Warned only where no proxy
+// can fail over; a merged rule's policy is said at its oldest rule, a subset's at its owner.
+void FailoverWithoutOutlierDetection(const ObjectMap& served, const MeshContext& mesh,
+                                     std::vector<ConfigWarning>& out) {
+  std::set<std::pair<ConfigKey, std::string>> said;  // an entry may be in several indexes
   const auto check = [&](const ConfigKey& key, const PolicyFields& policy, bool outlier, const std::string& field) {
     if (!policy.locality_lb.has_value() || !policy.locality_lb->enabled || outlier) return;
     const PolicyFields::LocalityLb& lb = *policy.locality_lb;
     if (!lb.distribute.empty() || (lb.failover.empty() && lb.failover_priority.empty())) return;
-    out.push_back({key, field + ".loadBalancer.localityLbSetting", "cxds_failover_without_outlier_detection",
+    const std::string at = field + ".loadBalancer.localityLbSetting";
+    if (!said.insert({key, at}).second) return;
+    out.push_back({key, at, "cxds_failover_without_outlier_detection",
                    StrCat(lb.failover_priority.empty() ? "failover" : "failoverPriority",
-                          " without outlierDetection: no endpoint is ever ejected, so no proxy would fail over; "
-                          "no priorities are given, as in istiod")});
+                          " without outlierDetection: no endpoint is ever ejected, so no proxy fails over where this "
+                          "policy applies; no priorities are given there, as in istiod")});
   };
   const auto check_policy = [&](const ConfigKey& key, const TrafficPolicy& policy, bool inherited_outlier,
                                 const std::string& field) {
@@ -522,22 +528,42 @@ void FailoverWithoutOutlierDetection(const ObjectMap& served, std::vector<Config
       check(key, port, port.outlier_detection.has_value(), StrCat(field, ".portLevelSettings[", i, "]"));
     }
   };
-  for (const auto& [key, stored] : served) {
-    const auto* rule = std::get_if<DestinationRule>(&stored->object);
-    if (rule == nullptr) continue;
+  const auto check_entry = [&](const MergedDestinationRules::Entry& entry) {
+    const DestinationRule& rule = *entry.rule;
     bool rule_outlier = false;
-    if (rule->traffic_policy.has_value()) {
+    if (rule.traffic_policy.has_value()) {
       // A subset's clusters get the rule's port settings too: any outlier detection there may apply.
-      const auto& levels = rule->traffic_policy->port_level;
-      rule_outlier = rule->traffic_policy->outlier_detection.has_value() ||
+      const auto& levels = rule.traffic_policy->port_level;
+      rule_outlier = rule.traffic_policy->outlier_detection.has_value() ||
                      std::any_of(levels.begin(), levels.end(),
                                  [](const auto& level) { return level.policy.outlier_detection.has_value(); });
-      check_policy(key, *rule->traffic_policy, false, "spec.trafficPolicy");
+      check_policy(entry.key, *rule.traffic_policy, false, "spec.trafficPolicy");
     }
-    for (size_t i = 0; i < rule->subsets.size(); ++i) {
-      if (!rule->subsets[i].traffic_policy.has_value()) continue;
-      check_policy(key, *rule->subsets[i].traffic_policy, rule_outlier, StrCat("spec.subsets[", i, "].trafficPolicy"));
+    for (const DestinationRule::Subset& subset : rule.subsets) {
+      if (!subset.traffic_policy.has_value()) continue;
+      // Said where it is written: the rule that defines the subset, at its own index there.
+      ConfigKey owner = entry.key;
+      if (auto it = entry.subset_owners.find(subset.name); it != entry.subset_owners.end()) owner = it->second;
+      auto stored = served.find(owner);
+      const auto* written = stored != served.end() ? std::get_if<DestinationRule>(&stored->second->object) : nullptr;
+      if (written == nullptr) continue;
+      for (size_t i = 0; i < written->subsets.size(); ++i) {
+        if (written->subsets[i].name != subset.name) continue;
+        check_policy(owner, *subset.traffic_policy, rule_outlier, StrCat("spec.subsets[", i, "].trafficPolicy"));
+        break;
+      }
     }
+  };
+  const MergedDestinationRules& rules = mesh.destination_rules();
+  for (const auto* index : {&rules.by_namespace, &rules.exported}) {
+    for (const auto& [ns, hosts] : *index) {
+      for (const auto& [host, entries] : hosts) {
+        for (const auto& entry : entries) check_entry(entry);
+      }
+    }
+  }
+  for (const auto& [host, entries] : rules.root_local) {
+    for (const auto& entry : entries) check_entry(entry);
   }
 }
 
@@ -559,7 +585,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);
-    FailoverWithoutOutlierDetection(served, out);
+    FailoverWithoutOutlierDetection(served, mesh, out);
     return out;
   };
 }

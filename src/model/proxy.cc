@@ -88,7 +88,13 @@ std::string LocalityString(const envoy::config::core::v3::Locality& locality) {
 
 }  // namespace
 
-bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request) {
+bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request,
+                        std::string_view cluster_id) {
+  const auto& fields = node.metadata().fields();
+  if (auto cluster = fields.find("CLUSTER_ID"); cluster != fields.end() && !cluster->second.string_value().empty() &&
+                                                cluster->second.string_value() != cluster_id) {
+    return false;  // as ParseProxyInfo: the registry is not searched for a node of another cluster
+  }
   const WorkloadCandidates candidates = CandidatesOf(node, absl::StrSplit(node.id(), '~'));
   if (candidates.vm) return false;
   if (!candidates.pod_name.empty() &&

@@ -48,9 +48,12 @@ struct ProxyInfo {
 // its node metadata's CLUSTER_ID, NODE_NAME and NETWORK (AugmentLabels).
 ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const WorkloadRegistry* registry = nullptr);
 // Whether `request` names, among its Workload configs (kind::kWorkload), a workload the registry
-// may find this node as: its Pod, or one of its IPs (never for an istio.io/test-vm proxy). The
-// pipeline's proxy_update check: such a proxy is pushed in full (istiod's ProxyUpdate).
-bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request);
+// may find this node as: its Pod, or one of its IPs (never for an istio.io/test-vm proxy, nor for
+// a node whose metadata CLUSTER_ID names another cluster than `cluster_id`, the registry's, which
+// ParseProxyInfo does not search for it). The pipeline's proxy_update check: such a proxy is
+// pushed in full (istiod's ProxyUpdate).
+bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request,
+                        std::string_view cluster_id);
 // node.locality (Envoy's and gRPC's bootstrap set it), as given; a proxy that gives none is of
 // the empty locality, as istiod takes it. A part longer than any endpoint's locality can be is
 // cut to 254 bytes, still matching no endpoint.

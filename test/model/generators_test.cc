@@ -143,7 +143,7 @@ class GeneratorsTest : public ::testing::Test {
     PushPipeline::Options options;
     options.scheduler = &scheduler_;
     options.proxy_filter = MeshProxyFilter(model_);
-    options.proxy_update = MeshProxyUpdate();
+    options.proxy_update = MeshProxyUpdate(model_);
     pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
     TranslationOptions translation;
     translation.secret_readers = {"edge/ingress", "shop/ingress"};  // gateways that may be sent Secrets
@@ -2978,6 +2978,10 @@ spec:
         << "no zone: priorities 1 and 2 renumbered 0 and 1";
     // A value no endpoint has decides as any other such value: the same shape for both.
     EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v9"}}), shape(grpc, "us-east", "a", {{"version", "v8"}}));
+    // ... and shares its cache entry, as does one of another zone: no endpoint gets past the version.
+    const uint64_t builds = pipeline_->cache().stats().builds;
+    shape(grpc, "us-east", "b", {{"version", "v7"}});
+    EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "labels no endpoint gets to are not in the key";
     EXPECT_EQ(shape(grpc, "", "", {}), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 2: 71 72", "us-east/b 0 5: 73 74"}))
         << "a proxy without labels: none applied, as istiod";
 
@@ -2986,6 +2990,19 @@ spec:
     EXPECT_EQ(shape(grpc, "us-east", "b", {{"version", "v1"}}),
               (Lines{"eu-west/a 2 1: 75", "us-east/a 1 1: 72", "us-east/a 2 1: 71", "us-east/b 0 1: 74",
                      "us-east/b 2 4: 73"}));
+
+    // An override applies to every entry of its label, as istiod's map of them.
+    rule("{failoverPriority: [version, topology.kubernetes.io/zone, version=v2]}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v1"}}),
+              (Lines{"eu-west/a 2 1: 75", "us-east/a 0 1: 72", "us-east/a 2 1: 71", "us-east/b 1 1: 74",
+                     "us-east/b 2 4: 73"}));
+    // distribute wins; enabled: false turns it all off.
+    rule("{failoverPriority: [version], distribute: [{from: us-east/a, to: {us-east/a: 100}}]}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v2"}}),
+              (Lines{"eu-west/a 0 1:", "us-east/a 0 100: 71 72", "us-east/b 0 1:"}));
+    rule("{failoverPriority: [version], enabled: false}");
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v2"}}),
+              (Lines{"eu-west/a 0 1: 75", "us-east/a 0 2: 71 72", "us-east/b 0 5: 73 74"}));
 
     // The network first: another network's endpoints after all of the proxy's, ordered alike.
     rule("{failoverPriority: [topology.istio.io/network, version]}");
@@ -4450,8 +4467,9 @@ spec:
     loadBalancer: {localityLbSetting: {failoverPriority: [version]}}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  // "region priority: names' first letters" of the cluster, as a proxy labelled `version` gets it.
-  const auto shape = [&](const std::string& version) {
+  // "type region priority: names' first letters" of the cluster of `host`, as a proxy labelled
+  // `version` gets it.
+  const auto shape = [&](const std::string& version, const std::string& host = "pin-dns.mesh.local") {
     auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
     auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
     (*labels->mutable_fields())["version"].set_string_value(version);
@@ -4460,10 +4478,11 @@ spec:
     std::vector<std::string> out;
     for (int i = 0; cds.size() == 1 && i < cds[0].resources_size(); ++i) {
       const auto cluster = Decode<envoy::config::cluster::v3::Cluster>(cds[0], i);
-      if (cluster.name() != "outbound|8080||pin-dns.mesh.local") continue;
+      if (cluster.name() != "outbound|8080||" + host) continue;
       EXPECT_TRUE(cluster.common_lb_config().has_locality_weighted_lb_config());
       for (const auto& l : cluster.load_assignment().endpoints()) {
-        std::string line = StrCat(l.locality().region(), " ", l.priority(), ":");
+        std::string line = StrCat(envoy::config::cluster::v3::Cluster::DiscoveryType_Name(cluster.type()), " ",
+                                  l.locality().region(), " ", l.priority(), ":");
         for (const auto& lb : l.lb_endpoints())
           line += StrCat(" ", lb.endpoint().address().socket_address().address().substr(0, 1));
         out.push_back(line);
@@ -4471,9 +4490,33 @@ spec:
     }
     return out;
   };
-  EXPECT_EQ(shape("v1"), (std::vector<std::string>{"r-a 0: a", "r-a 1: b", "r-b 1: c"}));
-  EXPECT_EQ(shape("v2"), (std::vector<std::string>{"r-a 0: b", "r-a 1: a", "r-b 0: c"})) << "in a locality by priority";
-  EXPECT_EQ(shape("v3"), (std::vector<std::string>{"r-a 0: a b", "r-b 0: c"})) << "shares none: one priority";
+  using Lines = std::vector<std::string>;
+  EXPECT_EQ(shape("v1"), (Lines{"STRICT_DNS r-a 0: a", "STRICT_DNS r-a 1: b", "STRICT_DNS r-b 1: c"}));
+  EXPECT_EQ(shape("v2"), (Lines{"STRICT_DNS r-a 0: b", "STRICT_DNS r-a 1: a", "STRICT_DNS r-b 0: c"}))
+      << "in a locality by priority";
+  EXPECT_EQ(shape("v3"), (Lines{"STRICT_DNS r-a 0: a b", "STRICT_DNS r-b 0: c"})) << "shares none: one priority";
+
+  // DNS_ROUND_ROBIN: one name, so one priority, 0, whatever it shares with the proxy.
+  Apply("rr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: rr-dns}
+spec:
+  hosts: [rr-dns.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: DNS_ROUND_ROBIN
+  endpoints: [{address: a.rr.example.com, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: rr-dns}
+spec:
+  host: rr-dns.mesh.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 3}
+    loadBalancer: {localityLbSetting: {failoverPriority: [version]}}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_EQ(shape("v2", "rr-dns.mesh.local"), (Lines{"LOGICAL_DNS  0: a"}));
 }
 
 // A VirtualService with no route for a proxy and port (its only route delegates to nothing, or

@@ -46,7 +46,7 @@ class GoldenTest : public ::testing::Test {
     PushPipeline::Options options;
     options.scheduler = &scheduler_;
     options.proxy_filter = MeshProxyFilter(model_);
-    options.proxy_update = MeshProxyUpdate();
+    options.proxy_update = MeshProxyUpdate(model_);
     pipeline_ = std::make_unique<PushPipeline>(std::shared_ptr<PushContextBuilder>(&model_, [](auto*) {}), options);
     AddMeshGenerators(*pipeline_, model_);
     PushRequest initial;

@@ -959,8 +959,8 @@ TEST(MeshAnalysisTest, ACredentialNameThatSidecarsIgnoreIsReported) {
 // the outlier detection the policy gets as merged.
 TEST(MeshAnalysisTest, FailoverWithoutOutlierDetectionIsReported) {
   const std::string tail =
-      " without outlierDetection: no endpoint is ever ejected, so no proxy would fail over; no priorities are given, "
-      "as in istiod [cxds_failover_without_outlier_detection]";
+      " without outlierDetection: no endpoint is ever ejected, so no proxy fails over where this policy applies; no "
+      "priorities are given there, as in istiod [cxds_failover_without_outlier_detection]";
   const std::string at = "dr.yaml:1: DestinationRule default/inventory: ";
   EXPECT_THAT(
       InventoryRuleWarnings(R"(  trafficPolicy:
@@ -985,6 +985,39 @@ TEST(MeshAnalysisTest, FailoverWithoutOutlierDetectionIsReported) {
   - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {localityLbSetting: {failoverPriority: [x]}}}}
 )"),
       ElementsAre(at + "spec.subsets[0].trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" + tail));
+
+  // Rules merged into the oldest: a newer rule's subset gets the oldest's outlier detection, and a
+  // newer rule's own policy is dropped when the oldest has one (so is its outlier detection).
+  const auto merged = [](const std::string& old_policy, const std::string& new_policy) {
+    ConfigStore store = AnalyzedStore();
+    store.ApplyFile("mesh.yaml", kMesh);
+    return Strings(store
+                       .ApplyFile("dr.yaml", R"(apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: z-old, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy: )" + old_policy + R"(
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: a-new, creationTimestamp: "2026-12-01T00:00:00Z"}
+spec:
+  host: inventory.mesh.local
+  trafficPolicy: )" + new_policy + R"(
+  subsets:
+  - {name: v1, labels: {app: inventory}, trafficPolicy: {loadBalancer: {localityLbSetting: {failoverPriority: [x]}}}}
+)")
+                       .warnings);
+  };
+  EXPECT_THAT(merged("{outlierDetection: {consecutive5xxErrors: 1}}", "{connectionPool: {tcp: {maxConnections: 5}}}"),
+              IsEmpty())
+      << "the subset fails over under the oldest rule's outlier detection";
+  EXPECT_THAT(merged("{connectionPool: {tcp: {maxConnections: 5}}}", "{outlierDetection: {consecutive5xxErrors: 1}}"),
+              ElementsAre("dr.yaml:8: DestinationRule default/a-new: "
+                          "spec.subsets[0].trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" +
+                          tail))
+      << "the newer rule's outlier detection is not served";
 }
 
 // Applies the mesh, then vs.yaml: a VirtualService for inventory.mesh.local with `http` routes.

@@ -313,19 +313,30 @@ TEST_F(WorkloadRegistryTest, AChangedWorkloadIsAWorkloadKeyOfAnEndpointOnlyPush)
   // Which proxies such a push names (the pipeline pushes them in full).
   PushRequest pod_changed;
   pod_changed.configs.insert(ConfigKey{kind::kWorkload, "shop", "reviews-v2-c4d"});
-  EXPECT_TRUE(
-      NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop"), pod_changed));
-  EXPECT_FALSE(
-      NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", ""), pod_changed));
-  EXPECT_FALSE(
-      NamesProxyWorkload(Node("sidecar~127.0.0.13~reviews-v1.shop~shop.svc.cluster.local", "shop"), pod_changed));
+  EXPECT_TRUE(NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop"),
+                                 pod_changed, kDefaultClusterId));
+  EXPECT_FALSE(NamesProxyWorkload(Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", ""),
+                                  pod_changed, kDefaultClusterId));
+  EXPECT_FALSE(NamesProxyWorkload(Node("sidecar~127.0.0.13~reviews-v1.shop~shop.svc.cluster.local", "shop"),
+                                  pod_changed, kDefaultClusterId));
   PushRequest address_changed;
   address_changed.configs.insert(ConfigKey{kind::kWorkload, "", "127.0.0.42"});
   EXPECT_TRUE(NamesProxyWorkload(Node("sidecar~127.0.0.99~x.shop~shop.svc.cluster.local", "", {}, "127.0.0.42"),
-                                 address_changed));
+                                 address_changed, kDefaultClusterId));
   EXPECT_FALSE(NamesProxyWorkload(
-      Node("sidecar~127.0.0.42~x.shop~shop.svc.cluster.local", "shop", {{"istio.io/test-vm", "yes"}}), address_changed))
+      Node("sidecar~127.0.0.42~x.shop~shop.svc.cluster.local", "shop", {{"istio.io/test-vm", "yes"}}), address_changed,
+      kDefaultClusterId))
       << "a VM-labelled proxy is never its registry's";
+  // A node of another cluster is not looked up in this registry (ParseProxyInfo): its workload
+  // changing is not its own.
+  auto of_cluster = [&](const std::string& cluster) {
+    auto node = Node("sidecar~127.0.0.12~reviews-v2-c4d.shop~shop.svc.cluster.local", "shop");
+    (*node.mutable_metadata()->mutable_fields())["CLUSTER_ID"].set_string_value(cluster);
+    return node;
+  };
+  EXPECT_FALSE(NamesProxyWorkload(of_cluster("west"), pod_changed, kDefaultClusterId));
+  EXPECT_TRUE(NamesProxyWorkload(of_cluster("west"), pod_changed, "west"));
+  EXPECT_TRUE(NamesProxyWorkload(of_cluster(kDefaultClusterId), pod_changed, kDefaultClusterId));
 }
 
 // A push that only changes a workload concerns the proxies that are it (pushed in full through
@@ -340,7 +351,7 @@ TEST_F(WorkloadRegistryTest, AWorkloadOnlyPushPassesTheFilterForNoOneAndTheUpdat
   const ProxyFilter filter = MeshProxyFilter(model_);
   EXPECT_FALSE(filter(other, workload_only, **context, nullptr));
   EXPECT_FALSE(filter(pod_proxy, workload_only, **context, nullptr)) << "the update check, not the filter, takes it";
-  const ProxyUpdateCheck update = MeshProxyUpdate();
+  const ProxyUpdateCheck update = MeshProxyUpdate(model_);
   EXPECT_TRUE(update(pod_proxy, workload_only));
   EXPECT_FALSE(update(other, workload_only));
   // With an endpoint change beside it, every proxy (all see every host) gets the endpoints.
