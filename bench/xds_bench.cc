@@ -13,6 +13,8 @@
 //   BuildPushContext  the daemon's full push context (MeshModel::Build) for 1,000 and 10,000
 //                   services of 10 endpoints each, the shape of bench/gen_mesh.py: the ratio of
 //                   the two rows, against the 10x of their size, says whether it grows linearly.
+//   ParseProxyInfo  who a proxy is, with and without a registry of Pods, against reading the
+//                   node's labels alone.
 //
 // The resources come from cxds's own mesh generators (the PushPipeline run on a synthetic mesh
 // of Kubernetes Services, EndpointSlices, DestinationRules and VirtualServices), so they have
@@ -44,6 +46,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "model/generators.h"
 #include "model/mesh_model.h"
+#include "model/proxy.h"
 #include "model/workload_registry.h"
 #include "pipeline/push_pipeline.h"
 #include "protocol/resource.h"
@@ -619,8 +622,8 @@ void BM_IndexServicesByHost(benchmark::State& state) {
 // What an update that touches Pods costs the workload registry (model/workload_registry.h):
 // the registry rebuilt from the store's PODS Pods (100 a file, each with labels and an IP) and
 // compared with the one before, as MeshModel::OnUpdate does for such an update.
-void BM_RebuildWorkloadRegistry(benchmark::State& state) {
-  const int pods = static_cast<int>(state.range(0));
+// `pods` Pods of namespace bench, 100 a file, each with labels and an IP.
+std::vector<FileRead> PodFiles(int pods) {
   std::vector<FileRead> files;
   for (int p = 0; p < pods; ++p) {
     if (p % 100 == 0) files.push_back(FileRead{StrCat("pods-", p / 100, ".yaml")});
@@ -629,6 +632,12 @@ void BM_RebuildWorkloadRegistry(benchmark::State& state) {
                     ", namespace: bench, labels: {app: svc-", p % 1000, ", version: v", p % 3,
                     "}}\nstatus: {podIP: 127.", 1 + i / 65025, ".", (i / 255) % 255, ".", 1 + i % 255, "}\n---\n");
   }
+  return files;
+}
+
+void BM_RebuildWorkloadRegistry(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  const std::vector<FileRead> files = PodFiles(pods);
   ConfigStore store;
   const ConfigStore::Update update = store.ApplyFiles(files);
   if (!update.errors.empty()) {
@@ -648,6 +657,62 @@ void BM_RebuildWorkloadRegistry(benchmark::State& state) {
   state.counters["pods"] = benchmark::Counter(pods);
   state.counters["per_pod_ns"] = benchmark::Counter(
       static_cast<double>(pods), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// Who a proxy is (ParseProxyInfo): what a push pays per proxy when something depends on the proxy
+// (Sidecars, exportTo, DestinationRule selectors or locality settings; the push filter and the
+// generators read it once a push), a typical sidecar's node with five labels, CLUSTER_ID,
+// NODE_NAME and a locality, its Pod found among PODS of a registry (0: an empty one, not read).
+// Against the node's labels read into a map alone (BM_ReadNodeLabels), the least any answer costs.
+envoy::config::core::v3::Node SidecarNode() {
+  envoy::config::core::v3::Node node;
+  node.set_id("sidecar~127.0.0.10~pod-5.bench~bench.svc.cluster.local");
+  auto& fields = *node.mutable_metadata()->mutable_fields();
+  fields["NAMESPACE"].set_string_value("bench");
+  fields["CLUSTER_ID"].set_string_value("Kubernetes");
+  fields["NODE_NAME"].set_string_value("node-1");
+  auto& labels = *fields["LABELS"].mutable_struct_value()->mutable_fields();
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"app", "svc-5"},
+                                                        {"version", "v2"},
+                                                        {"pod-template-hash", "7d4b9c8f6"},
+                                                        {"security.istio.io/tlsMode", "istio"},
+                                                        {"service.istio.io/canonical-name", "svc-5"}}) {
+    labels[k].set_string_value(v);
+  }
+  node.mutable_locality()->set_region("us-east");
+  node.mutable_locality()->set_zone("us-east-1a");
+  return node;
+}
+
+void BM_ParseProxyInfo(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  ConfigStore store;
+  const ConfigStore::Update update = store.ApplyFiles(PodFiles(pods));
+  if (!update.errors.empty()) {
+    state.SkipWithError(update.errors.front().ToString().c_str());
+    return;
+  }
+  const WorkloadRegistry registry = BuildWorkloadRegistry(*store.Snapshot());
+  const envoy::config::core::v3::Node node = SidecarNode();
+  if (pods > 0 && ParseProxyInfo(node, &registry).workload.empty()) {
+    state.SkipWithError("the registry did not find the Pod");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(ParseProxyInfo(node, &registry));
+  state.counters["pods"] = benchmark::Counter(pods);
+}
+
+void BM_ReadNodeLabels(benchmark::State& state) {
+  const envoy::config::core::v3::Node node = SidecarNode();
+  for (auto _ : state) {
+    LabelMap labels;
+    const auto& fields = node.metadata().fields();
+    if (auto it = fields.find("LABELS"); it != fields.end()) {
+      for (const auto& [k, v] : it->second.struct_value().fields()) labels[k] = v.string_value();
+    }
+    benchmark::DoNotOptimize(labels);
+  }
 }
 
 // Registered from main (not with BENCHMARK) so that the serialization rows, named after their
@@ -685,6 +750,8 @@ void RegisterBenchmarks() {
       ->Arg(1000)
       ->Arg(10000)
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_ParseProxyInfo", BM_ParseProxyInfo)->ArgName("pods")->Arg(0)->Arg(10000);
+  benchmark::RegisterBenchmark("BM_ReadNodeLabels", BM_ReadNodeLabels);
   benchmark::RegisterBenchmark("BM_FindByTypeUrl/TypeUrlMap", BM_FindByTypeUrl<TypeUrlMap<int>>);
   benchmark::RegisterBenchmark("BM_FindByTypeUrl/std_less", BM_FindByTypeUrl<std::map<std::string, int>>);
   benchmark::RegisterBenchmark("BM_SnapshotCreate", BM_SnapshotCreate)->Unit(benchmark::kMicrosecond);
