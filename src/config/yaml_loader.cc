@@ -276,6 +276,53 @@ std::string_view ResolvedYamlType(std::string_view text) {
   return RE2::FullMatch(plain, *kFloat) && IsFiniteFloat(plain) ? "float" : "str";
 }
 
+// Whether go-yaml v2 (parseTimestamp) takes `text` as a timestamp: exactly four digits and '-',
+// then, as Go's time.Parse reads them, one of "2006-1-2T15:4:5.999999999Z07:00" (or with 't'),
+// "2006-1-2 15:4:5.999999999" and "2006-1-2": one- or two-digit month, day, hour, minute and
+// second in range (the day for its month and year), any number of fraction digits after '.' or
+// ',', a zone of 'Z' or +hh:mm / -hh:mm (hours up to 24, minutes up to 60, as Go allows).
+bool IsYamlTimestamp(std::string_view text) {
+  const auto digit = [&](size_t i) {
+    return i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i]));
+  };
+  if (text.size() < 5 || !digit(0) || !digit(1) || !digit(2) || !digit(3) || text[4] != '-') return false;
+  size_t at = 5;
+  const auto number = [&](int& out) {  // Go's getnum, not fixed: one or two digits
+    if (!digit(at)) return false;
+    out = text[at++] - '0';
+    if (digit(at)) out = out * 10 + (text[at++] - '0');
+    return true;
+  };
+  const auto literal = [&](char c) { return at < text.size() && text[at] == c ? (++at, true) : false; };
+  const int year = (text[0] - '0') * 1000 + (text[1] - '0') * 100 + (text[2] - '0') * 10 + (text[3] - '0');
+  int month = 0, day = 0;
+  if (!number(month) || month < 1 || month > 12 || !literal('-') || !number(day)) return false;
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (day < 1 || day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
+  if (at == text.size()) return true;  // "2006-1-2"
+  const char separator = text[at++];
+  if (separator != 'T' && separator != 't' && separator != ' ') return false;
+  int hour = 0, minute = 0, second = 0;
+  if (!number(hour) || hour > 23 || !literal(':') || !number(minute) || minute > 59 || !literal(':') ||
+      !number(second) || second > 59) {
+    return false;
+  }
+  if (at + 1 < text.size() && (text[at] == '.' || text[at] == ',') && digit(at + 1)) {
+    ++at;
+    while (digit(at)) ++at;
+  }
+  if (separator == ' ') return at == text.size();  // no zone in that layout
+  if (literal('Z')) return at == text.size();
+  if (text.size() - at != 6 || (text[at] != '+' && text[at] != '-') || !digit(at + 1) || !digit(at + 2) ||
+      text[at + 3] != ':' || !digit(at + 4) || !digit(at + 5)) {
+    return false;
+  }
+  const int zone_hours = (text[at + 1] - '0') * 10 + (text[at + 2] - '0');
+  const int zone_minutes = (text[at + 4] - '0') * 10 + (text[at + 5] - '0');
+  return zone_hours <= 24 && zone_minutes <= 60;
+}
+
 // What YAML 1.1 makes of `text` written as a plain scalar, when Kubernetes and Istio would not
 // read it as a string: "a boolean", "a number", or "" for a string (or null, which callers
 // handle apart). A string field given one is refused there, so cxds refuses it too rather than
@@ -3258,7 +3305,8 @@ struct TagPathStep {
 // as `!!int abc`: go-yaml v2 fails to decode the document ("cannot decode !!str `abc` as a
 // !!int"), so Kubernetes and Istio refuse it, and cxds would otherwise read the text as if
 // untagged. `!!float` also takes an integer within int64, as there (go-yaml converts only a
-// signed integer). `!!binary` (base64, which they decode) is not supported by cxds. Keys are
+// signed integer). `!!binary` (base64, which they decode) and a `!!timestamp` that fits (which
+// they decode as a time and write back as RFC 3339 text) are not supported by cxds. Keys are
 // checked too. As go-yaml stops at the first failure, so does this: one error per document,
 // and `path` (the steps down to `node`, nothing copied) is made a field name only then. The
 // walk is bounded: WithinBudget ran first. Returns whether it reported.
@@ -3288,10 +3336,13 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>
       const std::string& tag = node.Tag();
       if (!tag.starts_with(kCoreTag)) return false;
       const std::string_view want = std::string_view(tag).substr(kCoreTag.size());
-      if (want != "binary" && want != "bool" && want != "int" && want != "float") return false;
+      if (want != "binary" && want != "bool" && want != "int" && want != "float" && want != "timestamp") return false;
       const std::string& text = node.Scalar();
-      const std::string_view got = want == "binary" ? "" : ResolvedYamlType(text);
-      if (got == want || (want == "float" && got == "int" && YamlInteger(text, /*plain=*/true).has_value())) {
+      const std::string_view got = want == "binary"                               ? ""
+                                   : want == "timestamp" && IsYamlTimestamp(text) ? "timestamp"
+                                                                                  : ResolvedYamlType(text);
+      if ((got == want && want != "timestamp") ||
+          (want == "float" && got == "int" && YamlInteger(text, /*plain=*/true).has_value())) {
         return false;
       }
       std::string field;
@@ -3301,6 +3352,12 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>
       if (want == "binary") {
         r.Error(node, field,
                 "a !!binary (base64) scalar is not supported by cxds: write the decoded text, quoted, without the tag");
+        return true;
+      }
+      if (got == "timestamp") {
+        r.Error(node, field,
+                "a !!timestamp scalar is not supported by cxds (Kubernetes and Istio decode it as a time and write it "
+                "back as RFC 3339 text): write that text, quoted, without the tag");
         return true;
       }
       r.Error(node, field,

@@ -226,6 +226,24 @@ spec:
       << "the first mismatch only, as go-yaml stops there";
   EXPECT_THAT(Errors(vs("!!binary djE=", "100")),
               ::testing::HasSubstr("destination.subset: a !!binary (base64) scalar is not supported by cxds"));
+  // !!timestamp: refused as go-yaml refuses it unless it is a timestamp as go-yaml parses one;
+  // one that is (go-yaml makes it a time, written back as RFC 3339 text) is not supported.
+  for (const char* bad :
+       {"abc", "2001-02-29", "2000-13-01", "2001-12-14T24:00:00Z", "2001-12-14T21:59:43", "2001-12-14t21:59:43.10-5",
+        "01-12-14", "2001-12-14 21:59:43 +05:00", "2001-12-14T1:2:3+25:00"}) {
+    EXPECT_THAT(Errors(vs(StrCat("!!timestamp \"", bad, "\""), "100")),
+                ::testing::HasSubstr(StrCat("destination.subset: is tagged !!timestamp but \"", bad, "\" reads as !!")))
+        << bad;
+  }
+  EXPECT_THAT(Errors(vs("!!timestamp 12", "100")),
+              ::testing::HasSubstr("is tagged !!timestamp but \"12\" reads as !!int"));
+  for (const char* good : {"2001-12-14", "2000-2-29", "2001-12-14T21:59:43.10-05:00", "2001-1-2t3:4:5Z",
+                           "2001-12-14 21:59:43,5", "2001-12-14T21:59:43+24:00"}) {
+    EXPECT_THAT(Errors(vs(StrCat("!!timestamp \"", good, "\""), "100")),
+                ::testing::HasSubstr("destination.subset: a !!timestamp scalar is not supported by cxds"))
+        << good;
+  }
+  EXPECT_EQ(Errors(vs("\"2001-12-14\"", "100")), "") << "untagged, a timestamp-like text is a string";
   EXPECT_TRUE(vs("!!int abc", "100").documents.empty());
   EXPECT_EQ(vs("!!int abc", "100").failed.size(), 1u) << "refused as the named object it is";
 }
