@@ -659,9 +659,9 @@ void BM_RebuildWorkloadRegistry(benchmark::State& state) {
       static_cast<double>(pods), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-// Who a proxy is (ParseProxyInfo): what a push pays per proxy when something depends on the proxy
-// (Sidecars, exportTo, DestinationRule selectors or locality settings; the push filter and the
-// generators read it once a push), a typical sidecar's node with five labels, CLUSTER_ID,
+// Who a proxy is (ParseProxyInfo): what the generators pay per proxy once a push that is not
+// endpoint-only (and one that is, where a rule depends on the proxy; the push filter once more in
+// meshes with Sidecars or exportTo), a typical sidecar's node with five labels, CLUSTER_ID,
 // NODE_NAME and a locality, its Pod found among PODS of a registry (0: an empty one, not read).
 // Against the node's labels read into a map alone (BM_ReadNodeLabels), the least any answer costs.
 envoy::config::core::v3::Node SidecarNode() {

@@ -303,6 +303,7 @@ bool IsYamlTimestamp(std::string_view text) {
   if (at == text.size()) return true;  // "2006-1-2"
   const char separator = text[at++];
   if (separator != 'T' && separator != 't' && separator != ' ') return false;
+  while (separator == ' ' && at < text.size() && text[at] == ' ') ++at;  // Go takes a run of spaces for one
   int hour = 0, minute = 0, second = 0;
   if (!number(hour) || hour > 23 || !literal(':') || !number(minute) || minute > 59 || !literal(':') ||
       !number(second) || second > 59) {

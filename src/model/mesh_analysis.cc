@@ -505,7 +505,8 @@ void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
 // served (MergedDestinationRules: a newer rule's subsets under the oldest rule's policy), with
 // the outlier detection each policy gets as merged: a subset's from the served rule's (its port
 // settings too) when it sets none; port settings replace both whole. Warned only where no proxy
-// can fail over; a merged rule's policy is said at its oldest rule, a subset's at its owner.
+// can fail over; said at the rule that wrote the policy (a merge's oldest, else the first merged
+// one with a trafficPolicy) or the subset.
 void FailoverWithoutOutlierDetection(const ObjectMap& served, const MeshContext& mesh,
                                      std::vector<ConfigWarning>& out) {
   std::set<std::pair<ConfigKey, std::string>> said;  // an entry may be in several indexes
@@ -537,7 +538,7 @@ void FailoverWithoutOutlierDetection(const ObjectMap& served, const MeshContext&
       rule_outlier = rule.traffic_policy->outlier_detection.has_value() ||
                      std::any_of(levels.begin(), levels.end(),
                                  [](const auto& level) { return level.policy.outlier_detection.has_value(); });
-      check_policy(entry.key, *rule.traffic_policy, false, "spec.trafficPolicy");
+      check_policy(entry.policy_owner, *rule.traffic_policy, false, "spec.trafficPolicy");
     }
     for (const DestinationRule::Subset& subset : rule.subsets) {
       if (!subset.traffic_policy.has_value()) continue;

@@ -980,12 +980,14 @@ void MergeInto(std::vector<MergedDestinationRules::Entry>& list, const Destinati
     }
     if (!entry.copy->traffic_policy.has_value() && rule->traffic_policy.has_value()) {
       entry.copy->traffic_policy = rule->traffic_policy;
+      entry.policy_owner = key;
     }
   }
   if (!separate) return;
   MergedDestinationRules::Entry& entry = list.emplace_back();
   entry.rule = rule;
   entry.key = key;
+  entry.policy_owner = key;
   entry.export_to = export_to;
   entry.selector = rule->workload_selector;
   for (const auto& subset : rule->subsets) entry.subset_owners.try_emplace(subset.name, key);

@@ -108,8 +108,9 @@ inline constexpr char kRootNamespace[] = "istio-system";
 // finding (pilot_destrule_subsets, istiod's metric).
 struct MergedDestinationRules {
   struct Entry {
-    const DestinationRule* rule = nullptr;           // the original, or the merge in `merged`
-    ConfigKey key;                                   // the first (oldest) rule of the merge
+    const DestinationRule* rule = nullptr;  // the original, or the merge in `merged`
+    ConfigKey key;                          // the first (oldest) rule of the merge
+    ConfigKey policy_owner;  // the rule whose trafficPolicy `rule` has: `key`'s, else the first merged one's
     std::map<std::string, ConfigKey> subset_owners;  // subset name -> the rule that defines it
     std::set<std::string> export_to;                 // of the first rule, as written (empty: none given)
     DestinationRule* copy = nullptr;                 // `rule` once others were merged into it
@@ -171,9 +172,8 @@ class MeshContext final : public PushContext {
   // `proxy_namespace`: those exported to every namespace only.
   std::vector<const VirtualService*> VirtualServicesFor(const std::string& host,
                                                         const std::string& proxy_namespace = "") const;
-  // Whether some VirtualService bound to the mesh (to a Gateway) is exported to fewer than all
-  // namespaces, so that the routes a sidecar or gRPC client (a gateway proxy) gets depend on its
-  // namespace.
+  // Whether some VirtualService bound to the mesh (to a Gateway) is exported to fewer than all namespaces, so
+  // that the routes a sidecar or gRPC client (a gateway proxy) gets depend on its namespace.
   bool virtual_services_vary_by_namespace() const { return virtual_services_vary_by_namespace_; }
   bool gateway_virtual_services_vary_by_namespace() const { return gateway_virtual_services_vary_by_namespace_; }
   // The DestinationRule a proxy of `proxy_namespace` gets for `host` (MergedDestinationRules::

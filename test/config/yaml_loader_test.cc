@@ -238,7 +238,7 @@ spec:
   EXPECT_THAT(Errors(vs("!!timestamp 12", "100")),
               ::testing::HasSubstr("is tagged !!timestamp but \"12\" reads as !!int"));
   for (const char* good : {"2001-12-14", "2000-2-29", "2001-12-14T21:59:43.10-05:00", "2001-1-2t3:4:5Z",
-                           "2001-12-14 21:59:43,5", "2001-12-14T21:59:43+24:00"}) {
+                           "2001-12-14 21:59:43,5", "2001-12-14T21:59:43+24:00", "2001-12-14   21:59:43"}) {
     EXPECT_THAT(Errors(vs(StrCat("!!timestamp \"", good, "\""), "100")),
                 ::testing::HasSubstr("destination.subset: a !!timestamp scalar is not supported by cxds"))
         << good;

@@ -997,8 +997,8 @@ kind: DestinationRule
 metadata: {name: z-old, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec:
   host: inventory.mesh.local
-  trafficPolicy: )" + old_policy + R"(
----
+)" + (old_policy.empty() ? "" : "  trafficPolicy: " + old_policy + "\n") +
+                                                 R"(---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: a-new, creationTimestamp: "2026-12-01T00:00:00Z"}
@@ -1018,6 +1018,14 @@ spec:
                           "spec.subsets[0].trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" +
                           tail))
       << "the newer rule's outlier detection is not served";
+  // The oldest rule has no policy: the merge takes the newer one's, said where it is written.
+  EXPECT_THAT(merged("", "{loadBalancer: {localityLbSetting: {failoverPriority: [x]}}}"),
+              ElementsAre("dr.yaml:7: DestinationRule default/a-new: "
+                          "spec.trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" +
+                              tail,
+                          "dr.yaml:7: DestinationRule default/a-new: "
+                          "spec.subsets[0].trafficPolicy.loadBalancer.localityLbSetting: failoverPriority" +
+                              tail));
 }
 
 // Applies the mesh, then vs.yaml: a VirtualService for inventory.mesh.local with `http` routes.
