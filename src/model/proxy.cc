@@ -86,15 +86,20 @@ std::string LocalityString(const envoy::config::core::v3::Locality& locality) {
   return StrCat(locality.region(), "/", locality.zone(), "/", locality.sub_zone());
 }
 
+// Whether the registry of `cluster_id` is searched for `node`: istiod's aggregate registry
+// searches the registries of the proxy's CLUSTER_ID, or all when it names none.
+bool SearchedIn(const envoy::config::core::v3::Node& node, std::string_view cluster_id) {
+  const auto& fields = node.metadata().fields();
+  auto cluster = fields.find("CLUSTER_ID");
+  return cluster == fields.end() || cluster->second.string_value().empty() ||
+         cluster->second.string_value() == cluster_id;
+}
+
 }  // namespace
 
 bool NamesProxyWorkload(const envoy::config::core::v3::Node& node, const PushRequest& request,
                         std::string_view cluster_id) {
-  const auto& fields = node.metadata().fields();
-  if (auto cluster = fields.find("CLUSTER_ID"); cluster != fields.end() && !cluster->second.string_value().empty() &&
-                                                cluster->second.string_value() != cluster_id) {
-    return false;  // as ParseProxyInfo: the registry is not searched for a node of another cluster
-  }
+  if (!SearchedIn(node, cluster_id)) return false;  // as ParseProxyInfo
   const WorkloadCandidates candidates = CandidatesOf(node, absl::StrSplit(node.id(), '~'));
   if (candidates.vm) return false;
   if (!candidates.pod_name.empty() &&
@@ -134,11 +139,9 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
     return it != fields.end() ? it->second.string_value() : kNone;
   };
   // An empty registry (no Pods, no ServiceEntry endpoints) finds nobody: the node is not read
-  // again. Nor does a registry of another cluster than the one the node says it is in (istiod's
-  // aggregate registry searches those of the proxy's CLUSTER_ID, or all when it names none).
-  const std::string& node_cluster = metadata("CLUSTER_ID");
+  // again. Nor does a registry of another cluster than the one the node says it is in.
   const bool searched = registry != nullptr && !(registry->pods.empty() && registry->by_address.empty()) &&
-                        (node_cluster.empty() || node_cluster == registry->cluster_id);
+                        SearchedIn(node, registry->cluster_id);
   if (const WorkloadIdentity* workload = searched ? FindWorkload(CandidatesOf(node, parts), *registry) : nullptr) {
     // As istiod's SetWorkloadLabels: the node's STATIC_LABELS (what ISTIO_METAJSON_LABELS set in
     // its bootstrap, which a workload's labels do not carry), then the workload's over them, in
@@ -154,8 +157,8 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   // as labels. The locality is read before the labels are handed over.
   proxy.locality = ProxyLocality(node, proxy);
   const std::string locality = LocalityString(proxy.locality);
-  proxy.labels =
-      AugmentLabels(std::move(proxy.labels), node_cluster, locality, metadata("NODE_NAME"), metadata("NETWORK"));
+  proxy.labels = AugmentLabels(std::move(proxy.labels), metadata("CLUSTER_ID"), locality, metadata("NODE_NAME"),
+                               metadata("NETWORK"));
   return proxy;
 }
 
