@@ -2984,6 +2984,15 @@ spec:
     EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "labels no endpoint gets to are not in the key";
     EXPECT_EQ(shape(grpc, "", "", {}), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 2: 71 72", "us-east/b 0 5: 73 74"}))
         << "a proxy without labels: none applied, as istiod";
+    // A value no endpoint has at the last label that decides (the zone, after a version some
+    // endpoints share) is "?" in the key too: made-up zones share one entry.
+    const Lines v1_no_zone = {"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 1 1: 72", "us-east/b 0 4: 73",
+                              "us-east/b 1 1: 74"};
+    EXPECT_EQ(shape(grpc, "us-east", "z9", {{"version", "v1"}}), v1_no_zone) << "v1: 1, v2: 2, renumbered";
+    const uint64_t builds_z9 = pipeline_->cache().stats().builds;
+    EXPECT_EQ(shape(grpc, "us-east", "z8", {{"version", "v1"}}), v1_no_zone);
+    EXPECT_EQ(pipeline_->cache().stats().builds, builds_z9) << "a zone no endpoint has is \"?\" in the key";
+    EXPECT_NE(shape(grpc, "us-east", "b", {{"version", "v1"}}), v1_no_zone) << "a zone some endpoint has decides";
 
     // "version=v2": the proxy is taken to be v2 whatever its label says.
     rule("{failoverPriority: [version=v2, topology.kubernetes.io/zone]}");
@@ -3009,6 +3018,18 @@ spec:
     EXPECT_EQ(shape(grpc, "us-east", "a", v1_n1), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 3 1: 72",
                                                          "us-east/b 1 1: 74", "us-east/b 2 4: 73"}))
         << "n1 v1: 0, n1 v2: 1, n2 v1: 2, n2 v2: 3; in a locality by priority";
+    // A network no endpoint is on: every endpoint is of another network, ordered by version
+    // alone, and made-up networks (and versions past them) share one entry.
+    const Lines other_network_v1 = {"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 1 1: 72", "us-east/b 0 4: 73",
+                                    "us-east/b 1 1: 74"};
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v1"}, {"topology.istio.io/network", "n9"}}), other_network_v1);
+    const uint64_t builds_n9 = pipeline_->cache().stats().builds;
+    EXPECT_EQ(shape(grpc, "us-east", "b", {{"version", "v1"}, {"topology.istio.io/network", "n8"}}), other_network_v1);
+    shape(grpc, "us-east", "a", {{"version", "v9"}, {"topology.istio.io/network", "n7"}});
+    shape(grpc, "us-east", "a", {{"version", "v8"}, {"topology.istio.io/network", "n6"}});
+    EXPECT_EQ(pipeline_->cache().stats().builds, builds_n9 + 1)
+        << "network first: networks and versions no endpoint has are \"?\" in the key (one entry for each version "
+           "state)";
     rule("{failoverPriority: [version, topology.istio.io/network]}");
     EXPECT_EQ(shape(grpc, "us-east", "a", v1_n1), (Lines{"eu-west/a 0 1: 75", "us-east/a 0 1: 71", "us-east/a 2 1: 72",
                                                          "us-east/b 1 4: 73", "us-east/b 2 1: 74"}))
@@ -3019,6 +3040,18 @@ spec:
     EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v1"}}),
               (Lines{"eu-west/a 2 1: 75", "us-east/a 0 1: 71", "us-east/a 3 1: 72", "us-east/b 1 4: 73",
                      "us-east/b 4 1: 74"}));
+    // ... where versions and zones no endpoint has share entries as well.
+    const Lines failover_no_version = {"eu-west/a 2 1: 75", "us-east/a 0 2: 71 72", "us-east/b 1 5: 73 74"};
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v9"}}), failover_no_version) << "by locality alone";
+    const uint64_t builds_failover = pipeline_->cache().stats().builds;
+    EXPECT_EQ(shape(grpc, "us-east", "a", {{"version", "v8"}}), failover_no_version);
+    EXPECT_EQ(pipeline_->cache().stats().builds, builds_failover) << "a version no endpoint has";
+    const Lines failover_no_zone = {"eu-west/a 1 1: 75", "us-east/a 0 1: 71", "us-east/a 2 1: 72", "us-east/b 0 4: 73",
+                                    "us-east/b 2 1: 74"};
+    EXPECT_EQ(shape(grpc, "us-east", "z9", {{"version", "v1"}}), failover_no_zone);
+    const uint64_t builds_failover_zone = pipeline_->cache().stats().builds;
+    EXPECT_EQ(shape(grpc, "us-east", "z8", {{"version", "v1"}}), failover_no_zone);
+    EXPECT_EQ(pipeline_->cache().stats().builds, builds_failover_zone) << "a zone no endpoint has";
 
     // Without outlier detection nothing fails over: no priorities.
     rule("{failoverPriority: [version]}", /*outlier=*/false);
@@ -4445,7 +4478,9 @@ spec:
 // failoverPriority on a STRICT_DNS cluster, as istiod applies it to a DNS cluster's load
 // assignment: the names split by the labels they share with the proxy, within their locality.
 TEST_F(GeneratorsTest, FailoverPriorityAppliesToDnsClusters) {
-  Apply("dns.yaml", R"(apiVersion: networking.istio.io/v1
+  // Three names, a and b in r-a and c in r-b, labelled `version` v1, v2, v2 and `track` `tracks`.
+  const auto pin_dns = [&](const std::vector<std::string>& tracks, const std::string& priority) {
+    std::string yaml = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: pin-dns}
 spec:
@@ -4453,10 +4488,14 @@ spec:
   ports: [{number: 8080, name: http, protocol: HTTP}]
   resolution: DNS
   endpoints:
-  - {address: a.pin.example.com, locality: r-a, labels: {version: v1}}
-  - {address: b.pin.example.com, locality: r-a, labels: {version: v2}}
-  - {address: c.pin.example.com, locality: r-b, labels: {version: v2}}
----
+)";
+    const char* const names[] = {"a", "b", "c"};
+    const char* const versions[] = {"v1", "v2", "v2"};
+    for (size_t i = 0; i < 3; ++i) {
+      yaml += StrCat("  - {address: ", names[i], ".pin.example.com, locality: r-", i < 2 ? "a" : "b",
+                     ", labels: {version: ", versions[i], tracks.empty() ? "" : StrCat(", track: ", tracks[i]), "}}\n");
+    }
+    Apply("dns.yaml", yaml + R"(---
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: pin-dns}
@@ -4464,15 +4503,19 @@ spec:
   host: pin-dns.mesh.local
   trafficPolicy:
     outlierDetection: {consecutive5xxErrors: 3}
-    loadBalancer: {localityLbSetting: {failoverPriority: [version]}}
-)");
-  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    loadBalancer: {localityLbSetting: {failoverPriority: )" +
+                          priority + "}}\n");
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  };
+  pin_dns({}, "[version]");
   // "type region priority: names' first letters" of the cluster of `host`, as a proxy labelled
   // `version` gets it.
-  const auto shape = [&](const std::string& version, const std::string& host = "pin-dns.mesh.local") {
+  const auto shape = [&](const std::string& version, const std::string& host = "pin-dns.mesh.local",
+                         const std::string& track = "") {
     auto h = Connect("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false);
     auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
     (*labels->mutable_fields())["version"].set_string_value(version);
+    if (!track.empty()) (*labels->mutable_fields())["track"].set_string_value(track);
     h->Send(First(std::string(kClusterType), {}));
     auto cds = h->Take();
     std::vector<std::string> out;
@@ -4495,6 +4538,18 @@ spec:
   EXPECT_EQ(shape("v2"), (Lines{"STRICT_DNS r-a 0: b", "STRICT_DNS r-a 1: a", "STRICT_DNS r-b 0: c"}))
       << "in a locality by priority";
   EXPECT_EQ(shape("v3"), (Lines{"STRICT_DNS r-a 0: a b", "STRICT_DNS r-b 0: c"})) << "shares none: one priority";
+  // The cluster's key is cut where no endpoint gets further: with a second label, proxies of a
+  // version no endpoint has share one cluster whatever their second label says.
+  pin_dns({"t1", "t1", "t2"}, "[version, track]");
+  EXPECT_EQ(shape("v2", "pin-dns.mesh.local", "t2"),
+            (Lines{"STRICT_DNS r-a 1: b", "STRICT_DNS r-a 2: a", "STRICT_DNS r-b 0: c"}))
+      << "v2 t2: 0, v2 t1: 1, v1: 2";
+  EXPECT_EQ(shape("v3", "pin-dns.mesh.local", "t1"), (Lines{"STRICT_DNS r-a 0: a b", "STRICT_DNS r-b 0: c"}));
+  const uint64_t builds = pipeline_->cache().stats().builds;
+  EXPECT_EQ(shape("v4", "pin-dns.mesh.local", "t2"), (Lines{"STRICT_DNS r-a 0: a b", "STRICT_DNS r-b 0: c"}));
+  EXPECT_EQ(shape("v5", "pin-dns.mesh.local", "t9"), (Lines{"STRICT_DNS r-a 0: a b", "STRICT_DNS r-b 0: c"}));
+  EXPECT_EQ(pipeline_->cache().stats().builds, builds)
+      << "labels past the furthest any endpoint gets are not in the key";
 
   // DNS_ROUND_ROBIN: one name, so one priority, 0, whatever it shares with the proxy.
   Apply("rr.yaml", R"(apiVersion: networking.istio.io/v1
