@@ -203,6 +203,9 @@ struct TlsRoute {
     std::vector<std::string> sni_hosts;
     uint32_t port = 0;                  // 0: any TLS port of the host (or of the Gateway's servers)
     std::vector<std::string> gateways;  // as TcpRoute::Match::gateways
+    // As TcpRoute::Match's (Istio's matchTLS; in the mesh only): a sidecar meeting none skips it.
+    LabelMap source_labels;
+    std::string source_namespace;
   };
   std::vector<Match> match;  // at least one
   std::vector<HttpRouteDestination> route;

@@ -1720,6 +1720,30 @@ std::vector<std::string> ReadGatewayNames(Reader& r, const YAML::Node& node, con
   return out;
 }
 
+// sourceLabels and sourceNamespace of a tcp or tls match (`kind`) whose gateways are `gateways`:
+// supported in the mesh only, since a gateway's TCP and TLS servers are planned per Gateway.
+void ReadL4SourceConditions(Reader& r, const YAML::Node& match, const std::string& mf, const VirtualService& vs,
+                            const std::vector<std::string>& gateways, std::string_view kind, LabelMap& labels,
+                            std::string& namespace_name) {
+  labels = r.Labels(match, "sourceLabels", mf);
+  for (const auto& [key, value] : labels) {
+    if (key.empty()) r.Error(match["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
+  }
+  namespace_name = r.String(match, "sourceNamespace", mf, false).value_or("");
+  if (match["sourceNamespace"].IsDefined() && !IsDnsLabel(namespace_name)) {
+    r.Error(match["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
+            "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
+  }
+  const std::vector<std::string>& at = gateways.empty() ? vs.gateways : gateways;
+  if ((!labels.empty() || !namespace_name.empty()) &&
+      std::any_of(at.begin(), at.end(), [](const std::string& g) { return g != "mesh"; })) {
+    r.Error(match, mf,
+            StrCat("sourceLabels or sourceNamespace on a ", kind,
+                   " match served at a Gateway is not supported by cxds (a gateway's TCP and TLS servers are planned "
+                   "per Gateway, not per proxy); they are supported in the mesh"));
+  }
+}
+
 // spec.tcp[]: opaque TCP routes; a match selects by the port and the gateways.
 void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
   const YAML::Node tcp = spec["tcp"];
@@ -1738,23 +1762,7 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
         TcpRoute::Match m;
         m.port = r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0);
         m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
-        m.source_labels = r.Labels(match[j], "sourceLabels", mf);
-        for (const auto& [key, value] : m.source_labels) {
-          if (key.empty())
-            r.Error(match[j]["sourceLabels"], Reader::Join(mf, "sourceLabels"), "a label name must not be empty");
-        }
-        m.source_namespace = r.String(match[j], "sourceNamespace", mf, false).value_or("");
-        if (match[j]["sourceNamespace"].IsDefined() && !IsDnsLabel(m.source_namespace)) {
-          r.Error(match[j]["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
-                  "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
-        }
-        const std::vector<std::string>& at = m.gateways.empty() ? vs.gateways : m.gateways;
-        if ((!m.source_labels.empty() || !m.source_namespace.empty()) &&
-            std::any_of(at.begin(), at.end(), [](const std::string& g) { return g != "mesh"; })) {
-          r.Error(match[j], mf,
-                  "sourceLabels or sourceNamespace on a tcp match served at a Gateway is not supported by cxds (a "
-                  "gateway's TCP servers are planned per Gateway, not per proxy); they are supported in the mesh");
-        }
+        ReadL4SourceConditions(r, match[j], mf, vs, m.gateways, "tcp", m.source_labels, m.source_namespace);
         route.match.push_back(std::move(m));
       }
     }
@@ -1780,10 +1788,11 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
     for (size_t j = 0; match.IsDefined() && match.IsSequence() && j < match.size(); ++j) {
       const std::string mf = Reader::Index(Reader::Join(f, "match"), j);
       if (!r.IsMap(match[j], mf)) continue;
-      r.OnlyKeys(match[j], mf, {"sniHosts", "port", "gateways"},
-                 {"destinationSubnets", "sourceLabels", "sourceNamespace"});
+      r.OnlyKeys(match[j], mf, {"sniHosts", "port", "gateways", "sourceLabels", "sourceNamespace"},
+                 {"destinationSubnets"});
       TlsRoute::Match m;
       m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
+      ReadL4SourceConditions(r, match[j], mf, vs, m.gateways, "tls", m.source_labels, m.source_namespace);
       m.sni_hosts = r.Strings(match[j], "sniHosts", mf, true);
       for (size_t k = 0; k < m.sni_hosts.size(); ++k) {
         const std::string& sni = m.sni_hosts[k];

@@ -1186,13 +1186,14 @@ TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& ch
   return tcp;
 }
 
-// Adds `chain` to `listener`: a filter chain matching its SNI names (the listener then reads
-// them with the TLS inspector), or every connection.
-void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& chain, uint32_t port,
-                    const ProxyScope& scope, Listener& listener) {
+// Adds `chain` to `listener`: a filter chain matching `server_names` (the listener then reads
+// them with the TLS inspector), or every connection when empty.
+void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& chain,
+                    const std::vector<std::string>& server_names, uint32_t port, const ProxyScope& scope,
+                    Listener& listener) {
   auto* filter_chain = listener.add_filter_chains();
-  if (!chain.server_names.empty()) {
-    for (const std::string& name : chain.server_names) {
+  if (!server_names.empty()) {
+    for (const std::string& name : server_names) {
       filter_chain->mutable_filter_chain_match()->add_server_names(name);
     }
     if (listener.listener_filters_size() == 0) {
@@ -1208,6 +1209,30 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
   auto* filter = filter_chain->add_filters();
   filter->set_name("envoy.filters.network.tcp_proxy");
   filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port, scope));
+}
+
+// The chains of an opaque port's listener for this proxy, in order (MeshContext::OpaqueChains):
+// those of tls matches with source conditions only if it meets them, a host's own chain only if
+// it meets none of the host's (`unless`), and of a name two chains have (possible only after a
+// chain with source conditions) the first, as istiod keeps a proxy's first match.
+void AddOpaqueChains(const MeshContext& mesh, const std::vector<const MeshContext::OpaqueChain*>& chains, uint32_t port,
+                     const ProxyScope& scope, Listener& listener) {
+  const auto meets = [&](const TlsRoute::Match* match) {
+    return scope.MeetsSource(match->source_labels, match->source_namespace);
+  };
+  std::set<std::string, std::less<>> named;  // "": the catch-all
+  for (const MeshContext::OpaqueChain* chain : chains) {
+    if ((chain->source != nullptr && !meets(chain->source)) ||
+        std::any_of(chain->unless.begin(), chain->unless.end(), meets)) {
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const std::string& name : chain->server_names) {
+      if (named.insert(name).second) names.push_back(name);
+    }
+    if (chain->server_names.empty() ? !named.insert("").second : names.empty()) continue;
+    AddOpaqueChain(mesh, *chain, names, port, scope, listener);
+  }
 }
 
 }  // namespace
@@ -1311,7 +1336,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     if (proxy.type == "router" && !proxy.grpc) return GatewayListeners(proxy, request, mesh, cache);
     // Envoy: one listener per port. A port with an HTTP service gets the HTTP connection
     // manager (routes by Host); an opaque one the filter chains of MeshContext::OpaqueChains
-    // (the same for every proxy) whose services this proxy sees.
+    // whose services this proxy sees and whose source conditions it meets (AddOpaqueChains).
     struct PortListener {
       bool http = false;
       std::vector<const MeshContext::OpaqueChain*> chains;
@@ -1351,9 +1376,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
               filter->mutable_typed_config()->PackFrom(
                   RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
             } else {
-              for (const MeshContext::OpaqueChain* chain : plan.chains) {
-                AddOpaqueChain(mesh, *chain, port, scope, listener);
-              }
+              AddOpaqueChains(mesh, plan.chains, port, scope, listener);
             }
             return Resource::FromMessage(listener);
           });

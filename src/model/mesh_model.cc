@@ -520,6 +520,12 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         conditions.insert({match.source_labels, match.source_namespace});
       }
     }
+    for (const TlsRoute& tls : vs.tls) {
+      for (const TlsRoute::Match& match : tls.match) {
+        if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+        conditions.insert({match.source_labels, match.source_namespace});
+      }
+    }
   };
   for (const auto& [host, served] : virtual_services_) {
     for (const VirtualService* vs : served) note_conditions(*vs);
@@ -619,8 +625,11 @@ void MeshContext::BuildOpaqueChains() {
         bool catch_all = chain.server_names.empty();
         for (const std::string& name : chain.server_names) catch_all = catch_all || name == "*";
         for (const std::string& name : catch_all ? std::vector<std::string>{""} : chain.server_names) {
-          auto [owner, inserted] = names.emplace(name, host);
-          if (inserted) {
+          // A chain for some proxies only (source conditions) takes a name no chain for all has
+          // yet, and leaves it to later ones; one for proxies meeting none of them claims it.
+          auto owner = names.find(name);
+          if (owner == names.end()) {
+            if (chain.source == nullptr) names.emplace(name, host);
             kept.push_back(name);
           } else if (owner->second != host) {
             report(name, owner->second);
@@ -673,8 +682,13 @@ void MeshContext::BuildOpaqueChains() {
         continue;
       }
       // TLS and HTTPS, as istiod's sidecar outbound chains: each tls route match for the port
-      // (sniHosts to its destinations), else the host's own name to its cluster.
+      // (sniHosts to its destinations), else the host's own name to its cluster. A match with
+      // source conditions is for the proxies meeting them (Istio's matchTLS): its chain claims no
+      // name from later chains, which a proxy meeting it has after it (a name a proxy has twice
+      // goes to its first chain: AddOpaqueChains); the host's own chain is then for proxies
+      // meeting none of the host's matches, unless one without conditions routes it.
       bool routed = false;
+      std::vector<const TlsRoute::Match*> conditional;
       for (const VirtualService* vs : VirtualServicesFor(host)) {
         for (size_t i = 0; i < vs->tls.size(); ++i) {
           const TlsRoute& route = vs->tls[i];
@@ -683,21 +697,31 @@ void MeshContext::BuildOpaqueChains() {
             if ((match.port != 0 && match.port != port.number) || !OpaqueMatchAt(match.gateways, *vs, "mesh")) {
               continue;
             }
-            routed = true;
+            const bool has_source = !match.source_labels.empty() || !match.source_namespace.empty();
+            if (has_source) {
+              conditional.push_back(&match);
+            } else {
+              routed = true;
+            }
             if (!matches_done[port.number].insert({&route, j}).second) continue;
             const ConfigKey vs_key{kind::kVirtualService, vs->meta.namespace_name, vs->meta.name};
-            add(OpaqueChain{host, match.sni_hosts, &route.route, vs->meta.namespace_name},
-                [&](const std::string& name, const std::string& owner) {
-                  findings_.push_back({vs_key, StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
-                                       "pilot_conflict_outbound_listener_tcp_over_current_tcp",
-                                       StrCat("SNI name ", name.empty() ? "*" : name, " on port ", port.number,
-                                              " is not routed by this match for Envoy proxies: ", owner,
-                                              " has it on port ", port.number)});
-                });
+            OpaqueChain chain{host, match.sni_hosts, &route.route, vs->meta.namespace_name};
+            if (has_source) chain.source = &match;
+            add(std::move(chain), [&](const std::string& name, const std::string& owner) {
+              findings_.push_back(
+                  {vs_key, StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
+                   "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                   StrCat("SNI name ", name.empty() ? "*" : name, " on port ", port.number,
+                          " is not routed by this match for Envoy proxies: ", owner, " has it on port ", port.number)});
+            });
           }
         }
       }
-      if (!routed) add(OpaqueChain{host, {host}}, lost);
+      if (!routed) {
+        OpaqueChain own{host, {host}};
+        own.unless = std::move(conditional);
+        add(std::move(own), lost);
+      }
     }
   }
 }

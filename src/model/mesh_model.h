@@ -96,15 +96,13 @@ std::optional<int> ExportRank(std::span<const std::string> export_to, const std:
 // namespace that has none of its own for a host, its selector-less Sidecar to every one without.
 inline constexpr char kRootNamespace[] = "istio-system";
 
-// The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates
-// them: in each namespace, of the rules for one host, those with a workloadSelector first, then
-// oldest first (metadata.creationTimestamp; unset counts as newest), then by name, a rule is
-// merged into the earlier ones exported alike (or to fewer namespaces: a subset of its
-// exportTo) (every subset whose name is new; its traffic policy only if the earlier has none),
-// else kept as a rule of its own; a rule with a workload selector counts as exported to "."
-// alone and is merged only into one with the same selector, or, exported alike, into one
-// without (as istiod's merge does), and kept on its own beside. With no exportTo and no
-// selector anywhere, every rule of a host is merged into the oldest. A duplicate subset is a
+// The DestinationRules of one ObjectMap by namespace and resolved host, as istiod consolidates them: in each namespace,
+// of the rules for one host, those with a workloadSelector first, then oldest first (metadata.creationTimestamp; unset
+// counts as newest), then by name, a rule is merged into the earlier ones exported alike (or to fewer namespaces: a
+// subset of its exportTo) (every subset whose name is new; its traffic policy only if the earlier has none), else kept
+// as a rule of its own; a rule with a workload selector counts as exported to "." alone and is merged only into one
+// with the same selector, or, exported alike, into one without (as istiod's merge does), and kept on its own beside.
+// With no exportTo and no selector anywhere, every rule of a host is merged into the oldest. A duplicate subset is a
 // finding (pilot_destrule_subsets, istiod's metric).
 struct MergedDestinationRules {
   struct Entry {
@@ -211,10 +209,9 @@ class MeshContext final : public PushContext {
                                                               const std::string& proxy_namespace) const;
   const std::string& domain_suffix() const { return domain_suffix_; }
   const std::string& root_namespace() const { return destination_rules_.root_namespace; }
-  // The distinct source conditions (sourceLabels, sourceNamespace) of the served
-  // VirtualServices' HTTP matches without `gateways` and tcp matches. Which of them a proxy
-  // meets decides which of those matches its routes (and TCP listeners) have, so proxies
-  // meeting the same ones share them.
+  // The distinct source conditions (sourceLabels, sourceNamespace) of the served VirtualServices' HTTP
+  // matches without `gateways`, tcp and tls matches. Which of them a proxy meets decides which of those
+  // matches its routes (and opaque listeners) have, so proxies meeting the same share them.
   struct SourceCondition {
     LabelMap labels;
     std::string namespace_name;  // "": any
@@ -224,27 +221,31 @@ class MeshContext final : public PushContext {
   // Whether some service is exported to fewer than all namespaces: what a proxy sees then
   // depends on its namespace (ProxyScope).
   bool exports_restricted() const { return exports_restricted_; }
-  // One filter chain of the Envoy listener of an opaque (not HTTP) port. A listener address
-  // cannot tell services apart, so the chains do, as istiod's do for services without a VIP:
-  // each TLS or HTTPS service by the SNI name (its host, or its VirtualService's tls routes'
-  // sniHosts), and one other opaque service (TCP, MONGO, ...) takes the connections no name
-  // matches. The same for every proxy: those that see the chain's service get it.
+  // One filter chain of the Envoy listener of an opaque (not HTTP) port. A listener address cannot tell
+  // services apart, so the chains do, as istiod's do for services without a VIP: each TLS or HTTPS service
+  // by the SNI name (its host, or its VirtualService's tls routes' sniHosts), and one other opaque service
+  // (TCP, MONGO, ...) takes the connections no name matches. Proxies that see its service get it (and
+  // meet its source conditions, below).
   struct OpaqueChain {
     std::string host;                       // the service it is for
     std::vector<std::string> server_names;  // SNI names; empty: every connection no other chain takes
-    // The destinations of the VirtualService tcp or tls route it follows (weighted), or when
-    // null the service's own cluster outbound|PORT||HOST.
+    // The destinations of the VirtualService tcp or tls route it follows (weighted), or when null the
+    // service's own cluster outbound|PORT||HOST.
     const std::vector<HttpRouteDestination>* route = nullptr;
     std::string route_namespace;  // of that VirtualService, for short destination hosts
-    // tcp routes before that one whose every match for the port has source conditions
-    // (sourceLabels, sourceNamespace), in order: the first with a match a proxy meets
-    // (ProxyScope::MeetsSource) is that proxy's route instead.
+    // tcp routes before that one whose every match for the port has source conditions (sourceLabels,
+    // sourceNamespace), in order: the first with a match a proxy meets (MeetsSource) is its route instead.
     struct ForSources {
       const std::vector<HttpRouteDestination>* route;
       std::string route_namespace;
       std::vector<const TcpRoute::Match*> matches;
     };
     std::vector<ForSources> for_sources;
+    // A tls match's chain with source conditions: only proxies meeting them (MeetsSource) get it,
+    // before any later chain for its names. A host's own chain when its every tls match has
+    // source conditions (`unless`): only proxies meeting none of them get it (Istio's matchTLS).
+    const TlsRoute::Match* source = nullptr;
+    std::vector<const TlsRoute::Match*> unless;
   };
   // The chains of the Envoy listener of `port`, in (host, route) order; empty for an HTTP port
   // (or none). A name (or the catch-all) two services would claim goes to the first by host,
@@ -364,16 +365,14 @@ bool TcpRouteApplies(const TcpRoute& route, const VirtualService& vs, const std:
 bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const VirtualService& vs,
                    const std::string& gateway);
 
-// istiod's merge of a route with http[].delegate (`root`) and one http route of the delegate
-// VirtualService, of `delegate_namespace` (its short destination hosts are resolved there):
-// each match of the delegate's route is merged into every root match it does not conflict
-// with (the root's conditions kept where the delegate's leaves them unset); it conflicts when
-// it is not within the root's (a uri or other string match that is not the root's exact value
-// or under its prefix, a regex on either side, another port, namespace, label value or
-// ignoreUriCase, gateways the root's do not list). The root's settings apply where the
-// delegate's route sets none: headers, CORS and fault always; rewrite, timeout and retries to a
-// route that goes upstream; `mirror`, its percentages and `mirrors` each on its own. nullopt: a
-// match of the delegate's route conflicts with every root match, and istiod leaves the route out.
+// istiod's merge of a route with http[].delegate (`root`) and one http route of the delegate VirtualService, of
+// `delegate_namespace` (its short destination hosts are resolved there): each match of the delegate's route is merged
+// into every root match it does not conflict with (the root's conditions kept where the delegate's leaves them unset);
+// it conflicts when it is not within the root's (a uri or other string match that is not the root's exact value or
+// under its prefix, a regex on either side, another port, namespace, label value or ignoreUriCase, gateways the root's
+// do not list). The root's settings apply where the delegate's route sets none: headers, CORS and fault always;
+// rewrite, timeout and retries to a route that goes upstream; `mirror`, its percentages and `mirrors` each on its own.
+// nullopt: a match of the delegate's route conflicts with every root match, and istiod leaves the route out.
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
                                             const std::string& delegate_namespace, const std::string& domain_suffix);
 

@@ -1757,10 +1757,19 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
   // Valid Istio that cxds does not serve.
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], destinationSubnets: [10.0.0.0/8]}")),
             "spec.tls[0].match[0].destinationSubnets: is not supported by cxds");
-  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceLabels: {app: web}}")),
-            "spec.tls[0].match[0].sourceLabels: is not supported by cxds");
-  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceNamespace: web}")),
-            "spec.tls[0].match[0].sourceNamespace: is not supported by cxds");
+  // Source conditions, as for tcp: in the mesh, not at a Gateway.
+  const ParsedFile sourced = ParseConfigFile(
+      "vs.yaml", head + route("{sniHosts: [api.example.com], sourceLabels: {app: web}, sourceNamespace: shop}"));
+  ASSERT_EQ(sourced.documents.size(), 1u) << Errors(sourced);
+  const TlsRoute::Match& sourced_match = std::get<VirtualService>(sourced.documents[0].object).tls[0].match[0];
+  EXPECT_EQ(sourced_match.source_labels, (LabelMap{{"app", "web"}}));
+  EXPECT_EQ(sourced_match.source_namespace, "shop");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], sourceNamespace: Web}")),
+            "spec.tls[0].match[0].sourceNamespace: must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 "
+            "characters)");
+  EXPECT_THAT(OnlyError(head + route("{sniHosts: [api.example.com], sourceLabels: {a: b}, gateways: [edge]}")),
+              ::testing::StartsWith("spec.tls[0].match[0]: sourceLabels or sourceNamespace on a tls match served at "
+                                    "a Gateway is not supported by cxds"));
   // A match may name the Gateways it applies at (a passthrough server's routes).
   const ParsedFile at_gateway =
       ParseConfigFile("vs.yaml", head + route("{sniHosts: [api.example.com], gateways: [mesh, istio-system/egress]}"));

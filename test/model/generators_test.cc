@@ -772,6 +772,17 @@ spec:
   resolution: DNS
 )";
 
+// A TLS ServiceEntry under kEgress's "*.cdn.example.com".
+constexpr char kStaticCdn[] = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: static, namespace: egress}
+spec:
+  hosts: [static.cdn.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.62}]
+)";
+
 // Istio's sidecar outbound TLS: the listener of a port with TLS or HTTPS services reads the SNI
 // name (TLS inspector) and has a filter chain per name: a service's own host (a wildcard host
 // as Envoy's "*." server name) to its cluster, or its VirtualService's tls route matches for
@@ -851,15 +862,8 @@ spec:
   - match: [{sniHosts: [img.cdn.example.com]}]
     route: [{destination: {host: img.cdn.example.com}}]
 ---
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: static, namespace: egress}
-spec:
-  hosts: [static.cdn.example.com]
-  ports: [{number: 443, name: tls, protocol: TLS}]
-  resolution: STATIC
-  endpoints: [{address: 127.0.0.62}]
----
+)" + std::string(kStaticCdn) +
+                           R"(---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: relay, namespace: egress}
@@ -893,6 +897,77 @@ spec:
           "search.example.com -> weighted: outbound|443||search.example.com 70, "
           "outbound|443||maps.example.com 30",
           "maps.example.com -> outbound|443|v2|maps.example.com", "pay.example.com -> outbound|443||pay.example.com"));
+}
+
+// tls matches with sourceLabels and sourceNamespace, as Istio's matchTLS: a sidecar meeting them
+// gets that match's chain, first for its names (a later host's chain for a name it has is left
+// out for that sidecar, and is not a conflict); a host whose every match has conditions keeps its
+// own chain for the sidecars meeting none; sidecars meeting the same conditions share listeners.
+TEST_F(GeneratorsTest, TlsRouteSourceConditionsChooseEachSidecarsChains) {
+  Apply("egress.yaml", std::string(kEgress) + R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: pay, namespace: egress}
+spec:
+  hosts: [pay.example.com]
+  tls:
+  - match: [{sniHosts: [pay.example.com], sourceLabels: {app: billing}}]
+    route: [{destination: {host: search.example.com}}]
+  - match: [{sniHosts: [pay.example.com], sourceNamespace: ops}]
+    route: [{destination: {host: maps.example.com, subset: v2}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: cdn, namespace: egress}
+spec:
+  hosts: ["*.cdn.example.com"]
+  tls:
+  - match: [{sniHosts: [static.cdn.example.com], sourceLabels: {app: billing}}]
+    route: [{destination: {host: img.cdn.example.com}}]
+---
+)" + std::string(kStaticCdn));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
+  ASSERT_NE(context, nullptr);
+  EXPECT_TRUE(context->findings().empty()) << context->findings()[0].message;
+  // The chains of port 443's listener as a sidecar of namespace `ns` labelled app=`app` gets them.
+  const auto chains = [&](const std::string& ns, const std::string& app) {
+    auto h = Connect(StrCat("sidecar~127.0.0.5~app-1.", ns, "~", ns, ".svc.cluster.local"), false, ns);
+    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+    (*labels->mutable_fields())["app"].set_string_value(app);
+    h->Send(First(std::string(kListenerType), {}));
+    auto lds = h->Take();
+    for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
+      const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+      if (listener.name() == "127.0.0.1_443") return ChainsOf(listener);
+    }
+    ADD_FAILURE() << "no listener for 443";
+    return std::vector<std::string>{};
+  };
+  const std::string search =
+      "search.example.com -> weighted: outbound|443||search.example.com 70, "
+      "outbound|443||maps.example.com 30";
+  const std::string maps = "maps.example.com -> outbound|443|v2|maps.example.com";
+  EXPECT_THAT(chains("default", "web"),
+              ::testing::ElementsAre("*.cdn.example.com -> outbound|443||*.cdn.example.com",
+                                     "img.cdn.example.com -> outbound|443||img.cdn.example.com",
+                                     " -> outbound|443||mail.example.com", search, maps,
+                                     "pay.example.com -> outbound|443||pay.example.com",
+                                     "static.cdn.example.com -> outbound|443||static.cdn.example.com"))
+      << "meets no condition: each host's own chain";
+  const std::vector<std::string> billing = {"static.cdn.example.com -> outbound|443||img.cdn.example.com",
+                                            "img.cdn.example.com -> outbound|443||img.cdn.example.com",
+                                            " -> outbound|443||mail.example.com",
+                                            search,
+                                            maps,
+                                            "pay.example.com -> outbound|443||search.example.com"};
+  EXPECT_EQ(chains("default", "billing"), billing)
+      << "its matches first; no own chain for *.cdn.example.com or pay.example.com, nor static's after its match";
+  EXPECT_EQ(chains("ops", "billing"), billing) << "meets both of pay's matches: the first";
+  EXPECT_THAT(chains("ops", "web"), ::testing::Contains("pay.example.com -> outbound|443|v2|maps.example.com"));
+  const uint64_t builds = pipeline_->cache().stats().builds;
+  EXPECT_EQ(chains("team", "billing"), billing);
+  EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "the same conditions met: the same listener";
 }
 
 // A DestinationRule with a workloadSelector applies to the sidecars of its namespace it
