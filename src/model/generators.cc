@@ -1567,11 +1567,17 @@ envoy::extensions::filters::http::cors::v3::CorsPolicy CorsConfig(const HttpRout
   return out;
 }
 
-envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultInjection& fault) {
+// The longest fault delay sent to gRPC nodes: grpc-js waits with Node's setTimeout, which fires a
+// longer one (over 2^31-1 ms, about 24.8 days) after 1 ms; capped, every gRPC client still waits
+// about 24.8 days, which any request would take as forever.
+constexpr absl::Duration kMaxGrpcFaultDelay = absl::Milliseconds(2147483647);
+
+envoy::extensions::filters::http::fault::v3::HTTPFault FaultConfig(const FaultInjection& fault, bool grpc) {
   envoy::extensions::filters::http::fault::v3::HTTPFault out;
   if (fault.delay.has_value()) {
     auto* delay = out.mutable_delay();
-    SetDuration(fault.delay->fixed_delay, delay->mutable_fixed_delay());
+    SetDuration(grpc ? std::min(fault.delay->fixed_delay, kMaxGrpcFaultDelay) : fault.delay->fixed_delay,
+                delay->mutable_fixed_delay());
     // The integer as istiod converts it (uint32): above 100, or negative, every request.
     *delay->mutable_percentage() = fault.delay->whole_percent.has_value()
                                        ? WholePercent(static_cast<uint32_t>(*fault.delay->whole_percent))
@@ -1815,7 +1821,7 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
         SetAnswer(http, port, route);
         // Only a delegate's merged redirect or direct response has one (MergeDelegateRoute).
         if (http.fault.has_value()) {
-          (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
+          (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault, grpc));
         }
         continue;
       }
@@ -1863,7 +1869,7 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
       }
       SetTimeout(http.timeout, grpc, action);
       if (http.fault.has_value()) {
-        (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault));
+        (*route->mutable_typed_per_filter_config())[kFaultFilter].PackFrom(FaultConfig(*http.fault, grpc));
       }
       SetRetryPolicy(http.retries, grpc, action);
     }

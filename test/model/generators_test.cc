@@ -1694,6 +1694,9 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
   - match: [{headers: {x-fault: {exact: whole}}}]
     fault: {delay: {fixedDelay: 2s, percent: 30}}
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+  - match: [{headers: {x-fault: {exact: long}}}]
+    fault: {delay: {fixedDelay: 720h, percentage: {value: 100}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
   - route: [{destination: {host: inventory.mesh.local, subset: v2}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
@@ -1728,7 +1731,7 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     ASSERT_EQ(rds.size(), 1u);
     const auto routes = Decode<envoy::config::route::v3::RouteConfiguration>(rds[0], 0);
     const auto& vhost = routes.virtual_hosts(0);
-    ASSERT_EQ(vhost.routes_size(), 5);
+    ASSERT_EQ(vhost.routes_size(), 6);
     const auto fault_of = [&](int i) {
       HTTPFault fault;
       auto it = vhost.routes(i).typed_per_filter_config().find("envoy.filters.http.fault");
@@ -1760,7 +1763,11 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     EXPECT_EQ(whole.delay().fixed_delay().seconds(), 2);
     EXPECT_EQ(whole.delay().percentage().numerator(), 30u) << "the deprecated integer percent, in hundredths";
     EXPECT_EQ(whole.delay().percentage().denominator(), envoy::type::v3::FractionalPercent::HUNDRED);
-    EXPECT_TRUE(vhost.routes(4).typed_per_filter_config().empty());
+    // 30 days: Envoy waits that long; gRPC nodes get 2^31-1 ms, which grpc-js's timer can wait
+    // (a longer one fires after 1 ms).
+    EXPECT_EQ(fault_of(4).delay().fixed_delay().seconds(), grpc ? 2147483 : 30 * 24 * 3600);
+    EXPECT_EQ(fault_of(4).delay().fixed_delay().nanos(), grpc ? 647000000 : 0);
+    EXPECT_TRUE(vhost.routes(5).typed_per_filter_config().empty());
   }
 }
 
