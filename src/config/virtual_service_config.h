@@ -95,10 +95,16 @@ struct HttpRoute {
   };
   std::optional<Delegate> delegate;
   // On the routes of a VirtualService served with its delegates merged in (MeshContext): where
-  // the route was written, as "namespace/name" and its index in that object's http[].
+  // the route was written, as "namespace/name" and its index in that object's http[]; for a route
+  // merged from a delegate, also the delegating route, whose settings the merge may have taken,
+  // and both routes as written (pointers into the context's objects, valid while it lives).
   struct Origin {
     std::string virtual_service;
     size_t index = 0;
+    std::string delegating_virtual_service;  // "": not merged from a delegate
+    size_t delegating_index = 0;
+    const HttpRoute* written = nullptr;
+    const HttpRoute* delegating = nullptr;
   };
   std::optional<Origin> origin;
   HeaderManipulation headers;

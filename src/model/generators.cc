@@ -2457,6 +2457,18 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
              "certificates come from its bootstrap's certificate providers); requests routed there fail "
              "rather than go in plaintext"});
       }
+      // Each route as written (object, index) with the fields said of it, in the order first met:
+      // a delegating route merged into several is said once, with what each merge took of it.
+      std::vector<std::pair<std::pair<std::string, size_t>, std::vector<std::string>>> said;
+      const auto say = [&](std::string object, size_t index, const std::vector<std::string>& fields) {
+        if (fields.empty()) return;
+        auto it = std::find_if(said.begin(), said.end(),
+                               [&](const auto& s) { return s.first.first == object && s.first.second == index; });
+        if (it == said.end()) it = said.insert(said.end(), {{std::move(object), index}, {}});
+        for (const std::string& field : fields) {
+          if (std::find(it->second.begin(), it->second.end(), field) == it->second.end()) it->second.push_back(field);
+        }
+      };
       for (const VirtualService* vs : mesh.VirtualServicesFor(host, proxy_namespace)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];
@@ -2466,13 +2478,30 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
           if (!applies) continue;
           const std::vector<std::string> fields = GrpcIgnoredRouteFields(http);
           if (fields.empty()) continue;
-          // (A route merged from a delegate, or moved by one, is named where it was written.)
-          add({name,
-               http.origin ? StrCat("VirtualService ", http.origin->virtual_service)
-                           : ObjectName("VirtualService", vs->meta),
-               StrCat("spec.http[", http.origin ? http.origin->index : i, "]"),
-               StrCat(absl::StrJoin(fields, ", "), ": not implemented by proxyless gRPC clients (gRFC A28)")});
+          const HttpRoute::Origin* origin = http.origin ? &*http.origin : nullptr;
+          if (origin == nullptr || origin->delegating == nullptr || origin->written == nullptr) {
+            // (A route moved by a delegation is named where it was written.)
+            say(origin != nullptr ? StrCat("VirtualService ", origin->virtual_service)
+                                  : ObjectName("VirtualService", vs->meta),
+                origin != nullptr ? origin->index : i, fields);
+            continue;
+          }
+          // Merged from a delegate: each field is said where it was written, the delegate's
+          // route or the delegating one (both, if both set it).
+          const auto of = [&](const HttpRoute& written) {
+            std::vector<std::string> own = GrpcIgnoredRouteFields(written);
+            std::erase_if(
+                own, [&](const std::string& f) { return std::find(fields.begin(), fields.end(), f) == fields.end(); });
+            return own;
+          };
+          say(StrCat("VirtualService ", origin->virtual_service), origin->index, of(*origin->written));
+          say(StrCat("VirtualService ", origin->delegating_virtual_service), origin->delegating_index,
+              of(*origin->delegating));
         }
+      }
+      for (const auto& [route, fields] : said) {
+        add({name, route.first, StrCat("spec.http[", route.second, "]"),
+             StrCat(absl::StrJoin(fields, ", "), ": not implemented by proxyless gRPC clients (gRFC A28)")});
       }
     }
   }

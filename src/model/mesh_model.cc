@@ -785,7 +785,7 @@ const VirtualService* MeshContext::WithDelegates(const VirtualService& vs, const
       if (std::optional<HttpRoute> route =
               MergeDelegateRoute(root, delegate->http[j], delegate_key.namespace_name, domain_suffix_)) {
         merged.http.push_back(std::move(*route));
-        merged.http.back().origin = HttpRoute::Origin{named, j};
+        merged.http.back().origin = HttpRoute::Origin{named, j, vs_name, i, &delegate->http[j], &root};
       } else {
         findings_.push_back({delegate_key, StrCat("spec.http[", j, "].match"), "cxds_delegate_conflict",
                              StrCat("a match conflicts with every match of spec.http[", i, "] of VirtualService ",

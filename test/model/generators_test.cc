@@ -211,6 +211,21 @@ class GeneratorsTest : public ::testing::Test {
     return WildcardFor<envoy::config::cluster::v3::Cluster>(id, std::string(kClusterType));
   }
   // Every listener, by name, as a new Envoy stream of node `id` receives them (LDS wildcard).
+  // The config status notes of the gRPC node `id` for what it holds now, each "OBJECT | FIELD |
+  // REASON", after "RESOURCE | " when `with_resource`.
+  std::vector<std::string> GrpcNotesOf(const std::string& id, bool with_resource) {
+    std::vector<std::string> notes;
+    const SnapshotPtr view = pipeline_->ProxyView(id);
+    const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+    EXPECT_NE(view, nullptr);
+    EXPECT_NE(mesh, nullptr);
+    if (view == nullptr || mesh == nullptr) return notes;
+    for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view, "default")) {
+      notes.push_back(
+          StrCat(with_resource ? StrCat(n.resource, " | ") : "", n.object, " | ", n.field, " | ", n.reason));
+    }
+    return notes;
+  }
   std::map<std::string, envoy::config::listener::v3::Listener> ListenersFor(const std::string& id) {
     return WildcardFor<envoy::config::listener::v3::Listener>(id, std::string(kListenerType));
   }
@@ -2013,14 +2028,7 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   grpc->Send(Request(std::string(kClusterType),
                      {"outbound|8080|v1|inventory.mesh.local", "outbound|8080|v2|inventory.mesh.local"}));
   ASSERT_EQ(grpc->Take().size(), 1u);
-  const SnapshotPtr view = pipeline_->ProxyView("grpc-client-1");
-  ASSERT_NE(view, nullptr);
-  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
-  ASSERT_NE(mesh, nullptr);
-  std::vector<std::string> notes;
-  for (const ProxyConfigNote& n : GrpcConfigNotes(*mesh, *view, "default")) {
-    notes.push_back(StrCat(n.resource, " | ", n.object, " | ", n.field, " | ", n.reason));
-  }
+  const std::vector<std::string> notes = GrpcNotesOf("grpc-client-1", /*with_resource=*/true);
   EXPECT_THAT(
       notes,
       ::testing::ElementsAre(
@@ -2036,7 +2044,45 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
           "spec.subsets[1].trafficPolicy, merged | outlierDetection (gRPC ejects by success rate and failure "
           "percentage, not by the consecutive errors Istio sets): not applied for gRPC"))
       << "nothing for the port-9999 route, nor for v2's warmup, which its ring hash leaves out on Envoy too";
-  EXPECT_EQ(GrpcConfigNotes(*mesh, *view, "default", /*limit=*/1).size(), 1u);
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  EXPECT_EQ(GrpcConfigNotes(*mesh, *pipeline_->ProxyView("grpc-client-1"), "default", /*limit=*/1).size(), 1u);
+}
+
+// A route merged from a delegate: config status says each gRPC-ignored field where it was
+// written, the delegate's route or the delegating one.
+TEST_F(GeneratorsTest, GrpcNotesOfADelegatedRouteNameWhereEachFieldWasWritten) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: root
+    headers: {request: {set: {x-a: b}}}
+    corsPolicy: {allowOrigins: [{exact: "https://shop.example.com"}]}
+    retries: {attempts: 2, perTryTimeout: 1s}
+    delegate: {name: inventory-leaf}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory-leaf}
+spec:
+  http:
+  - name: leaf
+    match: [{uri: {prefix: /leaf}}]
+    rewrite: {authority: elsewhere}
+    retries: {attempts: 1}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: plain
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kRouteType), {"inventory.mesh.local:8080"}));
+  ASSERT_EQ(grpc->Take().size(), 1u);
+  const std::vector<std::string> notes = GrpcNotesOf("grpc-client-1", /*with_resource=*/false);
+  const std::string a28 = ": not implemented by proxyless gRPC clients (gRFC A28)";
+  EXPECT_THAT(notes, ::testing::ElementsAre("VirtualService default/inventory-leaf | spec.http[0] | rewrite" + a28,
+                                            "VirtualService default/inventory | spec.http[0] | headers, corsPolicy, "
+                                            "retries.perTryTimeout" +
+                                                a28))
+      << "the delegating route said once, with what each merge took of it: its retries only where the delegate's "
+         "route sets none";
 }
 
 // Subsets select endpoints by their labels as istiod's registries give them (AugmentLabels):
