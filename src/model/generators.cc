@@ -1211,28 +1211,35 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
   filter->mutable_typed_config()->PackFrom(OpaqueProxy(mesh, chain, port, scope));
 }
 
-// The chains of an opaque port's listener for this proxy, in order (MeshContext::OpaqueChains):
-// those of tls matches with source conditions only if it meets them, a host's own chain only if
-// it meets none of the host's (`unless`), and of a name two chains have (possible only after a
-// chain with source conditions) the first, as istiod keeps a proxy's first match.
-void AddOpaqueChains(const MeshContext& mesh, const std::vector<const MeshContext::OpaqueChain*>& chains, uint32_t port,
-                     const ProxyScope& scope, Listener& listener) {
-  const auto meets = [&](const TlsRoute::Match* match) {
-    return scope.MeetsSource(match->source_labels, match->source_namespace);
-  };
-  std::set<std::string, std::less<>> named;  // "": the catch-all
-  for (const MeshContext::OpaqueChain* chain : chains) {
-    if ((chain->source != nullptr && !meets(chain->source)) ||
-        std::any_of(chain->unless.begin(), chain->unless.end(), meets)) {
+// The chains of an opaque port's listener for this proxy, in order (MeshContext::OpaqueChains),
+// each with the SNI names it keeps (empty: the catch-all): those of services it sees, of tls
+// matches with source conditions only if it meets them, a host's own chain not if it got the chain
+// of one of the host's conditional matches (`unless`), and of a name two chains have (possible only
+// after a chain with source conditions) the first, as istiod keeps a proxy's first match.
+using ChosenChains = std::vector<std::pair<const MeshContext::OpaqueChain*, std::vector<std::string>>>;
+ChosenChains ChooseOpaqueChains(const std::vector<MeshContext::OpaqueChain>& chains, const ProxyScope& scope) {
+  ChosenChains chosen;
+  std::set<std::string, std::less<>> named;          // "": the catch-all
+  std::set<const TlsRoute::Match*> conditional_got;  // conditional matches whose chain it got
+  for (const MeshContext::OpaqueChain& chain : chains) {
+    const bool visible =
+        scope.VisibleHost(chain.host) || std::any_of(chain.also_hosts.begin(), chain.also_hosts.end(),
+                                                     [&](const std::string& host) { return scope.VisibleHost(host); });
+    if (!visible ||
+        (chain.source != nullptr && !scope.MeetsSource(chain.source->source_labels, chain.source->source_namespace)) ||
+        std::any_of(chain.unless.begin(), chain.unless.end(),
+                    [&](const TlsRoute::Match* match) { return conditional_got.contains(match); })) {
       continue;
     }
     std::vector<std::string> names;
-    for (const std::string& name : chain->server_names) {
+    for (const std::string& name : chain.server_names) {
       if (named.insert(name).second) names.push_back(name);
     }
-    if (chain->server_names.empty() ? !named.insert("").second : names.empty()) continue;
-    AddOpaqueChain(mesh, *chain, names, port, scope, listener);
+    if (chain.server_names.empty() ? !named.insert("").second : names.empty()) continue;
+    if (chain.source != nullptr) conditional_got.insert(chain.source);
+    chosen.emplace_back(&chain, std::move(names));
   }
+  return chosen;
 }
 
 }  // namespace
@@ -1336,10 +1343,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     if (proxy.type == "router" && !proxy.grpc) return GatewayListeners(proxy, request, mesh, cache);
     // Envoy: one listener per port. A port with an HTTP service gets the HTTP connection
     // manager (routes by Host); an opaque one the filter chains of MeshContext::OpaqueChains
-    // whose services this proxy sees and whose source conditions it meets (AddOpaqueChains).
+    // whose services this proxy sees and the proxy gets (ChooseOpaqueChains).
     struct PortListener {
       bool http = false;
-      std::vector<const MeshContext::OpaqueChain*> chains;
+      ChosenChains chains;
     };
     std::map<uint32_t, PortListener> ports;
     for (const auto& [host, service] : mesh.services()) {
@@ -1351,9 +1358,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
         } else if (IsHttp(port)) {
           ports[port.number].http = true;
         } else if (auto [it, inserted] = ports.try_emplace(port.number); inserted) {
-          for (const MeshContext::OpaqueChain& chain : mesh.OpaqueChains(port.number)) {
-            if (scope.VisibleHost(chain.host)) it->second.chains.push_back(&chain);
-          }
+          it->second.chains = ChooseOpaqueChains(mesh.OpaqueChains(port.number), scope);
         }
       }
     }
@@ -1376,7 +1381,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
               filter->mutable_typed_config()->PackFrom(
                   RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
             } else {
-              AddOpaqueChains(mesh, plan.chains, port, scope, listener);
+              for (const auto& [chain, names] : plan.chains) AddOpaqueChain(mesh, *chain, names, port, scope, listener);
             }
             return Resource::FromMessage(listener);
           });

@@ -603,7 +603,8 @@ void MeshContext::BuildOpaqueChains() {
   // Per port: the SNI names claimed so far ("" the catch-all) and by which host; the tls
   // route matches already made chains (a VirtualService may be served for several hosts).
   std::map<uint32_t, std::map<std::string, std::string>> claimed;
-  std::map<uint32_t, std::set<std::pair<const TlsRoute*, size_t>>> matches_done;
+  // (the value: the index of the match's chain in opaque_chains_, or none if it was not added).
+  std::map<uint32_t, std::map<std::pair<const TlsRoute*, size_t>, std::optional<size_t>>> matches_done;
   for (const auto& entry : services_) {
     // Not a structured binding: the lambdas below capture these (clang 14 refuses that).
     const std::string& host = entry.first;
@@ -618,9 +619,10 @@ void MeshContext::BuildOpaqueChains() {
       }
       auto& names = claimed[port.number];
       // Adds `chain` with the names of it no earlier chain has ("*" is every name: the
-      // catch-all); `report(name, owner)` says what another host keeps.
-      const auto add = [&](OpaqueChain chain,
-                           const std::function<void(const std::string&, const std::string&)>& report) {
+      // catch-all); `report(name, owner)` says what another host keeps. Returns its index.
+      const auto add =
+          [&](OpaqueChain chain,
+              const std::function<void(const std::string&, const std::string&)>& report) -> std::optional<size_t> {
         std::vector<std::string> kept;
         bool catch_all = chain.server_names.empty();
         for (const std::string& name : chain.server_names) catch_all = catch_all || name == "*";
@@ -635,9 +637,10 @@ void MeshContext::BuildOpaqueChains() {
             report(name, owner->second);
           }  // (named twice for one host: the first chain has it, as Istio's first match)
         }
-        if (kept.empty()) return;
+        if (kept.empty()) return std::nullopt;
         chain.server_names = catch_all ? std::vector<std::string>{} : kept;
         opaque_chains_[port.number].push_back(std::move(chain));
+        return opaque_chains_[port.number].size() - 1;
       };
       const auto lost = [&](const std::string& name, const std::string& owner) {
         if (name.empty()) {
@@ -703,17 +706,22 @@ void MeshContext::BuildOpaqueChains() {
             } else {
               routed = true;
             }
-            if (!matches_done[port.number].insert({&route, j}).second) continue;
+            if (auto done = matches_done[port.number].find({&route, j}); done != matches_done[port.number].end()) {
+              // A VirtualService of several hosts: its match's chain is there for a proxy seeing any.
+              if (done->second.has_value()) opaque_chains_[port.number][*done->second].also_hosts.push_back(host);
+              continue;
+            }
             const ConfigKey vs_key{kind::kVirtualService, vs->meta.namespace_name, vs->meta.name};
             OpaqueChain chain{host, match.sni_hosts, &route.route, vs->meta.namespace_name};
             if (has_source) chain.source = &match;
-            add(std::move(chain), [&](const std::string& name, const std::string& owner) {
-              findings_.push_back(
-                  {vs_key, StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
-                   "pilot_conflict_outbound_listener_tcp_over_current_tcp",
-                   StrCat("SNI name ", name.empty() ? "*" : name, " on port ", port.number,
-                          " is not routed by this match for Envoy proxies: ", owner, " has it on port ", port.number)});
-            });
+            matches_done[port.number][{&route, j}] =
+                add(std::move(chain), [&](const std::string& name, const std::string& owner) {
+                  findings_.push_back({vs_key, StrCat("spec.tls[", i, "].match[", j, "].sniHosts"),
+                                       "pilot_conflict_outbound_listener_tcp_over_current_tcp",
+                                       StrCat("SNI name ", name.empty() ? "*" : name, " on port ", port.number,
+                                              " is not routed by this match for Envoy proxies: ", owner,
+                                              " has it on port ", port.number)});
+                });
           }
         }
       }

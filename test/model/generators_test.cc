@@ -211,6 +211,9 @@ class GeneratorsTest : public ::testing::Test {
     return WildcardFor<envoy::config::cluster::v3::Cluster>(id, std::string(kClusterType));
   }
   // Every listener, by name, as a new Envoy stream of node `id` receives them (LDS wildcard).
+  // The filter chains (ChainsOf) of listener `listener` as a new Envoy sidecar of namespace `ns`
+  // labelled app=`app` gets it, or {"no listener"}.
+  std::vector<std::string> SidecarChains(const std::string& ns, const std::string& app, const std::string& listener);
   // The config status notes of the gRPC node `id` for what it holds now, each "OBJECT | FIELD |
   // REASON", after "RESOURCE | " when `with_resource`.
   std::vector<std::string> GrpcNotesOf(const std::string& id, bool with_resource) {
@@ -724,6 +727,20 @@ std::vector<std::string> ChainsOf(const envoy::config::listener::v3::Listener& l
   return out;
 }
 
+std::vector<std::string> GeneratorsTest::SidecarChains(const std::string& ns, const std::string& app,
+                                                       const std::string& listener) {
+  auto h = Connect(StrCat("sidecar~127.0.0.5~app-1.", ns, "~", ns, ".svc.cluster.local"), false, ns);
+  auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["app"].set_string_value(app);
+  h->Send(First(std::string(kListenerType), {}));
+  auto lds = h->Take();
+  for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
+    const auto decoded = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+    if (decoded.name() == listener) return ChainsOf(decoded);
+  }
+  return {"no listener"};
+}
+
 constexpr char kEgress[] = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: cdn, namespace: egress}
@@ -945,19 +962,8 @@ spec:
   auto context = std::dynamic_pointer_cast<const MeshContext>(pipeline_->context());
   ASSERT_NE(context, nullptr);
   EXPECT_TRUE(context->findings().empty()) << context->findings()[0].message;
-  // The chains of port 443's listener as a sidecar of namespace `ns` labelled app=`app` gets them.
   const auto chains = [&](const std::string& ns, const std::string& app) {
-    auto h = Connect(StrCat("sidecar~127.0.0.5~app-1.", ns, "~", ns, ".svc.cluster.local"), false, ns);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["app"].set_string_value(app);
-    h->Send(First(std::string(kListenerType), {}));
-    auto lds = h->Take();
-    for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
-      const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
-      if (listener.name() == "127.0.0.1_443") return ChainsOf(listener);
-    }
-    ADD_FAILURE() << "no listener for 443";
-    return std::vector<std::string>{};
+    return SidecarChains(ns, app, "127.0.0.1_443");
   };
   const std::string search =
       "search.example.com -> weighted: outbound|443||search.example.com 70, "
@@ -983,6 +989,47 @@ spec:
   const uint64_t builds = pipeline_->cache().stats().builds;
   EXPECT_EQ(chains("team", "billing"), billing);
   EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "the same conditions met: the same listener";
+}
+
+// A VirtualService of two TLS hosts: its match's chain is made once, and a sidecar that sees
+// only the second host still gets it (and, meeting a conditional match of it, not that host's
+// own chain), as istiod builds the chains per service.
+TEST_F(GeneratorsTest, ATlsMatchOfAVirtualServiceOfSeveralHostsReachesASidecarSeeingAny) {
+  Apply("egress.yaml", std::string(kEgress) + R"(---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: two, namespace: egress}
+spec:
+  hosts: [a.two.example.com, b.two.example.com]
+  ports: [{number: 8444, name: tls, protocol: TLS}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: two, namespace: egress}
+spec:
+  hosts: [a.two.example.com, b.two.example.com]
+  tls:
+  - match: [{sniHosts: [b.two.example.com], sourceLabels: {app: x}}]
+    route: [{destination: {host: maps.example.com, port: {number: 8443}}}]
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: only-b}
+spec:
+  egress: [{hosts: ["egress/b.two.example.com"]}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto chains = [&](const std::string& ns, const std::string& app) {
+    return SidecarChains(ns, app, "127.0.0.1_8444");
+  };
+  const std::string routed = "b.two.example.com -> outbound|8443||maps.example.com";
+  EXPECT_THAT(chains("default", "x"), ::testing::ElementsAre(routed))
+      << "the match is a.two's too: meeting it, no own chain for either host, as istiod's hasTLSMatch";
+  EXPECT_THAT(chains("only-b", "x"), ::testing::ElementsAre(routed)) << "the match's chain, made under a.two";
+  EXPECT_THAT(chains("only-b", "y"), ::testing::ElementsAre("b.two.example.com -> outbound|8444||b.two.example.com"));
+  EXPECT_THAT(chains("default", "y"), ::testing::ElementsAre("a.two.example.com -> outbound|8444||a.two.example.com",
+                                                             "b.two.example.com -> outbound|8444||b.two.example.com"));
 }
 
 // A DestinationRule with a workloadSelector applies to the sidecars of its namespace it
