@@ -1213,22 +1213,23 @@ void AddOpaqueChain(const MeshContext& mesh, const MeshContext::OpaqueChain& cha
 
 // The chains of an opaque port's listener for this proxy, in order (MeshContext::OpaqueChains),
 // each with the SNI names it keeps (empty: the catch-all): those of services it sees, of tls
-// matches with source conditions only if it meets them, a host's own chain not if it got the chain
-// of one of the host's conditional matches (`unless`), and of a name two chains have (possible only
-// after a chain with source conditions) the first, as istiod keeps a proxy's first match.
+// matches with source conditions only if it meets them, a host's own chain only if it meets none
+// of the host's (`unless`, as istiod's hasTLSMatch), and of a name two chains have (possible only
+// after a chain with source conditions) the first, as istiod keeps a proxy's first match. It may
+// be none (a conditional chain dropped for a name taken before): then no listener is sent.
 using ChosenChains = std::vector<std::pair<const MeshContext::OpaqueChain*, std::vector<std::string>>>;
 ChosenChains ChooseOpaqueChains(const std::vector<MeshContext::OpaqueChain>& chains, const ProxyScope& scope) {
   ChosenChains chosen;
-  std::set<std::string, std::less<>> named;          // "": the catch-all
-  std::set<const TlsRoute::Match*> conditional_got;  // conditional matches whose chain it got
+  std::set<std::string, std::less<>> named;  // "": the catch-all
+  const auto meets = [&](const TlsRoute::Match* match) {
+    return scope.MeetsSource(match->source_labels, match->source_namespace);
+  };
   for (const MeshContext::OpaqueChain& chain : chains) {
     const bool visible =
         scope.VisibleHost(chain.host) || std::any_of(chain.also_hosts.begin(), chain.also_hosts.end(),
                                                      [&](const std::string& host) { return scope.VisibleHost(host); });
-    if (!visible ||
-        (chain.source != nullptr && !scope.MeetsSource(chain.source->source_labels, chain.source->source_namespace)) ||
-        std::any_of(chain.unless.begin(), chain.unless.end(),
-                    [&](const TlsRoute::Match* match) { return conditional_got.contains(match); })) {
+    if (!visible || (chain.source != nullptr && !meets(chain.source)) ||
+        std::any_of(chain.unless.begin(), chain.unless.end(), meets)) {
       continue;
     }
     std::vector<std::string> names;
@@ -1236,7 +1237,6 @@ ChosenChains ChooseOpaqueChains(const std::vector<MeshContext::OpaqueChain>& cha
       if (named.insert(name).second) names.push_back(name);
     }
     if (chain.server_names.empty() ? !named.insert("").second : names.empty()) continue;
-    if (chain.source != nullptr) conditional_got.insert(chain.source);
     chosen.emplace_back(&chain, std::move(names));
   }
   return chosen;
@@ -2491,17 +2491,32 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
                 origin != nullptr ? origin->index : i, fields);
             continue;
           }
-          // Merged from a delegate: each field is said where it was written, the delegate's
-          // route or the delegating one (both, if both set it).
-          const auto of = [&](const HttpRoute& written) {
-            std::vector<std::string> own = GrpcIgnoredRouteFields(written);
-            std::erase_if(
-                own, [&](const std::string& f) { return std::find(fields.begin(), fields.end(), f) == fields.end(); });
-            return own;
+          // Merged from a delegate: each field is said where it was written. The delegating route's
+          // are what the merge took of it (MergeDelegateRoute: where the delegate's route sets
+          // none), and its mirrors (merged field by field, MergeMirrors); the rest, including what
+          // only the merge of both makes, the delegate's route's.
+          const HttpRoute& leaf = *origin->written;
+          const HttpRoute& root = *origin->delegating;
+          HttpRoute taken;
+          if (leaf.headers.empty()) taken.headers = root.headers;
+          if (!leaf.cors.has_value()) taken.cors = root.cors;
+          if (!leaf.redirect.has_value() && !leaf.direct_response.has_value()) {
+            if (!leaf.rewrite.has_value()) taken.rewrite = root.rewrite;
+            if (!leaf.retries.has_value()) taken.retries = root.retries;
+            taken.mirrors = root.mirrors;
+          }
+          const std::vector<std::string> from_root = GrpcIgnoredRouteFields(taken);
+          const std::vector<std::string> from_leaf = GrpcIgnoredRouteFields(leaf);
+          const auto in = [](const std::vector<std::string>& list, const std::string& f) {
+            return std::find(list.begin(), list.end(), f) != list.end();
           };
-          say(StrCat("VirtualService ", origin->virtual_service), origin->index, of(*origin->written));
-          say(StrCat("VirtualService ", origin->delegating_virtual_service), origin->delegating_index,
-              of(*origin->delegating));
+          std::vector<std::string> root_said, leaf_said;
+          for (const std::string& f : fields) {
+            if (in(from_root, f)) root_said.push_back(f);
+            if (in(from_leaf, f) || !in(from_root, f)) leaf_said.push_back(f);
+          }
+          say(StrCat("VirtualService ", origin->virtual_service), origin->index, leaf_said);
+          say(StrCat("VirtualService ", origin->delegating_virtual_service), origin->delegating_index, root_said);
         }
       }
       for (const auto& [route, fields] : said) {

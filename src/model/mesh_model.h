@@ -243,7 +243,7 @@ class MeshContext final : public PushContext {
     std::vector<ForSources> for_sources;
     // A tls match's chain with source conditions: only proxies meeting them (MeetsSource) get it, before any
     // later chain for its names. A host's own chain when its every tls match has source conditions
-    // (`unless`): not for a proxy that got one of theirs (Istio's matchTLS, hasTLSMatch).
+    // (`unless`): only for proxies meeting none of them (Istio's matchTLS, hasTLSMatch).
     const TlsRoute::Match* source = nullptr;
     std::vector<const TlsRoute::Match*> unless;
     std::vector<std::string> also_hosts;  // a tls match's chain: the other hosts of its VirtualService

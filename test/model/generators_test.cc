@@ -210,7 +210,6 @@ class GeneratorsTest : public ::testing::Test {
   std::map<std::string, envoy::config::cluster::v3::Cluster> ClustersFor(const std::string& id) {
     return WildcardFor<envoy::config::cluster::v3::Cluster>(id, std::string(kClusterType));
   }
-  // Every listener, by name, as a new Envoy stream of node `id` receives them (LDS wildcard).
   // The filter chains (ChainsOf) of listener `listener` as a new Envoy sidecar of namespace `ns`
   // labelled app=`app` gets it, or {"no listener"}.
   std::vector<std::string> SidecarChains(const std::string& ns, const std::string& app, const std::string& listener);
@@ -229,6 +228,7 @@ class GeneratorsTest : public ::testing::Test {
     }
     return notes;
   }
+  // Every listener, by name, as a new Envoy stream of node `id` receives them (LDS wildcard).
   std::map<std::string, envoy::config::listener::v3::Listener> ListenersFor(const std::string& id) {
     return WildcardFor<envoy::config::listener::v3::Listener>(id, std::string(kListenerType));
   }
@@ -991,6 +991,14 @@ spec:
   EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "the same conditions met: the same listener";
 }
 
+// A Sidecar of namespace only-b: its sidecars see b.two.example.com alone.
+constexpr char kOnlyBSidecar[] = R"(apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: only-b}
+spec:
+  egress: [{hosts: ["egress/b.two.example.com"]}]
+)";
+
 // A VirtualService of two TLS hosts: its match's chain is made once, and a sidecar that sees
 // only the second host still gets it (and, meeting a conditional match of it, not that host's
 // own chain), as istiod builds the chains per service.
@@ -1013,12 +1021,7 @@ spec:
   - match: [{sniHosts: [b.two.example.com], sourceLabels: {app: x}}]
     route: [{destination: {host: maps.example.com, port: {number: 8443}}}]
 ---
-apiVersion: networking.istio.io/v1
-kind: Sidecar
-metadata: {name: default, namespace: only-b}
-spec:
-  egress: [{hosts: ["egress/b.two.example.com"]}]
-)");
+)" + std::string(kOnlyBSidecar));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const auto chains = [&](const std::string& ns, const std::string& app) {
     return SidecarChains(ns, app, "127.0.0.1_8444");
@@ -1030,6 +1033,56 @@ spec:
   EXPECT_THAT(chains("only-b", "y"), ::testing::ElementsAre("b.two.example.com -> outbound|8444||b.two.example.com"));
   EXPECT_THAT(chains("default", "y"), ::testing::ElementsAre("a.two.example.com -> outbound|8444||a.two.example.com",
                                                              "b.two.example.com -> outbound|8444||b.two.example.com"));
+}
+
+// A sidecar left with no chain on a port (it meets a match whose chain was dropped for a name
+// another host has, so its host's own chain is not for it, as istiod's hasTLSMatch) gets no
+// listener for the port: Envoy refuses a listener without filter chains.
+TEST_F(GeneratorsTest, AnOpaquePortLeftWithNoChainForASidecarHasNoListener) {
+  Apply("egress.yaml", std::string(kEgress) + R"(---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: wild, namespace: egress}
+spec:
+  hosts: ["*.two.example.com"]
+  ports: [{number: 8444, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.63}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: wild, namespace: egress}
+spec:
+  hosts: ["*.two.example.com"]
+  tls:
+  - match: [{sniHosts: [c.two.example.com]}]
+    route: [{destination: {host: maps.example.com, port: {number: 8443}}}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: b, namespace: egress}
+spec:
+  hosts: [b.two.example.com]
+  ports: [{number: 8444, name: tls, protocol: TLS}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: b, namespace: egress}
+spec:
+  hosts: [b.two.example.com, c.two.example.com]
+  tls:
+  - match: [{sniHosts: [c.two.example.com], sourceLabels: {app: x}}]
+    route: [{destination: {host: search.example.com, port: {number: 8443}}}]
+---
+)" + std::string(kOnlyBSidecar));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_THAT(SidecarChains("only-b", "y", "127.0.0.1_8444"),
+              ::testing::ElementsAre("b.two.example.com -> outbound|8444||b.two.example.com"));
+  EXPECT_THAT(SidecarChains("only-b", "x", "127.0.0.1_8444"), ::testing::ElementsAre("no listener"));
+  EXPECT_THAT(SidecarChains("default", "x", "127.0.0.1_8444"),
+              ::testing::ElementsAre("c.two.example.com -> outbound|8443||maps.example.com"))
+      << "the wildcard host's match, which took the name; no own chains (each host has a match this sidecar meets)";
 }
 
 // A DestinationRule with a workloadSelector applies to the sidecars of its namespace it
@@ -2103,6 +2156,8 @@ TEST_F(GeneratorsTest, GrpcNotesOfADelegatedRouteNameWhereEachFieldWasWritten) {
     headers: {request: {set: {x-a: b}}}
     corsPolicy: {allowOrigins: [{exact: "https://shop.example.com"}]}
     retries: {attempts: 2, perTryTimeout: 1s}
+    mirror: {host: inventory.mesh.local, subset: v1}
+    mirrorPercentage: {value: 0}
     delegate: {name: inventory-leaf}
 ---
 apiVersion: networking.istio.io/v1
@@ -2115,6 +2170,10 @@ spec:
     rewrite: {authority: elsewhere}
     retries: {attempts: 1}
     route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: mirrored
+    match: [{uri: {prefix: /mirrored}}]
+    mirrorPercentage: {value: 50}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
   - name: plain
     route: [{destination: {host: inventory.mesh.local, subset: v1}}]
 )");
@@ -2127,9 +2186,11 @@ spec:
   EXPECT_THAT(notes, ::testing::ElementsAre("VirtualService default/inventory-leaf | spec.http[0] | rewrite" + a28,
                                             "VirtualService default/inventory | spec.http[0] | headers, corsPolicy, "
                                             "retries.perTryTimeout" +
-                                                a28))
+                                                a28,
+                                            "VirtualService default/inventory-leaf | spec.http[1] | mirror" + a28))
       << "the delegating route said once, with what each merge took of it: its retries only where the delegate's "
-         "route sets none";
+         "route sets none; a mirror only the merge makes (the delegating route's at the delegate's 50%) is the "
+         "delegate's";
 }
 
 // Subsets select endpoints by their labels as istiod's registries give them (AugmentLabels):
