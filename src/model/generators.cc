@@ -2464,14 +2464,16 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       }
       // Each route as written (object, index) with the fields said of it, in the order first met:
       // a delegating route merged into several is said once, with what each merge took of it.
+      // (Found by (object, index) through `said_at`: a VirtualService may have thousands of routes.)
       std::vector<std::pair<std::pair<std::string, size_t>, std::vector<std::string>>> said;
+      std::map<std::pair<std::string, size_t>, size_t> said_at;
       const auto say = [&](std::string object, size_t index, const std::vector<std::string>& fields) {
         if (fields.empty()) return;
-        auto it = std::find_if(said.begin(), said.end(),
-                               [&](const auto& s) { return s.first.first == object && s.first.second == index; });
-        if (it == said.end()) it = said.insert(said.end(), {{std::move(object), index}, {}});
+        auto [at, inserted] = said_at.try_emplace({object, index}, said.size());
+        if (inserted) said.push_back({{std::move(object), index}, {}});
+        std::vector<std::string>& kept = said[at->second].second;
         for (const std::string& field : fields) {
-          if (std::find(it->second.begin(), it->second.end(), field) == it->second.end()) it->second.push_back(field);
+          if (std::find(kept.begin(), kept.end(), field) == kept.end()) kept.push_back(field);
         }
       };
       for (const VirtualService* vs : mesh.VirtualServicesFor(host, proxy_namespace)) {

@@ -688,7 +688,7 @@ void MeshContext::BuildOpaqueChains() {
       // (sniHosts to its destinations), else the host's own name to its cluster. A match with
       // source conditions is for the proxies meeting them (Istio's matchTLS): its chain claims no
       // name from later chains, which a proxy meeting it has after it (a name a proxy has twice
-      // goes to its first chain: AddOpaqueChains); the host's own chain is then for proxies
+      // goes to its first chain: ChooseOpaqueChains); the host's own chain is then for proxies
       // meeting none of the host's matches, unless one without conditions routes it.
       bool routed = false;
       std::vector<const TlsRoute::Match*> conditional;
