@@ -2494,21 +2494,11 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
             continue;
           }
           // Merged from a delegate: each field is said where it was written. The delegating route's
-          // are what the merge took of it (MergeDelegateRoute: where the delegate's route sets
-          // none), and its mirrors (merged field by field, MergeMirrors); the rest, including what
-          // only the merge of both makes, the delegate's route's.
-          const HttpRoute& leaf = *origin->written;
-          const HttpRoute& root = *origin->delegating;
-          HttpRoute taken;
-          if (leaf.headers.empty()) taken.headers = root.headers;
-          if (!leaf.cors.has_value()) taken.cors = root.cors;
-          if (!leaf.redirect.has_value() && !leaf.direct_response.has_value()) {
-            if (!leaf.rewrite.has_value()) taken.rewrite = root.rewrite;
-            if (!leaf.retries.has_value()) taken.retries = root.retries;
-            taken.mirrors = root.mirrors;
-          }
-          const std::vector<std::string> from_root = GrpcIgnoredRouteFields(taken);
-          const std::vector<std::string> from_leaf = GrpcIgnoredRouteFields(leaf);
+          // are what the merge took of it (DelegatingRouteTaken); the rest, including what only the
+          // merge of both makes, the delegate's route's.
+          const std::vector<std::string> from_root =
+              GrpcIgnoredRouteFields(DelegatingRouteTaken(*origin->delegating, *origin->written));
+          const std::vector<std::string> from_leaf = GrpcIgnoredRouteFields(*origin->written);
           const auto in = [](const std::vector<std::string>& list, const std::string& f) {
             return std::find(list.begin(), list.end(), f) != list.end();
           };

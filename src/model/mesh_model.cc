@@ -181,18 +181,32 @@ std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRou
   } else if (!root.name.empty()) {
     out.name = StrCat(root.name, "-", out.name);
   }
-  if (out.headers.empty()) out.headers = root.headers;
-  if (!out.cors.has_value()) out.cors = root.cors;
-  // The fault filter runs before the route's action, so istiod's merged redirect or direct
-  // response takes the root's fault too (a route written that way is refused, as by Istio).
-  if (!out.fault.has_value()) out.fault = root.fault;
-  // A redirect or direct response sends nothing upstream: istiod applies none of these to it.
+  HttpRoute taken = DelegatingRouteTaken(root, delegate);
+  if (!taken.headers.empty()) out.headers = std::move(taken.headers);
+  if (taken.cors.has_value()) out.cors = std::move(taken.cors);
+  if (taken.fault.has_value()) out.fault = std::move(taken.fault);
   if (out.redirect.has_value() || out.direct_response.has_value()) return out;
-  if (!out.rewrite.has_value()) out.rewrite = root.rewrite;
-  if (!out.timeout.has_value()) out.timeout = root.timeout;
-  if (!out.retries.has_value()) out.retries = root.retries;
+  if (taken.rewrite.has_value()) out.rewrite = std::move(taken.rewrite);
+  if (taken.timeout.has_value()) out.timeout = taken.timeout;
+  if (taken.retries.has_value()) out.retries = std::move(taken.retries);
   MergeMirrors(root, out);
   return out;
+}
+
+HttpRoute DelegatingRouteTaken(const HttpRoute& root, const HttpRoute& delegate) {
+  HttpRoute taken;
+  if (delegate.headers.empty()) taken.headers = root.headers;
+  if (!delegate.cors.has_value()) taken.cors = root.cors;
+  // The fault filter runs before the route's action, so istiod's merged redirect or direct
+  // response takes the root's fault too (a route written that way is refused, as by Istio).
+  if (!delegate.fault.has_value()) taken.fault = root.fault;
+  // A redirect or direct response sends nothing upstream: istiod applies none of these to it.
+  if (delegate.redirect.has_value() || delegate.direct_response.has_value()) return taken;
+  if (!delegate.rewrite.has_value()) taken.rewrite = root.rewrite;
+  if (!delegate.timeout.has_value()) taken.timeout = root.timeout;
+  if (!delegate.retries.has_value()) taken.retries = root.retries;
+  taken.mirrors = root.mirrors;
+  return taken;
 }
 
 Delegators DelegatorsOf(const ObjectMap& objects) {

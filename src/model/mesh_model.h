@@ -252,20 +252,18 @@ class MeshContext final : public PushContext {
   // (or none). A name (or the catch-all) two services would claim goes to the first by host,
   // as istiod's outbound listener conflicts resolve; the losers are in findings().
   const std::vector<OpaqueChain>& OpaqueChains(uint32_t port) const;
-  // What this context had to choose between, as analysis warnings (config/config_store.h):
-  // opaque ports, SNI names and tls route matches no Envoy listener serves
-  // (pilot_conflict_outbound_listener_tcp_over_current_tcp, ..._tcp_over_current_http),
-  // VirtualServices not served for a host (pilot_vservice_dup_domain), hosts defined by more
-  // than one object (pilot_duplicate_envoy_clusters), DestinationRules merged or not served
+  // What this context had to choose between, as analysis warnings (config/config_store.h): opaque ports, SNI names and
+  // tls route matches no Envoy listener serves (pilot_conflict_outbound_listener_tcp_over_current_tcp,
+  // ..._tcp_over_current_http), VirtualServices not served for a host (pilot_vservice_dup_domain), hosts defined by
+  // more than one object (pilot_duplicate_envoy_clusters), DestinationRules merged or not served
   // (pilot_destrule_subsets).
   const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
   void BuildOpaqueChains();  // after services_ and virtual_services_
-  // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such
-  // route replaced by the delegate's routes merged with it (MergeDelegateRoute); what is not
-  // merged is in findings_; delegates used are added to `used`. At most
-  // kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and `budget`
+  // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such route replaced by the
+  // delegate's routes merged with it (MergeDelegateRoute); what is not merged is in findings_; delegates used are added
+  // to `used`. At most kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and `budget`
   // (shared by the context), less what they cost: each delegating route multiplies its delegate's.
   const VirtualService* WithDelegates(const VirtualService& vs, const ConfigKey& key, std::set<ConfigKey>& used,
                                       size_t& budget);
@@ -350,10 +348,9 @@ std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 void ForEachDestination(const VirtualService& vs,
                         const std::function<void(const HttpRouteDestination&, const std::string&)>& fn);
 
-// The name a virtual host of `gateway` gets for `host` (resolved) of a VirtualService of
-// namespace `vs_namespace`, if the server host `server_host` ("namespace/host", the namespace
-// "*", "." for the Gateway's, or a name) admits it: the narrower of the two names. Empty: not
-// admitted. Shared by the gateway translation and its analysis.
+// The name a virtual host of `gateway` gets for `host` (resolved) of a VirtualService of namespace `vs_namespace`, if
+// the server host `server_host` ("namespace/host", the namespace "*", "." for the Gateway's, or a name) admits it: the
+// narrower of the two names. Empty: not admitted. Shared by the gateway translation and its analysis.
 std::string GatewayHostName(const Gateway& gateway, const std::string& server_host, const std::string& vs_namespace,
                             const std::string& host);
 
@@ -376,6 +373,9 @@ bool OpaqueMatchAt(const std::vector<std::string>& match_gateways, const Virtual
 // nullopt: a match of the delegate's route conflicts with every root match, and istiod leaves the route out.
 std::optional<HttpRoute> MergeDelegateRoute(const HttpRoute& root, const HttpRoute& delegate,
                                             const std::string& delegate_namespace, const std::string& domain_suffix);
+// The settings MergeDelegateRoute takes of `root` for `delegate`'s route (the rest empty; mirrors
+// whole, merged field by field after): what config status says where the root wrote it.
+HttpRoute DelegatingRouteTaken(const HttpRoute& root, const HttpRoute& delegate);
 
 // For each delegate VirtualService (no hosts), those with hosts whose http[].delegate names it, exported to it.
 using Delegators = std::map<ConfigKey, std::vector<const VirtualService*>>;
