@@ -224,6 +224,15 @@ struct PolicyFields {
 };
 
 struct TrafficPolicy : PolicyFields {
+  // tunnel (of a rule or a subset; none per port, as in Istio): a TCP proxy to the host carries
+  // each connection in an HTTP CONNECT (or POST) tunnel to target_host:target_port, Envoy's
+  // tunneling_config, as istiod sets it (Envoy only: proxyless gRPC has no TCP proxy).
+  struct Tunnel {
+    bool use_post = false;  // protocol POST; CONNECT, Istio's default, otherwise
+    std::string target_host;
+    uint32_t target_port = 0;
+  };
+  std::optional<Tunnel> tunnel;
   struct PortPolicy {
     uint32_t port = 0;
     PolicyFields policy;

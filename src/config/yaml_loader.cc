@@ -657,6 +657,38 @@ std::optional<std::string> CanonicalIp(const std::string& ip) {
   return std::nullopt;
 }
 
+// Why a tunnel's targetHost is not one, or "": an IP address, or a DNS name as Istio's
+// ValidateFQDN takes one (at most 255 characters, lowercase labels, a trailing '.' allowed, and
+// a last label that is not all digits).
+std::string TunnelTargetProblem(const std::string& host) {
+  if (CanonicalIp(host).has_value()) return "";
+  // An IPv6 address with a zone ("fe80::1%eth0"), which Istio's address check takes too.
+  if (const size_t zone = host.find('%'); zone != std::string::npos && zone + 1 < host.size()) {
+    in6_addr v6;
+    if (inet_pton(AF_INET6, host.substr(0, zone).c_str(), &v6) == 1) return "";
+  }
+  const auto bad = [&](std::string_view why) {
+    return StrCat("must be a DNS name or an IP address, got \"", host.substr(0, 64), "\" (", why, ")");
+  };
+  if (host.empty()) return bad("empty");
+  if (host.size() > 255) return bad(StrCat(host.size(), " characters; a DNS name has at most 255"));
+  const std::string_view name = host.ends_with('.') ? std::string_view(host).substr(0, host.size() - 1) : host;
+  std::string_view label;
+  for (size_t start = 0; start <= name.size();) {
+    const size_t dot = std::min(name.find('.', start), name.size());
+    label = name.substr(start, dot - start);
+    // (A name of one label is one to HostProblem too.)
+    if (std::string problem = HostProblem(label, /*allow_wildcard=*/false); !problem.empty()) return bad(problem);
+    start = dot + 1;
+  }
+  // (After a trailing '.', Istio's last label is the empty one, which this does not refuse.)
+  if (!host.ends_with('.') &&
+      std::all_of(label.begin(), label.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    return bad("a DNS name's last label cannot be all digits");
+  }
+  return "";
+}
+
 // Why `address` cannot be an endpoint address, or "": cxds serves IP addresses only, since it
 // does not resolve names (a hostname here would reach proxies unresolved and break traffic).
 std::string AddressProblem(const std::string& address) {
@@ -2085,8 +2117,21 @@ MeshObject ReadVirtualService(Reader& r, const YAML::Node& doc, ObjectMeta meta)
     }
   }
   vs.hosts = r.Strings(spec, "hosts", "spec", false);
+  // As Istio validates: "*" would take every host's traffic in the mesh; it is for Gateways.
+  // (From the list as written, as Istio decides it: a gateway name refused there still counts.)
+  bool applies_to_mesh = true;
+  if (const YAML::Node gateways = spec["gateways"];
+      gateways.IsDefined() && gateways.IsSequence() && gateways.size() > 0) {
+    applies_to_mesh = std::any_of(gateways.begin(), gateways.end(),
+                                  [](const YAML::Node& g) { return g.IsScalar() && g.Scalar() == "mesh"; });
+  }
   for (size_t i = 0; i < vs.hosts.size(); ++i) {
     CheckHost(r, spec["hosts"][i], Reader::Index("spec.hosts", i), vs.hosts[i], /*allow_wildcard=*/true);
+    if (vs.hosts[i] == "*" && applies_to_mesh) {
+      r.Error(spec["hosts"][i], Reader::Index("spec.hosts", i),
+              "the wildcard host * is not allowed for a VirtualService bound to the mesh (gateways unset or naming "
+              "mesh), as Istio validates; it may be bound to Gateways only");
+    }
   }
   // Without hosts it is a delegate, whose http routes others' http[].delegate take in; Istio
   // refuses these on one, as they would mean nothing there.
@@ -2630,10 +2675,34 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
   if (!r.IsMap(node, f)) return std::nullopt;
   r.OnlyKeys(node, f,
              {"loadBalancer", "connectionPool", "outlierDetection", "tls", "portLevelSettings", "proxyProtocol",
-              "retryBudget"},
-             {"tunnel"});
+              "retryBudget", "tunnel"});
   TrafficPolicy p;
   ReadPolicyFields(r, node, f, p);
+  if (const YAML::Node tunnel = node["tunnel"];
+      tunnel.IsDefined() && !tunnel.IsNull() && r.IsMap(tunnel, Reader::Join(f, "tunnel"))) {
+    const std::string tf = Reader::Join(f, "tunnel");
+    r.OnlyKeys(tunnel, tf, {"protocol", "targetHost", "targetPort"});
+    TrafficPolicy::Tunnel t;
+    // As Istio validates: CONNECT (its default) or POST, as written; the target a DNS name or an
+    // IP address, and a port.
+    const std::string protocol = r.String(tunnel, "protocol", tf, false).value_or("");
+    if (protocol == "POST") {
+      t.use_post = true;
+    } else if (!protocol.empty() && protocol != "CONNECT") {
+      r.Error(tunnel["protocol"], Reader::Join(tf, "protocol"),
+              StrCat("must be CONNECT or POST, got \"", protocol.substr(0, 32), "\""));
+    }
+    t.target_host = r.String(tunnel, "targetHost", tf, true).value_or("");
+    if (std::string problem = TunnelTargetProblem(t.target_host);
+        tunnel["targetHost"].IsDefined() && !problem.empty()) {
+      r.Error(tunnel["targetHost"], Reader::Join(tf, "targetHost"), problem);
+    }
+    t.target_port = r.Uint(tunnel, "targetPort", tf, true, 1, 65535).value_or(0);
+    if (node["proxyProtocol"].IsDefined() && !node["proxyProtocol"].IsNull()) {
+      r.Error(tunnel, tf, "cannot be set with proxyProtocol, as Istio validates");
+    }
+    p.tunnel = std::move(t);
+  }
   if (const YAML::Node budget = node["retryBudget"];
       budget.IsDefined() && !budget.IsNull() && r.IsMap(budget, Reader::Join(f, "retryBudget"))) {
     const std::string bf = Reader::Join(f, "retryBudget");
@@ -2974,7 +3043,9 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   if (mode != "SIMPLE" && mode != "MUTUAL" && mode != "OPTIONAL_MUTUAL") {
     r.Error(tls["mode"], Reader::Join(tf, "mode"),
             StrCat("mode ", mode, " is not supported by cxds (SIMPLE, MUTUAL and OPTIONAL_MUTUAL, and PASSTHROUGH",
-                   mode == "AUTO_PASSTHROUGH" ? "; cxds serves no SNI-named clusters for east-west traffic)"
+                   mode == "AUTO_PASSTHROUGH" ? "; it routes to SNI-named clusters that reach only workloads serving "
+                                                "Istio mutual TLS, and cxds issues no "
+                                                "workload certificates)"
                                               : "; cxds issues no workload certificates)"));
     return;
   }

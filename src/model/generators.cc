@@ -1149,15 +1149,77 @@ std::string DestinationCluster(const MeshContext& mesh, const HttpRouteDestinati
   return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
 }
 
+// What istiod takes onto a TCP proxy from `rule`, the DestinationRule the proxy gets for the
+// service of its (first) destination (buildOutboundNetworkFiltersWithSingleDestination, and
+// ...WithWeightedClusters for a split): the rule's own connectionPool.tcp idleTimeout and
+// maxConnectionDuration (neither a subset's nor a port's), a hash by source IP (the rule's
+// consistentHash, unless the destination's subset has a loadBalancer of its own), and the tunnel
+// (a single destination's subset's, else the rule's; a split's is the rule's). `subset`: the
+// single destination's, "" for none and for a split.
+void ApplyRuleToTcpProxy(const DestinationRule* rule, const std::string& subset, bool split, TcpProxy& tcp) {
+  if (rule == nullptr) return;
+  const std::optional<TrafficPolicy>& policy = rule->traffic_policy;
+  if (policy.has_value() && policy->connection_pool.has_value()) {
+    const PolicyFields::ConnectionPool& pool = *policy->connection_pool;
+    if (pool.tcp_idle_timeout) SetDuration(*pool.tcp_idle_timeout, tcp.mutable_idle_timeout());
+    if (pool.max_connection_duration) {
+      SetDuration(*pool.max_connection_duration, tcp.mutable_max_downstream_connection_duration());
+    }
+  }
+  const auto source_ip = [](const PolicyFields& fields) {
+    return fields.consistent_hash.has_value() &&
+           fields.consistent_hash->key == PolicyFields::ConsistentHash::Key::kSourceIp;
+  };
+  bool hash_by_source = policy.has_value() && source_ip(*policy);
+  const DestinationRule::Subset* own = nullptr;
+  for (const DestinationRule::Subset& candidate : rule->subsets) {
+    if (!subset.empty() && candidate.name == subset) {
+      own = &candidate;
+      break;
+    }
+  }
+  if (own != nullptr && own->traffic_policy.has_value() && own->traffic_policy->load_balancer_given) {
+    hash_by_source = source_ip(*own->traffic_policy);
+  }
+  if (hash_by_source) tcp.add_hash_policy()->mutable_source_ip();
+  const std::optional<TrafficPolicy::Tunnel>* tunnel = nullptr;
+  if (!subset.empty() && !split) {
+    if (own != nullptr && own->traffic_policy.has_value()) tunnel = &own->traffic_policy->tunnel;
+  } else if (policy.has_value()) {
+    tunnel = &policy->tunnel;
+  }
+  if (tunnel != nullptr && tunnel->has_value()) {
+    const TrafficPolicy::Tunnel& to = **tunnel;
+    auto* config = tcp.mutable_tunneling_config();
+    // HOST:PORT, an IPv6 address in brackets (Go's JoinHostPort, as istiod writes it).
+    config->set_hostname(to.target_host.find(':') != std::string::npos
+                             ? StrCat("[", to.target_host, "]:", to.target_port)
+                             : StrCat(to.target_host, ":", to.target_port));
+    if (to.use_post) config->set_use_post(true);
+  }
+}
+
+// The DestinationRule the proxy of `scope` gets for service `host`: none when it sees no service
+// of that name (istiod looks the rule up through the service, as the proxy sees them).
+const DestinationRule* ServiceRuleFor(const MeshContext& mesh, const std::string& host, const ProxyScope& scope) {
+  return scope.VisibleHost(host) ? mesh.DestinationRuleFor(host, scope.namespace_name(), &scope.labels()) : nullptr;
+}
+
 TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestination>& route,
-                    const std::string& route_namespace, uint32_t port, const std::string& stat_prefix) {
+                    const std::string& route_namespace, uint32_t port, const std::string& stat_prefix,
+                    const ProxyScope& scope) {
   TcpProxy tcp;
   tcp.set_stat_prefix(stat_prefix);
   const auto cluster_of = [&](const HttpRouteDestination& d) {
     return DestinationCluster(mesh, d, route_namespace, port);
   };
+  const DestinationRule* rule =
+      route.empty()
+          ? nullptr
+          : ServiceRuleFor(mesh, ResolveHost(route.front().host, route_namespace, mesh.domain_suffix()), scope);
   if (route.size() == 1) {
     tcp.set_cluster(cluster_of(route.front()));
+    ApplyRuleToTcpProxy(rule, route.front().subset, /*split=*/false, tcp);
     return tcp;
   }
   for (const HttpRouteDestination& d : route) {
@@ -1166,6 +1228,7 @@ TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestinat
     weighted->set_name(cluster_of(d));
     weighted->set_weight(d.weight);
   }
+  ApplyRuleToTcpProxy(rule, "", /*split=*/true, tcp);
   return tcp;
 }
 
@@ -1176,13 +1239,16 @@ TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& ch
     if (std::any_of(candidate.matches.begin(), candidate.matches.end(), [&](const TcpRoute::Match* m) {
           return scope.MeetsSource(m->source_labels, m->source_namespace);
         })) {
-      return RouteProxy(mesh, *candidate.route, candidate.route_namespace, port, cluster);
+      return RouteProxy(mesh, *candidate.route, candidate.route_namespace, port, cluster, scope);
     }
   }
-  if (chain.route != nullptr) return RouteProxy(mesh, *chain.route, chain.route_namespace, port, cluster);
+  if (chain.route != nullptr) {
+    return RouteProxy(mesh, *chain.route, chain.route_namespace, port, cluster, scope);
+  }
   TcpProxy tcp;
   tcp.set_stat_prefix(cluster);
   tcp.set_cluster(cluster);
+  ApplyRuleToTcpProxy(ServiceRuleFor(mesh, chain.host, scope), "", /*split=*/false, tcp);
   return tcp;
 }
 
@@ -1410,6 +1476,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     // The VirtualServices bound to them that the proxy sees depend on its namespace only when
     // some VirtualService is exported narrowly.
     if (mesh.gateway_virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
+    // A TCP proxy takes fields of the DestinationRule the proxy gets (ApplyRuleToTcpProxy), which
+    // route_key() follows.
+    const ProxyScope scope(proxy, mesh);
+    picked += StrCat("|", scope.route_key());
     GeneratedResources out;
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways, proxy.namespace_name)) {
       if (plan.servers.empty()) continue;
@@ -1419,7 +1489,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       const bool http = plan.kind == GatewayPort::Kind::kHttp;
       auto resource = cache.GetOrBuild({std::string(kListenerType), name, http ? "router" : picked}, {kWholeContext},
                                        request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
-                                         std::optional<Listener> listener = GatewayListener(mesh, name, port, plan);
+                                         std::optional<Listener> listener =
+                                             GatewayListener(mesh, name, port, plan, scope);
                                          if (!listener.has_value()) return absl::NotFoundError("no filter chain");
                                          return Resource::FromMessage(*listener);
                                        });
@@ -1431,7 +1502,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
   }
 
   std::optional<Listener> GatewayListener(const MeshContext& mesh, const std::string& name, uint32_t port,
-                                          const GatewayPort& plan) const {
+                                          const GatewayPort& plan, const ProxyScope& scope) const {
     Listener listener;
     listener.set_name(name);
     auto* address = listener.mutable_address()->mutable_socket_address();
@@ -1483,7 +1554,7 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
               ? DestinationCluster(mesh, planned_chain.route->front(), planned_chain.route_namespace, port)
               : StrCat("outbound_", name);
       filter->mutable_typed_config()->PackFrom(
-          RouteProxy(mesh, *planned_chain.route, planned_chain.route_namespace, port, stat_prefix));
+          RouteProxy(mesh, *planned_chain.route, planned_chain.route_namespace, port, stat_prefix, scope));
     }
     return listener;
   }
@@ -2467,6 +2538,7 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       // (Found by (object, index) through `said_at`: a VirtualService may have thousands of routes.)
       std::vector<std::pair<std::pair<std::string, size_t>, std::vector<std::string>>> said;
       std::map<std::pair<std::string, size_t>, size_t> said_at;
+      std::set<std::pair<std::string, size_t>> capped;  // routes whose fault delay gRPC gets shorter
       const auto say = [&](std::string object, size_t index, const std::vector<std::string>& fields) {
         if (fields.empty()) return;
         auto [at, inserted] = said_at.try_emplace({object, index}, said.size());
@@ -2483,9 +2555,22 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
               http.match.empty() || std::any_of(http.match.begin(), http.match.end(),
                                                 [&](const auto& m) { return m.port == 0 || m.port == port; });
           if (!applies) continue;
+          const HttpRoute::Origin* origin = http.origin ? &*http.origin : nullptr;
+          if (http.fault.has_value() && http.fault->delay.has_value() &&
+              http.fault->delay->fixed_delay > kMaxGrpcFaultDelay) {
+            // Said where it was written: a route merged from a delegate has the delegating
+            // route's fault when its own has none (DelegatingRouteTaken).
+            if (origin == nullptr) {
+              capped.insert({ObjectName("VirtualService", vs->meta), i});
+            } else if (origin->delegating != nullptr && origin->written != nullptr &&
+                       !origin->written->fault.has_value()) {
+              capped.insert({StrCat("VirtualService ", origin->delegating_virtual_service), origin->delegating_index});
+            } else {
+              capped.insert({StrCat("VirtualService ", origin->virtual_service), origin->index});
+            }
+          }
           const std::vector<std::string> fields = GrpcIgnoredRouteFields(http);
           if (fields.empty()) continue;
-          const HttpRoute::Origin* origin = http.origin ? &*http.origin : nullptr;
           if (origin == nullptr || origin->delegating == nullptr || origin->written == nullptr) {
             // (A route moved by a delegation is named where it was written.)
             say(origin != nullptr ? StrCat("VirtualService ", origin->virtual_service)
@@ -2514,6 +2599,12 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
       for (const auto& [route, fields] : said) {
         add({name, route.first, StrCat("spec.http[", route.second, "]"),
              StrCat(absl::StrJoin(fields, ", "), ": not implemented by proxyless gRPC clients (gRFC A28)")});
+      }
+      for (const auto& [object, index] : capped) {
+        add({name, object, StrCat("spec.http[", index, "].fault.delay.fixedDelay"),
+             StrCat("sent to gRPC as ", absl::ToInt64Milliseconds(kMaxGrpcFaultDelay),
+                    "ms (about 24.8 days): grpc-js waits with Node's setTimeout, which fires a longer delay after "
+                    "1 ms")});
       }
     }
   }

@@ -487,7 +487,7 @@ kind: DestinationRule
 metadata: {name: a}
 spec:
   host: a.local
-  trafficPolicy: {tunnel: {protocol: CONNECT, targetHost: b, targetPort: 8080}}
+  trafficPolicy: {outlierDetection: {consecutiveErrors: 5}}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -495,7 +495,7 @@ metadata: {name: g}
 spec: {}
 )");
   ASSERT_EQ(parsed.errors.size(), 2u) << Errors(parsed);
-  EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.tunnel");
+  EXPECT_EQ(parsed.errors[0].field, "spec.trafficPolicy.outlierDetection.consecutiveErrors");
   EXPECT_EQ(parsed.errors[0].line, 6);
   EXPECT_EQ(parsed.errors[0].message, "is not supported by cxds") << "a field of Istio's API";
   EXPECT_EQ(parsed.errors[1].line, 9) << "the kind line";
@@ -546,6 +546,61 @@ TEST(YamlLoaderTest, ProxyProtocolIsReadAsIstioHasIt) {
             "spec.trafficPolicy.proxyProtocol.version: must be V1 or V2, got \"V3\"");
   EXPECT_EQ(OnlyError(head + "  trafficPolicy: {portLevelSettings: [{port: {number: 80}, proxyProtocol: {}}]}\n"),
             "spec.trafficPolicy.portLevelSettings[0].proxyProtocol: unknown field");
+}
+
+// tunnel as Istio validates it: protocol CONNECT (the default) or POST, targetHost a DNS name or
+// an IP address, targetPort 1-65535, both required; not with proxyProtocol; not per port.
+TEST(YamlLoaderTest, TunnelIsReadAsIstioValidatesIt) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\n"
+      "spec:\n  host: a.mesh.local\n";
+  const auto tunnel_of = [&](const std::string& tunnel) -> std::optional<TrafficPolicy::Tunnel> {
+    const ParsedFile file = ParseConfigFile("dr.yaml", head + "  trafficPolicy: {tunnel: " + tunnel + "}\n");
+    EXPECT_EQ(file.documents.size(), 1u) << Errors(file);
+    if (file.documents.empty()) return std::nullopt;
+    return std::get<DestinationRule>(file.documents[0].object).traffic_policy->tunnel;
+  };
+  const auto t = tunnel_of("{targetHost: egress.example.com, targetPort: 3128}");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->target_host, "egress.example.com");
+  EXPECT_EQ(t->target_port, 3128u);
+  EXPECT_FALSE(t->use_post) << "CONNECT, Istio's default";
+  EXPECT_TRUE(tunnel_of("{protocol: POST, targetHost: \"::1\", targetPort: 8080}").value_or(*t).use_post);
+  EXPECT_FALSE(tunnel_of("{protocol: CONNECT, targetHost: 127.0.0.1, targetPort: 1}").value_or(*t).use_post);
+  for (const std::string host : {"proxy.example.", "10.0.0.1.", "fe80::1%eth0"}) {
+    EXPECT_EQ(tunnel_of("{targetHost: \"" + host + "\", targetPort: 65535}").value_or(*t).target_host, host)
+        << "as Istio's checks allow: a trailing dot (the last label then empty), a zoned IPv6 address";
+  }
+  const auto error_of = [&](const std::string& policy) {
+    return OnlyError(head + "  trafficPolicy: " + policy + "\n");
+  };
+  EXPECT_EQ(error_of("{tunnel: {protocol: connect, targetHost: a.example, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.protocol: must be CONNECT or POST, got \"connect\"");
+  EXPECT_EQ(error_of("{tunnel: {targetPort: 80}}"), "spec.trafficPolicy.tunnel.targetHost: is required");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: a.example}}"), "spec.trafficPolicy.tunnel.targetPort: is required");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: a.example, targetPort: 0}}"),
+            "spec.trafficPolicy.tunnel.targetPort: must be an integer from 1 to 65535, got \"0\"");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: Proxy.example, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"Proxy.example\" (must "
+            "contain only lowercase letters, digits, '-' and '.')");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: 10.0.0.300, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"10.0.0.300\" (a DNS "
+            "name's last label cannot be all digits)");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: \"\", targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"\" (empty)");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: a.example, targetPort: 80, tls: {}}}"),
+            "spec.trafficPolicy.tunnel.tls: unknown field");
+  EXPECT_EQ(error_of("{proxyProtocol: {}, tunnel: {targetHost: a.example, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel: cannot be set with proxyProtocol, as Istio validates");
+  EXPECT_EQ(error_of("{portLevelSettings: [{port: {number: 80}, tunnel: {targetHost: a.example, targetPort: 80}}]}"),
+            "spec.trafficPolicy.portLevelSettings[0].tunnel: unknown field");
+  // A subset's own.
+  const ParsedFile subset = ParseConfigFile(
+      "dr.yaml", head + "  subsets: [{name: s, trafficPolicy: {tunnel: {targetHost: b.example, targetPort: 81}}}]\n");
+  ASSERT_EQ(subset.documents.size(), 1u) << Errors(subset);
+  const auto& subsets = std::get<DestinationRule>(subset.documents[0].object).subsets;
+  ASSERT_EQ(subsets.size(), 1u);
+  EXPECT_EQ(subsets[0].traffic_policy->tunnel->target_host, "b.example");
 }
 
 // retryBudget as Istio has it: `percent` a number from 0 to 100 (istiod's default 20),
@@ -824,7 +879,8 @@ spec:
             "OPTIONAL_MUTUAL, and PASSTHROUGH; cxds issues no workload certificates)");
   EXPECT_EQ(tls("    tls: {mode: AUTO_PASSTHROUGH}\n"),
             "spec.servers[0].tls.mode: mode AUTO_PASSTHROUGH is not supported by cxds (SIMPLE, MUTUAL and "
-            "OPTIONAL_MUTUAL, and PASSTHROUGH; cxds serves no SNI-named clusters for east-west traffic)");
+            "OPTIONAL_MUTUAL, and PASSTHROUGH; it routes to SNI-named clusters that reach only workloads serving Istio "
+            "mutual TLS, and cxds issues no workload certificates)");
   EXPECT_EQ(tls("    tls: {mode: OPTIONAL_MUTUAL, credentialName: c}\n"), "");
   // Certificates from files on the gateway, which Envoy reads itself.
   const ParsedFile files = ParseConfigFile(
@@ -1711,12 +1767,21 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
   EXPECT_EQ(vs.tls[0].route[0].weight, 60u);
   EXPECT_EQ(vs.tls[0].route[1].port, 8443u);
 
-  const ParsedFile any =
-      ParseConfigFile("x.yaml",
-                      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n"
-                      "  hosts: [\"*\"]\n  tls: [{match: [{sniHosts: [\"*\", x.example.com]}], route: [{destination: "
-                      "{host: x.example.com}}]}]\n");
+  const std::string any_head =
+      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  hosts: [\"*\"]\n";
+  const std::string any_tls =
+      "  tls: [{match: [{sniHosts: [\"*\", x.example.com]}], route: [{destination: {host: x.example.com}}]}]\n";
+  const ParsedFile any = ParseConfigFile("x.yaml", any_head + "  gateways: [edge]\n" + any_tls);
   EXPECT_EQ(any.documents.size(), 1u) << "everything is under the host *: " << Errors(any);
+  // The host * in the mesh, as Istio validates it: so no sniHosts * reaches sidecars either.
+  const ParsedFile named = ParseConfigFile("x.yaml", any_head + "  gateways: [edge.istio-system]\n" + any_tls);
+  EXPECT_EQ(named.errors.size(), 1u) << "the gateway's name alone: " << Errors(named);
+  for (const std::string gateways : {"", "  gateways: [mesh, edge]\n", "  gateways: []\n"}) {
+    EXPECT_EQ(OnlyError(any_head + gateways + any_tls),
+              "spec.hosts[0]: the wildcard host * is not allowed for a VirtualService bound to the mesh (gateways "
+              "unset or naming mesh), as Istio validates; it may be bound to Gateways only")
+        << gateways;
+  }
 
   const auto route = [](const std::string& match) {
     return "  tls:\n  - match: [" + match + "]\n    route: [{destination: {host: api.example.com}}]\n";

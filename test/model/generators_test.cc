@@ -647,6 +647,114 @@ spec:
   EXPECT_EQ(tcp_of(1).cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local") << "the route matching 3307";
 }
 
+// A TCP proxy takes from the DestinationRule its proxy gets for the destination's service what
+// istiod's takes: the rule's own tcp idleTimeout and maxConnectionDuration (not a port's), a hash
+// by source IP (unless the destination's subset has a loadBalancer of its own), and the tunnel, a
+// single destination's subset's, else the rule's, a split's the rule's. A rule exported to its
+// own namespace reaches its proxies only, which then do not share the listener with the others.
+TEST_F(GeneratorsTest, TcpProxiesTakeTheirDestinationRulesTcpSettingsAndTunnel) {
+  Apply("tcp.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: mysql, namespace: shop}
+spec:
+  ports: [{name: tcp-a, port: 3306}, {name: tcp-b, port: 3307}, {name: tcp-c, port: 3308}, {name: tcp-d, port: 3309}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: mysql, namespace: shop}
+spec:
+  host: mysql
+  exportTo: ["."]
+  trafficPolicy:
+    connectionPool: {tcp: {idleTimeout: 30m, maxConnectionDuration: 2h}}
+    loadBalancer: {consistentHash: {useSourceIp: true}}
+    tunnel: {targetHost: egress.example.com, targetPort: 3128}
+    portLevelSettings:
+    - port: {number: 3306}
+      connectionPool: {tcp: {idleTimeout: 1m}}
+  subsets:
+  - name: primary
+    labels: {role: primary}
+    trafficPolicy: {tunnel: {protocol: POST, targetHost: "::1", targetPort: 8443}}
+  - name: replica
+    labels: {role: replica}
+    trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: mysql, namespace: shop}
+spec:
+  hosts: [mysql]
+  tcp:
+  - match: [{port: 3307}]
+    route: [{destination: {host: mysql, subset: primary}}]
+  - match: [{port: 3308}]
+    route: [{destination: {host: mysql, subset: replica}}]
+  - match: [{port: 3309}]
+    route:
+    - {destination: {host: mysql, subset: primary}, weight: 50}
+    - {destination: {host: mysql, subset: replica}, weight: 50}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  using envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
+  const auto proxies_of = [&](const std::string& id) {
+    auto envoy = Connect(id, false);
+    envoy->Send(First(std::string(kListenerType), {}));
+    auto lds = envoy->Take();
+    std::map<uint32_t, TcpProxy> out;
+    for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
+      const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+      const uint32_t port = listener.address().socket_address().port_value();
+      if (port < 3306 || port > 3309) continue;
+      EXPECT_EQ(listener.filter_chains_size(), 1) << listener.name();
+      TcpProxy tcp;
+      EXPECT_TRUE(listener.filter_chains(0).filters(0).typed_config().UnpackTo(&tcp)) << listener.name();
+      EXPECT_THAT(PgvChecker().Check(tcp), ::testing::IsEmpty()) << tcp.DebugString();
+      out[port] = tcp;
+    }
+    EXPECT_EQ(out.size(), 4u);
+    return out;
+  };
+  const auto hashes_by_source = [](const TcpProxy& tcp) {
+    return tcp.hash_policy_size() == 1 && tcp.hash_policy(0).has_source_ip();
+  };
+
+  std::map<uint32_t, TcpProxy> shop = proxies_of("sidecar~127.0.0.6~app-2.shop~shop.svc.cluster.local");
+  // 3306, the service's own chain: the rule's settings, its port's idle timeout not taken.
+  EXPECT_EQ(shop[3306].cluster(), "outbound|3306||mysql.shop.svc.cluster.local");
+  EXPECT_EQ(shop[3306].idle_timeout().seconds(), 1800);
+  EXPECT_EQ(shop[3306].max_downstream_connection_duration().seconds(), 7200);
+  EXPECT_TRUE(hashes_by_source(shop[3306]));
+  EXPECT_EQ(shop[3306].tunneling_config().hostname(), "egress.example.com:3128");
+  EXPECT_FALSE(shop[3306].tunneling_config().use_post());
+  // 3307, to subset primary: its own tunnel (POST, an IPv6 target in brackets); no load balancer
+  // of its own, so the rule's hash.
+  EXPECT_EQ(shop[3307].cluster(), "outbound|3307|primary|mysql.shop.svc.cluster.local");
+  EXPECT_EQ(shop[3307].tunneling_config().hostname(), "[::1]:8443");
+  EXPECT_TRUE(shop[3307].tunneling_config().use_post());
+  EXPECT_TRUE(hashes_by_source(shop[3307]));
+  EXPECT_EQ(shop[3307].idle_timeout().seconds(), 1800);
+  // 3308, to subset replica: a policy without a tunnel (the rule's is not inherited, as in
+  // istiod) and a load balancer of its own (no hash).
+  EXPECT_EQ(shop[3308].cluster(), "outbound|3308|replica|mysql.shop.svc.cluster.local");
+  EXPECT_FALSE(shop[3308].has_tunneling_config());
+  EXPECT_EQ(shop[3308].hash_policy_size(), 0);
+  EXPECT_EQ(shop[3308].max_downstream_connection_duration().seconds(), 7200);
+  // 3309, a split: the rule's tunnel and hash.
+  EXPECT_EQ(shop[3309].weighted_clusters().clusters_size(), 2);
+  EXPECT_EQ(shop[3309].tunneling_config().hostname(), "egress.example.com:3128");
+  EXPECT_TRUE(hashes_by_source(shop[3309]));
+
+  // A proxy of another namespace does not get the rule: none of it, and its listeners are its own.
+  std::map<uint32_t, TcpProxy> other = proxies_of("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  for (const auto& [port, tcp] : other) {
+    EXPECT_FALSE(tcp.has_tunneling_config()) << port;
+    EXPECT_FALSE(tcp.has_idle_timeout()) << port;
+    EXPECT_FALSE(tcp.has_max_downstream_connection_duration()) << port;
+    EXPECT_EQ(tcp.hash_policy_size(), 0) << port;
+  }
+}
+
 // tcp matches with sourceLabels and sourceNamespace, as Istio's sourceMatchTCP: a sidecar
 // meeting them gets that route's TCP proxy, the others the next route; proxies meeting the
 // same conditions share the listener.
@@ -989,6 +1097,39 @@ spec:
   const uint64_t builds = pipeline_->cache().stats().builds;
   EXPECT_EQ(chains("team", "billing"), billing);
   EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "the same conditions met: the same listener";
+}
+
+// A conditional tls match limited to one port is for that port alone, as Istio's matchTLS: a
+// sidecar meeting its conditions gets it on that port, and the host's own chain on the others,
+// where the host has no match for it (istiod's hasTLSMatch is per port).
+TEST_F(GeneratorsTest, APortLimitedConditionalTlsMatchLeavesTheHostsOtherPortsAlone) {
+  Apply("egress.yaml", std::string(kEgress) + R"(---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: dual, namespace: egress}
+spec:
+  hosts: [dual.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}, {number: 8444, name: tls-b, protocol: TLS}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: dual, namespace: egress}
+spec:
+  hosts: [dual.example.com]
+  tls:
+  - match: [{sniHosts: [dual.example.com], port: 8444, sourceLabels: {app: x}}]
+    route: [{destination: {host: maps.example.com, port: {number: 8443}}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string routed = "dual.example.com -> outbound|8443||maps.example.com";
+  EXPECT_THAT(SidecarChains("default", "x", "127.0.0.1_8444"), ::testing::ElementsAre(routed));
+  EXPECT_THAT(SidecarChains("default", "y", "127.0.0.1_8444"),
+              ::testing::ElementsAre("dual.example.com -> outbound|8444||dual.example.com"));
+  const std::vector<std::string> on_443 = SidecarChains("default", "x", "127.0.0.1_443");
+  EXPECT_THAT(on_443, ::testing::Contains("dual.example.com -> outbound|443||dual.example.com"))
+      << "no match of the host applies on 443: its own chain, even for a sidecar meeting the conditions";
+  EXPECT_THAT(on_443, ::testing::Not(::testing::Contains(routed)));
 }
 
 // A Sidecar of namespace only-b: its sidecars see b.two.example.com alone.
@@ -1883,6 +2024,14 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
     EXPECT_EQ(fault_of(4).delay().fixed_delay().seconds(), grpc ? 2147483 : 30 * 24 * 3600);
     EXPECT_EQ(fault_of(4).delay().fixed_delay().nanos(), grpc ? 647000000 : 0);
     EXPECT_TRUE(vhost.routes(5).typed_per_filter_config().empty());
+    // Config status says where the delay is cut, and of that route alone.
+    if (grpc) {
+      EXPECT_THAT(GrpcNotesOf("grpc-client-1", /*with_resource=*/true),
+                  ::testing::ElementsAre("inventory.mesh.local:8080 | VirtualService default/inventory | "
+                                         "spec.http[4].fault.delay.fixedDelay | sent to gRPC as 2147483647ms (about "
+                                         "24.8 days): grpc-js waits with Node's setTimeout, which fires a longer "
+                                         "delay after 1 ms"));
+    }
   }
 }
 
@@ -2149,6 +2298,16 @@ TEST_F(GeneratorsTest, AGrpcNodeIsToldPerResourceWhatItIsGeneratedWithout) {
   EXPECT_EQ(GrpcConfigNotes(*mesh, *pipeline_->ProxyView("grpc-client-1"), "default", /*limit=*/1).size(), 1u);
 }
 
+// The delegate VirtualService inventory-leaf, its routes to follow (after a route of
+// kInventoryRoutesHead's delegating to it).
+constexpr char kInventoryLeafHead[] = R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: inventory-leaf}
+spec:
+  http:
+)";
+
 // A route merged from a delegate: config status says each gRPC-ignored field where it was
 // written, the delegate's route or the delegating one.
 TEST_F(GeneratorsTest, GrpcNotesOfADelegatedRouteNameWhereEachFieldWasWritten) {
@@ -2159,13 +2318,8 @@ TEST_F(GeneratorsTest, GrpcNotesOfADelegatedRouteNameWhereEachFieldWasWritten) {
     mirror: {host: inventory.mesh.local, subset: v1}
     mirrorPercentage: {value: 0}
     delegate: {name: inventory-leaf}
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {name: inventory-leaf}
-spec:
-  http:
-  - name: leaf
+)" + std::string(kInventoryLeafHead) +
+                           R"(  - name: leaf
     match: [{uri: {prefix: /leaf}}]
     rewrite: {authority: elsewhere}
     retries: {attempts: 1}
@@ -2191,6 +2345,38 @@ spec:
       << "the delegating route said once, with what each merge took of it: its retries only where the delegate's "
          "route sets none; a mirror only the merge makes (the delegating route's at the delegate's 50%) is the "
          "delegate's";
+}
+
+// A fault delay cut for gRPC is said where it was written: a route merged from a delegate takes
+// the delegating route's fault only where its own route has none.
+TEST_F(GeneratorsTest, GrpcNotesOfACutFaultDelayNameWhereTheDelayWasWritten) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: root
+    fault: {delay: {fixedDelay: 720h, percentage: {value: 100}}}
+    delegate: {name: inventory-leaf}
+)" + std::string(kInventoryLeafHead) +
+                           R"(  - name: own
+    match: [{uri: {prefix: /own}}]
+    fault: {delay: {fixedDelay: 800h, percentage: {value: 50}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: short
+    match: [{uri: {prefix: /short}}]
+    fault: {delay: {fixedDelay: 1s, percentage: {value: 50}}}
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: taken
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kRouteType), {"inventory.mesh.local:8080"}));
+  ASSERT_EQ(grpc->Take().size(), 1u);
+  const std::string cut =
+      " | spec.http[0].fault.delay.fixedDelay | sent to gRPC as 2147483647ms (about 24.8 days): grpc-js waits with "
+      "Node's setTimeout, which fires a longer delay after 1 ms";
+  EXPECT_THAT(
+      GrpcNotesOf("grpc-client-1", /*with_resource=*/false),
+      ::testing::ElementsAre("VirtualService default/inventory" + cut, "VirtualService default/inventory-leaf" + cut))
+      << "the delegating route's, taken by the route without a fault of its own; the delegate's own first route's; "
+         "nothing for the route with a short delay of its own";
 }
 
 // Subsets select endpoints by their labels as istiod's registries give them (AugmentLabels):
@@ -4089,6 +4275,59 @@ TEST_F(GeneratorsTest, EndpointsOfAHostTheProxyDoesNotSeeAreNotServed) {
   };
   EXPECT_EQ(endpoints_for("sidecar~127.0.0.6~app-1.default~default.svc.cluster.local"), 1);
   EXPECT_EQ(endpoints_for("sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local"), 0);
+}
+
+// A gateway's TCP proxy takes the fields of the DestinationRule its own proxy gets: gateway
+// proxies of two namespaces that get different rules get different listeners.
+TEST_F(GeneratorsTest, AGatewaysTcpProxyFollowsTheDestinationRuleItsProxyGets) {
+  Apply("gateway.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db, namespace: data}
+spec:
+  resolution: STATIC
+  hosts: [db.mesh.local]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: db, namespace: edge}
+spec:
+  host: db.mesh.local
+  exportTo: ["."]
+  trafficPolicy: {tunnel: {targetHost: egress.mesh.local, targetPort: 3128}}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: ["*"]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: tcp-edge, namespace: edge}
+spec:
+  hosts: [db.example.com]
+  gateways: [ingress]
+  tcp:
+  - route: [{destination: {host: db.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const auto tunnel_of = [&](const std::string& id) -> std::string {
+    auto listeners = IngressListeners(id);
+    const auto& listener = listeners["127.0.0.1_31400"];
+    if (listener.filter_chains_size() != 1 || listener.filter_chains(0).filters_size() != 1) return "no TCP proxy";
+    envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy tcp;
+    EXPECT_TRUE(listener.filter_chains(0).filters(0).typed_config().UnpackTo(&tcp));
+    EXPECT_EQ(tcp.cluster(), "outbound|5432||db.mesh.local");
+    return tcp.has_tunneling_config() ? tcp.tunneling_config().hostname() : "none";
+  };
+  EXPECT_EQ(tunnel_of("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local"), "egress.mesh.local:3128");
+  EXPECT_EQ(tunnel_of("router~127.0.0.10~ingress-2.edge2~edge2.svc.cluster.local"), "none")
+      << "edge's rule is exported to edge alone";
+  EXPECT_EQ(tunnel_of("router~127.0.0.11~ingress-3.edge~edge.svc.cluster.local"), "egress.mesh.local:3128");
 }
 
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route
