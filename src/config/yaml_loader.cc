@@ -1752,10 +1752,10 @@ std::vector<std::string> ReadGatewayNames(Reader& r, const YAML::Node& node, con
   return out;
 }
 
-// sourceLabels and sourceNamespace of a tcp or tls match (`kind`) whose gateways are `gateways`:
-// supported in the mesh only, since a gateway's TCP and TLS servers are planned per Gateway.
-void ReadL4SourceConditions(Reader& r, const YAML::Node& match, const std::string& mf, const VirtualService& vs,
-                            const std::vector<std::string>& gateways, std::string_view kind, LabelMap& labels,
+// sourceLabels and sourceNamespace of a tcp or tls match. They choose sidecars in the mesh; at a
+// Gateway istiod ignores them (its l4SingleMatch reads the port and gateways alone), and so does
+// cxds, which says so in analysis (cxds_gateway_source_ignored).
+void ReadL4SourceConditions(Reader& r, const YAML::Node& match, const std::string& mf, LabelMap& labels,
                             std::string& namespace_name) {
   labels = r.Labels(match, "sourceLabels", mf);
   for (const auto& [key, value] : labels) {
@@ -1765,14 +1765,6 @@ void ReadL4SourceConditions(Reader& r, const YAML::Node& match, const std::strin
   if (match["sourceNamespace"].IsDefined() && !IsDnsLabel(namespace_name)) {
     r.Error(match["sourceNamespace"], Reader::Join(mf, "sourceNamespace"),
             "must be a namespace name, a DNS label (a-z, 0-9, '-'; at most 63 characters)");
-  }
-  const std::vector<std::string>& at = gateways.empty() ? vs.gateways : gateways;
-  if ((!labels.empty() || !namespace_name.empty()) &&
-      std::any_of(at.begin(), at.end(), [](const std::string& g) { return g != "mesh"; })) {
-    r.Error(match, mf,
-            StrCat("sourceLabels or sourceNamespace on a ", kind,
-                   " match served at a Gateway is not supported by cxds (a gateway's TCP and TLS servers are planned "
-                   "per Gateway, not per proxy); they are supported in the mesh"));
   }
 }
 
@@ -1794,7 +1786,7 @@ void ReadTcpRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
         TcpRoute::Match m;
         m.port = r.Uint(match[j], "port", mf, false, 1, 65535).value_or(0);
         m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
-        ReadL4SourceConditions(r, match[j], mf, vs, m.gateways, "tcp", m.source_labels, m.source_namespace);
+        ReadL4SourceConditions(r, match[j], mf, m.source_labels, m.source_namespace);
         route.match.push_back(std::move(m));
       }
     }
@@ -1824,7 +1816,7 @@ void ReadTlsRoutes(Reader& r, const YAML::Node& spec, VirtualService& vs) {
                  {"destinationSubnets"});
       TlsRoute::Match m;
       m.gateways = ReadGatewayNames(r, match[j], mf, vs.meta.namespace_name);
-      ReadL4SourceConditions(r, match[j], mf, vs, m.gateways, "tls", m.source_labels, m.source_namespace);
+      ReadL4SourceConditions(r, match[j], mf, m.source_labels, m.source_namespace);
       m.sni_hosts = r.Strings(match[j], "sniHosts", mf, true);
       for (size_t k = 0; k < m.sni_hosts.size(); ++k) {
         const std::string& sni = m.sni_hosts[k];

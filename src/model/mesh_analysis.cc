@@ -570,6 +570,36 @@ void FailoverWithoutOutlierDetection(const ObjectMap& served, const MeshContext&
 
 }  // namespace
 
+// tcp and tls matches with sourceLabels or sourceNamespace that apply at a Gateway: istiod ignores
+// both there (its l4SingleMatch reads the port and gateways alone), and so does cxds, so the match
+// applies to every gateway proxy of those Gateways whatever its labels and namespace.
+void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  for (const auto& [key, stored] : ObjectsOfKind(served, "VirtualService")) {
+    const auto* vs = std::get_if<VirtualService>(&stored->object);
+    if (vs == nullptr) continue;
+    const auto check = [&](const auto& routes, std::string_view kind) {
+      for (size_t i = 0; i < routes.size(); ++i) {
+        for (size_t j = 0; j < routes[i].match.size(); ++j) {
+          const auto& match = routes[i].match[j];
+          if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+          std::vector<std::string> gateways;
+          for (const std::string& name : match.gateways.empty() ? vs->gateways : match.gateways) {
+            if (name != "mesh") gateways.push_back(name);
+          }
+          if (gateways.empty()) continue;
+          out.push_back({key, StrCat("spec.", kind, "[", i, "].match[", j, "]"), "cxds_gateway_source_ignored",
+                         StrCat("sourceLabels and sourceNamespace have no effect at ",
+                                gateways.size() == 1 ? "Gateway " : "Gateways ", absl::StrJoin(gateways, ", "),
+                                ", where istiod ignores them on ", kind,
+                                " matches: there the match applies to every gateway proxy")});
+        }
+      }
+    };
+    check(vs->tcp, "tcp");
+    check(vs->tls, "tls");
+  }
+}
+
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
   return [suffix = std::move(domain_suffix), root = std::move(root_namespace),
           cluster = std::move(cluster_id)](const ObjectMap& served) {
@@ -587,6 +617,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);
     FailoverWithoutOutlierDetection(served, mesh, out);
+    GatewaySourceConditions(served, out);
     return out;
   };
 }
@@ -610,7 +641,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_delegate_bound",
                                                   "cxds_addresses_unused",
                                                   "cxds_exported_to_none",
-                                                  "cxds_failover_without_outlier_detection"};
+                                                  "cxds_failover_without_outlier_detection",
+                                                  "cxds_gateway_source_ignored"};
   return kCodes;
 }
 

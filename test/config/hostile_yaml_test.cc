@@ -348,9 +348,7 @@ spec:
   EXPECT_FALSE(HasError(parsed, "spec.gateways", "")) << "gateways are supported";
   EXPECT_FALSE(HasError(parsed, "spec.tls", "")) << "tls routes are supported";
   EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0].destinationSubnets", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.tls[0].match[0]",
-                       "sourceLabels or sourceNamespace on a tls match served at a Gateway is not supported by cxds"))
-      << "supported in the mesh only";
+  EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0]", "")) << "source conditions at a Gateway: ignored, as by istiod";
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].gateways", "")) << "tls routes at a Gateway are supported";
   EXPECT_FALSE(HasError(parsed, "spec.tls[0].match[0].sniHosts", "")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.http[0].match[0].sourceLabels", "")) << "http sourceLabels are supported";

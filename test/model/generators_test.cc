@@ -4278,7 +4278,8 @@ TEST_F(GeneratorsTest, EndpointsOfAHostTheProxyDoesNotSeeAreNotServed) {
 }
 
 // A gateway's TCP proxy takes the fields of the DestinationRule its own proxy gets: gateway
-// proxies of two namespaces that get different rules get different listeners.
+// proxies of two namespaces that get different rules get different listeners. A tcp match's
+// source conditions do not apply at a Gateway, as istiod ignores them there.
 TEST_F(GeneratorsTest, AGatewaysTcpProxyFollowsTheDestinationRuleItsProxyGets) {
   Apply("gateway.yaml", R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -4312,9 +4313,12 @@ spec:
   hosts: [db.example.com]
   gateways: [ingress]
   tcp:
-  - route: [{destination: {host: db.mesh.local}}]
+  - match: [{sourceLabels: {app: nobody}, sourceNamespace: nowhere}]
+    route: [{destination: {host: db.mesh.local}}]
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  // (The match's source conditions have no effect at a Gateway, as in istiod: it applies to
+  // every gateway proxy.)
   const auto tunnel_of = [&](const std::string& id) -> std::string {
     auto listeners = IngressListeners(id);
     const auto& listener = listeners["127.0.0.1_31400"];

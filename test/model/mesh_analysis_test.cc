@@ -624,6 +624,49 @@ spec:
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_tls_ignored"], 2u);
 }
 
+// sourceLabels and sourceNamespace of tcp and tls matches that apply at a Gateway are said to
+// have no effect there (istiod ignores them); a match for the mesh alone is not mentioned.
+TEST(MeshAnalysisTest, L4SourceConditionsAtAGatewayAreSaidToHaveNoEffect) {
+  ConfigStore store = AnalyzedStore();
+  store.ApplyFile("mesh.yaml", kMesh);
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: [db.example.com]
+  - port: {number: 443, name: tls, protocol: TLS}
+    hosts: [db.example.com]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db, namespace: edge}
+spec:
+  hosts: [db.example.com]
+  gateways: [ingress, mesh]
+  tcp:
+  - match: [{sourceNamespace: shop, gateways: [mesh]}, {sourceLabels: {app: web}}]
+    route: [{destination: {host: inventory.mesh.local}}]
+  tls:
+  - match: [{sniHosts: [db.example.com], sourceNamespace: shop, gateways: [ingress]}]
+    route: [{destination: {host: inventory.mesh.local}}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid Istio config: warned about, not refused";
+  std::vector<std::string> ignored;
+  for (const std::string& w : Strings(update.warnings)) {
+    if (w.find("[cxds_gateway_source_ignored]") != std::string::npos) ignored.push_back(w);
+  }
+  EXPECT_THAT(ignored, ::testing::ElementsAre(
+                           "edge.yaml:12: VirtualService edge/db: spec.tcp[0].match[1]: sourceLabels and "
+                           "sourceNamespace have no effect at Gateway edge/ingress, where istiod ignores them on tcp "
+                           "matches: there the match applies to every gateway proxy [cxds_gateway_source_ignored]",
+                           "edge.yaml:12: VirtualService edge/db: spec.tls[0].match[0]: sourceLabels and "
+                           "sourceNamespace have no effect at Gateway edge/ingress, where istiod ignores them on tls "
+                           "matches: there the match applies to every gateway proxy [cxds_gateway_source_ignored]"));
+}
+
 // Two Gateways that can pick one proxy (one selector within the other) share its listeners: a
 // server only that pairing leaves out is said, naming the other Gateway; Gateways that cannot
 // meet on a proxy are not compared.
