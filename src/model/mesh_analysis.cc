@@ -1,8 +1,10 @@
 #include "model/mesh_analysis.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -116,9 +118,42 @@ void AddressesOnOpaquePorts(const ObjectMap& served, std::vector<ConfigWarning>&
   }
 }
 
-// ServiceEntry addresses another host's routes answer to already (the same address of a host
-// earlier in host order, or a host of that name): Envoy refuses a domain named twice, so, as
-// istiod, the route configuration of each HTTP port gives it to the first (pilot_vservice_dup_domain).
+// The namespaces whose proxies see `service` by its exportTo; nullopt: every one.
+std::optional<std::set<std::string>> SeenFrom(const ServiceInfo& service) {
+  if (service.export_to.empty()) return std::nullopt;
+  std::set<std::string> out;
+  for (const std::string& to : service.export_to) {
+    if (to == "*") return std::nullopt;
+    if (to != "~") out.insert(to == "." ? service.namespace_name : to);
+  }
+  return out;
+}
+
+// Where proxies see both `a` and `b` by their exportTo: "every namespace", "namespace(s) ...", or
+// "" for nowhere (a Sidecar may narrow it further, per proxy).
+std::string SeenByBoth(const ServiceInfo& a, const ServiceInfo& b) {
+  const std::optional<std::set<std::string>> from_a = SeenFrom(a), from_b = SeenFrom(b);
+  if (!from_a.has_value() && !from_b.has_value()) return "every namespace";
+  std::vector<std::string> both;
+  if (!from_a.has_value() || !from_b.has_value()) {
+    const std::set<std::string>& only = from_a.has_value() ? *from_a : *from_b;
+    both.assign(only.begin(), only.end());
+  } else {
+    std::set_intersection(from_a->begin(), from_a->end(), from_b->begin(), from_b->end(), std::back_inserter(both));
+  }
+  if (both.empty()) return "";
+  constexpr size_t kNamed = 5;  // (a message names a few)
+  const size_t more = both.size() > kNamed ? both.size() - kNamed : 0;
+  both.resize(std::min(both.size(), kNamed));
+  return StrCat(both.size() + more == 1 ? "namespace " : "namespaces ", absl::StrJoin(both, ", "),
+                more > 0 ? StrCat(" and ", more, " more") : "");
+}
+
+// ServiceEntry addresses another host's routes answer to already, where a proxy sees both hosts
+// (the same address of a host earlier in host order, or a host of that name): Envoy refuses a
+// domain named twice, so, as istiod, the route configuration of each HTTP port gives it to the
+// first of the hosts the proxy sees (pilot_vservice_dup_domain). Hosts exported to no common
+// namespace never meet on a proxy: nothing is said of them.
 void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out) {
   std::map<uint32_t, std::vector<const ServiceInfo*>> by_port;  // HTTP port -> services, in host order
   for (const auto& [host, service] : mesh.services()) {
@@ -128,21 +163,39 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
   }
   std::set<std::pair<ConfigKey, std::string>> said;
   for (const auto& [port, services] : by_port) {
-    std::map<std::string, const ServiceInfo*> claimed;  // domain -> the host keeping it
-    for (const ServiceInfo* service : services) claimed.emplace(absl::AsciiStrToLower(service->host), service);
+    // domain -> the hosts answering to it before the one at hand: a host of that name first,
+    // then those with the address, in host order.
+    std::map<std::string, std::vector<const ServiceInfo*>> claimants;
+    for (const ServiceInfo* service : services) claimants[absl::AsciiStrToLower(service->host)].push_back(service);
     for (const ServiceInfo* service : services) {
       for (size_t i = 0; i < service->addresses.size(); ++i) {
         const std::string& address = service->addresses[i];
         const std::string domain = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
-        auto [owner, inserted] = claimed.emplace(domain, service);
-        // (Another host of the same ServiceEntry keeping it is the entry's own choice of host.)
-        if (inserted || owner->second->key == service->key || !said.emplace(service->key, address).second) continue;
-        out.push_back({service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
-                       StrCat("address ", address, " of ", service->host, " is a domain of ", owner->second->host,
-                              " on port ", port,
-                              " (a host of that name, or first in host order): Envoy's routes "
-                              "answer to it for ",
-                              owner->second->host, " only, where a proxy sees that host")});
+        std::vector<const ServiceInfo*>& before = claimants[domain];
+        std::vector<std::string> owners;  // "HOST (where proxies see both)"
+        constexpr size_t kNamed = 5;
+        size_t more = 0;
+        for (const ServiceInfo* owner : before) {
+          // (Another host of the same ServiceEntry keeping it is the entry's own choice of host.)
+          if (owner->key == service->key) break;
+          const std::string where = SeenByBoth(*owner, *service);
+          if (where.empty()) continue;
+          if (owners.size() < kNamed) {
+            owners.push_back(StrCat(owner->host, " (", where, ")"));
+          } else {
+            ++more;
+          }
+        }
+        if (!owners.empty() && said.emplace(service->key, address).second) {
+          out.push_back(
+              {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
+               StrCat("address ", address, " of ", service->host, " is a domain of ", absl::StrJoin(owners, ", "),
+                      more > 0 ? StrCat(" and ", more, " more hosts") : "", " on port ", port,
+                      " (a host of that name, or first in host order), where proxies see both: Envoy's "
+                      "routes answer to it for the first of those hosts a proxy sees, not for ",
+                      service->host)});
+        }
+        before.push_back(service);
       }
     }
   }

@@ -456,13 +456,43 @@ spec:
   endpoints: [{address: 127.0.0.83}]
 )");
   EXPECT_THAT(update.errors, IsEmpty());
-  EXPECT_THAT(
-      Strings(update.warnings),
-      ElementsAre("addr.yaml:11: ServiceEntry default/second: spec.addresses[1]: address 127.0.0.80 of "
-                  "b.example.com is a domain of a.example.com on port 8080 (a host of that name, or first in "
-                  "host order): Envoy's routes answer to it for a.example.com only, where a proxy sees that host "
-                  "[pilot_vservice_dup_domain]"))
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("addr.yaml:11: ServiceEntry default/second: spec.addresses[1]: address 127.0.0.80 of "
+                          "b.example.com is a domain of a.example.com (every namespace) on port 8080 (a host of that "
+                          "name, or first in host order), where proxies see both: Envoy's routes answer to it for the "
+                          "first of those hosts a proxy sees, not for b.example.com [pilot_vservice_dup_domain]"))
       << "and nothing for a ServiceEntry whose own hosts share its addresses";
+}
+
+// Hosts with one address that no proxy sees together (exported to different namespaces) never
+// meet in a route configuration: nothing is said of them; of a host that meets earlier ones, the
+// message names each with the namespaces seeing both.
+TEST(MeshAnalysisTest, AnAddressIsReportedOnlyWhereProxiesSeeBothHosts) {
+  ConfigStore store = AnalyzedStore();
+  const std::string entry = R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: NAME, namespace: ops}
+spec:
+  hosts: [NAME.example.com]
+  addresses: [127.0.0.80]
+  exportTo: [EXPORT]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.81}]
+)";
+  const auto of = [&](const std::string& name, const std::string& export_to) {
+    return absl::StrReplaceAll(entry, {{"NAME", name}, {"EXPORT", export_to}});
+  };
+  const ConfigStore::Update update =
+      store.ApplyFile("addr.yaml", of("a", "\".\"") + "---\n" + of("b", "web") + "---\n" + of("c", "\".\", web, shop"));
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ElementsAre("addr.yaml:23: ServiceEntry ops/c: spec.addresses[0]: address 127.0.0.80 of c.example.com "
+                          "is a domain of a.example.com (namespace ops), b.example.com (namespace web) on port 8080 "
+                          "(a host of that name, or first in host order), where proxies see both: Envoy's routes "
+                          "answer to it for the first of those hosts a proxy sees, not for c.example.com "
+                          "[pilot_vservice_dup_domain]"))
+      << "a (ops) and b (web) never meet; c meets a in ops and b in web, not in shop";
 }
 
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
