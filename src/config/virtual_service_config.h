@@ -191,7 +191,7 @@ struct TcpRoute {
     // As HttpRoute::Match::gateways: empty, the VirtualService's gateways.
     std::vector<std::string> gateways;
     // Which client sidecars the match is for (Istio's sourceMatchTCP): those whose labels include
-    // `source_labels` and, when set, of namespace `source_namespace` (in the mesh only).
+    // `source_labels` and, when set, of namespace `source_namespace` (at Gateways: ignored).
     LabelMap source_labels;
     std::string source_namespace;
   };
@@ -209,7 +209,7 @@ struct TlsRoute {
     std::vector<std::string> sni_hosts;
     uint32_t port = 0;                  // 0: any TLS port of the host (or of the Gateway's servers)
     std::vector<std::string> gateways;  // as TcpRoute::Match::gateways
-    // As TcpRoute::Match's (Istio's matchTLS; in the mesh only): a sidecar meeting none skips it.
+    // As TcpRoute::Match's (Istio's matchTLS; ignored at Gateways): a sidecar meeting none skips it.
     LabelMap source_labels;
     std::string source_namespace;
   };

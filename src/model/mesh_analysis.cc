@@ -190,9 +190,10 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
           out.push_back(
               {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
                StrCat("address ", address, " of ", service->host, " is a domain of ", absl::StrJoin(owners, ", "),
-                      more > 0 ? StrCat(" and ", more, " more hosts") : "", " on port ", port,
-                      " (a host of that name, or first in host order), where proxies see both: Envoy's "
-                      "routes answer to it for the first of those hosts a proxy sees, not for ",
+                      more > 0 ? StrCat(" and ", more, more == 1 ? " more host" : " more hosts") : "", " on port ",
+                      port,
+                      " (a host of that name, or first in host order): where a proxy sees both, Envoy's routes "
+                      "answer to it for the first of those hosts it sees, not for ",
                       service->host)});
         }
         before.push_back(service);
@@ -621,11 +622,11 @@ void FailoverWithoutOutlierDetection(const ObjectMap& served, const MeshContext&
   }
 }
 
-}  // namespace
-
 // tcp and tls matches with sourceLabels or sourceNamespace that apply at a Gateway: istiod ignores
 // both there (its l4SingleMatch reads the port and gateways alone), and so does cxds, so the match
-// applies to every gateway proxy of those Gateways whatever its labels and namespace.
+// applies to every gateway proxy of those Gateways whatever its labels and namespace. A match
+// applies at the Gateways the VirtualService is bound to (spec.gateways) that it names, or at all
+// of them when it names none.
 void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>& out) {
   for (const auto& [key, stored] : ObjectsOfKind(served, "VirtualService")) {
     const auto* vs = std::get_if<VirtualService>(&stored->object);
@@ -634,17 +635,22 @@ void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>
       for (size_t i = 0; i < routes.size(); ++i) {
         for (size_t j = 0; j < routes[i].match.size(); ++j) {
           const auto& match = routes[i].match[j];
-          if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+          const bool labels = !match.source_labels.empty(), ns = !match.source_namespace.empty();
+          if (!labels && !ns) continue;
           std::vector<std::string> gateways;
-          for (const std::string& name : match.gateways.empty() ? vs->gateways : match.gateways) {
-            if (name != "mesh") gateways.push_back(name);
+          for (const std::string& name : vs->gateways) {
+            const bool named = match.gateways.empty() ||
+                               std::find(match.gateways.begin(), match.gateways.end(), name) != match.gateways.end();
+            if (name != "mesh" && named) gateways.push_back(name);
           }
           if (gateways.empty()) continue;
           out.push_back({key, StrCat("spec.", kind, "[", i, "].match[", j, "]"), "cxds_gateway_source_ignored",
-                         StrCat("sourceLabels and sourceNamespace have no effect at ",
-                                gateways.size() == 1 ? "Gateway " : "Gateways ", absl::StrJoin(gateways, ", "),
-                                ", where istiod ignores them on ", kind,
-                                " matches: there the match applies to every gateway proxy")});
+                         StrCat(labels && ns ? "sourceLabels and sourceNamespace have"
+                                : labels     ? "sourceLabels has"
+                                             : "sourceNamespace has",
+                                " no effect at ", gateways.size() == 1 ? "Gateway " : "Gateways ",
+                                absl::StrJoin(gateways, ", "), ", where istiod ignores ", labels && ns ? "them" : "it",
+                                " on ", kind, " matches: there the match applies to every gateway proxy")});
         }
       }
     };
@@ -652,6 +658,8 @@ void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>
     check(vs->tls, "tls");
   }
 }
+
+}  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
   return [suffix = std::move(domain_suffix), root = std::move(root_namespace),

@@ -48,6 +48,8 @@
 //   cxds_failover_without_outlier_detection
 //                                 localityLbSetting failover or failoverPriority where no outlier
 //                                 detection applies: no proxy would fail over, none is told to
+//   cxds_gateway_source_ignored   a tcp or tls match's sourceLabels or sourceNamespace where it
+//                                 applies at a Gateway: ignored there, as by istiod
 #pragma once
 
 #include <string>

@@ -528,15 +528,22 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
         conditions.insert({match.source_labels, match.source_namespace});
       }
     }
+    // (tcp and tls conditions choose sidecars only: at Gateways they are ignored, as by istiod.)
     for (const TcpRoute& tcp : vs.tcp) {
       for (const TcpRoute::Match& match : tcp.match) {
-        if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+        if ((match.source_labels.empty() && match.source_namespace.empty()) ||
+            !OpaqueMatchAt(match.gateways, vs, "mesh")) {
+          continue;
+        }
         conditions.insert({match.source_labels, match.source_namespace});
       }
     }
     for (const TlsRoute& tls : vs.tls) {
       for (const TlsRoute::Match& match : tls.match) {
-        if (match.source_labels.empty() && match.source_namespace.empty()) continue;
+        if ((match.source_labels.empty() && match.source_namespace.empty()) ||
+            !OpaqueMatchAt(match.gateways, vs, "mesh")) {
+          continue;
+        }
         conditions.insert({match.source_labels, match.source_namespace});
       }
     }

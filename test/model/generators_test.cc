@@ -4277,6 +4277,18 @@ TEST_F(GeneratorsTest, EndpointsOfAHostTheProxyDoesNotSeeAreNotServed) {
   EXPECT_EQ(endpoints_for("sidecar~127.0.0.5~reviews-1.shop~shop.svc.cluster.local"), 0);
 }
 
+// Gateway edge/ingress: a TCP server on 31400 admitting every host, for gateway proxies labelled
+// istio=ingressgateway.
+constexpr char kEdgeTcpGateway[] = R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 31400, name: tcp, protocol: TCP}
+    hosts: ["*"]
+)";
+
 // A gateway's TCP proxy takes the fields of the DestinationRule its own proxy gets: gateway
 // proxies of two namespaces that get different rules get different listeners. A tcp match's
 // source conditions do not apply at a Gateway, as istiod ignores them there.
@@ -4297,15 +4309,8 @@ spec:
   exportTo: ["."]
   trafficPolicy: {tunnel: {targetHost: egress.mesh.local, targetPort: 3128}}
 ---
-apiVersion: networking.istio.io/v1
-kind: Gateway
-metadata: {name: ingress, namespace: edge}
-spec:
-  selector: {istio: ingressgateway}
-  servers:
-  - port: {number: 31400, name: tcp, protocol: TCP}
-    hosts: ["*"]
----
+)" + std::string(kEdgeTcpGateway) +
+                            R"(---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: tcp-edge, namespace: edge}
@@ -4332,6 +4337,41 @@ spec:
   EXPECT_EQ(tunnel_of("router~127.0.0.10~ingress-2.edge2~edge2.svc.cluster.local"), "none")
       << "edge's rule is exported to edge alone";
   EXPECT_EQ(tunnel_of("router~127.0.0.11~ingress-3.edge~edge.svc.cluster.local"), "egress.mesh.local:3128");
+}
+
+// One tcp match with sourceLabels for the mesh and a Gateway: sidecars meeting the labels get
+// its route and the others the service's own cluster, while at the Gateway, where istiod ignores
+// the labels, every gateway proxy gets the route.
+TEST_F(GeneratorsTest, ATcpMatchsSourceLabelsChooseSidecarsButNotGatewayProxies) {
+  Apply("gateway.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db, namespace: data}
+spec:
+  resolution: STATIC
+  hosts: [db.mesh.local, echo.mesh.local]
+  ports: [{number: 5432, name: tcp-db, protocol: TCP}]
+---
+)" + std::string(kEdgeTcpGateway) +
+                            R"(---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: db, namespace: edge}
+spec:
+  hosts: [db.mesh.local]
+  gateways: [mesh, ingress]
+  tcp:
+  - match: [{sourceLabels: {app: writer}}]
+    route: [{destination: {host: echo.mesh.local, port: {number: 5432}}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_THAT(SidecarChains("default", "writer", "127.0.0.1_5432"),
+              ::testing::Contains(" -> outbound|5432||echo.mesh.local"));
+  EXPECT_THAT(SidecarChains("default", "reader", "127.0.0.1_5432"),
+              ::testing::Contains(" -> outbound|5432||db.mesh.local"));
+  auto listeners = IngressListeners("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local");
+  EXPECT_THAT(ChainsOf(listeners["127.0.0.1_31400"]), ::testing::ElementsAre(" -> outbound|5432||echo.mesh.local"))
+      << "the gateway proxy's labels (istio: ingressgateway) do not include app: writer; the match applies all the "
+         "same";
 }
 
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route

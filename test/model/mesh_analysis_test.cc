@@ -459,8 +459,8 @@ spec:
   EXPECT_THAT(Strings(update.warnings),
               ElementsAre("addr.yaml:11: ServiceEntry default/second: spec.addresses[1]: address 127.0.0.80 of "
                           "b.example.com is a domain of a.example.com (every namespace) on port 8080 (a host of that "
-                          "name, or first in host order), where proxies see both: Envoy's routes answer to it for the "
-                          "first of those hosts a proxy sees, not for b.example.com [pilot_vservice_dup_domain]"))
+                          "name, or first in host order): where a proxy sees both, Envoy's routes answer to it for the "
+                          "first of those hosts it sees, not for b.example.com [pilot_vservice_dup_domain]"))
       << "and nothing for a ServiceEntry whose own hosts share its addresses";
 }
 
@@ -489,8 +489,8 @@ spec:
   EXPECT_THAT(Strings(update.warnings),
               ElementsAre("addr.yaml:23: ServiceEntry ops/c: spec.addresses[0]: address 127.0.0.80 of c.example.com "
                           "is a domain of a.example.com (namespace ops), b.example.com (namespace web) on port 8080 "
-                          "(a host of that name, or first in host order), where proxies see both: Envoy's routes "
-                          "answer to it for the first of those hosts a proxy sees, not for c.example.com "
+                          "(a host of that name, or first in host order): where a proxy sees both, Envoy's routes "
+                          "answer to it for the first of those hosts it sees, not for c.example.com "
                           "[pilot_vservice_dup_domain]"))
       << "a (ops) and b (web) never meet; c meets a in ops and b in web, not in shop";
 }
@@ -655,7 +655,8 @@ spec:
 }
 
 // sourceLabels and sourceNamespace of tcp and tls matches that apply at a Gateway are said to
-// have no effect there (istiod ignores them); a match for the mesh alone is not mentioned.
+// have no effect there (istiod ignores them); a match for the mesh alone, or naming a Gateway the
+// VirtualService is not bound to, is not mentioned.
 TEST(MeshAnalysisTest, L4SourceConditionsAtAGatewayAreSaidToHaveNoEffect) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);
@@ -679,6 +680,8 @@ spec:
   tcp:
   - match: [{sourceNamespace: shop, gateways: [mesh]}, {sourceLabels: {app: web}}]
     route: [{destination: {host: inventory.mesh.local}}]
+  - match: [{sourceLabels: {app: x}, gateways: [edge/other]}]
+    route: [{destination: {host: inventory.mesh.local}}]
   tls:
   - match: [{sniHosts: [db.example.com], sourceNamespace: shop, gateways: [ingress]}]
     route: [{destination: {host: inventory.mesh.local}}]
@@ -688,13 +691,15 @@ spec:
   for (const std::string& w : Strings(update.warnings)) {
     if (w.find("[cxds_gateway_source_ignored]") != std::string::npos) ignored.push_back(w);
   }
-  EXPECT_THAT(ignored, ::testing::ElementsAre(
-                           "edge.yaml:12: VirtualService edge/db: spec.tcp[0].match[1]: sourceLabels and "
-                           "sourceNamespace have no effect at Gateway edge/ingress, where istiod ignores them on tcp "
-                           "matches: there the match applies to every gateway proxy [cxds_gateway_source_ignored]",
-                           "edge.yaml:12: VirtualService edge/db: spec.tls[0].match[0]: sourceLabels and "
-                           "sourceNamespace have no effect at Gateway edge/ingress, where istiod ignores them on tls "
-                           "matches: there the match applies to every gateway proxy [cxds_gateway_source_ignored]"));
+  EXPECT_THAT(ignored,
+              ::testing::ElementsAre(
+                  "edge.yaml:12: VirtualService edge/db: spec.tcp[0].match[1]: sourceLabels has no effect at "
+                  "Gateway edge/ingress, where istiod ignores it on tcp matches: there the match applies to "
+                  "every gateway proxy [cxds_gateway_source_ignored]",
+                  "edge.yaml:12: VirtualService edge/db: spec.tls[0].match[0]: sourceNamespace has no effect at "
+                  "Gateway edge/ingress, where istiod ignores it on tls matches: there the match applies to "
+                  "every gateway proxy [cxds_gateway_source_ignored]"))
+      << "nothing for tcp[1], whose Gateway the VirtualService is not bound to";
 }
 
 // Two Gateways that can pick one proxy (one selector within the other) share its listeners: a
