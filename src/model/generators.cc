@@ -1115,13 +1115,25 @@ constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
 // `envoy`: the connection manager of an Envoy node, which lists the CORS filter too (proxyless
-// gRPC has none, and refuses a listener naming a filter it lacks).
+// gRPC has none, and refuses a listener naming a filter it lacks) and takes istiod's defaults.
 HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix, bool envoy) {
   HttpConnectionManager hcm;
   hcm.set_stat_prefix(stat_prefix);
   hcm.mutable_rds()->set_route_config_name(route_name);
   hcm.mutable_rds()->mutable_config_source()->mutable_ads();
   hcm.mutable_rds()->mutable_config_source()->set_resource_api_version(envoy::config::core::v3::ApiVersion::V3);
+  if (envoy) {
+    // istiod's defaults for every connection manager it sends Envoy (buildHTTPConnectionManager):
+    // paths normalized before routes match them (its default BASE normalization), escaped
+    // slashes left as they are, WebSocket upgrades allowed, no stream idle timeout (Envoy's 5
+    // minutes would cut long-lived idle streams), and the route configuration awaited without
+    // a deadline (Envoy's 15 seconds would start the listener with no routes).
+    hcm.mutable_normalize_path()->set_value(true);
+    hcm.set_path_with_escaped_slashes_action(HttpConnectionManager::KEEP_UNCHANGED);
+    hcm.add_upgrade_configs()->set_upgrade_type("websocket");
+    hcm.mutable_stream_idle_timeout();
+    hcm.mutable_rds()->mutable_config_source()->mutable_initial_fetch_timeout();
+  }
   // The CORS filter, then the fault filter, both empty and in istiod's order: routes with a
   // corsPolicy or a fault configure them per route (typed_per_filter_config); gRPC honours a
   // fault only when its filter is listed here.

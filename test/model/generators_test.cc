@@ -185,6 +185,24 @@ class GeneratorsTest : public ::testing::Test {
     return listeners;
   }
 
+  // The HTTP connection manager of port 8080's listener (an Envoy node's 127.0.0.1_8080, a gRPC
+  // node's inventory.mesh.local:8080) that `proxy`, new, is sent when it asks for it; empty if none.
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager ManagerOf8080(
+      StreamHarness& proxy, bool grpc) {
+    envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+    const std::string listener_name = grpc ? "inventory.mesh.local:8080" : "127.0.0.1_8080";
+    proxy.Send(First(std::string(kListenerType), {listener_name}));
+    const auto lds = proxy.Take();
+    EXPECT_EQ(lds.size(), 1u);
+    for (int i = 0; lds.size() == 1 && i < lds[0].resources_size(); ++i) {
+      const auto l = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
+      if (l.name() != listener_name) continue;
+      EXPECT_TRUE(grpc ? l.api_listener().api_listener().UnpackTo(&hcm)
+                       : l.filter_chains_size() > 0 && l.filter_chains(0).filters_size() > 0 &&
+                             l.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
+    }
+    return hcm;
+  }
   DiscoveryRequest First(const std::string& type, std::vector<std::string> names) {
     DiscoveryRequest r = Request(type, std::move(names));
     *r.mutable_node() = node_;
@@ -1933,6 +1951,30 @@ spec:
   EXPECT_EQ(grpc_routes[3].route().retry_policy().retry_on(), "unavailable");
 }
 
+// Every connection manager sent to Envoy has istiod's defaults: normalized paths, escaped slashes
+// kept, WebSocket upgrades, no stream idle timeout, RDS awaited without a deadline; proxyless
+// gRPC's has none of them (nothing of them is gRPC's to apply).
+TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
+  using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+  for (const bool grpc : {false, true}) {
+    SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
+    auto proxy = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
+    const HttpConnectionManager hcm = ManagerOf8080(*proxy, grpc);
+    ASSERT_TRUE(hcm.has_rds()) << "the listener was found";
+    EXPECT_EQ(hcm.has_normalize_path() && hcm.normalize_path().value(), !grpc);
+    EXPECT_EQ(hcm.path_with_escaped_slashes_action(),
+              grpc ? HttpConnectionManager::IMPLEMENTATION_SPECIFIC_DEFAULT : HttpConnectionManager::KEEP_UNCHANGED);
+    ASSERT_EQ(hcm.upgrade_configs_size(), grpc ? 0 : 1);
+    if (!grpc) {
+      EXPECT_EQ(hcm.upgrade_configs(0).upgrade_type(), "websocket");
+    }
+    EXPECT_EQ(hcm.has_stream_idle_timeout(), !grpc);
+    EXPECT_EQ(hcm.stream_idle_timeout().seconds() + hcm.stream_idle_timeout().nanos(), 0) << "0: none";
+    EXPECT_EQ(hcm.rds().config_source().has_initial_fetch_timeout(), !grpc);
+    EXPECT_THAT(PgvChecker().Check(hcm), ::testing::IsEmpty()) << hcm.DebugString();
+  }
+}
+
 // VirtualService fault injection as istiod translates it: the fault filter (empty) before the
 // router in every HTTP connection manager, and each faulty route's own HTTPFault in
 // typed_per_filter_config, percentages in parts per million. The same for Envoy and gRPC
@@ -1960,18 +2002,7 @@ TEST_F(GeneratorsTest, FaultsAreTheFaultFiltersPerRouteConfigForEnvoyAndGrpc) {
   for (const bool grpc : {false, true}) {
     SCOPED_TRACE(grpc ? "gRPC" : "Envoy");
     auto proxy = Connect(grpc ? "grpc-client-1" : "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", grpc);
-    const std::string listener_name = grpc ? "inventory.mesh.local:8080" : "127.0.0.1_8080";
-    proxy->Send(First(std::string(kListenerType), {listener_name}));
-    auto lds = proxy->Take();
-    ASSERT_EQ(lds.size(), 1u);
-    envoy::config::listener::v3::Listener listener;
-    for (int i = 0; i < lds[0].resources_size(); ++i) {
-      auto l = Decode<envoy::config::listener::v3::Listener>(lds[0], i);
-      if (l.name() == listener_name) listener = l;
-    }
-    envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
-    ASSERT_TRUE(grpc ? listener.api_listener().api_listener().UnpackTo(&hcm)
-                     : listener.filter_chains(0).filters(0).typed_config().UnpackTo(&hcm));
+    const auto hcm = ManagerOf8080(*proxy, grpc);
     // Envoy's lists the CORS filter first, as istiod's does; gRPC has none.
     const int fault_at = grpc ? 0 : 1;
     ASSERT_EQ(hcm.http_filters_size(), fault_at + 2);
