@@ -1133,6 +1133,8 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
     hcm.add_upgrade_configs()->set_upgrade_type("websocket");
     hcm.mutable_stream_idle_timeout();
     hcm.mutable_rds()->mutable_config_source()->mutable_initial_fetch_timeout();
+    // "100 Continue" passed on to the client, istiod's ENABLE_100_CONTINUE_HEADERS default.
+    hcm.set_proxy_100_continue(true);
   }
   // The CORS filter, then the fault filter, both empty and in istiod's order: routes with a
   // corsPolicy or a fault configure them per route (typed_per_filter_config); gRPC honours a
@@ -1527,6 +1529,14 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     const auto add_manager = [&](envoy::config::listener::v3::FilterChain* chain, const std::string& route_name) {
       HttpConnectionManager hcm = RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true);
       hcm.mutable_use_remote_address()->set_value(true);
+      // As istiod's gateways: a client's x-forwarded-client-cert is replaced by what the gateway
+      // saw of the client's certificate (a MUTUAL server's), subject, certificate, DNS and URI names.
+      hcm.set_forward_client_cert_details(HttpConnectionManager::SANITIZE_SET);
+      auto* details = hcm.mutable_set_current_client_cert_details();
+      details->mutable_subject()->set_value(true);
+      details->set_cert(true);
+      details->set_dns(true);
+      details->set_uri(true);
       auto* filter = chain->add_filters();
       filter->set_name("envoy.filters.network.http_connection_manager");
       filter->mutable_typed_config()->PackFrom(hcm);

@@ -1952,8 +1952,8 @@ spec:
 }
 
 // Every connection manager sent to Envoy has istiod's defaults: normalized paths, escaped slashes
-// kept, WebSocket upgrades, no stream idle timeout, RDS awaited without a deadline; proxyless
-// gRPC's has none of them (nothing of them is gRPC's to apply).
+// kept, WebSocket upgrades, no stream idle timeout, RDS awaited without a deadline, "100 Continue"
+// passed on; proxyless gRPC's has none of them (nothing of them is gRPC's to apply).
 TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
   using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
   for (const bool grpc : {false, true}) {
@@ -1969,7 +1969,10 @@ TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
       EXPECT_EQ(hcm.upgrade_configs(0).upgrade_type(), "websocket");
     }
     EXPECT_EQ(hcm.has_stream_idle_timeout(), !grpc);
-    EXPECT_EQ(hcm.stream_idle_timeout().seconds() + hcm.stream_idle_timeout().nanos(), 0) << "0: none";
+    EXPECT_EQ(hcm.stream_idle_timeout().seconds(), 0) << "0: none";
+    EXPECT_EQ(hcm.stream_idle_timeout().nanos(), 0);
+    EXPECT_EQ(hcm.proxy_100_continue(), !grpc);
+    EXPECT_EQ(hcm.forward_client_cert_details(), HttpConnectionManager::SANITIZE) << "a sidecar's: Envoy's default";
     EXPECT_EQ(hcm.rds().config_source().has_initial_fetch_timeout(), !grpc);
     EXPECT_THAT(PgvChecker().Check(hcm), ::testing::IsEmpty()) << hcm.DebugString();
   }
@@ -4568,6 +4571,14 @@ spec:
   envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
   ASSERT_TRUE(https.filters(0).typed_config().UnpackTo(&hcm));
   EXPECT_EQ(hcm.rds().route_config_name(), "https.443.https.ingress.edge");
+  // As istiod's gateways: the client certificate the gateway saw replaces the client's XFCC.
+  EXPECT_EQ(hcm.forward_client_cert_details(),
+            envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager::SANITIZE_SET);
+  EXPECT_TRUE(hcm.set_current_client_cert_details().subject().value());
+  EXPECT_TRUE(hcm.set_current_client_cert_details().cert());
+  EXPECT_TRUE(hcm.set_current_client_cert_details().dns());
+  EXPECT_TRUE(hcm.set_current_client_cert_details().uri());
+  EXPECT_TRUE(hcm.proxy_100_continue());
 
   // A TLS server that terminates: its certificate over SDS, then its tcp route (a split).
   const auto& db_listener = listeners["127.0.0.1_9443"];
