@@ -2684,9 +2684,10 @@ std::optional<TrafficPolicy> ReadTrafficPolicy(Reader& r, const YAML::Node& pare
       r.Error(tunnel["protocol"], Reader::Join(tf, "protocol"),
               StrCat("must be CONNECT or POST, got \"", protocol.substr(0, 32), "\""));
     }
-    t.target_host = r.String(tunnel, "targetHost", tf, true).value_or("");
-    if (std::string problem = TunnelTargetProblem(t.target_host);
-        tunnel["targetHost"].IsDefined() && !problem.empty()) {
+    // (A value that is no string, or none, has its error already.)
+    const std::optional<std::string> host = r.String(tunnel, "targetHost", tf, true);
+    t.target_host = host.value_or("");
+    if (std::string problem = TunnelTargetProblem(t.target_host); host.has_value() && !problem.empty()) {
       r.Error(tunnel["targetHost"], Reader::Join(tf, "targetHost"), problem);
     }
     t.target_port = r.Uint(tunnel, "targetPort", tf, true, 1, 65535).value_or(0);

@@ -577,6 +577,9 @@ TEST(YamlLoaderTest, TunnelIsReadAsIstioValidatesIt) {
   EXPECT_EQ(error_of("{tunnel: {protocol: connect, targetHost: a.example, targetPort: 80}}"),
             "spec.trafficPolicy.tunnel.protocol: must be CONNECT or POST, got \"connect\"");
   EXPECT_EQ(error_of("{tunnel: {targetPort: 80}}"), "spec.trafficPolicy.tunnel.targetHost: is required");
+  EXPECT_EQ(error_of("{tunnel: {targetHost: {a: b}, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.targetHost: must be a string")
+      << "one error for the field";
   EXPECT_EQ(error_of("{tunnel: {targetHost: a.example}}"), "spec.trafficPolicy.tunnel.targetPort: is required");
   EXPECT_EQ(error_of("{tunnel: {targetHost: a.example, targetPort: 0}}"),
             "spec.trafficPolicy.tunnel.targetPort: must be an integer from 1 to 65535, got \"0\"");
