@@ -154,49 +154,94 @@ std::string SeenByBoth(const ServiceInfo& a, const ServiceInfo& b) {
 // domain named twice, so, as istiod, the route configuration of each HTTP port gives it to the
 // first of the hosts the proxy sees (pilot_vservice_dup_domain). Hosts exported to no common
 // namespace never meet on a proxy: nothing is said of them.
+//
+// Hostile config may give thousands of hosts one address, so a domain keeps only the claimants a
+// message can name: the first few exported everywhere, and the first few seen in each namespace.
+// A host then looks at those of the namespaces it is seen in, never at every earlier claimant.
 void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+  constexpr size_t kNamed = 5;  // claimants a message names; one more tells that there are others
+  struct Claim {
+    size_t order;  // host order of the claim, for naming the first ones
+    const ServiceInfo* service;
+    bool operator<(const Claim& other) const { return order < other.order; }
+  };
+  struct Claimants {
+    std::vector<Claim> everywhere;                      // the first kNamed + 1 exported to every namespace
+    std::vector<Claim> somewhere;                       // the first kNamed + 1 exported to some namespaces
+    std::map<std::string, std::vector<Claim>> seen_in;  // namespace -> the first kNamed + 1 exported to it by name
+  };
+  const auto keep = [](std::vector<Claim>& claims, const Claim& claim) {
+    if (claims.size() <= kNamed) claims.push_back(claim);
+  };
   std::map<uint32_t, std::vector<const ServiceInfo*>> by_port;  // HTTP port -> services, in host order
+  std::map<const ServiceInfo*, std::optional<std::set<std::string>>> seen_from;
   for (const auto& [host, service] : mesh.services()) {
     for (const ServicePort& port : service.ports) {
       if (IsHttpProtocol(port.protocol)) by_port[port.number].push_back(&service);
     }
+    seen_from.emplace(&service, SeenFrom(service));
   }
   std::set<std::pair<ConfigKey, std::string>> said;
   for (const auto& [port, services] : by_port) {
-    // domain -> the hosts answering to it before the one at hand: a host of that name first,
-    // then those with the address, in host order.
-    std::map<std::string, std::vector<const ServiceInfo*>> claimants;
-    for (const ServiceInfo* service : services) claimants[absl::AsciiStrToLower(service->host)].push_back(service);
+    std::map<std::string, Claimants> claimants;          // domain -> the hosts answering to it so far
+    std::set<std::pair<ConfigKey, std::string>> judged;  // entry and address looked at on this port
+    size_t order = 0;
+    const auto add = [&](Claimants& domain, const ServiceInfo* service) {
+      const Claim claim{order++, service};
+      const std::optional<std::set<std::string>>& from = seen_from.at(service);
+      if (!from.has_value()) {
+        keep(domain.everywhere, claim);
+        return;
+      }
+      if (!from->empty()) keep(domain.somewhere, claim);
+      for (const std::string& ns : *from) keep(domain.seen_in[ns], claim);
+    };
+    // A host of that name answers to it first.
+    for (const ServiceInfo* service : services) add(claimants[absl::AsciiStrToLower(service->host)], service);
     for (const ServiceInfo* service : services) {
+      const std::optional<std::set<std::string>>& from = seen_from.at(service);
       for (size_t i = 0; i < service->addresses.size(); ++i) {
         const std::string& address = service->addresses[i];
-        const std::string domain = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
-        std::vector<const ServiceInfo*>& before = claimants[domain];
-        std::vector<std::string> owners;  // "HOST (where proxies see both)"
-        constexpr size_t kNamed = 5;
-        size_t more = 0;
-        for (const ServiceInfo* owner : before) {
-          // (Another host of the same ServiceEntry keeping it is the entry's own choice of host.)
-          if (owner->key == service->key) break;
-          const std::string where = SeenByBoth(*owner, *service);
-          if (where.empty()) continue;
-          if (owners.size() < kNamed) {
-            owners.push_back(StrCat(owner->host, " (", where, ")"));
+        const std::string domain_name = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+        Claimants& domain = claimants[domain_name];
+        // An entry's hosts share its exportTo, so its first host here is where an address is judged;
+        // a host exported nowhere meets no other. Said once per entry and address, of all ports.
+        if (judged.emplace(service->key, address).second && !(from.has_value() && from->empty())) {
+          std::vector<Claim> earlier = domain.everywhere;
+          if (from.has_value()) {
+            for (const std::string& ns : *from) {
+              auto it = domain.seen_in.find(ns);
+              if (it != domain.seen_in.end()) earlier.insert(earlier.end(), it->second.begin(), it->second.end());
+            }
           } else {
-            ++more;
+            earlier.insert(earlier.end(), domain.somewhere.begin(), domain.somewhere.end());
+          }
+          std::sort(earlier.begin(), earlier.end());
+          earlier.erase(std::unique(earlier.begin(), earlier.end(),
+                                    [](const Claim& a, const Claim& b) { return a.order == b.order; }),
+                        earlier.end());
+          std::vector<std::string> owners;  // "HOST (where proxies see both)"
+          bool others = false;
+          for (const Claim& claim : earlier) {
+            // (Another host of the same ServiceEntry keeping it is the entry's own choice of host.)
+            if (claim.service->key == service->key) break;
+            if (owners.size() == kNamed) {
+              others = true;
+              break;
+            }
+            owners.push_back(StrCat(claim.service->host, " (", SeenByBoth(*claim.service, *service), ")"));
+          }
+          if (!owners.empty() && said.emplace(service->key, address).second) {
+            out.push_back(
+                {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
+                 StrCat("address ", address, " of ", service->host, " is a domain of ", absl::StrJoin(owners, ", "),
+                        others ? " and other hosts" : "", " on port ", port,
+                        " (a host of that name, or first in host order): where a proxy sees both, Envoy's routes "
+                        "answer to it for the first of those hosts it sees, not for ",
+                        service->host)});
           }
         }
-        if (!owners.empty() && said.emplace(service->key, address).second) {
-          out.push_back(
-              {service->key, StrCat("spec.addresses[", i, "]"), "pilot_vservice_dup_domain",
-               StrCat("address ", address, " of ", service->host, " is a domain of ", absl::StrJoin(owners, ", "),
-                      more > 0 ? StrCat(" and ", more, more == 1 ? " more host" : " more hosts") : "", " on port ",
-                      port,
-                      " (a host of that name, or first in host order): where a proxy sees both, Envoy's routes "
-                      "answer to it for the first of those hosts it sees, not for ",
-                      service->host)});
-        }
-        before.push_back(service);
+        add(domain, service);
       }
     }
   }

@@ -3,6 +3,9 @@
 // refused; the kept list bounded while the counts stay exact.
 #include "model/mesh_analysis.h"
 
+#include <map>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -12,6 +15,7 @@ namespace cxds {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 ConfigStore AnalyzedStore(size_t max_warnings = 1000) {
@@ -464,24 +468,31 @@ spec:
       << "and nothing for a ServiceEntry whose own hosts share its addresses";
 }
 
+// A ServiceEntry NAME.example.com in namespace `ns` with the address 127.0.0.80 on HTTP port
+// `port`, exported to `export_to` (YAML flow items).
+std::string EntryOfAddress80(const std::string& name, const std::string& ns, const std::string& export_to,
+                             uint32_t port = 8080) {
+  return absl::StrReplaceAll(R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: NAME, namespace: NS}
+spec:
+  hosts: [NAME.example.com]
+  addresses: [127.0.0.80]
+  exportTo: [EXPORT]
+  ports: [{number: PORT, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.81}]
+)",
+                             {{"NAME", name}, {"NS", ns}, {"EXPORT", export_to}, {"PORT", absl::StrCat(port)}});
+}
+
 // Hosts with one address that no proxy sees together (exported to different namespaces) never
 // meet in a route configuration: nothing is said of them; of a host that meets earlier ones, the
 // message names each with the namespaces seeing both.
 TEST(MeshAnalysisTest, AnAddressIsReportedOnlyWhereProxiesSeeBothHosts) {
   ConfigStore store = AnalyzedStore();
-  const std::string entry = R"(apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: NAME, namespace: ops}
-spec:
-  hosts: [NAME.example.com]
-  addresses: [127.0.0.80]
-  exportTo: [EXPORT]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
-  resolution: STATIC
-  endpoints: [{address: 127.0.0.81}]
-)";
   const auto of = [&](const std::string& name, const std::string& export_to) {
-    return absl::StrReplaceAll(entry, {{"NAME", name}, {"EXPORT", export_to}});
+    return EntryOfAddress80(name, "ops", export_to);
   };
   const ConfigStore::Update update =
       store.ApplyFile("addr.yaml", of("a", "\".\"") + "---\n" + of("b", "web") + "---\n" + of("c", "\".\", web, shop"));
@@ -493,6 +504,44 @@ spec:
                           "answer to it for the first of those hosts it sees, not for c.example.com "
                           "[pilot_vservice_dup_domain]"))
       << "a (ops) and b (web) never meet; c meets a in ops and b in web, not in shop";
+}
+
+// Many hosts may share one address: a message names the first five hosts a proxy sees with the
+// one at hand and says there are others, and hosts exported to other namespaces are not among
+// them however many there are (the analysis keeps only the claimants it can name: a bound on
+// hostile config, measured in the issue with thousands of entries).
+TEST(MeshAnalysisTest, ManyHostsOfOneAddressAreNamedUpToFive) {
+  ConfigStore store = AnalyzedStore();
+  std::string file;
+  const auto add = [&](const std::string& name, const std::string& ns, const std::string& export_to, uint32_t port) {
+    if (!file.empty()) file += "---\n";
+    file += EntryOfAddress80(name, ns, export_to, port);
+  };
+  // In host order: a0..a9 each seen only in its own namespace; b0..b6 everywhere; c0 seen in
+  // ns-a3 alone; d0 on another port, where it is the first.
+  for (int i = 0; i < 10; ++i) add(absl::StrCat("a", i), absl::StrCat("ns-a", i), "\".\"", 8080);
+  for (int i = 0; i < 7; ++i) add(absl::StrCat("b", i), "ops", "\"*\"", 8080);
+  add("c0", "ns-a3", "\".\"", 8080);
+  add("d0", "ops", "\"*\"", 9090);
+  const ConfigStore::Update update = store.ApplyFile("addr.yaml", file);
+  EXPECT_THAT(update.errors, IsEmpty());
+  std::map<std::string, std::string> owners;  // entry -> the hosts its message names
+  for (const std::string& warning : Strings(update.warnings)) {
+    ASSERT_THAT(warning, HasSubstr("[pilot_vservice_dup_domain]"));
+    const size_t name = warning.find('/') + 1, from = warning.find(" is a domain of ") + 16,
+                 to = warning.find(" on port ");
+    owners[warning.substr(name, warning.find(':', name) - name)] = warning.substr(from, to - from);
+  }
+  EXPECT_EQ(owners.count("a9"), 0u) << "no a meets another a";
+  EXPECT_EQ(owners.count("d0"), 0u) << "alone on its port";
+  EXPECT_EQ(owners["b0"],
+            "a0.example.com (namespace ns-a0), a1.example.com (namespace ns-a1), a2.example.com (namespace ns-a2), "
+            "a3.example.com (namespace ns-a3), a4.example.com (namespace ns-a4) and other hosts");
+  EXPECT_EQ(owners["c0"],
+            "a3.example.com (namespace ns-a3), b0.example.com (namespace ns-a3), b1.example.com (namespace ns-a3), "
+            "b2.example.com (namespace ns-a3), b3.example.com (namespace ns-a3) and other hosts")
+      << "of the a hosts, only a3 is seen in ns-a3";
+  EXPECT_EQ(owners.size(), 8u) << "b0..b6 and c0";
 }
 
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server
