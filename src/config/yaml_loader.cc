@@ -2863,6 +2863,46 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
   return out;
 }
 
+// The checks of client certificates a MUTUAL or OPTIONAL_MUTUAL server's tls adds to its CA:
+// subjectAltNames, verifyCertificateSpki, verifyCertificateHash (each in the form Envoy accepts:
+// it refuses the listener for another) and insecureSkipVerify.
+void ReadClientChecks(Reader& r, const YAML::Node& tls, const std::string& tf, Gateway::Server& server) {
+  for (std::string& name : r.Strings(tls, "subjectAltNames", tf, false)) {
+    if (name.empty()) {
+      r.Error(tls["subjectAltNames"], Reader::Join(tf, "subjectAltNames"), "must not hold an empty name");
+      return;
+    }
+    server.client_subject_alt_names.push_back(std::move(name));
+  }
+  const auto base64 = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/'; };
+  for (std::string& spki : r.Strings(tls, "verifyCertificateSpki", tf, false)) {
+    // The base64 of a SHA-256: 43 characters and one "=".
+    if (spki.size() != 44 || spki.back() != '=' || !std::all_of(spki.begin(), spki.end() - 1, base64)) {
+      r.Error(tls["verifyCertificateSpki"], Reader::Join(tf, "verifyCertificateSpki"),
+              StrCat("\"", spki.substr(0, 64),
+                     "\" is not the base64 of a SHA-256 (44 characters ending in =), which Envoy requires"));
+      return;
+    }
+    server.client_spki.push_back(std::move(spki));
+  }
+  for (std::string& hash : r.Strings(tls, "verifyCertificateHash", tf, false)) {
+    // 64 hex digits, or 32 pairs of them joined by colons.
+    const bool colons = hash.size() == 95;
+    bool ok = hash.size() == 64 || colons;
+    for (size_t i = 0; ok && i < hash.size(); ++i) {
+      ok = colons && i % 3 == 2 ? hash[i] == ':' : std::isxdigit(static_cast<unsigned char>(hash[i])) != 0;
+    }
+    if (!ok) {
+      r.Error(tls["verifyCertificateHash"], Reader::Join(tf, "verifyCertificateHash"),
+              StrCat("\"", hash.substr(0, 100),
+                     "\" is not the hex of a SHA-256 (64 digits, or 32 pairs joined by colons), which Envoy requires"));
+      return;
+    }
+    server.client_hashes.push_back(std::move(hash));
+  }
+  server.accept_untrusted_clients = r.Bool(tls, "insecureSkipVerify", tf).value_or(false);
+}
+
 // A Gateway server's tls, as Istio validates and istiod reads it: on an HTTP, HTTP2 or GRPC
 // server only httpsRedirect (other fields Istio accepts there are ignored); on HTTPS and TLS
 // servers TLS termination (SIMPLE, MUTUAL or OPTIONAL_MUTUAL) with a credentialName Secret, as
@@ -2908,9 +2948,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                             "ecdhCurves",
                                             "insecureSkipVerify"};
   // Those cxds does not serve where TLS is terminated.
-  static constexpr const char* kUnserved[] = {
-      "credentialNames",       "tlsCertificates",      "subjectAltNames", "verifyCertificateSpki",
-      "verifyCertificateHash", "caCertCredentialName", "ecdhCurves",      "insecureSkipVerify"};
+  static constexpr const char* kUnserved[] = {"credentialNames", "tlsCertificates", "caCertCredentialName"};
   r.OnlyKeys(tls, tf,
              {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
               "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
@@ -3043,22 +3081,39 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     return;
   }
   // What checks client certificates does nothing on a SIMPLE server, which asks for none; but
-  // beside a credentialName istiod still matches subjectAltNames.
+  // beside a credentialName istiod still matches subjectAltNames (with no CA to check a
+  // certificate against, which cxds does not send).
   static constexpr const char* kClientChecks[] = {"subjectAltNames", "verifyCertificateSpki", "verifyCertificateHash",
                                                   "caCertCredentialName", "insecureSkipVerify"};
-  for (const char* key : kUnserved) {
-    if (!given(key)) continue;
-    const bool checks_clients_only =
-        std::find_if(std::begin(kClientChecks), std::end(kClientChecks),
-                     [&](const char* check) { return std::string_view(check) == key; }) != std::end(kClientChecks);
-    if (mode == "SIMPLE" && checks_clients_only &&
-        !(credential.size() > 0 && std::string_view(key) == "subjectAltNames")) {
-      server.ignored_tls_fields.emplace_back(key,
-                                             "has no effect with mode SIMPLE, where client certificates are not "
-                                             "checked");
+  for (const char* key : kClientChecks) {
+    if (mode != "SIMPLE" || !given(key)) continue;
+    if (credential.size() > 0 && std::string_view(key) == "subjectAltNames") {
+      r.Error(tls[key], Reader::Join(tf, key),
+              "is not supported by cxds with mode SIMPLE (no client certificate is asked for; istiod would check "
+              "one for these names without a CA)");
       continue;
     }
+    server.ignored_tls_fields.emplace_back(key,
+                                           "has no effect with mode SIMPLE, where client certificates are not "
+                                           "checked");
+  }
+  for (const char* key : kUnserved) {
+    if (!given(key) || (mode == "SIMPLE" && std::string_view(key) == "caCertCredentialName")) continue;
     r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
+  }
+  if (r.error_count() > errors_before) return;
+  if (mode != "SIMPLE") ReadClientChecks(r, tls, tf, server);
+  for (const std::string& curve : r.Strings(tls, "ecdhCurves", tf, false)) {
+    // Group names ("X25519", "P-256"); Envoy refuses the listener for one its TLS library does
+    // not know, which cxds cannot check beyond the characters.
+    if (curve.empty() || curve.size() > 32 || !std::all_of(curve.begin(), curve.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+        })) {
+      r.Error(tls["ecdhCurves"], Reader::Join(tf, "ecdhCurves"),
+              StrCat("\"", curve.substr(0, 32), "\" is not a curve name (as X25519 or P-256)"));
+      continue;
+    }
+    server.ecdh_curves.push_back(curve);
   }
   if (r.error_count() > errors_before) return;
   // istiod sets require_tls on such a server's virtual hosts, which its connections, TLS

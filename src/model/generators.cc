@@ -225,12 +225,7 @@ void SetHttpProtocolOptions(const PolicyFields::ConnectionPool* pool, const Poli
 // without caCertificates, as istiod's VERIFY_CERTIFICATE_AT_CLIENT (on by default) does.
 constexpr char kSystemCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
 
-// A DestinationRule's tls SIMPLE or MUTUAL for Envoy: an UpstreamTlsContext whose certificates
-// Envoy reads from the files named (istiod hands these paths to its node agent over SDS; a cxds
-// proxy has no agent, so Envoy reads them itself), the server checked against caCertificates
-// (else the system bundle) and subjectAltNames (by the form of each name: an IP address, an
-// e-mail address, a URI with "://", else a DNS name), nothing checked under insecureSkipVerify.
-// An HTTP/2 upstream offers ALPN h2, as istiod's does: HTTP/2 servers refuse TLS without it.
+// An SDS config for secret `name` over the ADS stream.
 envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const std::string& name) {
   envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig sds;
   sds.set_name(name);
@@ -239,8 +234,31 @@ envoy::extensions::transport_sockets::tls::v3::SdsSecretConfig AdsSecret(const s
   return sds;
 }
 
-void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway, Cluster& cluster) {
+// Each name an exact match of a SAN of the type its form says: an IP address, a URI with "://", an
+// e-mail address, else a DNS name.
+void AddSubjectAltNames(const std::vector<std::string>& names,
+                        envoy::extensions::transport_sockets::tls::v3::CertificateValidationContext& validation) {
   using Matcher = envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher;
+  for (const std::string& name : names) {
+    auto* matcher = validation.add_match_typed_subject_alt_names();
+    in6_addr ip6;
+    in_addr ip4;
+    const bool ip = inet_pton(AF_INET, name.c_str(), &ip4) == 1 || inet_pton(AF_INET6, name.c_str(), &ip6) == 1;
+    matcher->set_san_type(ip                                      ? Matcher::IP_ADDRESS
+                          : name.find("://") != std::string::npos ? Matcher::URI
+                          : name.find('@') != std::string::npos   ? Matcher::EMAIL
+                                                                  : Matcher::DNS);
+    matcher->mutable_matcher()->set_exact(name);
+  }
+}
+
+// A DestinationRule's tls SIMPLE or MUTUAL for Envoy: an UpstreamTlsContext whose certificates
+// Envoy reads from the files named (istiod hands these paths to its node agent over SDS; a cxds
+// proxy has no agent, so Envoy reads them itself), the server checked against caCertificates
+// (else the system bundle) and subjectAltNames (by the form of each name: an IP address, an
+// e-mail address, a URI with "://", else a DNS name), nothing checked under insecureSkipVerify.
+// An HTTP/2 upstream offers ALPN h2, as istiod's does: HTTP/2 servers refuse TLS without it.
+void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway, Cluster& cluster) {
   envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext context;
   if (!tls.sni.empty()) context.set_sni(tls.sni);
   auto* common = context.mutable_common_tls_context();
@@ -270,17 +288,7 @@ void SetUpstreamTls(const PolicyFields::ClientTls& tls, bool http2, bool gateway
                                                                                  : tls.ca_certificates);
       if (!tls.ca_crl.empty()) validation->mutable_crl()->set_filename(tls.ca_crl);
     }
-    for (const std::string& name : tls.subject_alt_names) {
-      auto* matcher = validation->add_match_typed_subject_alt_names();
-      in6_addr ip6;
-      in_addr ip4;
-      const bool ip = inet_pton(AF_INET, name.c_str(), &ip4) == 1 || inet_pton(AF_INET6, name.c_str(), &ip6) == 1;
-      matcher->set_san_type(ip                                      ? Matcher::IP_ADDRESS
-                            : name.find("://") != std::string::npos ? Matcher::URI
-                            : name.find('@') != std::string::npos   ? Matcher::EMAIL
-                                                                    : Matcher::DNS);
-      matcher->mutable_matcher()->set_exact(name);
-    }
+    AddSubjectAltNames(tls.subject_alt_names, *validation);
   }
   auto* socket = cluster.mutable_transport_socket();
   socket->set_name("envoy.transport_sockets.tls");
@@ -1337,7 +1345,9 @@ envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVer
 
 // A server's TLS termination, as istiod builds it for a credentialName: the certificate
 // over SDS (on the ADS stream) as kubernetes://NAME; for MUTUAL a client certificate required
-// and checked against kubernetes://NAME-cacert (OPTIONAL_MUTUAL: checked when presented).
+// and checked against kubernetes://NAME-cacert (OPTIONAL_MUTUAL: checked when presented), and
+// for the names, key and certificate hashes given (istiod checks those beside a credentialName
+// only; cxds beside files too: they are what the Gateway asks for).
 // Without a credentialName, the files on the gateway. ALPN offers HTTP/2 and HTTP/1.1 (istiod offers it on
 // TLS servers that terminate for TCP too).
 envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsContext(const Gateway::Server& server) {
@@ -1353,22 +1363,32 @@ envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsCo
   } else {
     *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(server.credential_name));
   }
-  if (!server.min_protocol_version.empty() || !server.max_protocol_version.empty() || !server.cipher_suites.empty()) {
+  if (!server.min_protocol_version.empty() || !server.max_protocol_version.empty() || !server.cipher_suites.empty() ||
+      !server.ecdh_curves.empty()) {
     auto* params = common->mutable_tls_params();
     params->set_tls_minimum_protocol_version(TlsVersion(server.min_protocol_version));
     params->set_tls_maximum_protocol_version(TlsVersion(server.max_protocol_version));
     for (const std::string& suite : server.cipher_suites) params->add_cipher_suites(suite);
+    for (const std::string& curve : server.ecdh_curves) params->add_ecdh_curves(curve);
   }
   if (server.ChecksClients()) {
+    envoy::extensions::transport_sockets::tls::v3::CertificateValidationContext* validation = nullptr;
     if (files) {
-      auto* validation = common->mutable_validation_context();
+      validation = common->mutable_validation_context();
       validation->mutable_trusted_ca()->set_filename(server.ca_certificates);
       if (!server.ca_crl.empty()) validation->mutable_crl()->set_filename(server.ca_crl);
     } else {
       auto* combined = common->mutable_combined_validation_context();
-      combined->mutable_default_validation_context();
+      validation = combined->mutable_default_validation_context();
       *combined->mutable_validation_context_sds_secret_config() =
           AdsSecret(GatewayCaSecretName(server.credential_name));
+    }
+    AddSubjectAltNames(server.client_subject_alt_names, *validation);
+    for (const std::string& spki : server.client_spki) validation->add_verify_certificate_spki(spki);
+    for (const std::string& hash : server.client_hashes) validation->add_verify_certificate_hash(hash);
+    if (server.accept_untrusted_clients) {
+      validation->set_trust_chain_verification(
+          envoy::extensions::transport_sockets::tls::v3::CertificateValidationContext::ACCEPT_UNTRUSTED);
     }
     // OPTIONAL_MUTUAL: a certificate presented is checked, none is needed (istiod's too).
     context.mutable_require_client_certificate()->set_value(server.tls_mode == Gateway::Server::TlsMode::kMutual);

@@ -835,10 +835,8 @@ data: {password: aHVudGVyMg==}
   EXPECT_EQ(Errors(bad).find(key.substr(40, 20)), std::string::npos);
 }
 
-// An HTTPS server terminates TLS with a credentialName Secret (SIMPLE or MUTUAL); what Istio
-// accepts that cxds does not serve is refused as not supported, never as invalid.
-TEST(YamlLoaderTest, HttpsGatewayServersTerminateTlsWithACredentialName) {
-  const std::string head = R"(apiVersion: networking.istio.io/v1
+// A Gateway of one HTTPS server for shop.example.com, its tls left to the test.
+constexpr char kShopHttpsGateway[] = R"(apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: ingress, namespace: edge}
 spec:
@@ -846,6 +844,11 @@ spec:
   - port: {number: 443, name: https, protocol: HTTPS}
     hosts: [shop.example.com]
 )";
+
+// An HTTPS server terminates TLS with a credentialName Secret (SIMPLE or MUTUAL); what Istio
+// accepts that cxds does not serve is refused as not supported, never as invalid.
+TEST(YamlLoaderTest, HttpsGatewayServersTerminateTlsWithACredentialName) {
+  const std::string head = kShopHttpsGateway;
   const ParsedFile good = ParseConfigFile("gw.yaml", head + R"(    tls:
       mode: MUTUAL
       credentialName: shop-cert
@@ -910,8 +913,11 @@ spec:
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, credentialName: \"sds://shop\"}\n"),
             "spec.servers[0].tls.credentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not supported "
             "by cxds: name a Secret of the gateway's namespace");
-  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
-            "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, credentialNames: [a]}\n"),
+            "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
+            "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)");
+  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialNames: [a, b]}\n"),
+            "spec.servers[0].tls.credentialNames: is not supported by cxds");
   // A CRL checks client certificates, as Istio validates it.
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /c.pem, privateKey: /k.pem, caCrl: /ca.crl}\n"),
             "spec.servers[0].tls.caCrl: is not supported with mode SIMPLE, as Istio validates (no client certificate "
@@ -924,6 +930,58 @@ spec:
           "ca.crl}\n"),
       "spec.servers[0].tls.caCrl: other than an absolute file path on the gateway is not supported by cxds "
       "(Envoy reads the file itself, from wherever it runs)");
+}
+
+// What a MUTUAL server checks of a client's certificate beyond its CA (subjectAltNames, the key's
+// and the certificate's SHA-256, insecureSkipVerify) and the curves it offers, each in the form
+// Envoy accepts: another would have the listener refused, so the file is.
+TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
+  const std::string head = StrCat(kShopHttpsGateway, "    tls:\n");
+  const std::string spki = "uLfQkXmtUdOLjShp4ksuBsKKyQyHb5ypeq2FhBsPsHQ=";
+  const std::string hash = "DF6FF72FE9116521268F6F2DD4966F51DF479883FE7037B39F75916AC3049D1A";
+  const ParsedFile good = ParseConfigFile(
+      "gw.yaml",
+      head + R"(      mode: MUTUAL
+      credentialName: shop-cert
+      subjectAltNames: [spiffe://cluster.local/ns/web/sa/client, client.example.com]
+      verifyCertificateSpki: [)" +
+          spki + R"(]
+      verifyCertificateHash: [)" +
+          hash + R"(, "df:6f:f7:2f:e9:11:65:21:26:8f:6f:2d:d4:96:6f:51:df:47:98:83:fe:70:37:b3:9f:75:91:6a:c3:04:9d:1a"]
+      insecureSkipVerify: true
+      ecdhCurves: [X25519, P-256]
+)");
+  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
+  const Gateway::Server& server = std::get<Gateway>(good.documents[0].object).servers[0];
+  EXPECT_THAT(server.client_subject_alt_names,
+              ::testing::ElementsAre("spiffe://cluster.local/ns/web/sa/client", "client.example.com"));
+  EXPECT_THAT(server.client_spki, ::testing::ElementsAre(spki));
+  EXPECT_EQ(server.client_hashes.size(), 2u);
+  EXPECT_TRUE(server.accept_untrusted_clients);
+  EXPECT_THAT(server.ecdh_curves, ::testing::ElementsAre("X25519", "P-256"));
+  EXPECT_THAT(server.ignored_tls_fields, ::testing::IsEmpty());
+
+  const auto tls = [&](const std::string& fields) { return OnlyError(head + "      " + fields + "\n"); };
+  const std::string mutual = "{mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, ";
+  EXPECT_EQ(tls(mutual + "subjectAltNames: [a.example.com], ecdhCurves: [P-384]}"), "") << "with files too";
+  EXPECT_EQ(tls(mutual + "verifyCertificateSpki: [abc=]}"),
+            "spec.servers[0].tls.verifyCertificateSpki: \"abc=\" is not the base64 of a SHA-256 (44 characters ending "
+            "in =), which Envoy requires");
+  EXPECT_EQ(tls(mutual + "verifyCertificateHash: [" + hash.substr(1) + "Z]}"),
+            StrCat("spec.servers[0].tls.verifyCertificateHash: \"", hash.substr(1),
+                   "Z\" is not the hex of a SHA-256 (64 digits, or 32 pairs joined by colons), which Envoy requires"));
+  EXPECT_EQ(tls(mutual + "subjectAltNames: [\"\"]}"),
+            "spec.servers[0].tls.subjectAltNames: must not hold an empty name");
+  EXPECT_EQ(tls(mutual + "ecdhCurves: [\"P 256\"]}"),
+            "spec.servers[0].tls.ecdhCurves: \"P 256\" is not a curve name (as X25519 or P-256)");
+  EXPECT_EQ(tls(mutual + "ecdhCurves: X25519}"), "spec.servers[0].tls.ecdhCurves: must be a list");
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialName: c, ecdhCurves: [X25519]}"), "") << "curves apply to SIMPLE too";
+  // On a SIMPLE server the client checks are ignored (said), not applied.
+  const ParsedFile simple = ParseConfigFile(
+      "gw.yaml", head + "      {mode: SIMPLE, credentialName: c, verifyCertificateSpki: [" + spki + "]}\n");
+  ASSERT_EQ(simple.documents.size(), 1u) << Errors(simple);
+  EXPECT_TRUE(std::get<Gateway>(simple.documents[0].object).servers[0].client_spki.empty());
+  EXPECT_EQ(std::get<Gateway>(simple.documents[0].object).servers[0].ignored_tls_fields.size(), 1u);
 }
 
 // TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes
@@ -1072,8 +1130,8 @@ spec:
             "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
             "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)")
       << "in PASSTHROUGH too";
-  EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, subjectAltNames: [a]}\n"),
-            "spec.servers[0].tls.subjectAltNames: is not supported by cxds")
+  EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, caCertCredentialName: ca}\n"),
+            "spec.servers[0].tls.caCertCredentialName: is not supported by cxds")
       << "where TLS is terminated";
   // A SIMPLE server checks no client: what would is ignored and said, but for subjectAltNames
   // beside a credentialName, which istiod still matches; false is unset.
@@ -1084,7 +1142,8 @@ spec:
   ASSERT_EQ(simple.documents.size(), 1u) << Errors(simple);
   EXPECT_EQ(std::get<Gateway>(simple.documents[0].object).servers[0].ignored_tls_fields.size(), 3u);
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, subjectAltNames: [a]}\n"),
-            "spec.servers[0].tls.subjectAltNames: is not supported by cxds");
+            "spec.servers[0].tls.subjectAltNames: is not supported by cxds with mode SIMPLE (no client certificate "
+            "is asked for; istiod would check one for these names without a CA)");
   EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, insecureSkipVerify: false}\n"), "");
   EXPECT_EQ(OnlyError(https + "    tls: {mode: SIMPLE, credentialName: c, subjectAltNames: a}\n"),
             "spec.servers[0].tls.subjectAltNames: must be a list");

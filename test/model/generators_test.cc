@@ -3825,9 +3825,16 @@ spec:
       privateKey: /etc/gw/key.pem
       caCertificates: /etc/gw/ca.pem
       caCrl: /etc/gw/ca.crl
+      subjectAltNames: [client.example.com, spiffe://cluster.local/ns/web/sa/client]
+      verifyCertificateHash: [DF6FF72FE9116521268F6F2DD4966F51DF479883FE7037B39F75916AC3049D1A]
+      ecdhCurves: [X25519]
   - port: {number: 8443, name: https-optional, protocol: HTTPS}
     hosts: [optional.example.com]
-    tls: {mode: OPTIONAL_MUTUAL, credentialName: optional-cert}
+    tls:
+      mode: OPTIONAL_MUTUAL
+      credentialName: optional-cert
+      verifyCertificateSpki: [uLfQkXmtUdOLjShp4ksuBsKKyQyHb5ypeq2FhBsPsHQ=]
+      insecureSkipVerify: true
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
@@ -3852,6 +3859,27 @@ spec:
             "kubernetes://optional-cert-cacert");
   EXPECT_TRUE(optional.has_require_client_certificate());
   EXPECT_FALSE(optional.require_client_certificate().value());
+  // What the client's certificate is checked for beyond the CA, where the CA is (the files' or the
+  // credential's default context), and the curves offered.
+  using Validation = envoy::extensions::transport_sockets::tls::v3::CertificateValidationContext;
+  const Validation& by_files = files.common_tls_context().validation_context();
+  ASSERT_EQ(by_files.match_typed_subject_alt_names_size(), 2);
+  EXPECT_EQ(by_files.match_typed_subject_alt_names(0).san_type(),
+            envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::DNS);
+  EXPECT_EQ(by_files.match_typed_subject_alt_names(0).matcher().exact(), "client.example.com");
+  EXPECT_EQ(by_files.match_typed_subject_alt_names(1).san_type(),
+            envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::URI);
+  EXPECT_THAT(by_files.verify_certificate_hash(),
+              ::testing::ElementsAre("DF6FF72FE9116521268F6F2DD4966F51DF479883FE7037B39F75916AC3049D1A"));
+  EXPECT_EQ(by_files.trust_chain_verification(), Validation::VERIFY_TRUST_CHAIN);
+  EXPECT_THAT(files.common_tls_context().tls_params().ecdh_curves(), ::testing::ElementsAre("X25519"));
+  const Validation& by_credential =
+      optional.common_tls_context().combined_validation_context().default_validation_context();
+  EXPECT_THAT(by_credential.verify_certificate_spki(),
+              ::testing::ElementsAre("uLfQkXmtUdOLjShp4ksuBsKKyQyHb5ypeq2FhBsPsHQ="));
+  EXPECT_EQ(by_credential.match_typed_subject_alt_names_size(), 0);
+  EXPECT_EQ(by_credential.trust_chain_verification(), Validation::ACCEPT_UNTRUSTED) << "insecureSkipVerify";
+  EXPECT_FALSE(optional.common_tls_context().has_tls_params());
   // Only the credential's names are Secrets to send; the files are the gateway's own.
   const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
   ASSERT_NE(mesh, nullptr);
