@@ -70,10 +70,10 @@ struct Gateway {
     std::string max_protocol_version;
     std::vector<std::string> cipher_suites;
     std::vector<std::string> ecdh_curves;  // ecdhCurves: the key exchange groups offered; empty: Envoy's
-    // What a client's certificate is checked for beyond the CA (MUTUAL, OPTIONAL_MUTUAL): a SAN
-    // named in subjectAltNames, its key's base64 SHA-256 in verifyCertificateSpki, its own hex
-    // SHA-256 in verifyCertificateHash (each list: any one of them); insecureSkipVerify: its
-    // chain is not checked against the CA (Envoy's ACCEPT_UNTRUSTED).
+    // What a client's certificate is checked for beyond the CA (MUTUAL, OPTIONAL_MUTUAL): one of
+    // the SANs in subjectAltNames, and, when either list is given, its own hex SHA-256 among
+    // verifyCertificateHash or its key's base64 SHA-256 among verifyCertificateSpki (Envoy takes
+    // either); insecureSkipVerify: its chain is not checked against the CA (ACCEPT_UNTRUSTED).
     std::vector<std::string> client_subject_alt_names, client_spki, client_hashes;
     bool accept_untrusted_clients = false;
     // tls fields Istio accepts here and istiod ignores (certificates of a PASSTHROUGH server,

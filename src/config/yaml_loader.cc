@@ -2870,18 +2870,20 @@ void ReadClientChecks(Reader& r, const YAML::Node& tls, const std::string& tf, G
   for (std::string& name : r.Strings(tls, "subjectAltNames", tf, false)) {
     if (name.empty()) {
       r.Error(tls["subjectAltNames"], Reader::Join(tf, "subjectAltNames"), "must not hold an empty name");
-      return;
+      continue;
     }
     server.client_subject_alt_names.push_back(std::move(name));
   }
   const auto base64 = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/'; };
   for (std::string& spki : r.Strings(tls, "verifyCertificateSpki", tf, false)) {
-    // The base64 of a SHA-256: 43 characters and one "=".
-    if (spki.size() != 44 || spki.back() != '=' || !std::all_of(spki.begin(), spki.end() - 1, base64)) {
+    // The base64 of a SHA-256: 43 characters and one "=", the last character's two low bits zero
+    // (Envoy's decoder refuses other padding bits).
+    if (spki.size() != 44 || spki.back() != '=' || !std::all_of(spki.begin(), spki.end() - 1, base64) ||
+        std::string_view("AEIMQUYcgkosw048").find(spki[42]) == std::string_view::npos) {
       r.Error(tls["verifyCertificateSpki"], Reader::Join(tf, "verifyCertificateSpki"),
               StrCat("\"", spki.substr(0, 64),
                      "\" is not the base64 of a SHA-256 (44 characters ending in =), which Envoy requires"));
-      return;
+      continue;
     }
     server.client_spki.push_back(std::move(spki));
   }
@@ -2896,7 +2898,7 @@ void ReadClientChecks(Reader& r, const YAML::Node& tls, const std::string& tf, G
       r.Error(tls["verifyCertificateHash"], Reader::Join(tf, "verifyCertificateHash"),
               StrCat("\"", hash.substr(0, 100),
                      "\" is not the hex of a SHA-256 (64 digits, or 32 pairs joined by colons), which Envoy requires"));
-      return;
+      continue;
     }
     server.client_hashes.push_back(std::move(hash));
   }

@@ -1178,7 +1178,7 @@ std::string DestinationCluster(const MeshContext& mesh, const HttpRouteDestinati
 // consistentHash, unless the destination's subset has a loadBalancer of its own), and the tunnel
 // (a single destination's subset's, else the rule's; a split's is the rule's). `subset`: the
 // single destination's, "" for none and for a split.
-void ApplyRuleToTcpProxy(const DestinationRule* rule, const std::string& subset, bool split, TcpProxy& tcp) {
+void ApplyRuleFieldsToTcpProxy(const DestinationRule* rule, const std::string& subset, bool split, TcpProxy& tcp) {
   if (rule == nullptr) return;
   const std::optional<TrafficPolicy>& policy = rule->traffic_policy;
   if (policy.has_value() && policy->connection_pool.has_value()) {
@@ -1221,6 +1221,15 @@ void ApplyRuleToTcpProxy(const DestinationRule* rule, const std::string& subset,
   }
 }
 
+// The same, then, without the rule's idle timeout, the proxy's IDLE_TIMEOUT (istiod's fallback).
+void ApplyRuleToTcpProxy(const DestinationRule* rule, const std::string& subset, bool split, const ProxyScope& scope,
+                         TcpProxy& tcp) {
+  ApplyRuleFieldsToTcpProxy(rule, subset, split, tcp);
+  if (!tcp.has_idle_timeout() && scope.tcp_idle_timeout().has_value()) {
+    SetDuration(*scope.tcp_idle_timeout(), tcp.mutable_idle_timeout());
+  }
+}
+
 // The DestinationRule the proxy of `scope` gets for service `host`: none when it sees no service
 // of that name (istiod looks the rule up through the service, as the proxy sees them).
 const DestinationRule* ServiceRuleFor(const MeshContext& mesh, const std::string& host, const ProxyScope& scope) {
@@ -1241,7 +1250,7 @@ TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestinat
           : ServiceRuleFor(mesh, ResolveHost(route.front().host, route_namespace, mesh.domain_suffix()), scope);
   if (route.size() == 1) {
     tcp.set_cluster(cluster_of(route.front()));
-    ApplyRuleToTcpProxy(rule, route.front().subset, /*split=*/false, tcp);
+    ApplyRuleToTcpProxy(rule, route.front().subset, /*split=*/false, scope, tcp);
     return tcp;
   }
   for (const HttpRouteDestination& d : route) {
@@ -1250,7 +1259,7 @@ TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestinat
     weighted->set_name(cluster_of(d));
     weighted->set_weight(d.weight);
   }
-  ApplyRuleToTcpProxy(rule, "", /*split=*/true, tcp);
+  ApplyRuleToTcpProxy(rule, "", /*split=*/true, scope, tcp);
   return tcp;
 }
 
@@ -1270,7 +1279,7 @@ TcpProxy OpaqueProxy(const MeshContext& mesh, const MeshContext::OpaqueChain& ch
   TcpProxy tcp;
   tcp.set_stat_prefix(cluster);
   tcp.set_cluster(cluster);
-  ApplyRuleToTcpProxy(ServiceRuleFor(mesh, chain.host, scope), "", /*split=*/false, tcp);
+  ApplyRuleToTcpProxy(ServiceRuleFor(mesh, chain.host, scope), "", /*split=*/false, scope, tcp);
   return tcp;
 }
 
@@ -1466,9 +1475,9 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       if (!plan.http && plan.chains.empty()) continue;
       const std::string name = StrCat(options_.listener_address, "_", port);
       // An opaque listener's chains follow from the proxy's scope and the source conditions it
-      // meets (route_key; the context is the same).
+      // meets, and its IDLE_TIMEOUT (tcp_proxy_key; the context is the same).
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.route_key())},
+          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.tcp_proxy_key())},
           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
             listener.set_name(name);
@@ -1511,9 +1520,9 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     // some VirtualService is exported narrowly.
     if (mesh.gateway_virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
     // A TCP proxy takes fields of the DestinationRule the proxy gets (ApplyRuleToTcpProxy), which
-    // route_key() follows.
+    // route_key() follows, and the proxy's IDLE_TIMEOUT: tcp_proxy_key().
     const ProxyScope scope(proxy, mesh);
-    picked += StrCat("|", scope.route_key());
+    picked += StrCat("|", scope.tcp_proxy_key());
     GeneratedResources out;
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways, proxy.namespace_name)) {
       if (plan.servers.empty()) continue;

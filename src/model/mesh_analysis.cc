@@ -169,6 +169,9 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
     std::vector<Claim> everywhere;                      // the first kNamed + 1 exported to every namespace
     std::vector<Claim> somewhere;                       // the first kNamed + 1 exported to some namespaces
     std::map<std::string, std::vector<Claim>> seen_in;  // namespace -> the first kNamed + 1 exported to it by name
+    // Claims per ServiceEntry: past kNamed + 1, an entry's claims (its hosts share its exportTo)
+    // reach only full lists, so an entry of thousands of hosts is not indexed thousands of times.
+    std::map<ConfigKey, size_t> per_entry;
   };
   const auto keep = [](std::vector<Claim>& claims, const Claim& claim) {
     if (claims.size() <= kNamed) claims.push_back(claim);
@@ -188,6 +191,7 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
     size_t order = 0;
     const auto add = [&](Claimants& domain, const ServiceInfo* service) {
       const Claim claim{order++, service};
+      if (++domain.per_entry[service->key] > kNamed + 1) return;
       const std::optional<std::set<std::string>>& from = seen_from.at(service);
       if (!from.has_value()) {
         keep(domain.everywhere, claim);
@@ -196,8 +200,17 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
       if (!from->empty()) keep(domain.somewhere, claim);
       for (const std::string& ns : *from) keep(domain.seen_in[ns], claim);
     };
-    // A host of that name answers to it first.
-    for (const ServiceInfo* service : services) add(claimants[absl::AsciiStrToLower(service->host)], service);
+    // A host of that name answers to it first (only the names that are addresses matter).
+    std::set<std::string> address_domains;
+    for (const ServiceInfo* service : services) {
+      for (const std::string& address : service->addresses) {
+        address_domains.insert(address.find(':') != std::string::npos ? StrCat("[", address, "]") : address);
+      }
+    }
+    for (const ServiceInfo* service : services) {
+      std::string host = absl::AsciiStrToLower(service->host);
+      if (address_domains.count(host) > 0) add(claimants[std::move(host)], service);
+    }
     for (const ServiceInfo* service : services) {
       const std::optional<std::set<std::string>>& from = seen_from.at(service);
       for (size_t i = 0; i < service->addresses.size(); ++i) {

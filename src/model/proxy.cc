@@ -155,6 +155,11 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   // As istiod's setTopologyLabels then does for every proxy: its locality (the workload's, else
   // its labels', else its node's), kept, and with its node metadata's cluster, node and network
   // as labels. The locality is read before the labels are handed over.
+  // (A duration of over 292 years, absl's int64 nanoseconds, is taken as infinite.)
+  if (absl::Duration idle; absl::ParseDuration(metadata("IDLE_TIMEOUT"), &idle) && idle >= absl::ZeroDuration() &&
+                           idle < absl::Hours(24 * 365 * 292)) {
+    proxy.tcp_idle_timeout = idle;
+  }
   proxy.locality = ProxyLocality(node, proxy);
   const std::string locality = LocalityString(proxy.locality);
   proxy.labels = AugmentLabels(std::move(proxy.labels), metadata("CLUSTER_ID"), locality, metadata("NODE_NAME"),
@@ -243,7 +248,10 @@ bool HostMatches(const std::string& pattern, const std::string& host) {
 }  // namespace
 
 ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
-    : context_(context), labels_(proxy.labels), namespace_name_(proxy.namespace_name) {
+    : context_(context),
+      labels_(proxy.labels),
+      namespace_name_(proxy.namespace_name),
+      tcp_idle_timeout_(proxy.tcp_idle_timeout) {
   const Sidecar* fallback = nullptr;
   // A Sidecar scopes sidecars only: gateway proxies see every service (as in Istio).
   for (const Sidecar* sidecar : proxy.type == "router" ? std::vector<const Sidecar*>{} : context.sidecars()) {
@@ -283,6 +291,10 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
                          (condition.namespace_name.empty() || condition.namespace_name == namespace_name_);
       route_key_ += meets ? '1' : '0';
     }
+  }
+  tcp_proxy_key_ = route_key_;
+  if (tcp_idle_timeout_.has_value()) {
+    tcp_proxy_key_ += StrCat("|idle:", absl::ToInt64Nanoseconds(*tcp_idle_timeout_), "ns");
   }
 }
 

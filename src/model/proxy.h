@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/time/time.h"
 #include "config/mesh_config.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "model/mesh_model.h"
@@ -35,6 +36,10 @@ struct ProxyInfo {
   std::string workload;
   // Its locality: its workload's, else its labels', else its node's (ProxyLocality).
   envoy::config::core::v3::Locality locality;
+  // Node metadata IDLE_TIMEOUT, a Go duration ("1h30m"), as istiod reads it: the idle timeout of
+  // its TCP proxies whose DestinationRule sets no connectionPool.tcp.idleTimeout. Unset when
+  // absent, unparsable, negative or infinite.
+  std::optional<absl::Duration> tcp_idle_timeout;
 };
 
 // Who the node says it is; with `registry` (unless node metadata CLUSTER_ID names another
@@ -95,6 +100,9 @@ class ProxyScope {
   // routes depend on. key() alone while no VirtualService has source conditions and neither
   // rules nor VirtualServices vary.
   const std::string& route_key() const { return route_key_; }
+  // route_key() and the proxy's IDLE_TIMEOUT when it gives one: what its TCP proxies depend on.
+  const std::string& tcp_proxy_key() const { return tcp_proxy_key_; }
+  const std::optional<absl::Duration>& tcp_idle_timeout() const { return tcp_idle_timeout_; }
   const std::string& namespace_name() const { return namespace_name_; }
   const LabelMap& labels() const { return labels_; }
 
@@ -113,6 +121,8 @@ class ProxyScope {
   LabelMap labels_;
   std::string namespace_name_;
   std::string route_key_;
+  std::string tcp_proxy_key_;
+  std::optional<absl::Duration> tcp_idle_timeout_;
 };
 
 }  // namespace cxds

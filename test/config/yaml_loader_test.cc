@@ -963,7 +963,22 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
 
   const auto tls = [&](const std::string& fields) { return OnlyError(head + "      " + fields + "\n"); };
   const std::string mutual = "{mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, ";
-  EXPECT_EQ(tls(mutual + "subjectAltNames: [a.example.com], ecdhCurves: [P-384]}"), "") << "with files too";
+  const ParsedFile files = ParseConfigFile("gw.yaml", head + "      " + mutual + "subjectAltNames: [a.example.com]}\n");
+  ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
+  EXPECT_THAT(std::get<Gateway>(files.documents[0].object).servers[0].client_subject_alt_names,
+              ::testing::ElementsAre("a.example.com"))
+      << "with files too";
+  // The last character before "=" holds two padding bits, which must be zero ("Q" = 010000 is
+  // fine, "R" = 010001 not).
+  EXPECT_EQ(tls(mutual + "verifyCertificateSpki: [" + spki.substr(0, 42) + "R=]}"),
+            StrCat("spec.servers[0].tls.verifyCertificateSpki: \"", spki.substr(0, 42),
+                   "R=\" is not the base64 of a SHA-256 (44 characters ending in =), which Envoy requires"));
+  std::string misplaced =
+      "df:6f:f7:2f:e9:11:65:21:26:8f:6f:2d:d4:96:6f:51:df:47:98:83:fe:70:37:b3:9f:75:91:6a:c3:04:9d:1a";
+  std::swap(misplaced[1], misplaced[2]);
+  EXPECT_EQ(tls(mutual + "verifyCertificateHash: [\"" + misplaced + "\"]}"),
+            StrCat("spec.servers[0].tls.verifyCertificateHash: \"", misplaced,
+                   "\" is not the hex of a SHA-256 (64 digits, or 32 pairs joined by colons), which Envoy requires"));
   EXPECT_EQ(tls(mutual + "verifyCertificateSpki: [abc=]}"),
             "spec.servers[0].tls.verifyCertificateSpki: \"abc=\" is not the base64 of a SHA-256 (44 characters ending "
             "in =), which Envoy requires");
@@ -975,7 +990,11 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
   EXPECT_EQ(tls(mutual + "ecdhCurves: [\"P 256\"]}"),
             "spec.servers[0].tls.ecdhCurves: \"P 256\" is not a curve name (as X25519 or P-256)");
   EXPECT_EQ(tls(mutual + "ecdhCurves: X25519}"), "spec.servers[0].tls.ecdhCurves: must be a list");
-  EXPECT_EQ(tls("{mode: SIMPLE, credentialName: c, ecdhCurves: [X25519]}"), "") << "curves apply to SIMPLE too";
+  const ParsedFile curves =
+      ParseConfigFile("gw.yaml", head + "      {mode: SIMPLE, credentialName: c, ecdhCurves: [X25519]}\n");
+  ASSERT_EQ(curves.documents.size(), 1u) << Errors(curves);
+  EXPECT_THAT(std::get<Gateway>(curves.documents[0].object).servers[0].ecdh_curves, ::testing::ElementsAre("X25519"))
+      << "curves apply to SIMPLE too";
   // On a SIMPLE server the client checks are ignored (said), not applied.
   const ParsedFile simple = ParseConfigFile(
       "gw.yaml", head + "      {mode: SIMPLE, credentialName: c, verifyCertificateSpki: [" + spki + "]}\n");

@@ -715,8 +715,11 @@ spec:
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   using envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
-  const auto proxies_of = [&](const std::string& id) {
+  const auto proxies_of = [&](const std::string& id, const std::string& idle_timeout = "") {
     auto envoy = Connect(id, false);
+    if (!idle_timeout.empty()) {
+      (*node_.mutable_metadata()->mutable_fields())["IDLE_TIMEOUT"].set_string_value(idle_timeout);
+    }
     envoy->Send(First(std::string(kListenerType), {}));
     auto lds = envoy->Take();
     std::map<uint32_t, TcpProxy> out;
@@ -771,6 +774,17 @@ spec:
     EXPECT_FALSE(tcp.has_max_downstream_connection_duration()) << port;
     EXPECT_EQ(tcp.hash_policy_size(), 0) << port;
   }
+
+  // A proxy's IDLE_TIMEOUT (node metadata, a Go duration) where its rule gives no tcp idleTimeout,
+  // as istiod's fallback; proxies of other values get listeners of their own.
+  for (const auto& [port, tcp] : proxies_of("sidecar~127.0.0.4~app-3.default~default.svc.cluster.local", "1h30m")) {
+    EXPECT_EQ(tcp.idle_timeout().seconds(), 5400) << port;
+  }
+  for (const auto& [port, tcp] : proxies_of("sidecar~127.0.0.3~app-4.default~default.svc.cluster.local", "soon")) {
+    EXPECT_FALSE(tcp.has_idle_timeout()) << port << ": not a duration";
+  }
+  shop = proxies_of("sidecar~127.0.0.2~app-5.shop~shop.svc.cluster.local", "10s");
+  EXPECT_EQ(shop[3306].idle_timeout().seconds(), 1800) << "the rule's first";
 }
 
 // tcp matches with sourceLabels and sourceNamespace, as Istio's sourceMatchTCP: a sidecar
@@ -3869,6 +3883,7 @@ spec:
   EXPECT_EQ(by_files.match_typed_subject_alt_names(0).matcher().exact(), "client.example.com");
   EXPECT_EQ(by_files.match_typed_subject_alt_names(1).san_type(),
             envoy::extensions::transport_sockets::tls::v3::SubjectAltNameMatcher::URI);
+  EXPECT_EQ(by_files.match_typed_subject_alt_names(1).matcher().exact(), "spiffe://cluster.local/ns/web/sa/client");
   EXPECT_THAT(by_files.verify_certificate_hash(),
               ::testing::ElementsAre("DF6FF72FE9116521268F6F2DD4966F51DF479883FE7037B39F75916AC3049D1A"));
   EXPECT_EQ(by_files.trust_chain_verification(), Validation::VERIFY_TRUST_CHAIN);

@@ -523,8 +523,25 @@ TEST(MeshAnalysisTest, ManyHostsOfOneAddressAreNamedUpToFive) {
   for (int i = 0; i < 7; ++i) add(absl::StrCat("b", i), "ops", "\"*\"", 8080);
   add("c0", "ns-a3", "\".\"", 8080);
   add("d0", "ops", "\"*\"", 9090);
+  // On port 7070, g1 meets g0 in two namespaces: named once. On 6060, one entry of eight hosts
+  // (never reported for its own hosts), then i0.
+  add("g0", "ops", "west, east", 7070);
+  add("g1", "ops", "east, west", 7070);
+  file += R"(---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: h, namespace: ops}
+spec:
+  hosts: [h0.example.com, h1.example.com, h2.example.com, h3.example.com, h4.example.com, h5.example.com,
+          h6.example.com, h7.example.com]
+  addresses: [127.0.0.80]
+  ports: [{number: 6060, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.81}]
+)";
+  add("i0", "ops", "\"*\"", 6060);
   const ConfigStore::Update update = store.ApplyFile("addr.yaml", file);
-  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.errors), IsEmpty());
   std::map<std::string, std::string> owners;  // entry -> the hosts its message names
   for (const std::string& warning : Strings(update.warnings)) {
     ASSERT_THAT(warning, HasSubstr("[pilot_vservice_dup_domain]"));
@@ -541,7 +558,11 @@ TEST(MeshAnalysisTest, ManyHostsOfOneAddressAreNamedUpToFive) {
             "a3.example.com (namespace ns-a3), b0.example.com (namespace ns-a3), b1.example.com (namespace ns-a3), "
             "b2.example.com (namespace ns-a3), b3.example.com (namespace ns-a3) and other hosts")
       << "of the a hosts, only a3 is seen in ns-a3";
-  EXPECT_EQ(owners.size(), 8u) << "b0..b6 and c0";
+  EXPECT_EQ(owners["g1"], "g0.example.com (namespaces east, west)");
+  EXPECT_EQ(owners["i0"],
+            "h0.example.com (every namespace), h1.example.com (every namespace), h2.example.com (every namespace), "
+            "h3.example.com (every namespace), h4.example.com (every namespace) and other hosts");
+  EXPECT_EQ(owners.size(), 10u) << "b0..b6, c0, g1 and i0";
 }
 
 // A VirtualService bound to a Gateway that does not exist (IST0101), or whose hosts no server

@@ -152,6 +152,27 @@ TEST_F(WorkloadRegistryTest, AWorkloadsLabelsGoOverTheNodesStaticLabels) {
       (LabelMap{{"istio.io/test-vm", "true"}, {"version", "mine"}, {"topology.kubernetes.io/region", "node-says"}}));
 }
 
+// Node metadata IDLE_TIMEOUT read as Go's ParseDuration reads it (istiod's parseDuration), kept
+// only when it is a finite duration of at least zero.
+TEST(ProxyInfoTest, IdleTimeoutIsAGoDuration) {
+  const auto idle = [](const std::string& value) {
+    envoy::config::core::v3::Node node;
+    node.set_id("sidecar~127.0.0.1~a.default~default.svc.cluster.local");
+    (*node.mutable_metadata()->mutable_fields())["IDLE_TIMEOUT"].set_string_value(value);
+    return ParseProxyInfo(node).tcp_idle_timeout;
+  };
+  EXPECT_EQ(idle("1h30m"), absl::Minutes(90));
+  EXPECT_EQ(idle("1.5s"), absl::Milliseconds(1500));
+  EXPECT_EQ(idle("0"), absl::ZeroDuration());
+  EXPECT_EQ(idle("250ms"), absl::Milliseconds(250));
+  for (const std::string bad : {"", "10", "soon", "-1s", "inf", "3000000h"}) {
+    EXPECT_EQ(idle(bad), std::nullopt) << bad;
+  }
+  envoy::config::core::v3::Node none;
+  none.set_id("sidecar~127.0.0.1~a.default~default.svc.cluster.local");
+  EXPECT_EQ(ParseProxyInfo(none).tcp_idle_timeout, std::nullopt);
+}
+
 // istiod's AugmentLabels: the locality's parts, the cluster and the node over labels of their
 // names when given; the network only where no network label is.
 TEST(AugmentLabelsTest, AddsTopologyLabelsAsIstiod) {
