@@ -62,6 +62,12 @@ struct Gateway {
     std::string credential_name;
     std::string server_certificate, private_key, ca_certificates;  // absolute paths; with no credential
     std::string ca_crl;  // caCrl (MUTUAL, OPTIONAL_MUTUAL, with files): revoked client certificates
+    // credentialNames after the first (credential_name, whose Secret also gives the CA), or
+    // tlsCertificates after the first (server_certificate, private_key): more certificates the
+    // server holds, Envoy choosing one per handshake by SNI name and key type (RSA, ECDSA).
+    std::vector<std::string> more_credential_names;
+    bool credentials_listed = false;                                     // the Secrets were given as credentialNames
+    std::vector<std::pair<std::string, std::string>> more_certificates;  // certificate and key paths
     bool Terminates() const {
       return tls_mode == TlsMode::kSimple || tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual;
     }

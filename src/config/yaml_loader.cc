@@ -2950,7 +2950,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                             "ecdhCurves",
                                             "insecureSkipVerify"};
   // Those cxds does not serve where TLS is terminated.
-  static constexpr const char* kUnserved[] = {"credentialNames", "tlsCertificates", "caCertCredentialName"};
+  static constexpr const char* kUnserved[] = {"caCertCredentialName"};
   r.OnlyKeys(tls, tf,
              {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
               "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
@@ -3010,6 +3010,15 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
             "may have only one of credentialName, credentialNames, serverCertificate with privateKey, and "
             "tlsCertificates, as Istio validates (one source of the certificate)");
     return;
+  }
+  // The Secrets of the certificates: credentialNames, else credentialName (the first also gives
+  // the CA, as istiod takes it), each once.
+  std::vector<std::string> credentials;
+  for (std::string& name :
+       given("credentialNames") ? r.Strings(tls, "credentialNames", tf, false) : std::vector<std::string>{credential}) {
+    if (!name.empty() && std::find(credentials.begin(), credentials.end(), name) == credentials.end()) {
+      credentials.push_back(std::move(name));
+    }
   }
   const bool passthrough = mode == "PASSTHROUGH" || mode == "AUTO_PASSTHROUGH";
   if (passthrough && given("caCrl") && !credential.empty()) {
@@ -3089,7 +3098,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                                   "caCertCredentialName", "insecureSkipVerify"};
   for (const char* key : kClientChecks) {
     if (mode != "SIMPLE" || !given(key)) continue;
-    if (credential.size() > 0 && std::string_view(key) == "subjectAltNames") {
+    if (!credentials.empty() && std::string_view(key) == "subjectAltNames") {
       r.Error(tls[key], Reader::Join(tf, key),
               "is not supported by cxds with mode SIMPLE (no client certificate is asked for; istiod would check "
               "one for these names without a CA)");
@@ -3128,11 +3137,63 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   // A CRL checks client certificates, read from a file as the CA is. Istio refuses it on a
   // SIMPLE server with files (no client certificate is checked); beside a credentialName it
   // accepts it and istiod ignores it, as it ignores the other files there.
-  if (given("caCrl") && mode == "SIMPLE" && credential.empty()) {
+  if (given("caCrl") && mode == "SIMPLE" && credentials.empty()) {
     r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
             "is not supported with mode SIMPLE, as Istio validates (no client certificate is checked)");
   }
-  if (credential.empty()) {
+  // A bound on what a server holds (Istio's documentation speaks of two, RSA and ECDSA).
+  constexpr size_t kMaxCertificates = 8;
+  if (credentials.size() > kMaxCertificates ||
+      (given("tlsCertificates") && tls["tlsCertificates"].size() > kMaxCertificates)) {
+    const char* key = credentials.size() > kMaxCertificates ? "credentialNames" : "tlsCertificates";
+    r.Error(tls[key], Reader::Join(tf, key),
+            StrCat("more than ", kMaxCertificates, " certificates on one server are not supported by cxds"));
+    return;
+  }
+  if (credentials.empty() && given("tlsCertificates")) {
+    // Files on the gateway, several: each needs both paths; istiod checks clients against the
+    // server's caCertificates, not a certificate's own.
+    const YAML::Node list = tls["tlsCertificates"];
+    const std::string lf = Reader::Join(tf, "tlsCertificates");
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string itf = Reader::Index(lf, i);
+      if (!r.IsMap(list[i], itf)) continue;
+      r.OnlyKeys(list[i], itf, {"serverCertificate", "privateKey", "caCertificates"});
+      std::pair<std::string, std::string> files;
+      for (auto [key, out] : {std::pair<const char*, std::string*>{"serverCertificate", &files.first},
+                              std::pair<const char*, std::string*>{"privateKey", &files.second}}) {
+        const YAML::Node node = list[i][key];
+        if (!node.IsDefined() || node.IsNull() || (node.IsScalar() && node.Scalar().empty())) {
+          r.Error(list[i], Reader::Join(itf, key), StrCat("is required for mode ", mode, ", as Istio validates"));
+        } else {
+          *out = ReadCertificatePath(r, list[i], key, itf, "gateway").value_or("");
+        }
+      }
+      if (list[i]["caCertificates"].IsDefined() && r.String(list[i], "caCertificates", itf, false).value_or("") != "") {
+        server.ignored_tls_fields.emplace_back(
+            StrCat("tlsCertificates[", i, "].caCertificates"),
+            "has no effect: clients are checked against the server's caCertificates, as istiod checks them");
+      }
+      pairs.push_back(std::move(files));
+    }
+    if (r.error_count() > errors_before) return;
+    server.server_certificate = pairs.front().first;
+    server.private_key = pairs.front().second;
+    server.more_certificates.assign(pairs.begin() + 1, pairs.end());
+    if (server.ChecksClients()) {
+      if (!given("caCertificates")) {
+        r.Error(
+            tls, Reader::Join(tf, "caCertificates"),
+            StrCat("is required for mode ", mode, " with tlsCertificates, as Istio validates (a file on the gateway)"));
+        return;
+      }
+      server.ca_certificates = ReadCertificatePath(r, tls, "caCertificates", tf, "gateway").value_or("");
+      server.ca_crl = ReadCertificatePath(r, tls, "caCrl", tf, "gateway").value_or("");
+    } else {
+      ignore({"caCertificates"}, "has no effect with mode SIMPLE, where client certificates are not checked");
+    }
+  } else if (credentials.empty()) {
     // Istio's other way: files on the gateway's own disk. istiod hands the paths to its node
     // agent; Envoy reads them itself here.
     const bool checks_clients = server.tls_mode != Gateway::Server::TlsMode::kSimple;
@@ -3161,13 +3222,21 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     } else {
       ignore({"caCertificates"}, "has no effect with mode SIMPLE, where client certificates are not checked");
     }
-  } else if (std::string problem = CredentialNameProblem(credential); !problem.empty()) {
-    r.Error(tls["credentialName"], Reader::Join(tf, "credentialName"), problem);
-    return;
   } else {
-    server.credential_name = credential;
+    const char* key = given("credentialNames") ? "credentialNames" : "credentialName";
+    for (const std::string& name : credentials) {
+      if (std::string problem = CredentialNameProblem(name); !problem.empty()) {
+        r.Error(tls[key], Reader::Join(tf, key),
+                given("credentialNames") ? StrCat("\"", name.substr(0, 64), "\" ", problem) : problem);
+        return;
+      }
+    }
+    server.credential_name = credentials.front();
+    server.more_credential_names.assign(credentials.begin() + 1, credentials.end());
+    server.credentials_listed = given("credentialNames");
     ignore({"serverCertificate", "privateKey", "caCertificates", "caCrl"},
-           "has no effect beside credentialName, whose Secret holds the certificates");
+           given("credentialNames") ? "has no effect beside credentialNames, whose Secrets hold the certificates"
+                                    : "has no effect beside credentialName, whose Secret holds the certificates");
   }
   server.min_protocol_version = versions[0];
   server.max_protocol_version = versions[1];

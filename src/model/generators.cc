@@ -1366,11 +1366,18 @@ envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsCo
   common->add_alpn_protocols("http/1.1");
   const bool files = server.credential_name.empty();
   if (files) {
-    auto* certificate = common->add_tls_certificates();
-    certificate->mutable_certificate_chain()->set_filename(server.server_certificate);
-    certificate->mutable_private_key()->set_filename(server.private_key);
+    const auto add_files = [&](const std::string& chain, const std::string& key) {
+      auto* certificate = common->add_tls_certificates();
+      certificate->mutable_certificate_chain()->set_filename(chain);
+      certificate->mutable_private_key()->set_filename(key);
+    };
+    add_files(server.server_certificate, server.private_key);
+    for (const auto& [chain, key] : server.more_certificates) add_files(chain, key);
   } else {
     *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(server.credential_name));
+    for (const std::string& name : server.more_credential_names) {
+      *common->add_tls_certificate_sds_secret_configs() = AdsSecret(GatewaySecretName(name));
+    }
   }
   if (!server.min_protocol_version.empty() || !server.max_protocol_version.empty() || !server.cipher_suites.empty() ||
       !server.ecdh_curves.empty()) {
@@ -2330,6 +2337,9 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
       if (credential.empty()) continue;
       // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
       names.try_emplace(GatewaySecretName(credential), SecretUse{credential, false});
+      for (const std::string& more : entry.server->more_credential_names) {
+        names.try_emplace(GatewaySecretName(more), SecretUse{more, false});
+      }
       if (entry.server->ChecksClients()) {
         names.try_emplace(GatewayCaSecretName(credential), SecretUse{credential, true});
       }
@@ -2521,17 +2531,22 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
                     " not matched by this server: an earlier server of the port has them")});
       }
       if (server.credential_name.empty()) continue;
-      const std::string field = StrCat("spec.servers[", index, "].tls.credentialName");
-      std::vector<std::pair<std::string, bool>> names = {{GatewaySecretName(server.credential_name), false}};
+      const std::string field =
+          StrCat("spec.servers[", index, "].tls.credentialName", server.credentials_listed ? "s" : "");
+      // (Secret name, its credential, whether the CA is read from it.)
+      std::vector<std::tuple<std::string, std::string, bool>> names = {
+          {GatewaySecretName(server.credential_name), server.credential_name, false}};
+      for (const std::string& more : server.more_credential_names)
+        names.emplace_back(GatewaySecretName(more), more, false);
       if (server.ChecksClients()) {
-        names.emplace_back(GatewayCaSecretName(server.credential_name), true);
+        names.emplace_back(GatewayCaSecretName(server.credential_name), server.credential_name, true);
       }
-      for (const auto& [name, ca] : names) {
+      for (const auto& [name, credential, ca] : names) {
         if (!refusal.empty()) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field, StrCat("not served: ", refusal)});
-        } else if (FindMaterial(mesh, proxy.namespace_name, server.credential_name, ca) == nullptr) {
+        } else if (FindMaterial(mesh, proxy.namespace_name, credential, ca) == nullptr) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field,
-               MissingMaterial(server.credential_name, ca, proxy.namespace_name)});
+               MissingMaterial(credential, ca, proxy.namespace_name)});
         }
       }
     }

@@ -560,16 +560,23 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
       }
       if (server.credential_name.empty()) continue;
       const std::string& name = server.credential_name;
+      const std::string field =
+          StrCat("spec.servers[", i, "].tls.credentialName", server.credentials_listed ? "s" : "");
+      const auto without_key = [&](const std::string& secret) {
+        out.push_back({key, field, "IST0101",
+                       StrCat("no Secret ", secret,
+                              " with a certificate and key (tls.crt and tls.key) in any namespace: gateway proxies "
+                              "wait for it, and Envoy serves none of the listener's chains meanwhile")});
+      };
       if (!has(name, false)) {
-        out.push_back(
-            {key, StrCat("spec.servers[", i, "].tls.credentialName"), "IST0101",
-             StrCat("no Secret ", name,
-                    " with a certificate and key (tls.crt and tls.key) in any namespace: "
-                    "gateway proxies wait for it, and Envoy serves none of the listener's chains meanwhile")});
+        without_key(name);
       } else if (server.ChecksClients() && !has(StrCat(name, "-cacert"), true) && !has(name, true)) {
-        out.push_back({key, StrCat("spec.servers[", i, "].tls.credentialName"), "IST0101",
+        out.push_back({key, field, "IST0101",
                        StrCat("mode MUTUAL needs a CA: no Secret ", name, "-cacert, and Secret ", name,
                               " has no ca.crt (or cacert): gateway proxies wait for it")});
+      }
+      for (const std::string& more : server.more_credential_names) {
+        if (!has(more, false)) without_key(more);
       }
     }
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {

@@ -916,8 +916,6 @@ TEST(YamlLoaderTest, HttpsGatewayServersTerminateTlsWithACredentialName) {
   EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialName: c, credentialNames: [a]}\n"),
             "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
             "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)");
-  EXPECT_EQ(tls("    tls: {mode: MUTUAL, credentialNames: [a, b]}\n"),
-            "spec.servers[0].tls.credentialNames: is not supported by cxds");
   // A CRL checks client certificates, as Istio validates it.
   EXPECT_EQ(tls("    tls: {mode: SIMPLE, serverCertificate: /c.pem, privateKey: /k.pem, caCrl: /ca.crl}\n"),
             "spec.servers[0].tls.caCrl: is not supported with mode SIMPLE, as Istio validates (no client certificate "
@@ -1001,6 +999,52 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
   ASSERT_EQ(simple.documents.size(), 1u) << Errors(simple);
   EXPECT_TRUE(std::get<Gateway>(simple.documents[0].object).servers[0].client_spki.empty());
   EXPECT_EQ(std::get<Gateway>(simple.documents[0].object).servers[0].ignored_tls_fields.size(), 1u);
+}
+
+// Several certificates on one server, as Istio takes them: credentialNames (Secrets; the first
+// gives the CA) or tlsCertificates (file pairs; clients checked against the server's CA file).
+TEST(YamlLoaderTest, GatewayServersHoldSeveralCertificates) {
+  const std::string head = StrCat(kShopHttpsGateway, "    tls:\n      ");
+  const ParsedFile named =
+      ParseConfigFile("gw.yaml", head + "{mode: MUTUAL, credentialNames: [rsa-cert, ec-cert, rsa-cert]}\n");
+  ASSERT_EQ(named.documents.size(), 1u) << Errors(named);
+  const Gateway::Server& by_name = std::get<Gateway>(named.documents[0].object).servers[0];
+  EXPECT_EQ(by_name.credential_name, "rsa-cert");
+  EXPECT_THAT(by_name.more_credential_names, ::testing::ElementsAre("ec-cert")) << "each once";
+  EXPECT_TRUE(by_name.credentials_listed);
+
+  const ParsedFile files =
+      ParseConfigFile("gw.yaml", head + R"({mode: MUTUAL, caCertificates: /ca.pem, tlsCertificates: [
+        {serverCertificate: /rsa.pem, privateKey: /rsa.key, caCertificates: /other-ca.pem},
+        {serverCertificate: /ec.pem, privateKey: /ec.key}]}
+)");
+  ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
+  const Gateway::Server& by_files = std::get<Gateway>(files.documents[0].object).servers[0];
+  EXPECT_EQ(by_files.server_certificate, "/rsa.pem");
+  EXPECT_EQ(by_files.private_key, "/rsa.key");
+  EXPECT_THAT(by_files.more_certificates,
+              ::testing::ElementsAre(std::pair<std::string, std::string>("/ec.pem", "/ec.key")));
+  EXPECT_EQ(by_files.ca_certificates, "/ca.pem");
+  ASSERT_EQ(by_files.ignored_tls_fields.size(), 1u);
+  EXPECT_EQ(by_files.ignored_tls_fields[0].first, "tlsCertificates[0].caCertificates");
+
+  const auto tls = [&](const std::string& text) { return OnlyError(head + text + "\n"); };
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [ok, \"sds://x\"]}"),
+            "spec.servers[0].tls.credentialNames: \"sds://x\" with a scheme (sds://, kubernetes-gateway://, ...) is "
+            "not supported by cxds: name a Secret of the gateway's namespace");
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [a1, a2, a3, a4, a5, a6, a7, a8, a9]}"),
+            "spec.servers[0].tls.credentialNames: more than 8 certificates on one server are not supported by cxds");
+  EXPECT_EQ(tls("{mode: SIMPLE, tlsCertificates: [{serverCertificate: /c.pem, privateKey: /k.pem}, "
+                "{serverCertificate: /d.pem}]}"),
+            "spec.servers[0].tls.tlsCertificates[1].privateKey: is required for mode SIMPLE, as Istio validates");
+  EXPECT_EQ(tls("{mode: SIMPLE, tlsCertificates: [{serverCertificate: c.pem, privateKey: /k.pem}]}"),
+            "spec.servers[0].tls.tlsCertificates[0].serverCertificate: other than an absolute file path on the "
+            "gateway is not supported by cxds (Envoy reads the file itself, from wherever it runs)");
+  EXPECT_EQ(tls("{mode: MUTUAL, tlsCertificates: [{serverCertificate: /c.pem, privateKey: /k.pem}]}"),
+            "spec.servers[0].tls.caCertificates: is required for mode MUTUAL with tlsCertificates, as Istio "
+            "validates (a file on the gateway)");
+  EXPECT_EQ(tls("{mode: SIMPLE, tlsCertificates: [{serverCertificate: /c.pem, privateKey: /k.pem, chain: x}]}"),
+            "spec.servers[0].tls.tlsCertificates[0].chain: unknown field");
 }
 
 // TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes

@@ -3849,11 +3849,21 @@ spec:
       credentialName: optional-cert
       verifyCertificateSpki: [uLfQkXmtUdOLjShp4ksuBsKKyQyHb5ypeq2FhBsPsHQ=]
       insecureSkipVerify: true
+  - port: {number: 8443, name: https-several, protocol: HTTPS}
+    hosts: [several.example.com]
+    tls: {mode: MUTUAL, credentialNames: [rsa-cert, ec-cert]}
+  - port: {number: 8443, name: https-pairs, protocol: HTTPS}
+    hosts: [pairs.example.com]
+    tls:
+      mode: SIMPLE
+      tlsCertificates:
+      - {serverCertificate: /etc/gw/rsa.pem, privateKey: /etc/gw/rsa.key}
+      - {serverCertificate: /etc/gw/ec.pem, privateKey: /etc/gw/ec.key}
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
   auto listeners = IngressListeners(router);
-  ASSERT_EQ(listeners["127.0.0.1_8443"].filter_chains_size(), 2);
+  ASSERT_EQ(listeners["127.0.0.1_8443"].filter_chains_size(), 4);
   const auto context_of = [&](int i) {
     envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
     EXPECT_TRUE(listeners["127.0.0.1_8443"].filter_chains(i).transport_socket().typed_config().UnpackTo(&context));
@@ -3895,6 +3905,18 @@ spec:
   EXPECT_EQ(by_credential.match_typed_subject_alt_names_size(), 0);
   EXPECT_EQ(by_credential.trust_chain_verification(), Validation::ACCEPT_UNTRUSTED) << "insecureSkipVerify";
   EXPECT_FALSE(optional.common_tls_context().has_tls_params());
+  // Several certificates (credentialNames: the first's CA; tlsCertificates: each file pair).
+  const auto several = context_of(2);
+  ASSERT_EQ(several.common_tls_context().tls_certificate_sds_secret_configs_size(), 2);
+  EXPECT_EQ(several.common_tls_context().tls_certificate_sds_secret_configs(0).name(), "kubernetes://rsa-cert");
+  EXPECT_EQ(several.common_tls_context().tls_certificate_sds_secret_configs(1).name(), "kubernetes://ec-cert");
+  EXPECT_EQ(several.common_tls_context().combined_validation_context().validation_context_sds_secret_config().name(),
+            "kubernetes://rsa-cert-cacert");
+  const auto pairs = context_of(3);
+  ASSERT_EQ(pairs.common_tls_context().tls_certificates_size(), 2);
+  EXPECT_EQ(pairs.common_tls_context().tls_certificates(0).certificate_chain().filename(), "/etc/gw/rsa.pem");
+  EXPECT_EQ(pairs.common_tls_context().tls_certificates(1).certificate_chain().filename(), "/etc/gw/ec.pem");
+  EXPECT_EQ(pairs.common_tls_context().tls_certificates(1).private_key().filename(), "/etc/gw/ec.key");
   // Only the credential's names are Secrets to send; the files are the gateway's own.
   const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
   ASSERT_NE(mesh, nullptr);
@@ -3904,7 +3926,9 @@ spec:
   (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
   std::vector<std::string> names;
   for (const auto& [name, use] : UsedSecretNames(*mesh, ParseProxyInfo(node))) names.push_back(name);
-  EXPECT_THAT(names, ::testing::ElementsAre("kubernetes://optional-cert", "kubernetes://optional-cert-cacert"));
+  EXPECT_THAT(names, ::testing::ElementsAre("kubernetes://ec-cert", "kubernetes://optional-cert",
+                                            "kubernetes://optional-cert-cacert", "kubernetes://rsa-cert",
+                                            "kubernetes://rsa-cert-cacert"));
 }
 
 // A DestinationRule's tls credentialName applies at gateways, as in Istio (TLS origination at an

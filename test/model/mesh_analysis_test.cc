@@ -626,7 +626,7 @@ spec:
   servers:
   - port: {number: 443, name: https, protocol: HTTPS}
     hosts: [a.example.com]
-    tls: {mode: SIMPLE, credentialName: missing-cert}
+    tls: {mode: SIMPLE, credentialNames: [missing-cert, missing-ec]}
   - port: {number: 443, name: https-b, protocol: HTTPS}
     hosts: [a.example.com]
     tls: {mode: MUTUAL, credentialName: missing-cert}
@@ -636,8 +636,11 @@ spec:
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
   EXPECT_THAT(
       Strings(update.warnings),
-      ElementsAre("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialName: no Secret "
+      ElementsAre("edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialNames: no Secret "
                   "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                  "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[0].tls.credentialNames: no Secret "
+                  "missing-ec with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
                   "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
                   "edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: no Secret "
                   "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
