@@ -1049,9 +1049,15 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (const YAML::Node config = spec["sessionAffinityConfig"]; config.IsDefined() && !config.IsNull()) {
     r.IsMap(config, "spec.sessionAffinityConfig");
   }
-  if (auto type = r.String(spec, "type", "spec", false); type.has_value() && *type != "ClusterIP") {
+  // A NodePort or LoadBalancer Service has its cluster address too: proxies reach it by its host
+  // as a ClusterIP one's, as istiod serves it; its node ports and balancer lie outside the mesh.
+  if (auto type = r.String(spec, "type", "spec", false);
+      type.has_value() && *type != "ClusterIP" && *type != "NodePort" && *type != "LoadBalancer") {
     r.Error(spec["type"], "spec.type",
-            StrCat("type ", type->substr(0, 64), " is not supported by cxds (only ClusterIP)"));
+            *type == "ExternalName"
+                ? "type ExternalName is not supported by cxds (ClusterIP, NodePort and LoadBalancer are)"
+                : StrCat("type \"", type->substr(0, 64),
+                         "\" must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, as Kubernetes validates"));
   }
   // Values that would change which endpoints serve, and that cxds does not implement.
   const auto only_default = [&](const char* key, const char* default_value, const char* meaning) {

@@ -2150,9 +2150,14 @@ spec:
   for (const std::string good :
        {"allocateLoadBalancerNodePorts: false", "healthCheckNodePort: 30123", "clusterIPs: [10.96.0.1, \"fd00::1\"]",
         "ipFamilies: [IPv4, IPv6]", "loadBalancerSourceRanges: [10.0.0.0/8]", "clusterIP: None",
-        "ipFamilyPolicy: PreferDualStack", "sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}"}) {
+        "ipFamilyPolicy: PreferDualStack", "sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}",
+        "type: NodePort", "type: LoadBalancer", "type: ClusterIP"}) {
     EXPECT_EQ(Errors(service(good)), "") << good;
   }
+  EXPECT_EQ(
+      Errors(service("type: Headless")),
+      "svc.yaml:6: Service shop/s: spec.type: type \"Headless\" must be one of ClusterIP, NodePort, LoadBalancer, "
+      "ExternalName, as Kubernetes validates\n");
   const std::string at = "svc.yaml:6: Service shop/s: spec.";
   EXPECT_EQ(Errors(service("allocateLoadBalancerNodePorts: \"false\"")),
             at + "allocateLoadBalancerNodePorts: must be true or false, not a quoted string\n");
