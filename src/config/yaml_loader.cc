@@ -2911,6 +2911,10 @@ void ReadClientChecks(Reader& r, const YAML::Node& tls, const std::string& tf, G
   server.accept_untrusted_clients = r.Bool(tls, "insecureSkipVerify", tf).value_or(false);
 }
 
+// Certificates one Gateway server may hold (credentialNames, tlsCertificates): a bound on hostile
+// config (Istio's documentation speaks of two, RSA and ECDSA).
+constexpr size_t kMaxServerCertificates = 8;
+
 // A Gateway server's tls, as Istio validates and istiod reads it: on an HTTP, HTTP2 or GRPC
 // server only httpsRedirect (other fields Istio accepts there are ignored); on HTTPS and TLS
 // servers TLS termination (SIMPLE, MUTUAL or OPTIONAL_MUTUAL) with a credentialName Secret, as
@@ -3005,7 +3009,11 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     r.Strings(tls, key, tf, false);
   }
   if (const YAML::Node certificates = tls["tlsCertificates"]; certificates.IsDefined() && !certificates.IsNull()) {
-    r.IsSeq(certificates, Reader::Join(tf, "tlsCertificates"));
+    if (r.IsSeq(certificates, Reader::Join(tf, "tlsCertificates"))) {
+      for (size_t i = 0; i < certificates.size() && i <= kMaxServerCertificates; ++i) {
+        r.IsMap(certificates[i], Reader::Index(Reader::Join(tf, "tlsCertificates"), i));
+      }
+    }
   }
   if (r.error_count() > errors_before) return;
   // Istio validates one source of the server's certificate.
@@ -3019,12 +3027,19 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   }
   // The Secrets of the certificates: credentialNames, else credentialName (the first also gives
   // the CA, as istiod takes it), each once.
-  std::vector<std::string> credentials;
-  for (std::string& name :
-       given("credentialNames") ? r.Strings(tls, "credentialNames", tf, false) : std::vector<std::string>{credential}) {
-    if (!name.empty() && std::find(credentials.begin(), credentials.end(), name) == credentials.end()) {
-      credentials.push_back(std::move(name));
+  std::vector<std::string> credentials =
+      given("credentialNames") ? r.Strings(tls, "credentialNames", tf, false) : std::vector<std::string>{credential};
+  const bool too_many = credentials.size() > kMaxServerCertificates ||
+                        (given("tlsCertificates") && tls["tlsCertificates"].size() > kMaxServerCertificates);
+  if (too_many) {
+    credentials.clear();  // refused below where it matters, not compared name by name
+  } else {
+    std::vector<std::string> once;
+    for (std::string& name : credentials) {
+      if (std::find(once.begin(), once.end(), name) == once.end()) once.push_back(std::move(name));
     }
+    credentials = std::move(once);
+    if (!given("credentialNames") && credentials[0].empty()) credentials.clear();  // credentialName ""
   }
   const bool passthrough = mode == "PASSTHROUGH" || mode == "AUTO_PASSTHROUGH";
   if (passthrough && given("caCrl") && !credential.empty()) {
@@ -3147,13 +3162,10 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     r.Error(tls["caCrl"], Reader::Join(tf, "caCrl"),
             "is not supported with mode SIMPLE, as Istio validates (no client certificate is checked)");
   }
-  // A bound on what a server holds (Istio's documentation speaks of two, RSA and ECDSA).
-  constexpr size_t kMaxCertificates = 8;
-  if (credentials.size() > kMaxCertificates ||
-      (given("tlsCertificates") && tls["tlsCertificates"].size() > kMaxCertificates)) {
-    const char* key = credentials.size() > kMaxCertificates ? "credentialNames" : "tlsCertificates";
+  if (too_many) {
+    const char* key = given("credentialNames") ? "credentialNames" : "tlsCertificates";
     r.Error(tls[key], Reader::Join(tf, key),
-            StrCat("more than ", kMaxCertificates, " certificates on one server are not supported by cxds"));
+            StrCat("more than ", kMaxServerCertificates, " certificates on one server are not supported by cxds"));
     return;
   }
   if (credentials.empty() && given("tlsCertificates")) {
@@ -3184,6 +3196,12 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
       pairs.push_back(std::move(files));
     }
     if (r.error_count() > errors_before) return;
+    std::vector<std::pair<std::string, std::string>> once;  // each pair once
+    for (auto& pair : pairs) {
+      if (std::find(once.begin(), once.end(), pair) == once.end()) once.push_back(std::move(pair));
+    }
+    pairs = std::move(once);
+    ignore({"serverCertificate", "privateKey"}, "has no effect beside tlsCertificates, which hold the certificates");
     server.server_certificate = pairs.front().first;
     server.private_key = pairs.front().second;
     server.more_certificates.assign(pairs.begin() + 1, pairs.end());
@@ -3231,6 +3249,16 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
   } else {
     const char* key = given("credentialNames") ? "credentialNames" : "credentialName";
     for (const std::string& name : credentials) {
+      if (name.empty()) {
+        r.Error(tls[key], Reader::Join(tf, key), "an empty name is not supported by cxds (it names no Secret)");
+        return;
+      }
+      if (server.ChecksClients() && name == StrCat(credentials.front(), "-cacert")) {
+        r.Error(tls[key], Reader::Join(tf, key),
+                StrCat("\"", name, "\" is the name of the first Secret's CA (kubernetes://", name,
+                       "), which checks clients here: as a certificate it is not supported by cxds"));
+        return;
+      }
       if (std::string problem = CredentialNameProblem(name); !problem.empty()) {
         r.Error(tls[key], Reader::Join(tf, key),
                 given("credentialNames") ? StrCat("\"", name.substr(0, 64), "\" ", problem) : problem);

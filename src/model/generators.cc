@@ -1123,8 +1123,10 @@ constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
 // `envoy`: the connection manager of an Envoy node, which lists the CORS filter too (proxyless
-// gRPC has none, and refuses a listener naming a filter it lacks) and takes istiod's defaults.
-HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix, bool envoy) {
+// gRPC has none, and refuses a listener naming a filter it lacks) and takes istiod's defaults,
+// with `idle_timeout`, the node's IDLE_TIMEOUT, for its connections when given.
+HttpConnectionManager RdsManager(const std::string& route_name, const std::string& stat_prefix, bool envoy,
+                                 const std::optional<absl::Duration>& idle_timeout = std::nullopt) {
   HttpConnectionManager hcm;
   hcm.set_stat_prefix(stat_prefix);
   hcm.mutable_rds()->set_route_config_name(route_name);
@@ -1143,6 +1145,9 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
     hcm.mutable_rds()->mutable_config_source()->mutable_initial_fetch_timeout();
     // "100 Continue" passed on to the client, istiod's ENABLE_100_CONTINUE_HEADERS default.
     hcm.set_proxy_100_continue(true);
+    if (idle_timeout.has_value()) {
+      SetDuration(*idle_timeout, hcm.mutable_common_http_protocol_options()->mutable_idle_timeout());
+    }
   }
   // The CORS filter, then the fault filter, both empty and in istiod's order: routes with a
   // corsPolicy or a fault configure them per route (typed_per_filter_config); gRPC honours a
@@ -1225,8 +1230,8 @@ void ApplyRuleFieldsToTcpProxy(const DestinationRule* rule, const std::string& s
 void ApplyRuleToTcpProxy(const DestinationRule* rule, const std::string& subset, bool split, const ProxyScope& scope,
                          TcpProxy& tcp) {
   ApplyRuleFieldsToTcpProxy(rule, subset, split, tcp);
-  if (!tcp.has_idle_timeout() && scope.tcp_idle_timeout().has_value()) {
-    SetDuration(*scope.tcp_idle_timeout(), tcp.mutable_idle_timeout());
+  if (!tcp.has_idle_timeout() && scope.node_idle_timeout().has_value()) {
+    SetDuration(*scope.node_idle_timeout(), tcp.mutable_idle_timeout());
   }
 }
 
@@ -1484,7 +1489,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       // An opaque listener's chains follow from the proxy's scope and the source conditions it
       // meets, and its IDLE_TIMEOUT (tcp_proxy_key; the context is the same).
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, plan.http ? "envoy" : StrCat("envoy|opaque|", scope.tcp_proxy_key())},
+          {std::string(kListenerType), name,
+           plan.http ? StrCat("envoy", scope.idle_key()) : StrCat("envoy|opaque|", scope.tcp_proxy_key())},
           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
             listener.set_name(name);
@@ -1494,8 +1500,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
             if (plan.http) {
               auto* filter = listener.add_filter_chains()->add_filters();
               filter->set_name("envoy.filters.network.http_connection_manager");
-              filter->mutable_typed_config()->PackFrom(
-                  RdsManager(std::to_string(port), StrCat("outbound_", port), /*envoy=*/true));
+              filter->mutable_typed_config()->PackFrom(RdsManager(std::to_string(port), StrCat("outbound_", port),
+                                                                  /*envoy=*/true, scope.node_idle_timeout()));
             } else {
               for (const auto& [chain, names] : plan.chains) AddOpaqueChain(mesh, *chain, names, port, scope, listener);
             }
@@ -1537,13 +1543,13 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       // A plain HTTP listener is the same for every gateway proxy with this port; the others
       // follow from the Gateways that pick the proxy.
       const bool http = plan.kind == GatewayPort::Kind::kHttp;
-      auto resource = cache.GetOrBuild({std::string(kListenerType), name, http ? "router" : picked}, {kWholeContext},
-                                       request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
-                                         std::optional<Listener> listener =
-                                             GatewayListener(mesh, name, port, plan, scope);
-                                         if (!listener.has_value()) return absl::NotFoundError("no filter chain");
-                                         return Resource::FromMessage(*listener);
-                                       });
+      auto resource =
+          cache.GetOrBuild({std::string(kListenerType), name, http ? StrCat("router", scope.idle_key()) : picked},
+                           {kWholeContext}, request.push_sequence, [&]() -> absl::StatusOr<ResourcePtr> {
+                             std::optional<Listener> listener = GatewayListener(mesh, name, port, plan, scope);
+                             if (!listener.has_value()) return absl::NotFoundError("no filter chain");
+                             return Resource::FromMessage(*listener);
+                           });
       if (absl::IsNotFound(resource.status())) continue;
       if (!resource.ok()) return resource.status();
       out.resources.push_back(*resource);
@@ -1563,7 +1569,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     // httpsRedirect on a server that terminates TLS is ignored as always met (ReadServerTls).
     // Trusting hops (numTrustedProxies) would make it matter again.
     const auto add_manager = [&](envoy::config::listener::v3::FilterChain* chain, const std::string& route_name) {
-      HttpConnectionManager hcm = RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true);
+      HttpConnectionManager hcm =
+          RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true, scope.node_idle_timeout());
       hcm.mutable_use_remote_address()->set_value(true);
       // As istiod's gateways: a client's x-forwarded-client-cert is replaced by what the gateway
       // saw of the client's certificate (a MUTUAL server's), subject, certificate, DNS and URI names.

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <algorithm>
+#include <limits>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/strings.h"
 
@@ -155,10 +157,11 @@ ProxyInfo ParseProxyInfo(const envoy::config::core::v3::Node& node, const Worklo
   // As istiod's setTopologyLabels then does for every proxy: its locality (the workload's, else
   // its labels', else its node's), kept, and with its node metadata's cluster, node and network
   // as labels. The locality is read before the labels are handed over.
-  // (A duration of over 292 years, absl's int64 nanoseconds, is taken as infinite.)
-  if (absl::Duration idle; absl::ParseDuration(metadata("IDLE_TIMEOUT"), &idle) && idle >= absl::ZeroDuration() &&
-                           idle < absl::Hours(24 * 365 * 292)) {
-    proxy.tcp_idle_timeout = idle;
+  // Go's units, "µs" and "μs" too; past Go's int64 nanoseconds, Go fails where absl would not.
+  if (absl::Duration idle;
+      absl::ParseDuration(absl::StrReplaceAll(metadata("IDLE_TIMEOUT"), {{"µs", "us"}, {"μs", "us"}}), &idle) &&
+      idle >= absl::ZeroDuration() && idle <= absl::Nanoseconds(std::numeric_limits<int64_t>::max())) {
+    proxy.node_idle_timeout = idle;
   }
   proxy.locality = ProxyLocality(node, proxy);
   const std::string locality = LocalityString(proxy.locality);
@@ -251,7 +254,7 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     : context_(context),
       labels_(proxy.labels),
       namespace_name_(proxy.namespace_name),
-      tcp_idle_timeout_(proxy.tcp_idle_timeout) {
+      node_idle_timeout_(proxy.node_idle_timeout) {
   const Sidecar* fallback = nullptr;
   // A Sidecar scopes sidecars only: gateway proxies see every service (as in Istio).
   for (const Sidecar* sidecar : proxy.type == "router" ? std::vector<const Sidecar*>{} : context.sidecars()) {
@@ -292,10 +295,8 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
       route_key_ += meets ? '1' : '0';
     }
   }
-  tcp_proxy_key_ = route_key_;
-  if (tcp_idle_timeout_.has_value()) {
-    tcp_proxy_key_ += StrCat("|idle:", absl::ToInt64Nanoseconds(*tcp_idle_timeout_), "ns");
-  }
+  if (node_idle_timeout_.has_value()) idle_key_ = StrCat("|idle:", absl::ToInt64Nanoseconds(*node_idle_timeout_));
+  tcp_proxy_key_ = StrCat(route_key_, idle_key_);
 }
 
 bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name,

@@ -37,9 +37,9 @@ struct ProxyInfo {
   // Its locality: its workload's, else its labels', else its node's (ProxyLocality).
   envoy::config::core::v3::Locality locality;
   // Node metadata IDLE_TIMEOUT, a Go duration ("1h30m"), as istiod reads it: the idle timeout of
-  // its TCP proxies whose DestinationRule sets no connectionPool.tcp.idleTimeout. Unset when
-  // absent, unparsable, negative or infinite.
-  std::optional<absl::Duration> tcp_idle_timeout;
+  // its Envoy HTTP connection managers, and of its TCP proxies whose DestinationRule sets no
+  // connectionPool.tcp.idleTimeout. Unset when absent, unparsable, negative or too long for Go.
+  std::optional<absl::Duration> node_idle_timeout;
 };
 
 // Who the node says it is; with `registry` (unless node metadata CLUSTER_ID names another
@@ -100,9 +100,11 @@ class ProxyScope {
   // routes depend on. key() alone while no VirtualService has source conditions and neither
   // rules nor VirtualServices vary.
   const std::string& route_key() const { return route_key_; }
-  // route_key() and the proxy's IDLE_TIMEOUT when it gives one: what its TCP proxies depend on.
+  // "|idle:NANOSECONDS" for the proxy's IDLE_TIMEOUT when it gives one, else "": what its HTTP
+  // connection managers depend on; tcp_proxy_key(), route_key() with it: what its TCP proxies do.
+  const std::string& idle_key() const { return idle_key_; }
   const std::string& tcp_proxy_key() const { return tcp_proxy_key_; }
-  const std::optional<absl::Duration>& tcp_idle_timeout() const { return tcp_idle_timeout_; }
+  const std::optional<absl::Duration>& node_idle_timeout() const { return node_idle_timeout_; }
   const std::string& namespace_name() const { return namespace_name_; }
   const LabelMap& labels() const { return labels_; }
 
@@ -121,8 +123,9 @@ class ProxyScope {
   LabelMap labels_;
   std::string namespace_name_;
   std::string route_key_;
+  std::string idle_key_;
   std::string tcp_proxy_key_;
-  std::optional<absl::Duration> tcp_idle_timeout_;
+  std::optional<absl::Duration> node_idle_timeout_;
 };
 
 }  // namespace cxds

@@ -835,6 +835,17 @@ data: {password: aHVudGVyMg==}
   EXPECT_EQ(Errors(bad).find(key.substr(40, 20)), std::string::npos);
 }
 
+// The first server of the one Gateway `text` holds; a test failure, and an empty server, when the
+// file is refused.
+Gateway::Server FirstServer(const std::string& text) {
+  const ParsedFile parsed = ParseConfigFile("gw.yaml", text);
+  if (parsed.documents.size() != 1) {
+    ADD_FAILURE() << Errors(parsed);
+    return {};
+  }
+  return std::get<Gateway>(parsed.documents[0].object).servers[0];
+}
+
 // A Gateway of one HTTPS server for shop.example.com, its tls left to the test.
 constexpr char kShopHttpsGateway[] = R"(apiVersion: networking.istio.io/v1
 kind: Gateway
@@ -937,20 +948,17 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
   const std::string head = StrCat(kShopHttpsGateway, "    tls:\n");
   const std::string spki = "uLfQkXmtUdOLjShp4ksuBsKKyQyHb5ypeq2FhBsPsHQ=";
   const std::string hash = "DF6FF72FE9116521268F6F2DD4966F51DF479883FE7037B39F75916AC3049D1A";
-  const ParsedFile good = ParseConfigFile(
-      "gw.yaml",
+  const Gateway::Server server = FirstServer(
       head + R"(      mode: MUTUAL
       credentialName: shop-cert
       subjectAltNames: [spiffe://cluster.local/ns/web/sa/client, client.example.com]
       verifyCertificateSpki: [)" +
-          spki + R"(]
+      spki + R"(]
       verifyCertificateHash: [)" +
-          hash + R"(, "df:6f:f7:2f:e9:11:65:21:26:8f:6f:2d:d4:96:6f:51:df:47:98:83:fe:70:37:b3:9f:75:91:6a:c3:04:9d:1a"]
+      hash + R"(, "df:6f:f7:2f:e9:11:65:21:26:8f:6f:2d:d4:96:6f:51:df:47:98:83:fe:70:37:b3:9f:75:91:6a:c3:04:9d:1a"]
       insecureSkipVerify: true
       ecdhCurves: [X25519, P-256]
 )");
-  ASSERT_EQ(good.documents.size(), 1u) << Errors(good);
-  const Gateway::Server& server = std::get<Gateway>(good.documents[0].object).servers[0];
   EXPECT_THAT(server.client_subject_alt_names,
               ::testing::ElementsAre("spiffe://cluster.local/ns/web/sa/client", "client.example.com"));
   EXPECT_THAT(server.client_spki, ::testing::ElementsAre(spki));
@@ -961,9 +969,7 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
 
   const auto tls = [&](const std::string& fields) { return OnlyError(head + "      " + fields + "\n"); };
   const std::string mutual = "{mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, ";
-  const ParsedFile files = ParseConfigFile("gw.yaml", head + "      " + mutual + "subjectAltNames: [a.example.com]}\n");
-  ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
-  EXPECT_THAT(std::get<Gateway>(files.documents[0].object).servers[0].client_subject_alt_names,
+  EXPECT_THAT(FirstServer(head + "      " + mutual + "subjectAltNames: [a.example.com]}\n").client_subject_alt_names,
               ::testing::ElementsAre("a.example.com"))
       << "with files too";
   // The last character before "=" holds two padding bits, which must be zero ("Q" = 010000 is
@@ -988,38 +994,30 @@ TEST(YamlLoaderTest, GatewayServersCheckClientCertificatesAsTold) {
   EXPECT_EQ(tls(mutual + "ecdhCurves: [\"P 256\"]}"),
             "spec.servers[0].tls.ecdhCurves: \"P 256\" is not a curve name (as X25519 or P-256)");
   EXPECT_EQ(tls(mutual + "ecdhCurves: X25519}"), "spec.servers[0].tls.ecdhCurves: must be a list");
-  const ParsedFile curves =
-      ParseConfigFile("gw.yaml", head + "      {mode: SIMPLE, credentialName: c, ecdhCurves: [X25519]}\n");
-  ASSERT_EQ(curves.documents.size(), 1u) << Errors(curves);
-  EXPECT_THAT(std::get<Gateway>(curves.documents[0].object).servers[0].ecdh_curves, ::testing::ElementsAre("X25519"))
+  EXPECT_THAT(FirstServer(head + "      {mode: SIMPLE, credentialName: c, ecdhCurves: [X25519]}\n").ecdh_curves,
+              ::testing::ElementsAre("X25519"))
       << "curves apply to SIMPLE too";
   // On a SIMPLE server the client checks are ignored (said), not applied.
-  const ParsedFile simple = ParseConfigFile(
-      "gw.yaml", head + "      {mode: SIMPLE, credentialName: c, verifyCertificateSpki: [" + spki + "]}\n");
-  ASSERT_EQ(simple.documents.size(), 1u) << Errors(simple);
-  EXPECT_TRUE(std::get<Gateway>(simple.documents[0].object).servers[0].client_spki.empty());
-  EXPECT_EQ(std::get<Gateway>(simple.documents[0].object).servers[0].ignored_tls_fields.size(), 1u);
+  const Gateway::Server simple =
+      FirstServer(head + "      {mode: SIMPLE, credentialName: c, verifyCertificateSpki: [" + spki + "]}\n");
+  EXPECT_TRUE(simple.client_spki.empty());
+  EXPECT_EQ(simple.ignored_tls_fields.size(), 1u);
 }
 
 // Several certificates on one server, as Istio takes them: credentialNames (Secrets; the first
 // gives the CA) or tlsCertificates (file pairs; clients checked against the server's CA file).
 TEST(YamlLoaderTest, GatewayServersHoldSeveralCertificates) {
   const std::string head = StrCat(kShopHttpsGateway, "    tls:\n      ");
-  const ParsedFile named =
-      ParseConfigFile("gw.yaml", head + "{mode: MUTUAL, credentialNames: [rsa-cert, ec-cert, rsa-cert]}\n");
-  ASSERT_EQ(named.documents.size(), 1u) << Errors(named);
-  const Gateway::Server& by_name = std::get<Gateway>(named.documents[0].object).servers[0];
+  const Gateway::Server by_name =
+      FirstServer(head + "{mode: MUTUAL, credentialNames: [rsa-cert, ec-cert, rsa-cert]}\n");
   EXPECT_EQ(by_name.credential_name, "rsa-cert");
   EXPECT_THAT(by_name.more_credential_names, ::testing::ElementsAre("ec-cert")) << "each once";
   EXPECT_TRUE(by_name.credentials_listed);
 
-  const ParsedFile files =
-      ParseConfigFile("gw.yaml", head + R"({mode: MUTUAL, caCertificates: /ca.pem, tlsCertificates: [
+  const Gateway::Server by_files = FirstServer(head + R"({mode: MUTUAL, caCertificates: /ca.pem, tlsCertificates: [
         {serverCertificate: /rsa.pem, privateKey: /rsa.key, caCertificates: /other-ca.pem},
         {serverCertificate: /ec.pem, privateKey: /ec.key}]}
 )");
-  ASSERT_EQ(files.documents.size(), 1u) << Errors(files);
-  const Gateway::Server& by_files = std::get<Gateway>(files.documents[0].object).servers[0];
   EXPECT_EQ(by_files.server_certificate, "/rsa.pem");
   EXPECT_EQ(by_files.private_key, "/rsa.key");
   EXPECT_THAT(by_files.more_certificates,
@@ -1045,6 +1043,27 @@ TEST(YamlLoaderTest, GatewayServersHoldSeveralCertificates) {
             "validates (a file on the gateway)");
   EXPECT_EQ(tls("{mode: SIMPLE, tlsCertificates: [{serverCertificate: /c.pem, privateKey: /k.pem, chain: x}]}"),
             "spec.servers[0].tls.tlsCertificates[0].chain: unknown field");
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [\"\"]}"),
+            "spec.servers[0].tls.credentialNames: an empty name is not supported by cxds (it names no Secret)");
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialNames: [shop, shop-cacert]}"),
+            "spec.servers[0].tls.credentialNames: \"shop-cacert\" is the name of the first Secret's CA "
+            "(kubernetes://shop-cacert), which checks clients here: as a certificate it is not supported by cxds");
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [shop, shop-cacert]}"), "") << "no CA is read on a SIMPLE server";
+  EXPECT_EQ(tls("{mode: PASSTHROUGH, tlsCertificates: [1]}"), "spec.servers[0].tls.tlsCertificates[0]: must be a map")
+      << "typed where ignored too";
+  std::string nine;
+  for (int i = 0; i < 9; ++i)
+    nine += StrCat(i == 0 ? "" : ", ", "{serverCertificate: /c", i, ".pem, privateKey: /k.pem}");
+  EXPECT_EQ(tls("{mode: SIMPLE, tlsCertificates: [" + nine + "]}"),
+            "spec.servers[0].tls.tlsCertificates: more than 8 certificates on one server are not supported by cxds");
+  const Gateway::Server alone =
+      FirstServer(head +
+                  "{mode: SIMPLE, serverCertificate: /alone.pem, tlsCertificates: [{serverCertificate: /c.pem, "
+                  "privateKey: /k.pem}, {serverCertificate: /c.pem, privateKey: /k.pem}]}\n");
+  EXPECT_EQ(alone.server_certificate, "/c.pem");
+  EXPECT_THAT(alone.more_certificates, ::testing::IsEmpty()) << "a pair twice: once";
+  ASSERT_EQ(alone.ignored_tls_fields.size(), 1u);
+  EXPECT_EQ(alone.ignored_tls_fields[0].first, "serverCertificate");
 }
 
 // TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes

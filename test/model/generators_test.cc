@@ -1988,7 +1988,16 @@ TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
     EXPECT_EQ(hcm.proxy_100_continue(), !grpc);
     EXPECT_EQ(hcm.forward_client_cert_details(), HttpConnectionManager::SANITIZE) << "a sidecar's: Envoy's default";
     EXPECT_EQ(hcm.rds().config_source().has_initial_fetch_timeout(), !grpc);
+    EXPECT_FALSE(hcm.has_common_http_protocol_options()) << "no IDLE_TIMEOUT given";
     EXPECT_THAT(PgvChecker().Check(hcm), ::testing::IsEmpty()) << hcm.DebugString();
+  }
+  // A node's IDLE_TIMEOUT is its connection managers' idle timeout, as istiod sets it (Envoy's
+  // only); nodes of another value do not share its listener.
+  for (const std::string idle : {"90s", "2m"}) {
+    auto proxy = Connect(StrCat("sidecar~127.0.0.6~app-", idle, ".default~default.svc.cluster.local"), false);
+    (*node_.mutable_metadata()->mutable_fields())["IDLE_TIMEOUT"].set_string_value(idle);
+    const HttpConnectionManager hcm = ManagerOf8080(*proxy, false);
+    EXPECT_EQ(hcm.common_http_protocol_options().idle_timeout().seconds(), idle == "90s" ? 90 : 120) << idle;
   }
 }
 
@@ -3855,7 +3864,8 @@ spec:
   - port: {number: 8443, name: https-pairs, protocol: HTTPS}
     hosts: [pairs.example.com]
     tls:
-      mode: SIMPLE
+      mode: MUTUAL
+      caCertificates: /etc/gw/clients.pem
       tlsCertificates:
       - {serverCertificate: /etc/gw/rsa.pem, privateKey: /etc/gw/rsa.key}
       - {serverCertificate: /etc/gw/ec.pem, privateKey: /etc/gw/ec.key}
@@ -3916,7 +3926,10 @@ spec:
   ASSERT_EQ(pairs.common_tls_context().tls_certificates_size(), 2);
   EXPECT_EQ(pairs.common_tls_context().tls_certificates(0).certificate_chain().filename(), "/etc/gw/rsa.pem");
   EXPECT_EQ(pairs.common_tls_context().tls_certificates(1).certificate_chain().filename(), "/etc/gw/ec.pem");
+  EXPECT_EQ(pairs.common_tls_context().tls_certificates(0).private_key().filename(), "/etc/gw/rsa.key");
   EXPECT_EQ(pairs.common_tls_context().tls_certificates(1).private_key().filename(), "/etc/gw/ec.key");
+  EXPECT_EQ(pairs.common_tls_context().validation_context().trusted_ca().filename(), "/etc/gw/clients.pem")
+      << "the server's CA for every pair";
   // Only the credential's names are Secrets to send; the files are the gateway's own.
   const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
   ASSERT_NE(mesh, nullptr);

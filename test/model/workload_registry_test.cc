@@ -159,18 +159,20 @@ TEST(ProxyInfoTest, IdleTimeoutIsAGoDuration) {
     envoy::config::core::v3::Node node;
     node.set_id("sidecar~127.0.0.1~a.default~default.svc.cluster.local");
     (*node.mutable_metadata()->mutable_fields())["IDLE_TIMEOUT"].set_string_value(value);
-    return ParseProxyInfo(node).tcp_idle_timeout;
+    return ParseProxyInfo(node).node_idle_timeout;
   };
   EXPECT_EQ(idle("1h30m"), absl::Minutes(90));
   EXPECT_EQ(idle("1.5s"), absl::Milliseconds(1500));
   EXPECT_EQ(idle("0"), absl::ZeroDuration());
   EXPECT_EQ(idle("250ms"), absl::Milliseconds(250));
-  for (const std::string bad : {"", "10", "soon", "-1s", "inf", "3000000h"}) {
+  EXPECT_EQ(idle("5µs"), absl::Microseconds(5)) << "Go's spelling of us";
+  EXPECT_EQ(idle("2562047h"), absl::Hours(2562047)) << "Go's longest";
+  for (const std::string bad : {"", "10", "soon", "-1s", "inf", "2562048h"}) {
     EXPECT_EQ(idle(bad), std::nullopt) << bad;
   }
   envoy::config::core::v3::Node none;
   none.set_id("sidecar~127.0.0.1~a.default~default.svc.cluster.local");
-  EXPECT_EQ(ParseProxyInfo(none).tcp_idle_timeout, std::nullopt);
+  EXPECT_EQ(ParseProxyInfo(none).node_idle_timeout, std::nullopt);
 }
 
 // istiod's AugmentLabels: the locality's parts, the cluster and the node over labels of their
