@@ -1572,6 +1572,8 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       HttpConnectionManager hcm =
           RdsManager(route_name, StrCat("outbound_", name), /*envoy=*/true, scope.node_idle_timeout());
       hcm.mutable_use_remote_address()->set_value(true);
+      // istiod's gateways answer as "istio-envoy" (its sidecars' outbound managers keep Envoy's).
+      hcm.set_server_name("istio-envoy");
       // As istiod's gateways: a client's x-forwarded-client-cert is replaced by what the gateway
       // saw of the client's certificate (a MUTUAL server's), subject, certificate, DNS and URI names.
       hcm.set_forward_client_cert_details(HttpConnectionManager::SANITIZE_SET);

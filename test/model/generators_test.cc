@@ -1986,6 +1986,7 @@ TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
     EXPECT_EQ(hcm.stream_idle_timeout().seconds(), 0) << "0: none";
     EXPECT_EQ(hcm.stream_idle_timeout().nanos(), 0);
     EXPECT_EQ(hcm.proxy_100_continue(), !grpc);
+    EXPECT_EQ(hcm.server_name(), "") << "a sidecar's outbound manager: Envoy's default, as istiod's";
     EXPECT_EQ(hcm.forward_client_cert_details(), HttpConnectionManager::SANITIZE) << "a sidecar's: Envoy's default";
     EXPECT_EQ(hcm.rds().config_source().has_initial_fetch_timeout(), !grpc);
     EXPECT_FALSE(hcm.has_common_http_protocol_options()) << "no IDLE_TIMEOUT given";
@@ -4659,6 +4660,7 @@ spec:
   EXPECT_TRUE(hcm.set_current_client_cert_details().dns());
   EXPECT_TRUE(hcm.set_current_client_cert_details().uri());
   EXPECT_TRUE(hcm.proxy_100_continue());
+  EXPECT_EQ(hcm.server_name(), "istio-envoy") << "istiod's gateways' Server header";
 
   // A TLS server that terminates: its certificate over SDS, then its tcp route (a split).
   const auto& db_listener = listeners["127.0.0.1_9443"];
