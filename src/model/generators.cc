@@ -2235,6 +2235,11 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 AddRoutes(mesh, *service, port, scope, proxy.grpc, vhost);
               }
             }
+            if (!proxy.grpc) {
+              // As istiod's virtual hosts for Envoy: upstreams are told the attempt number
+              // (x-envoy-attempt-count). gRPC has no such setting.
+              for (auto& vhost : *config.mutable_virtual_hosts()) vhost.set_include_request_attempt_count(true);
+            }
             return Resource::FromMessage(config);
           });
       if (absl::IsNotFound(resource.status())) continue;  // a name this proxy cannot have

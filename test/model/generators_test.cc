@@ -1991,6 +1991,13 @@ TEST_F(GeneratorsTest, EnvoysConnectionManagersHaveIstiodsDefaults) {
     EXPECT_EQ(hcm.rds().config_source().has_initial_fetch_timeout(), !grpc);
     EXPECT_FALSE(hcm.has_common_http_protocol_options()) << "no IDLE_TIMEOUT given";
     EXPECT_THAT(PgvChecker().Check(hcm), ::testing::IsEmpty()) << hcm.DebugString();
+    // istiod's virtual hosts tell upstreams the attempt number; gRPC has no such setting.
+    const auto routes = grpc ? RoutesFor("grpc-client-2", true, "inventory.mesh.local:8080")
+                             : RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
+    ASSERT_GT(routes.virtual_hosts_size(), 0);
+    for (const auto& vhost : routes.virtual_hosts()) {
+      EXPECT_EQ(vhost.include_request_attempt_count(), !grpc) << vhost.name();
+    }
   }
   // A node's IDLE_TIMEOUT is its connection managers' idle timeout, as istiod sets it (Envoy's
   // only); nodes of another value do not share its listener.
