@@ -159,6 +159,11 @@ std::string SeenByBoth(const ServiceInfo& a, const ServiceInfo& b) {
 // message can name: the first few exported everywhere, and the first few seen in each namespace.
 // A host then looks at those of the namespaces it is seen in, never at every earlier claimant.
 void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+  // The domain an address is in a route configuration (an IPv6 one in brackets, as the route
+  // generator writes it).
+  const auto domain_of = [](const std::string& address) {
+    return address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+  };
   constexpr size_t kNamed = 5;  // claimants a message names; one more tells that there are others
   struct Claim {
     size_t order;  // host order of the claim, for naming the first ones
@@ -204,7 +209,7 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
     std::set<std::string> address_domains;
     for (const ServiceInfo* service : services) {
       for (const std::string& address : service->addresses) {
-        address_domains.insert(address.find(':') != std::string::npos ? StrCat("[", address, "]") : address);
+        address_domains.insert(domain_of(address));
       }
     }
     for (const ServiceInfo* service : services) {
@@ -215,7 +220,7 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
       const std::optional<std::set<std::string>>& from = seen_from.at(service);
       for (size_t i = 0; i < service->addresses.size(); ++i) {
         const std::string& address = service->addresses[i];
-        const std::string domain_name = address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+        const std::string domain_name = domain_of(address);
         Claimants& domain = claimants[domain_name];
         // An entry's hosts share its exportTo, so its first host here is where an address is judged;
         // a host exported nowhere meets no other. Said once per entry and address, of all ports.
