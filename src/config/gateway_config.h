@@ -52,7 +52,8 @@ struct Gateway {
     bool https_redirect = false;  // tls.httpsRedirect: answer every request with a 301 to https
     // SIMPLE and MUTUAL terminate TLS with the certificate of Secret `credential_name` in the
     // gateway proxy's namespace (SDS kubernetes://NAME); MUTUAL also asks for the client's
-    // certificate and checks it against the Secret's CA (kubernetes://NAME-cacert).
+    // certificate and checks it against the Secret's CA (kubernetes://NAME-cacert), or that of
+    // ca_credential_name.
     // PASSTHROUGH forwards the TLS bytes by the SNI name, holding no certificate.
     // OPTIONAL_MUTUAL asks for a client certificate and checks one that is presented, but lets
     // a client without one in. Without a credential name, the certificate, key and (to check
@@ -62,16 +63,42 @@ struct Gateway {
     std::string credential_name;
     std::string server_certificate, private_key, ca_certificates;  // absolute paths; with no credential
     std::string ca_crl;  // caCrl (MUTUAL, OPTIONAL_MUTUAL, with files): revoked client certificates
-    // credentialNames after the first (credential_name, whose Secret also gives the CA), or
+    // credentialNames after the first (credential_name, whose Secret also gives the CA unless
+    // ca_credential_name is set), or
     // tlsCertificates after the first (server_certificate, private_key): more certificates the
     // server holds, Envoy choosing one per handshake by SNI name and key type (RSA, ECDSA).
     std::vector<std::string> more_credential_names;
-    bool credentials_listed = false;                                     // the Secrets were given as credentialNames
+    bool credentials_listed = false;  // the Secrets were given as credentialNames
+    // caCertCredentialName (MUTUAL, OPTIONAL_MUTUAL, beside credentials): the Secret whose CA
+    // checks clients instead of the first credential's, without its "-cacert" suffix (the CA is
+    // read from NAME-cacert, else NAME, as for a credential's). Empty: the first credential's.
+    std::string ca_credential_name;
     std::vector<std::pair<std::string, std::string>> more_certificates;  // certificate and key paths
     bool Terminates() const {
       return tls_mode == TlsMode::kSimple || tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual;
     }
     bool ChecksClients() const { return tls_mode == TlsMode::kMutual || tls_mode == TlsMode::kOptionalMutual; }
+    // One Secret a server with credentials takes over SDS: the certificate and key of
+    // `credential`, or with `ca` the CA that checks clients; `field` is the tls field naming it.
+    struct SecretRef {
+      std::string credential;
+      bool ca = false;
+      const char* field = "";
+    };
+    // Each certificate's, in order, then the CA's when the server checks clients. One list for
+    // what is sent (SDS), what is said missing (/debug/config_status) and analysis (IST0101).
+    std::vector<SecretRef> SecretRefs() const {
+      std::vector<SecretRef> refs;
+      if (credential_name.empty()) return refs;
+      const char* field = credentials_listed ? "credentialNames" : "credentialName";
+      refs.push_back({credential_name, false, field});
+      for (const std::string& more : more_credential_names) refs.push_back({more, false, field});
+      if (ChecksClients()) {
+        refs.push_back(ca_credential_name.empty() ? SecretRef{credential_name, true, field}
+                                                  : SecretRef{ca_credential_name, true, "caCertCredentialName"});
+      }
+      return refs;
+    }
     std::string min_protocol_version;  // TLSV1_0 .. TLSV1_3; empty: Envoy's default
     std::string max_protocol_version;
     std::vector<std::string> cipher_suites;

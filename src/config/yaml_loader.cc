@@ -2914,6 +2914,8 @@ void ReadClientChecks(Reader& r, const YAML::Node& tls, const std::string& tf, G
 // Certificates one Gateway server may hold (credentialNames, tlsCertificates): a bound on hostile
 // config (Istio's documentation speaks of two, RSA and ECDSA).
 constexpr size_t kMaxServerCertificates = 8;
+constexpr const char* kCaBesideFiles =
+    "has no effect beside certificate files: clients are checked against caCertificates, as istiod checks them";
 
 // A Gateway server's tls, as Istio validates and istiod reads it: on an HTTP, HTTP2 or GRPC
 // server only httpsRedirect (other fields Istio accepts there are ignored); on HTTPS and TLS
@@ -2959,8 +2961,6 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                             "caCertCredentialName",
                                             "ecdhCurves",
                                             "insecureSkipVerify"};
-  // Those cxds does not serve where TLS is terminated.
-  static constexpr const char* kUnserved[] = {"caCertCredentialName"};
   r.OnlyKeys(tls, tf,
              {"httpsRedirect", "mode", "credentialName", "serverCertificate", "privateKey", "caCertificates", "caCrl",
               "minProtocolVersion", "maxProtocolVersion", "cipherSuites", "credentialNames", "tlsCertificates",
@@ -3129,10 +3129,6 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
                                            "has no effect with mode SIMPLE, where client certificates are not "
                                            "checked");
   }
-  for (const char* key : kUnserved) {
-    if (!given(key) || (mode == "SIMPLE" && std::string_view(key) == "caCertCredentialName")) continue;
-    r.Error(tls[key], Reader::Join(tf, key), "is not supported by cxds");
-  }
   if (r.error_count() > errors_before) return;
   if (mode != "SIMPLE") ReadClientChecks(r, tls, tf, server);
   for (const std::string& curve : r.Strings(tls, "ecdhCurves", tf, false)) {
@@ -3214,6 +3210,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
       }
       server.ca_certificates = ReadCertificatePath(r, tls, "caCertificates", tf, "gateway").value_or("");
       server.ca_crl = ReadCertificatePath(r, tls, "caCrl", tf, "gateway").value_or("");
+      ignore({"caCertCredentialName"}, kCaBesideFiles);
     } else {
       ignore({"caCertificates"}, "has no effect with mode SIMPLE, where client certificates are not checked");
     }
@@ -3243,20 +3240,44 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     if (checks_clients) {
       path("caCertificates", true, server.ca_certificates);
       path("caCrl", false, server.ca_crl);
+      ignore({"caCertCredentialName"}, kCaBesideFiles);
     } else {
       ignore({"caCertificates"}, "has no effect with mode SIMPLE, where client certificates are not checked");
     }
   } else {
+    // caCertCredentialName: the Secret whose CA checks clients, read as istiod reads a CA
+    // name (NAME-cacert, else NAME); a ConfigMap, which istiod also reads, is not.
+    std::string ca_credential;
+    if (server.ChecksClients() && given("caCertCredentialName")) {
+      const std::string name = r.String(tls, "caCertCredentialName", tf, false).value_or("");
+      const std::string ckf = Reader::Join(tf, "caCertCredentialName");
+      if (name.starts_with("configmap://")) {
+        r.Error(tls["caCertCredentialName"], ckf,
+                "a ConfigMap is not supported by cxds, which reads no ConfigMaps: name a Secret of the gateway's "
+                "namespace holding ca.crt");
+        return;
+      }
+      if (std::string problem = CredentialNameProblem(name); !problem.empty()) {
+        r.Error(tls["caCertCredentialName"], ckf, problem);
+        return;
+      }
+      ca_credential = std::string(absl::StripSuffix(name, "-cacert"));
+      if (ca_credential.empty()) {  // else the first credential's CA would check clients, unasked
+        r.Error(tls["caCertCredentialName"], ckf, "\"-cacert\" alone names no Secret");
+        return;
+      }
+    }
     const char* key = given("credentialNames") ? "credentialNames" : "credentialName";
     for (const std::string& name : credentials) {
       if (name.empty()) {
         r.Error(tls[key], Reader::Join(tf, key), "an empty name is not supported by cxds (it names no Secret)");
         return;
       }
-      if (server.ChecksClients() && name == StrCat(credentials.front(), "-cacert")) {
+      if (server.ChecksClients() &&
+          name == StrCat(ca_credential.empty() ? credentials.front() : ca_credential, "-cacert")) {
         r.Error(tls[key], Reader::Join(tf, key),
-                StrCat("\"", name, "\" is the name of the first Secret's CA (kubernetes://", name,
-                       "), which checks clients here: as a certificate it is not supported by cxds"));
+                StrCat("\"", name, "\" is the name of the CA that checks clients here (kubernetes://", name,
+                       "): as a certificate it is not supported by cxds"));
         return;
       }
       if (std::string problem = CredentialNameProblem(name); !problem.empty()) {
@@ -3268,6 +3289,7 @@ void ReadServerTls(Reader& r, const YAML::Node& s, const std::string& f, Gateway
     server.credential_name = credentials.front();
     server.more_credential_names.assign(credentials.begin() + 1, credentials.end());
     server.credentials_listed = given("credentialNames");
+    server.ca_credential_name = ca_credential;
     ignore({"serverCertificate", "privateKey", "caCertificates", "caCrl"},
            given("credentialNames") ? "has no effect beside credentialNames, whose Secrets hold the certificates"
                                     : "has no effect beside credentialName, whose Secret holds the certificates");

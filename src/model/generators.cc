@@ -1359,7 +1359,8 @@ envoy::extensions::transport_sockets::tls::v3::TlsParameters::TlsProtocol TlsVer
 
 // A server's TLS termination, as istiod builds it for a credentialName: the certificate
 // over SDS (on the ADS stream) as kubernetes://NAME; for MUTUAL a client certificate required
-// and checked against kubernetes://NAME-cacert (OPTIONAL_MUTUAL: checked when presented), and
+// and checked against kubernetes://NAME-cacert, or caCertCredentialName's CA (OPTIONAL_MUTUAL:
+// checked when presented), and
 // for the names, key and certificate hashes given (istiod checks those beside a credentialName
 // only; cxds beside files too: they are what the Gateway asks for).
 // Without a credentialName, the files on the gateway. ALPN offers HTTP/2 and HTTP/1.1 (istiod offers it on
@@ -1401,8 +1402,8 @@ envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext GatewayTlsCo
     } else {
       auto* combined = common->mutable_combined_validation_context();
       validation = combined->mutable_default_validation_context();
-      *combined->mutable_validation_context_sds_secret_config() =
-          AdsSecret(GatewayCaSecretName(server.credential_name));
+      *combined->mutable_validation_context_sds_secret_config() = AdsSecret(
+          GatewayCaSecretName(server.ca_credential_name.empty() ? server.credential_name : server.ca_credential_name));
     }
     AddSubjectAltNames(server.client_subject_alt_names, *validation);
     for (const std::string& spki : server.client_spki) validation->add_verify_certificate_spki(spki);
@@ -2222,9 +2223,7 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 vhost->add_domains(service->host);
                 vhost->add_domains(StrCat(service->host, ":", port));
                 for (const std::string& address : service->addresses) {
-                  // An IPv6 address takes brackets, as in a Host header.
-                  const std::string domain =
-                      address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+                  const std::string domain = AddressDomain(address);
                   const std::string with_port = StrCat(domain, ":", port);
                   if (claimed.contains(domain) || claimed.contains(with_port)) continue;
                   claimed.insert(domain);
@@ -2324,6 +2323,10 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
 
 }  // namespace
 
+std::string AddressDomain(const std::string& address) {
+  return address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
+}
+
 std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
                            const std::vector<std::string>& readers) {
   if (proxy.type != "router" || proxy.grpc) return "only Envoy gateway proxies (router~ nodes) are sent Secrets";
@@ -2347,15 +2350,10 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
   std::map<std::string, SecretUse> names;
   for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayServer& entry : plan.servers) {
-      const std::string& credential = entry.server->credential_name;
-      if (credential.empty()) continue;
-      // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
-      names.try_emplace(GatewaySecretName(credential), SecretUse{credential, false});
-      for (const std::string& more : entry.server->more_credential_names) {
-        names.try_emplace(GatewaySecretName(more), SecretUse{more, false});
-      }
-      if (entry.server->ChecksClients()) {
-        names.try_emplace(GatewayCaSecretName(credential), SecretUse{credential, true});
+      for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
+        // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
+        names.try_emplace(ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential),
+                          SecretUse{ref.credential, ref.ca});
       }
     }
   }
@@ -2525,6 +2523,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     if (notes.size() < limit) notes.push_back(std::move(note));
   };
   const std::string refusal = SecretsRefusal(proxy, identity, readers);
+  std::map<std::string, std::pair<std::string, bool>> meanings;  // SDS name -> (credential, CA)
   for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
       add({StrCat("listener port ", port),
@@ -2544,23 +2543,23 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
              StrCat("SNI names ", absl::StrJoin(entry.lost_names, ", "),
                     " not matched by this server: an earlier server of the port has them")});
       }
-      if (server.credential_name.empty()) continue;
-      const std::string field =
-          StrCat("spec.servers[", index, "].tls.credentialName", server.credentials_listed ? "s" : "");
-      // (Secret name, its credential, whether the CA is read from it.)
-      std::vector<std::tuple<std::string, std::string, bool>> names = {
-          {GatewaySecretName(server.credential_name), server.credential_name, false}};
-      for (const std::string& more : server.more_credential_names)
-        names.emplace_back(GatewaySecretName(more), more, false);
-      if (server.ChecksClients()) {
-        names.emplace_back(GatewayCaSecretName(server.credential_name), server.credential_name, true);
-      }
-      for (const auto& [name, credential, ca] : names) {
+      for (const Gateway::Server::SecretRef& ref : server.SecretRefs()) {
+        const std::string name = ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
+        const std::string field = StrCat("spec.servers[", index, "].tls.", ref.field);
+        // As UsedSecretNames decides: the first server to use a name gives its meaning.
+        const auto [first, inserted] = meanings.try_emplace(name, ref.credential, ref.ca);
+        if (!inserted && first->second != std::pair(ref.credential, ref.ca)) {
+          add({name, ObjectName("Gateway", entry.gateway->meta), field,
+               StrCat("not served as meant: an earlier server of this proxy uses the name for ",
+                      first->second.second ? "the CA of Secret " : "the certificate of Secret ", first->second.first,
+                      ", which is what Envoy is sent")});
+          continue;
+        }
         if (!refusal.empty()) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field, StrCat("not served: ", refusal)});
-        } else if (FindMaterial(mesh, proxy.namespace_name, credential, ca) == nullptr) {
+        } else if (FindMaterial(mesh, proxy.namespace_name, ref.credential, ref.ca) == nullptr) {
           add({name, ObjectName("Gateway", entry.gateway->meta), field,
-               MissingMaterial(credential, ca, proxy.namespace_name)});
+               MissingMaterial(ref.credential, ref.ca, proxy.namespace_name)});
         }
       }
     }

@@ -62,6 +62,9 @@ ProxyUpdateCheck MeshProxyUpdate(const MeshModel& model);
 
 // "outbound|PORT|SUBSET|HOST"
 std::string ClusterName(uint32_t port, const std::string& subset, const std::string& host);
+// The route domain of a ServiceEntry address, as in a Host header: an IPv6 one in brackets.
+// Shared with analysis (pilot_vservice_dup_domain), which must name the domains Envoy is sent.
+std::string AddressDomain(const std::string& address);
 
 // What an HTTP route has that proxyless gRPC does not implement (gRFC A28), as the generators
 // leave it out for gRPC nodes: field names, with "(the route is left out for gRPC)" where the

@@ -159,11 +159,6 @@ std::string SeenByBoth(const ServiceInfo& a, const ServiceInfo& b) {
 // message can name: the first few exported everywhere, and the first few seen in each namespace.
 // A host then looks at those of the namespaces it is seen in, never at every earlier claimant.
 void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out) {
-  // The domain an address is in a route configuration (an IPv6 one in brackets, as the route
-  // generator writes it).
-  const auto domain_of = [](const std::string& address) {
-    return address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
-  };
   constexpr size_t kNamed = 5;  // claimants a message names; one more tells that there are others
   struct Claim {
     size_t order;  // host order of the claim, for naming the first ones
@@ -209,7 +204,7 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
     std::set<std::string> address_domains;
     for (const ServiceInfo* service : services) {
       for (const std::string& address : service->addresses) {
-        address_domains.insert(domain_of(address));
+        address_domains.insert(AddressDomain(address));
       }
     }
     for (const ServiceInfo* service : services) {
@@ -220,7 +215,7 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
       const std::optional<std::set<std::string>>& from = seen_from.at(service);
       for (size_t i = 0; i < service->addresses.size(); ++i) {
         const std::string& address = service->addresses[i];
-        const std::string domain_name = domain_of(address);
+        const std::string domain_name = AddressDomain(address);
         Claimants& domain = claimants[domain_name];
         // An entry's hosts share its exportTo, so its first host here is where an address is judged;
         // a host exported nowhere meets no other. Said once per entry and address, of all ports.
@@ -535,11 +530,11 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
   }
 }
 
-// Gateway servers that cannot serve as written (also GatewayPairs): a terminating server whose credentialName
-// names no Secret with what it needs (istioctl's IST0101 for gateway Secrets; cxds looks in
-// every namespace, since the proxies' namespace is not known here), servers of one Gateway that
-// its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or
-// tls route matches not routed there (PlanGatewayChains).
+// Gateway servers that cannot serve as written (also GatewayPairs): a terminating server whose Secrets
+// (credentialName(s), caCertCredentialName: Gateway::Server::SecretRefs) hold nothing of what it needs (istioctl's
+// IST0101 for gateway Secrets; cxds looks in every namespace, since the proxies' namespace is not known here), servers
+// of one Gateway that its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or tls
+// route matches not routed there (PlanGatewayChains).
 void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
   std::map<std::string, std::pair<bool, bool>> material;  // Secret name -> (certificate, CA), any namespace
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kSecret)) {
@@ -563,25 +558,26 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
         out.push_back({key, StrCat("spec.servers[", i, "].tls.", field), "cxds_gateway_tls_ignored",
                        StrCat(why, ": ignored, as istiod ignores it")});
       }
-      if (server.credential_name.empty()) continue;
-      const std::string& name = server.credential_name;
-      const std::string field =
-          StrCat("spec.servers[", i, "].tls.credentialName", server.credentials_listed ? "s" : "");
-      const auto without_key = [&](const std::string& secret) {
-        out.push_back({key, field, "IST0101",
-                       StrCat("no Secret ", secret,
-                              " with a certificate and key (tls.crt and tls.key) in any namespace: gateway proxies "
-                              "wait for it, and Envoy serves none of the listener's chains meanwhile")});
-      };
-      if (!has(name, false)) {
-        without_key(name);
-      } else if (server.ChecksClients() && !has(StrCat(name, "-cacert"), true) && !has(name, true)) {
-        out.push_back({key, field, "IST0101",
-                       StrCat("mode MUTUAL needs a CA: no Secret ", name, "-cacert, and Secret ", name,
-                              " has no ca.crt (or cacert): gateway proxies wait for it")});
-      }
-      for (const std::string& more : server.more_credential_names) {
-        if (!has(more, false)) without_key(more);
+      const std::vector<Gateway::Server::SecretRef> server_refs = server.SecretRefs();
+      for (const Gateway::Server::SecretRef& ref : server_refs) {
+        const std::string field = StrCat("spec.servers[", i, "].tls.", ref.field);
+        const std::string& name = ref.credential;
+        if (!ref.ca && !has(name, false)) {
+          out.push_back({key, field, "IST0101",
+                         StrCat("no Secret ", name,
+                                " with a certificate and key (tls.crt and tls.key) in any namespace: gateway proxies "
+                                "wait for it, and Envoy serves none of the listener's chains meanwhile")});
+        } else if (ref.ca && !has(StrCat(name, "-cacert"), true) && !has(name, true) &&
+                   // A Secret of the server's certificates missing altogether is said once, above.
+                   (has(name, false) || std::none_of(server_refs.begin(), server_refs.end(), [&](const auto& other) {
+                      return !other.ca && other.credential == name;
+                    }))) {
+          const bool mutual = server.tls_mode == Gateway::Server::TlsMode::kMutual;
+          out.push_back(
+              {key, field, "IST0101",
+               StrCat("mode ", mutual ? "MUTUAL" : "OPTIONAL_MUTUAL", " needs a CA: no Secret ", name,
+                      "-cacert, and Secret ", name, " has no ca.crt (or cacert): gateway proxies wait for it")});
+        }
       }
     }
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {

@@ -17,7 +17,8 @@
 //                                 that another service's Envoy filter chain has (MeshContext)
 //   IST0101                       a route to a host no object defines, or to a port it lacks,
 //                                 a VirtualService bound to a Gateway that does not exist, or an
-//                                 HTTPS server whose credentialName Secret (or its CA for MUTUAL)
+//                                 HTTPS server whose credentialName(s) Secret (or the CA, its own
+//                                 or caCertCredentialName's, for MUTUAL and OPTIONAL_MUTUAL)
 //                                 exists in no namespace (istioctl's ReferencedResourceNotFound)
 //   IST0132                       a VirtualService bound to a Gateway none of whose servers
 //                                 admits its hosts (istioctl's VirtualServiceHostNotFoundInGateway)

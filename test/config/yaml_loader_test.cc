@@ -1046,8 +1046,8 @@ TEST(YamlLoaderTest, GatewayServersHoldSeveralCertificates) {
   EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [\"\"]}"),
             "spec.servers[0].tls.credentialNames: an empty name is not supported by cxds (it names no Secret)");
   EXPECT_EQ(tls("{mode: MUTUAL, credentialNames: [shop, shop-cacert]}"),
-            "spec.servers[0].tls.credentialNames: \"shop-cacert\" is the name of the first Secret's CA "
-            "(kubernetes://shop-cacert), which checks clients here: as a certificate it is not supported by cxds");
+            "spec.servers[0].tls.credentialNames: \"shop-cacert\" is the name of the CA that checks clients here "
+            "(kubernetes://shop-cacert): as a certificate it is not supported by cxds");
   EXPECT_EQ(tls("{mode: SIMPLE, credentialNames: [shop, shop-cacert]}"), "") << "no CA is read on a SIMPLE server";
   EXPECT_EQ(tls("{mode: PASSTHROUGH, tlsCertificates: [1]}"), "spec.servers[0].tls.tlsCertificates[0]: must be a map")
       << "typed where ignored too";
@@ -1064,6 +1064,70 @@ TEST(YamlLoaderTest, GatewayServersHoldSeveralCertificates) {
   EXPECT_THAT(alone.more_certificates, ::testing::IsEmpty()) << "a pair twice: once";
   ASSERT_EQ(alone.ignored_tls_fields.size(), 1u);
   EXPECT_EQ(alone.ignored_tls_fields[0].first, "serverCertificate");
+}
+
+// caCertCredentialName: clients are checked against another Secret's CA, read as istiod reads a
+// CA name (NAME-cacert, else NAME); it means something only beside credentials on a server that
+// checks clients.
+TEST(YamlLoaderTest, GatewayServersTakeTheirCaFromTheSecretNamed) {
+  const std::string head = StrCat(kShopHttpsGateway, "    tls:\n      ");
+  const Gateway::Server suffixed =
+      FirstServer(head + "{mode: MUTUAL, credentialName: shop, caCertCredentialName: partners-cacert}\n");
+  EXPECT_EQ(suffixed.ca_credential_name, "partners") << "stored without the suffix";
+  const Gateway::Server plain =
+      FirstServer(head + "{mode: OPTIONAL_MUTUAL, credentialNames: [rsa, ec], caCertCredentialName: partners}\n");
+  EXPECT_EQ(plain.ca_credential_name, "partners");
+  ASSERT_EQ(plain.SecretRefs().size(), 3u);
+  EXPECT_EQ(plain.SecretRefs()[1].credential, "ec");
+  EXPECT_EQ(plain.SecretRefs()[2].credential, "partners");
+  EXPECT_TRUE(plain.SecretRefs()[2].ca);
+  EXPECT_STREQ(plain.SecretRefs()[2].field, "caCertCredentialName");
+  const Gateway::Server own = FirstServer(head + "{mode: MUTUAL, credentialName: shop}\n");
+  ASSERT_EQ(own.SecretRefs().size(), 2u);
+  EXPECT_EQ(own.SecretRefs()[1].credential, "shop") << "the credential's own CA without one";
+  EXPECT_STREQ(own.SecretRefs()[1].field, "credentialName");
+  EXPECT_EQ(FirstServer(head + "{mode: SIMPLE, credentialName: shop}\n").SecretRefs().size(), 1u) << "no CA";
+
+  // Where nothing reads it, it is ignored and said, as istiod ignores it.
+  const Gateway::Server simple =
+      FirstServer(head + "{mode: SIMPLE, credentialName: shop, caCertCredentialName: partners}\n");
+  EXPECT_EQ(simple.ca_credential_name, "");
+  ASSERT_EQ(simple.ignored_tls_fields.size(), 1u);
+  EXPECT_EQ(simple.ignored_tls_fields[0].first, "caCertCredentialName");
+  const Gateway::Server files =
+      FirstServer(head +
+                  "{mode: MUTUAL, serverCertificate: /c.pem, privateKey: /k.pem, caCertificates: /ca.pem, "
+                  "caCertCredentialName: partners}\n");
+  EXPECT_EQ(files.ca_credential_name, "");
+  ASSERT_EQ(files.ignored_tls_fields.size(), 1u);
+  EXPECT_EQ(files.ignored_tls_fields[0].first, "caCertCredentialName");
+  EXPECT_EQ(files.ignored_tls_fields[0].second,
+            "has no effect beside certificate files: clients are checked against caCertificates, as istiod "
+            "checks them");
+
+  const auto tls = [&](const std::string& text) { return OnlyError(head + text + "\n"); };
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: \"configmap://edge/ca\"}"),
+            "spec.servers[0].tls.caCertCredentialName: a ConfigMap is not supported by cxds, which reads no "
+            "ConfigMaps: name a Secret of the gateway's namespace holding ca.crt");
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: \"kubernetes-gateway://ca\"}"),
+            "spec.servers[0].tls.caCertCredentialName: with a scheme (sds://, kubernetes-gateway://, ...) is not "
+            "supported by cxds: name a Secret of the gateway's namespace");
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: Partners}"),
+            "spec.servers[0].tls.caCertCredentialName: must be the name of a Secret in the gateway's namespace "
+            "(lower-case letters, digits, '-' and '.')");
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: \"-cacert\"}"),
+            "spec.servers[0].tls.caCertCredentialName: \"-cacert\" alone names no Secret");
+  EXPECT_EQ(tls("{mode: SIMPLE, credentialName: shop, caCertCredentialName: \"configmap://edge/ca\"}"), "")
+      << "typed, not read, where ignored";
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: [a]}"),
+            "spec.servers[0].tls.caCertCredentialName: must be a string");
+  // One SDS name cannot be both a certificate and the CA.
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialNames: [shop, partners-cacert], caCertCredentialName: partners}"),
+            "spec.servers[0].tls.credentialNames: \"partners-cacert\" is the name of the CA that checks clients "
+            "here (kubernetes://partners-cacert): as a certificate it is not supported by cxds");
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialNames: [shop, shop-cacert], caCertCredentialName: partners}"), "")
+      << "the first Secret's CA is not read then";
+  EXPECT_EQ(tls("{mode: MUTUAL, credentialName: shop, caCertCredentialName: \"\"}"), "") << "empty: unset";
 }
 
 // TCP and TLS servers, as istiod reads them: the protocol and the tls mode say which routes
@@ -1212,9 +1276,6 @@ spec:
             "spec.servers[0].tls: may have only one of credentialName, credentialNames, serverCertificate with "
             "privateKey, and tlsCertificates, as Istio validates (one source of the certificate)")
       << "in PASSTHROUGH too";
-  EXPECT_EQ(OnlyError(https + "    tls: {mode: MUTUAL, credentialName: c, caCertCredentialName: ca}\n"),
-            "spec.servers[0].tls.caCertCredentialName: is not supported by cxds")
-      << "where TLS is terminated";
   // A SIMPLE server checks no client: what would is ignored and said, but for subjectAltNames
   // beside a credentialName, which istiod still matches; false is unset.
   const ParsedFile simple = ParseConfigFile(

@@ -33,6 +33,22 @@
 namespace cxds::testing {
 namespace {
 
+// Labels `node` as an ingress gateway (istio: ingressgateway), which the Gateways of these tests
+// select.
+void LabelIngressGateway(envoy::config::core::v3::Node& node) {
+  auto* labels = (*node.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
+  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+}
+
+// A stream that proved namespace edge and service account ingress (a Secret reader in these tests).
+PeerIdentity ProvenEdgeIngress() {
+  PeerIdentity proven;
+  proven.authenticated = true;
+  proven.namespace_name = "edge";
+  proven.service_account = "ingress";
+  return proven;
+}
+
 constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: inventory}
@@ -172,8 +188,7 @@ class GeneratorsTest : public ::testing::Test {
   }  // The listeners (by name) a gateway proxy `id` labelled istio=ingressgateway is sent.
   std::map<std::string, envoy::config::listener::v3::Listener> IngressListeners(const std::string& id) {
     auto h = Connect(id, false);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    LabelIngressGateway(node_);
     h->Send(First(std::string(kListenerType), {}));
     const auto responses = h->Take();
     EXPECT_EQ(responses.size(), 1u);
@@ -3079,8 +3094,7 @@ spec:
   // Gateway proxies of namespace edge see edge-site (exported to edge), never private-site.
   const auto gateway_domains = [&](const std::string& id, const std::string& ns) {
     auto h = Connect(id, false, ns);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    LabelIngressGateway(node_);
     h->Send(First(std::string(kRouteType), {"http.8080"}));
     auto rds = h->Take();
     std::vector<std::string> names;
@@ -3624,10 +3638,7 @@ spec:
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.shop~shop.svc.cluster.local";
-  const auto with_gateway_labels = [&] {
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
-  };
+  const auto with_gateway_labels = [&] { LabelIngressGateway(node_); };
   const auto gateway_request = [&](const std::string& type, std::vector<std::string> names) {
     auto h = Connect(router, false);
     with_gateway_labels();
@@ -3943,13 +3954,19 @@ spec:
   ASSERT_NE(mesh, nullptr);
   envoy::config::core::v3::Node node;
   node.set_id(router);
-  auto* labels = (*node.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  LabelIngressGateway(node);
   std::vector<std::string> names;
   for (const auto& [name, use] : UsedSecretNames(*mesh, ParseProxyInfo(node))) names.push_back(name);
   EXPECT_THAT(names, ::testing::ElementsAre("kubernetes://ec-cert", "kubernetes://optional-cert",
                                             "kubernetes://optional-cert-cacert", "kubernetes://rsa-cert",
                                             "kubernetes://rsa-cert-cacert"));
+}
+
+// A PEM text as a YAML block scalar under a Secret's stringData key.
+std::string PemBlock(const std::string& pem) {
+  std::string out = "|\n";
+  for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty())) absl::StrAppend(&out, "    ", line, "\n");
+  return out;
 }
 
 // A DestinationRule's tls credentialName applies at gateways, as in Istio (TLS origination at an
@@ -3960,15 +3977,9 @@ TEST_F(GeneratorsTest, DestinationRuleCredentialNameOriginatesTlsAtGatewaysWithS
   testing::TestPki pki;
   ASSERT_TRUE(pki.MakeCa("ca"));
   ASSERT_TRUE(pki.MakeLeaf("egress", "ca", "DNS:egress.example.com"));
-  const auto block = [](const std::string& pem) {
-    std::string out = "|\n";
-    for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty()))
-      absl::StrAppend(&out, "    ", line, "\n");
-    return out;
-  };
   Apply("secret.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: egress-cert, namespace: edge}\n",
-                              "stringData:\n  cert: ", block(pki.Read("egress.crt")),
-                              "  key: ", block(pki.Read("egress.key")), "  cacert: ", block(pki.Read("ca.crt"))));
+                              "stringData:\n  cert: ", PemBlock(pki.Read("egress.crt")),
+                              "  key: ", PemBlock(pki.Read("egress.key")), "  cacert: ", PemBlock(pki.Read("ca.crt"))));
   Apply("tls.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: shop-tls, namespace: istio-system}
@@ -4000,10 +4011,7 @@ spec:
             "/etc/ssl/certs/ca-certificates.crt");
 
   // The gateway's SDS: both names, to a stream that proved a reader of edge (edge/ingress).
-  PeerIdentity proven;
-  proven.authenticated = true;
-  proven.namespace_name = "edge";
-  proven.service_account = "ingress";
+  PeerIdentity proven = ProvenEdgeIngress();
   auto h = Connect(router, false, "", proven);
   h->Send(First(std::string(kSecretType), {"kubernetes://egress-cert", "kubernetes://egress-cert-cacert"}));
   const auto sds = h->Take();
@@ -4058,18 +4066,12 @@ TEST_F(GeneratorsTest, HttpsGatewayServersTerminateTlsWithSecretsServedOnlyToThe
   ASSERT_TRUE(pki.MakeCa("ca"));
   ASSERT_TRUE(pki.MakeLeaf("shop", "ca", "DNS:shop.example.com"));
   const std::string cert = pki.Read("shop.crt"), key = pki.Read("shop.key"), ca = pki.Read("ca.crt");
-  const auto block = [](const std::string& pem) {
-    std::string out = "|\n";
-    for (absl::string_view line : absl::StrSplit(pem, '\n', absl::SkipEmpty()))
-      absl::StrAppend(&out, "    ", line, "\n");
-    return out;
-  };
   const auto secrets = [&](const std::string& cert, const std::string& key) {
     return StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: edge}\n",
-                  "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", block(cert), "  tls.key: ", block(key),
-                  "  ca.crt: ", block(ca),
+                  "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", PemBlock(cert), "  tls.key: ", PemBlock(key),
+                  "  ca.crt: ", PemBlock(ca),
                   "---\napiVersion: v1\nkind: Secret\nmetadata: {name: unused, namespace: edge}\n",
-                  "stringData:\n  cert: ", block(cert), "  key: ", block(key));
+                  "stringData:\n  cert: ", PemBlock(cert), "  key: ", PemBlock(key));
   };
   Apply("secrets.yaml", secrets(cert, key));
   Apply("gateway.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
@@ -4104,16 +4106,12 @@ spec:
 )");
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
-  PeerIdentity proven;
-  proven.authenticated = true;
-  proven.namespace_name = "edge";
-  proven.service_account = "ingress";
+  PeerIdentity proven = ProvenEdgeIngress();
   proven.spiffe_id = "spiffe://cluster.local/ns/edge/sa/ingress";
   const auto ask = [&](const std::string& id, const PeerIdentity& identity, const std::string& type,
                        std::vector<std::string> names) -> std::optional<DiscoveryResponse> {
     auto h = Connect(id, false, "", identity);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    LabelIngressGateway(node_);
     h->Send(First(type, std::move(names)));
     // Nothing of what a named subscription asks for exists for it: no response at all.
     auto responses = h->Take();
@@ -4208,7 +4206,7 @@ spec:
   ASSERT_TRUE(pki.MakeCrl("ca2", "ca2", "revoked"));
   Apply("ca-secret.yaml",
         StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert-cacert, namespace: edge}\n",
-               "stringData:\n  cacert: ", block(pki.Read("ca2.crt")), "  crl: ", block(pki.Read("ca2.crl"))));
+               "stringData:\n  cacert: ", PemBlock(pki.Read("ca2.crt")), "  crl: ", PemBlock(pki.Read("ca2.crl"))));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::optional<DiscoveryResponse> ca_sds =
       ask(router, proven, std::string(kSecretType), {"kubernetes://shop-cert-cacert"});
@@ -4230,8 +4228,7 @@ spec:
   {
     ASSERT_TRUE(pki.MakeLeaf("shop-2", "ca", "DNS:shop.example.com"));
     auto stream = Connect(router, false, "", proven);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    LabelIngressGateway(node_);
     stream->Send(First(std::string(kSecretType), {"kubernetes://shop-cert"}));
     std::vector<DiscoveryResponse> first = stream->Take();
     ASSERT_EQ(first.size(), 1u);
@@ -4263,9 +4260,10 @@ spec:
   EXPECT_FALSE(ask(router, workload, std::string(kSecretType), wanted).has_value());
   // A gateway of shop, proven, gets shop's Secret of that name, never edge's.
   ASSERT_TRUE(pki.MakeLeaf("shop-ns", "ca", "DNS:shop.example.com"));
-  Apply("shop-secrets.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: shop}\n",
-                                    "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", block(pki.Read("shop-ns.crt")),
-                                    "  tls.key: ", block(pki.Read("shop-ns.key"))));
+  Apply("shop-secrets.yaml",
+        StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: shop}\n",
+               "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", PemBlock(pki.Read("shop-ns.crt")),
+               "  tls.key: ", PemBlock(pki.Read("shop-ns.key"))));
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   PeerIdentity shop = proven;
   shop.namespace_name = "shop";
@@ -4297,8 +4295,7 @@ spec:
   const auto* mesh = dynamic_cast<const MeshContext*>(context.get());
   ASSERT_NE(mesh, nullptr);
   envoy::config::core::v3::Node labelled = gateway_node;
-  auto* labels = (*labelled.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  LabelIngressGateway(labelled);
   const ProxyInfo info = ParseProxyInfo(labelled);
   const auto describe = [](const std::vector<ProxyConfigNote>& notes) {
     std::vector<std::string> out;
@@ -4324,6 +4321,141 @@ spec:
   const std::vector<std::string> not_a_reader = describe(GatewayConfigNotes(*mesh, info, proven, {"edge/other"}));
   ASSERT_EQ(not_a_reader.size(), 6u);
   EXPECT_THAT(not_a_reader[2], ::testing::HasSubstr("service account edge/ingress may not read Secrets"));
+}
+
+// caCertCredentialName: a MUTUAL server checks clients against the CA of the Secret it names
+// (kubernetes://NAME-cacert, read from NAME-cacert, else NAME), not its certificate's Secret's;
+// until that Secret exists, /debug/config_status says which field names it.
+TEST_F(GeneratorsTest, GatewayServersCheckClientsAgainstTheCaOfTheSecretNamed) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeCa("partners-ca"));
+  ASSERT_TRUE(pki.MakeLeaf("shop", "ca", "DNS:shop.example.com"));
+  Apply("secrets.yaml",
+        StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: shop-cert, namespace: edge}\n",
+               "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", PemBlock(pki.Read("shop.crt")),
+               "  tls.key: ", PemBlock(pki.Read("shop.key")), "  ca.crt: ", PemBlock(pki.Read("ca.crt"))));
+  Apply("gateway.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: MUTUAL, credentialName: shop-cert, caCertCredentialName: partners}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: storefront, namespace: edge}
+spec:
+  hosts: [shop.example.com]
+  gateways: [ingress]
+  http:
+  - route: [{destination: {host: shop.mesh.local}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  PeerIdentity proven = ProvenEdgeIngress();
+  const auto ask = [&](const std::string& type, std::vector<std::string> names) {
+    auto h = Connect(router, false, "", proven);
+    LabelIngressGateway(node_);
+    h->Send(First(type, std::move(names)));
+    return h->Take();
+  };
+
+  const std::vector<DiscoveryResponse> lds = ask(std::string(kListenerType), {});
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(lds[0].resources_size(), 1);
+  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  ASSERT_EQ(listener.filter_chains_size(), 1);
+  envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext context;
+  ASSERT_TRUE(listener.filter_chains(0).transport_socket().typed_config().UnpackTo(&context));
+  EXPECT_THAT(PgvChecker().Check(context), ::testing::IsEmpty()) << context.DebugString();
+  EXPECT_EQ(context.common_tls_context().tls_certificate_sds_secret_configs(0).name(), "kubernetes://shop-cert");
+  EXPECT_EQ(context.common_tls_context().combined_validation_context().validation_context_sds_secret_config().name(),
+            "kubernetes://partners-cacert");
+
+  // No Secret partners yet: nothing is served for the CA, and the gateway's account says why, on
+  // the field that names it.
+  const std::vector<std::string> wanted = {"kubernetes://shop-cert", "kubernetes://partners-cacert",
+                                           "kubernetes://shop-cert-cacert"};
+  std::vector<DiscoveryResponse> sds = ask(std::string(kSecretType), wanted);
+  ASSERT_EQ(sds.size(), 1u);
+  ASSERT_EQ(sds[0].resources_size(), 1) << "the certificate's own CA is not what checks clients here";
+  EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(sds[0], 0).name(), "kubernetes://shop-cert");
+  envoy::config::core::v3::Node node;
+  node.set_id(router);
+  LabelIngressGateway(node);
+  const auto notes = [&]() {
+    std::vector<std::string> out;
+    const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+    EXPECT_NE(mesh, nullptr);
+    if (mesh == nullptr) return out;
+    for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(node), proven, {"edge/ingress"})) {
+      out.push_back(StrCat(note.resource, " ", note.field, ": ", note.reason));
+    }
+    return out;
+  };
+  EXPECT_THAT(notes(), ::testing::ElementsAre("kubernetes://partners-cacert spec.servers[0].tls.caCertCredentialName: "
+                                              "not served: no Secret partners-cacert with a CA, and Secret partners "
+                                              "has none, in namespace edge"));
+
+  // A CA-only Secret partners gives it.
+  Apply("partners.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: partners, namespace: edge}\n",
+                                "stringData:\n  ca.crt: ", PemBlock(pki.Read("partners-ca.crt"))));
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  sds = ask(std::string(kSecretType), wanted);
+  ASSERT_EQ(sds.size(), 1u);
+  ASSERT_EQ(sds[0].resources_size(), 2);
+  std::map<std::string, envoy::extensions::transport_sockets::tls::v3::Secret> served;
+  for (int i = 0; i < 2; ++i) {
+    auto secret = Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(sds[0], i);
+    served[secret.name()] = secret;
+  }
+  ASSERT_TRUE(served.contains("kubernetes://partners-cacert"));
+  EXPECT_EQ(served["kubernetes://partners-cacert"].validation_context().trusted_ca().inline_bytes(),
+            pki.Read("partners-ca.crt"));
+  EXPECT_THAT(notes(), ::testing::IsEmpty());
+
+  // A new CA in Secret partners reaches the gateway's open stream on the next push.
+  {
+    ASSERT_TRUE(pki.MakeCa("partners-ca-2"));
+    auto stream = Connect(router, false, "", proven);
+    LabelIngressGateway(node_);
+    stream->Send(First(std::string(kSecretType), {"kubernetes://partners-cacert"}));
+    std::vector<DiscoveryResponse> first = stream->Take();
+    ASSERT_EQ(first.size(), 1u);
+    stream->Send(Ack(first[0], {"kubernetes://partners-cacert"}));
+    Apply("partners.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: partners, namespace: edge}\n",
+                                  "stringData:\n  ca.crt: ", PemBlock(pki.Read("partners-ca-2.crt"))));
+    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+    std::vector<DiscoveryResponse> rotated = stream->Take();
+    ASSERT_EQ(rotated.size(), 1u);
+    ASSERT_EQ(rotated[0].resources_size(), 1);
+    EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(rotated[0], 0)
+                  .validation_context()
+                  .trusted_ca()
+                  .inline_bytes(),
+              pki.Read("partners-ca-2.crt"));
+  }
+
+  // A later server (by port) taking the same SDS name as a certificate gets what the first
+  // server meant by it, and the account says so.
+  Apply("gateway-2.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: partner-edge, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 9443, name: https, protocol: HTTPS}
+    hosts: [shop.example.com]
+    tls: {mode: SIMPLE, credentialName: partners-cacert}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  EXPECT_THAT(notes(), ::testing::ElementsAre("kubernetes://partners-cacert spec.servers[0].tls.credentialName: not "
+                                              "served as meant: an earlier server of this proxy uses the name for "
+                                              "the CA of Secret partners, which is what Envoy is sent"));
 }
 
 // Which proxies a change reaches (MeshProxyFilter): those that see its host, in the new context
@@ -4603,8 +4735,7 @@ spec:
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
   const auto ask = [&](const std::string& type, std::vector<std::string> names) {
     auto h = Connect(router, false);
-    auto* labels = (*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-    (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+    LabelIngressGateway(node_);
     h->Send(First(type, std::move(names)));
     return h->Take();
   };
@@ -4696,8 +4827,7 @@ spec:
   ASSERT_NE(mesh, nullptr);
   envoy::config::core::v3::Node labelled;
   labelled.set_id(router);
-  auto* labels = (*labelled.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value();
-  (*labels->mutable_fields())["istio"].set_string_value("ingressgateway");
+  LabelIngressGateway(labelled);
   std::vector<std::string> secret_names;
   for (const auto& [name, use] : UsedSecretNames(*mesh, ParseProxyInfo(labelled))) secret_names.push_back(name);
   EXPECT_THAT(secret_names, ::testing::ElementsAre("kubernetes://db-cert", "kubernetes://shop-cert"));

@@ -632,6 +632,9 @@ spec:
     tls: {mode: MUTUAL, credentialName: missing-cert}
   - port: {number: 443, name: http, protocol: HTTP}
     hosts: [b.example.com]
+  - port: {number: 8443, name: https-c, protocol: HTTPS}
+    hosts: [c.example.com]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: missing-cert, caCertCredentialName: missing-ca-cacert}
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
   EXPECT_THAT(
@@ -645,6 +648,12 @@ spec:
                   "edge.yaml:1: Gateway edge/ingress: spec.servers[1].tls.credentialName: no Secret "
                   "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
                   "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[3].tls.credentialName: no Secret "
+                  "missing-cert with a certificate and key (tls.crt and tls.key) in any namespace: gateway "
+                  "proxies wait for it, and Envoy serves none of the listener's chains meanwhile [IST0101]",
+                  "edge.yaml:1: Gateway edge/ingress: spec.servers[3].tls.caCertCredentialName: mode "
+                  "OPTIONAL_MUTUAL needs a CA: no Secret missing-ca-cacert, and Secret missing-ca has no ca.crt (or "
+                  "cacert): gateway proxies wait for it [IST0101]",
                   "edge.yaml:1: Gateway edge/ingress: spec.servers[1]: not served: every SNI name of it on "
                   "port 443 is already served by an earlier server (Envoy matches each name once) "
                   "[cxds_gateway_server_left_out]",
