@@ -627,11 +627,23 @@ std::string HostProblem(std::string_view host, bool allow_wildcard) {
     if (dot == std::string_view::npos) dot = rest.size();
     const std::string_view label = rest.substr(start, dot - start);
     if (label.empty() || label.size() > 63) return "must be DNS labels of 1 to 63 characters separated by '.'";
-    for (char c : label) {
-      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
-        return c == '*' ? "may use '*' only as a whole first label (\"*.example.com\")"
-                        : "must contain only lowercase letters, digits, '-' and '.'";
+    for (size_t i = 0; i < label.size(); ++i) {
+      const char c = label[i];
+      if (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-') {
+        continue;
       }
+      // What Istio accepts and cxds does not: upper-case letters, and a wildcard that begins
+      // the first label ("*-foo.example.com"), which cxds's host matching takes only whole.
+      if (std::isupper(static_cast<unsigned char>(c))) {
+        return "upper-case letters are not supported by cxds (Istio accepts them; DNS names compare ignoring case, so "
+               "write the host in lower case)";
+      }
+      if (c == '*' && allow_wildcard && start == 0 && i == 0 && rest == host) {
+        return "a '*' that begins a label (\"*-foo.example.com\") is not supported by cxds: write '*' as a whole "
+               "first label (\"*.example.com\")";
+      }
+      return c == '*' ? "may use '*' only as a whole first label (\"*.example.com\")"
+                      : "must contain only lowercase letters, digits, '-' and '.'";
     }
     if (label.front() == '-' || label.back() == '-') return "DNS labels must not start or end with '-'";
     start = dot + 1;
@@ -658,7 +670,7 @@ std::optional<std::string> CanonicalIp(const std::string& ip) {
 }
 
 // Why a tunnel's targetHost is not one, or "": an IP address, or a DNS name as Istio's
-// ValidateFQDN takes one (at most 255 characters, lowercase labels, a trailing '.' allowed, and
+// ValidateFQDN takes one (at most 255 characters, DNS labels, a trailing '.' allowed, and
 // a last label that is not all digits).
 std::string TunnelTargetProblem(const std::string& host) {
   if (CanonicalIp(host).has_value()) return "";
@@ -678,7 +690,11 @@ std::string TunnelTargetProblem(const std::string& host) {
     const size_t dot = std::min(name.find('.', start), name.size());
     label = name.substr(start, dot - start);
     // (A name of one label is one to HostProblem too.)
-    if (std::string problem = HostProblem(label, /*allow_wildcard=*/false); !problem.empty()) return bad(problem);
+    // (Istio takes upper-case letters here, and so does Envoy's CONNECT request.)
+    if (std::string problem = HostProblem(absl::AsciiStrToLower(std::string(label)), /*allow_wildcard=*/false);
+        !problem.empty()) {
+      return bad(problem);
+    }
     start = dot + 1;
   }
   // (After a trailing '.', Istio's last label is the empty one, which this does not refuse.)
@@ -1598,14 +1614,33 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
   return fault;
 }
 
-// A header name as Istio takes one (letters, digits, '-', '_'); `host` is not one a proxy may
-// rewrite through header operations (Envoy refuses it: rewrite.authority is the way).
+// A header name as Istio takes one: an HTTP token (RFC 7230: letters, digits and
+// !#$%&'*+-.^_`|~). To match, Istio also takes a pseudo-header and a JWT claim
+// (@request.auth.claims.NAME); in an operation, any name without a ':' prefix. `host` is not
+// one a proxy may rewrite through header operations (Envoy refuses it: rewrite.authority is the
+// way).
 bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field, const std::string& name,
                      bool operation) {
-  if (name.empty() || name.size() > 256 || !std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-      })) {
-    r.Error(node, field, "must be a header name (letters, digits, '-', '_')");
+  static constexpr std::string_view kTokenMarks = "!#$%&'*+-.^_`|~";
+  const bool token = !name.empty() && name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kTokenMarks.find(c) != std::string_view::npos;
+  });
+  if (!token) {
+    static constexpr std::string_view kPseudo[] = {":method", ":scheme", ":authority", ":path", ":status"};
+    if (!operation && name.starts_with("@request.auth.claims")) {
+      r.Error(node, field,
+              "routing by JWT claim is not supported by cxds (it needs a RequestAuthentication, which cxds does not "
+              "read)");
+    } else if (!operation && std::find(std::begin(kPseudo), std::end(kPseudo), name) != std::end(kPseudo)) {
+      r.Error(node, field,
+              StrCat("matching the pseudo-header ", name,
+                     " is not supported by cxds: match uri, method, authority or scheme instead"));
+    } else if (operation && !name.empty() && name.size() <= 256 && !name.starts_with(':')) {
+      r.Error(node, field,
+              "a header name other than an HTTP token (letters, digits and !#$%&'*+-.^_`|~) is not supported by cxds");
+    } else {
+      r.Error(node, field, "must be a header name (an HTTP token: letters, digits and !#$%&'*+-.^_`|~)");
+    }
     return false;
   }
   if (operation && absl::AsciiStrToLower(name) == "host") {
@@ -2861,7 +2896,7 @@ std::vector<std::string> ReadServerHosts(Reader& r, const YAML::Node& server, co
       r.Error(server["hosts"][i], hf,
               StrCat("the namespace of \"", hosts[i].substr(0, 64), "\" must be *, . or a namespace"));
     } else if (std::string problem = HostProblem(host, true); !problem.empty()) {
-      r.Error(server["hosts"][i], hf, StrCat("host \"", host.substr(0, 64), "\" ", problem));
+      r.Error(server["hosts"][i], hf, StrCat("host \"", host.substr(0, 64), "\": ", problem));
     } else {
       out.push_back(StrCat(ns, "/", host));
     }

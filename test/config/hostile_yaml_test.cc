@@ -220,7 +220,7 @@ spec:
                                                           std::string(300, 'h') + ", subsets: [{name: \"v|1\"}]}\n");
   EXPECT_TRUE(HasError(parsed, "spec.hosts[0]", "lowercase letters, digits")) << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.hosts[1]", "lowercase letters, digits")) << Errors(parsed);
-  EXPECT_TRUE(HasError(parsed, "spec.hosts[2]", "lowercase letters, digits")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[2]", "upper-case letters are not supported by cxds")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.hosts[3]", "")) << "a leading wildcard label is a valid host";
   EXPECT_FALSE(HasError(parsed, "spec.hosts[4]", ""));
   EXPECT_TRUE(HasError(parsed, "spec.host", "at most 253")) << Errors(parsed);

@@ -583,8 +583,9 @@ TEST(YamlLoaderTest, TunnelIsReadAsIstioValidatesIt) {
   EXPECT_EQ(error_of("{tunnel: {targetHost: a.example}}"), "spec.trafficPolicy.tunnel.targetPort: is required");
   EXPECT_EQ(error_of("{tunnel: {targetHost: a.example, targetPort: 0}}"),
             "spec.trafficPolicy.tunnel.targetPort: must be an integer from 1 to 65535, got \"0\"");
-  EXPECT_EQ(error_of("{tunnel: {targetHost: Proxy.example, targetPort: 80}}"),
-            "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"Proxy.example\" (must "
+  EXPECT_EQ(error_of("{tunnel: {targetHost: Proxy.example, targetPort: 80}}"), "") << "upper case, as Istio takes it";
+  EXPECT_EQ(error_of("{tunnel: {targetHost: proxy_1.example, targetPort: 80}}"),
+            "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"proxy_1.example\" (must "
             "contain only lowercase letters, digits, '-' and '.')");
   EXPECT_EQ(error_of("{tunnel: {targetHost: 10.0.0.300, targetPort: 80}}"),
             "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"10.0.0.300\" (a DNS "
@@ -1607,7 +1608,26 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "spec.http[0].headers.request.set.Host: the host header cannot be changed by header operations (use "
             "rewrite.authority)");
   EXPECT_EQ(error_of("    headers: {response: {remove: [\"bad header\"]}}\n"),
-            "spec.http[0].headers.response.remove[0]: must be a header name (letters, digits, '-', '_')");
+            "spec.http[0].headers.response.remove[0]: a header name other than an HTTP token (letters, digits and "
+            "!#$%&'*+-.^_`|~) is not supported by cxds")
+      << "Istio takes it";
+  EXPECT_EQ(error_of("    headers: {response: {remove: [\":status\"]}}\n"),
+            "spec.http[0].headers.response.remove[0]: must be a header name (an HTTP token: letters, digits and "
+            "!#$%&'*+-.^_`|~)")
+      << "Istio refuses a ':' prefix in an operation";
+  EXPECT_EQ(error_of("    headers: {request: {set: {x.trace~id: v}}}\n"), "") << "an HTTP token";
+  // Match names: an HTTP token; a JWT claim and a pseudo-header, which Istio takes too, are not
+  // served.
+  EXPECT_EQ(error_of("    match: [{headers: {\"x.custom!\": {exact: a}}, withoutHeaders: {\"X_B\": {exact: b}}}]\n"), "");
+  EXPECT_EQ(error_of("    match: [{headers: {\"@request.auth.claims.group\": {exact: a}}}]\n"),
+            "spec.http[0].match[0].headers.@request.auth.claims.group: routing by JWT claim is not supported by cxds "
+            "(it needs a RequestAuthentication, which cxds does not read)");
+  EXPECT_EQ(error_of("    match: [{withoutHeaders: {\":path\": {prefix: /a}}}]\n"),
+            "spec.http[0].match[0].withoutHeaders.:path: matching the pseudo-header :path is not supported by cxds: "
+            "match uri, method, authority or scheme instead");
+  EXPECT_EQ(error_of("    match: [{headers: {\"a b\": {exact: a}}}]\n"),
+            "spec.http[0].match[0].headers.a b: must be a header name (an HTTP token: letters, digits and "
+            "!#$%&'*+-.^_`|~)");
   EXPECT_EQ(error_of("    rewrite: {uri: v2}\n"), "spec.http[0].rewrite.uri: must start with /");
   EXPECT_EQ(error_of("    rewrite: {}\n"), "spec.http[0].rewrite: needs uri, authority or uriRegexRewrite");
   EXPECT_EQ(error_of("    rewrite: {uri: /x, uriRegexRewrite: {match: a, rewrite: b}}\n"),
@@ -1828,7 +1848,14 @@ spec:
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [Shop/a.example.com]\n"),
             "spec.servers[0].hosts[0]: the namespace of \"Shop/a.example.com\" must be *, . or a namespace");
   EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [\"a.*.com\"]\n"),
-            "spec.servers[0].hosts[0]: host \"a.*.com\" may use '*' only as a whole first label (\"*.example.com\")");
+            "spec.servers[0].hosts[0]: host \"a.*.com\": may use '*' only as a whole first label (\"*.example.com\")");
+  // Valid in Istio, not served by cxds: said so.
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [\"*-shop.example.com\"]\n"),
+            "spec.servers[0].hosts[0]: host \"*-shop.example.com\": a '*' that begins a label (\"*-foo.example.com\") "
+            "is not supported by cxds: write '*' as a whole first label (\"*.example.com\")");
+  EXPECT_EQ(server("  - port: {number: 80, name: http, protocol: HTTP}\n    hosts: [\"edge/Shop.example.com\"]\n"),
+            "spec.servers[0].hosts[0]: host \"Shop.example.com\": upper-case letters are not supported by cxds "
+            "(Istio accepts them; DNS names compare ignoring case, so write the host in lower case)");
   EXPECT_EQ(server("  - port: {number: 70000, name: http, protocol: HTTP}\n    hosts: [a.example.com]\n"),
             "spec.servers[0].port.number: must be an integer from 1 to 65535, got \"70000\"");
   EXPECT_EQ(server("  - port: {number: 443, name: tls, protocol: TLS}\n    hosts: [a.example.com]\n"),
@@ -1987,6 +2014,11 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
               "unset or naming mesh), as Istio validates; it may be bound to Gateways only")
         << gateways;
   }
+  // Valid in Istio, not served by cxds: said so.
+  EXPECT_EQ(OnlyError("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  "
+                      "hosts: [Shop.example.com]\n  http: [{route: [{destination: {host: shop.example.com}}]}]\n"),
+            "spec.hosts[0]: upper-case letters are not supported by cxds (Istio accepts them; DNS names compare "
+            "ignoring case, so write the host in lower case)");
 
   const auto route = [](const std::string& match) {
     return "  tls:\n  - match: [" + match + "]\n    route: [{destination: {host: api.example.com}}]\n";
@@ -2010,6 +2042,9 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
             "under one (spec.hosts: api.example.com, *.cdn.example.com)")
       << "*.cdn.example.com does not match cdn.example.com itself";
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [\"API.example.com\"]}")),
+            "spec.tls[0].match[0].sniHosts[0]: upper-case letters are not supported by cxds (Istio accepts them; DNS "
+            "names compare ignoring case, so write the host in lower case)");
+  EXPECT_EQ(OnlyError(head + route("{sniHosts: [\"api_1.example.com\"]}")),
             "spec.tls[0].match[0].sniHosts[0]: must contain only lowercase letters, digits, '-' and '.'");
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], port: 0}")),
             "spec.tls[0].match[0].port: must be an integer from 1 to 65535, got \"0\"");
