@@ -1618,7 +1618,8 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
   EXPECT_EQ(error_of("    headers: {request: {set: {x.trace~id: v}}}\n"), "") << "an HTTP token";
   // Match names: an HTTP token; a JWT claim and a pseudo-header, which Istio takes too, are not
   // served.
-  EXPECT_EQ(error_of("    match: [{headers: {\"x.custom!\": {exact: a}}, withoutHeaders: {\"X_B\": {exact: b}}}]\n"), "");
+  EXPECT_EQ(error_of("    match: [{headers: {\"x.custom!\": {exact: a}}, withoutHeaders: {\"X_B\": {exact: b}}}]\n"),
+            "");
   EXPECT_EQ(error_of("    match: [{headers: {\"@request.auth.claims.group\": {exact: a}}}]\n"),
             "spec.http[0].match[0].headers.@request.auth.claims.group: routing by JWT claim is not supported by cxds "
             "(it needs a RequestAuthentication, which cxds does not read)");
