@@ -1699,7 +1699,12 @@ HttpRouteDestination ReadDestination(Reader& r, const YAML::Node& target, const 
   if (!r.IsMap(target, tf)) return dest;
   r.OnlyKeys(target, tf, {"host", "subset", "port"});
   dest.host = r.String(target, "host", tf, true).value_or("");
-  CheckHost(r, target["host"], Reader::Join(tf, "host"), dest.host, /*allow_wildcard=*/false);
+  // A wildcard names a ServiceEntry's wildcard host, as Istio takes it; "*" alone names none.
+  if (dest.host == "*") {
+    r.Error(target["host"], Reader::Join(tf, "host"), "must not be \"*\", as Istio validates (it names no host)");
+  } else {
+    CheckHost(r, target["host"], Reader::Join(tf, "host"), dest.host, /*allow_wildcard=*/true);
+  }
   dest.subset = r.String(target, "subset", tf, false).value_or("");
   if (!dest.subset.empty() && !IsDnsLabel(dest.subset)) {
     r.Error(target["subset"], Reader::Join(tf, "subset"), "must be a DNS label (a-z, 0-9, '-')");

@@ -2015,6 +2015,13 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
               "unset or naming mesh), as Istio validates; it may be bound to Gateways only")
         << gateways;
   }
+  // A destination may be a wildcard host (a ServiceEntry's), but not "*", as Istio validates.
+  const std::string to =
+      "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  "
+      "hosts: [shop.example.com]\n  http: [{route: [{destination: {host: ";
+  EXPECT_EQ(OnlyError(to + "\"*.eu.example.com\"}}]}]\n"), "");
+  EXPECT_EQ(OnlyError(to + "\"*\"}}]}]\n"),
+            "spec.http[0].route[0].destination.host: must not be \"*\", as Istio validates (it names no host)");
   // Valid in Istio, not served by cxds: said so.
   EXPECT_EQ(OnlyError("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v}\nspec:\n  "
                       "hosts: [Shop.example.com]\n  http: [{route: [{destination: {host: shop.example.com}}]}]\n"),

@@ -2683,6 +2683,50 @@ spec:
   EXPECT_EQ(first_cluster(""), "outbound|8080||api.mesh.local");
 }
 
+// A route's destination may name a ServiceEntry's wildcard host, as Istio takes it: the route
+// goes to that host's cluster, outbound|PORT||*.HOST, which the entry's endpoints make.
+TEST_F(GeneratorsTest, ARouteMayGoToAWildcardHost) {
+  Apply("eu.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: eu}
+spec:
+  hosts: ["*.eu.example.com"]
+  ports: [{number: 80, name: http}]
+  resolution: DNS
+  endpoints: [{address: eu-lb.example.com}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: reviews}
+spec:
+  hosts: [reviews.example.com]
+  ports: [{number: 80, name: http}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.5}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews.example.com]
+  http:
+  - route: [{destination: {host: "*.eu.example.com"}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string sidecar = "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
+  const auto config = RoutesFor(sidecar, false, "80");
+  const envoy::config::route::v3::VirtualHost* reviews = nullptr;
+  for (const auto& vhost : config.virtual_hosts()) {
+    if (vhost.name() == "reviews.example.com:80") reviews = &vhost;
+  }
+  ASSERT_NE(reviews, nullptr) << config.DebugString();
+  ASSERT_EQ(reviews->routes_size(), 1);
+  EXPECT_EQ(reviews->routes(0).route().cluster(), "outbound|80||*.eu.example.com");
+  std::map<std::string, envoy::config::cluster::v3::Cluster> clusters = ClustersFor(sidecar);
+  ASSERT_TRUE(clusters.contains("outbound|80||*.eu.example.com"));
+  EXPECT_EQ(clusters["outbound|80||*.eu.example.com"].type(), envoy::config::cluster::v3::Cluster::STRICT_DNS);
+}
+
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
 // Envoy resolves, a subset's only those it selects; without endpoints, the host itself.
 TEST_F(GeneratorsTest, DnsServiceEntriesAreClustersOfNamesForEnvoyOnly) {
