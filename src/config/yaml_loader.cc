@@ -2858,7 +2858,12 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   sc.workload_selector = Selector(r, spec, "spec");
   const YAML::Node egress = spec["egress"];
   if (!egress.IsDefined()) {
-    r.Error(spec, "spec.egress", "is required (cxds scopes egress)");
+    // Istio takes a Sidecar of any one of these fields, each refused above as not served; an
+    // empty one it refuses too.
+    if (!spec["ingress"].IsDefined() && !spec["outboundTrafficPolicy"].IsDefined() &&
+        !spec["inboundConnectionPool"].IsDefined()) {
+      r.Error(spec, "spec.egress", "is required (an empty Sidecar is refused, as Istio validates; cxds scopes egress)");
+    }
     return sc;
   }
   if (!r.IsSeq(egress, "spec.egress")) return sc;
@@ -2878,7 +2883,7 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
         continue;
       }
       if (std::string problem = HostProblem(host.substr(host.find('/') + 1), true); !problem.empty()) {
-        r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"), StrCat("host of \"", host, "\" ", problem));
+        r.Error(egress[i]["hosts"], Reader::Join(f, "hosts"), StrCat("host of \"", host, "\": ", problem));
         continue;
       }
       sc.egress_hosts.push_back(host);

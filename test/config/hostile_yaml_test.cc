@@ -374,6 +374,20 @@ spec:
   for (const ConfigError& e : parsed.errors) EXPECT_EQ(e.message.find("invalid"), std::string::npos) << e.message;
 }
 
+// A Sidecar of outboundTrafficPolicy alone is valid Istio that cxds does not serve: said so, and
+// nothing else (no "egress is required"); an empty one Istio refuses too.
+TEST(HostileYamlTest, ASidecarWithoutEgressIsRefusedForWhatItHas) {
+  const std::string head = "apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s}\n";
+  const ParsedFile policy = ParseConfigFile("x.yaml", head + "spec: {outboundTrafficPolicy: {mode: REGISTRY_ONLY}}\n");
+  ASSERT_EQ(policy.errors.size(), 1u) << Errors(policy);
+  EXPECT_EQ(policy.errors[0].field, "spec.outboundTrafficPolicy");
+  const ParsedFile empty = ParseConfigFile("x.yaml", head + "spec: {}\n");
+  ASSERT_EQ(empty.errors.size(), 1u) << Errors(empty);
+  EXPECT_EQ(empty.errors[0].field, "spec.egress");
+  EXPECT_EQ(empty.errors[0].message,
+            "is required (an empty Sidecar is refused, as Istio validates; cxds scopes egress)");
+}
+
 TEST(HostileYamlTest, NamespacesMustBeDnsLabels) {
   const ParsedFile parsed = ParseConfigFile("x.yaml",
                                             "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
