@@ -863,8 +863,10 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   std::vector<ServicePort> ports;
   const YAML::Node node = spec["ports"];
   const std::string list = Reader::Join(field, "ports");
-  if (!node.IsDefined()) {
-    r.Error(spec, list, "is required");
+  if (!node.IsDefined() || (!k8s && node.IsNull())) {
+    // Kubernetes requires a Service's ports; Istio takes a ServiceEntry without any, which then
+    // serves nothing (no cluster, route or listener), as in istiod.
+    if (k8s) r.Error(spec, list, "is required");
     return ports;
   }
   if (!r.IsSeq(node, list)) return ports;
@@ -1438,8 +1440,12 @@ MeshObject ReadServiceEntry(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     }
   } else if (resolution == "DNS" || resolution == "DNS_ROUND_ROBIN") {
     se.resolution = resolution == "DNS" ? ServiceEntry::Resolution::kDns : ServiceEntry::Resolution::kDnsRoundRobin;
+  } else if (resolution == "DYNAMIC_DNS") {
+    r.Error(spec["resolution"], "spec.resolution",
+            "resolution DYNAMIC_DNS (names resolved per request by a dynamic forward proxy) is not supported by cxds; "
+            "set DNS to have the hosts resolved");
   } else if (resolution != "STATIC") {
-    r.Error(spec["resolution"], "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN");
+    r.Error(spec["resolution"], "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS");
   }
   if (auto location = r.String(spec, "location", "spec", false);
       location.has_value() && *location != "MESH_INTERNAL" && *location != "MESH_EXTERNAL") {

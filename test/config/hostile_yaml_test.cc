@@ -1,6 +1,7 @@
 // Hostile and broken config input: every case is an error with file and line (or a refusal of
 // the whole file), never an exception, a crash or a silently wrong object.
 #include <string>
+#include <variant>
 
 #include "config/yaml_loader.h"
 #include "gtest/gtest.h"
@@ -386,6 +387,26 @@ TEST(HostileYamlTest, ASidecarWithoutEgressIsRefusedForWhatItHas) {
   EXPECT_EQ(empty.errors[0].field, "spec.egress");
   EXPECT_EQ(empty.errors[0].message,
             "is required (an empty Sidecar is refused, as Istio validates; cxds scopes egress)");
+}
+
+// A ServiceEntry without ports is valid Istio: accepted, serving nothing; resolution DYNAMIC_DNS
+// is valid Istio that cxds does not serve.
+TEST(HostileYamlTest, ServiceEntriesAsIstioTakesThem) {
+  const std::string head =
+      "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: e}\nspec:\n  hosts: [a.example.com]\n";
+  const ParsedFile portless = ParseConfigFile("x.yaml", head + "  resolution: DNS\n");
+  ASSERT_EQ(portless.documents.size(), 1u) << Errors(portless);
+  EXPECT_TRUE(std::get<ServiceEntry>(portless.documents[0].object).ports.empty());
+  const ParsedFile null_ports = ParseConfigFile("x.yaml", head + "  resolution: DNS\n  ports: ~\n");
+  EXPECT_EQ(null_ports.documents.size(), 1u) << Errors(null_ports);
+  const ParsedFile dynamic =
+      ParseConfigFile("x.yaml", head + "  resolution: DYNAMIC_DNS\n  ports: [{number: 80, name: http}]\n");
+  EXPECT_TRUE(HasError(dynamic, "spec.resolution",
+                       "resolution DYNAMIC_DNS (names resolved per request by a dynamic "
+                       "forward proxy) is not supported by cxds"))
+      << Errors(dynamic);
+  const ParsedFile unknown = ParseConfigFile("x.yaml", head + "  resolution: MAGIC\n");
+  EXPECT_TRUE(HasError(unknown, "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS"));
 }
 
 TEST(HostileYamlTest, NamespacesMustBeDnsLabels) {

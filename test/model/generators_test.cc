@@ -2727,6 +2727,31 @@ spec:
   EXPECT_EQ(clusters["outbound|80||*.eu.example.com"].type(), envoy::config::cluster::v3::Cluster::STRICT_DNS);
 }
 
+// A ServiceEntry without ports (valid Istio) serves nothing, as in istiod: no cluster, and the
+// push goes on for the rest.
+TEST_F(GeneratorsTest, AServiceEntryWithoutPortsServesNothing) {
+  Apply("portless.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: portless}
+spec:
+  hosts: [portless.example.com]
+  addresses: [127.0.0.40]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: portless}
+spec:
+  hosts: [portless.example.com]
+  http: [{route: [{destination: {host: portless.example.com}}]}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::map<std::string, envoy::config::cluster::v3::Cluster> clusters =
+      ClustersFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local");
+  EXPECT_FALSE(clusters.empty()) << "the rest of the mesh is served";
+  for (const auto& [name, cluster] : clusters) EXPECT_EQ(name.find("portless"), std::string::npos) << name;
+}
+
 // A DNS ServiceEntry is a STRICT_DNS cluster (DNS_ROUND_ROBIN: LOGICAL_DNS) holding the names
 // Envoy resolves, a subset's only those it selects; without endpoints, the host itself.
 TEST_F(GeneratorsTest, DnsServiceEntriesAreClustersOfNamesForEnvoyOnly) {
