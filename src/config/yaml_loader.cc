@@ -821,7 +821,8 @@ void CheckProtocol(Reader& r, const YAML::Node& node, const std::string& field, 
 
 std::string Protocol(Reader& r, const YAML::Node& port, const std::string& field) {
   std::optional<std::string> protocol = r.String(port, "protocol", field, false);
-  if (!protocol.has_value()) return "HTTP";
+  // "" is unset, as Istio reads it (its protocol then detected, which cxds serves as HTTP).
+  if (!protocol.has_value() || protocol->empty()) return "HTTP";
   const std::string upper = Upper(*protocol);
   CheckProtocol(r, port["protocol"], Reader::Join(field, "protocol"), upper, "protocol");
   return upper;
@@ -885,8 +886,14 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       if (port.protocol.empty()) {
         // Istio would sniff the protocol; cxds does not, and serves HTTP. An appProtocol it
         // cannot place is refused rather than guessed.
-        if (app.has_value())
-          CheckProtocol(r, p["appProtocol"], Reader::Join(f, "appProtocol"), Upper(*app), "appProtocol");
+        // (Kubernetes takes any appProtocol, and Istio detects the protocol of one it does not know.)
+        if (app.has_value()) {
+          r.Error(p["appProtocol"], Reader::Join(f, "appProtocol"),
+                  StrCat("appProtocol \"", TruncateUntrusted(*app, 64),
+                         "\" is not supported by cxds: Istio would detect the protocol from the traffic, which cxds "
+                         "does not do; use one cxds serves (http, http2, grpc, tcp, https, tls, mongo, mysql, redis, "
+                         "kubernetes.io/h2c, kubernetes.io/ws, kubernetes.io/wss)"));
+        }
         port.protocol = "HTTP";
       } else {
         CheckProtocol(r, app.has_value() ? p["appProtocol"] : p["name"],

@@ -405,6 +405,11 @@ TEST(HostileYamlTest, ServiceEntriesAsIstioTakesThem) {
                        "resolution DYNAMIC_DNS (names resolved per request by a dynamic "
                        "forward proxy) is not supported by cxds"))
       << Errors(dynamic);
+  const ParsedFile unset_protocol =
+      ParseConfigFile("x.yaml", head + "  resolution: DNS\n  ports: [{number: 80, name: web, protocol: \"\"}]\n");
+  ASSERT_EQ(unset_protocol.documents.size(), 1u) << Errors(unset_protocol);
+  EXPECT_EQ(std::get<ServiceEntry>(unset_protocol.documents[0].object).ports[0].protocol, "HTTP")
+      << "\"\" is unset, as Istio reads it";
   const ParsedFile unknown = ParseConfigFile("x.yaml", head + "  resolution: MAGIC\n");
   EXPECT_TRUE(HasError(unknown, "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS"));
 }

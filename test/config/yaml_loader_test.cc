@@ -2663,6 +2663,11 @@ spec:
       ParseConfigFile("svc.yaml", absl::StrReplaceAll(service, {{"LAST", "{name: x, port: 9091, appProtocol: mqtt}"}}));
   ASSERT_EQ(parsed.errors.size(), 1u) << Errors(parsed);
   EXPECT_EQ(parsed.errors[0].field, "spec.ports[3].appProtocol");
+  EXPECT_EQ(parsed.errors[0].message,
+            "appProtocol \"mqtt\" is not supported by cxds: Istio would detect the protocol from the traffic, which "
+            "cxds does not do; use one cxds serves (http, http2, grpc, tcp, https, tls, mongo, mysql, redis, "
+            "kubernetes.io/h2c, kubernetes.io/ws, kubernetes.io/wss)")
+      << "Kubernetes takes any appProtocol: not called invalid";
   const ParsedFile valid =
       ParseConfigFile("svc.yaml", absl::StrReplaceAll(service, {{"LAST", "{name: tls, port: 443}"}}));
   ASSERT_EQ(valid.documents.size(), 1u) << Errors(valid);
