@@ -3829,7 +3829,23 @@ bool IsKindWithoutXdsMeaning(std::string_view kind) {
                                                 "ResourceQuota",
                                                 "PriorityClass",
                                                 "NetworkPolicy",
-                                                "CustomResourceDefinition"};
+                                                "CustomResourceDefinition",
+                                                "Node",
+                                                "Lease",
+                                                "Event",
+                                                "PodTemplate",
+                                                "ControllerRevision",
+                                                "MutatingWebhookConfiguration",
+                                                "ValidatingWebhookConfiguration",
+                                                "ValidatingAdmissionPolicy",
+                                                "ValidatingAdmissionPolicyBinding",
+                                                "APIService",
+                                                "CertificateSigningRequest",
+                                                "CSIDriver",
+                                                "CSINode",
+                                                "VolumeAttachment",
+                                                "RuntimeClass",
+                                                "IngressClass"};
   return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
 }
 

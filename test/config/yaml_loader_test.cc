@@ -678,6 +678,11 @@ spec: {}
   EXPECT_TRUE(IsKindWithoutXdsMeaning("Deployment"));
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // read: its labels are its endpoints' labels
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Gateway"));
+  // What an istioctl or cluster dump holds beside the mesh.
+  EXPECT_TRUE(IsKindWithoutXdsMeaning("Node"));
+  EXPECT_TRUE(IsKindWithoutXdsMeaning("MutatingWebhookConfiguration"));
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("Endpoints")) << "traffic, not read: refused as not supported";
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("List")) << "its items would be lost unread";
 }
 
 // YAML text of `pem` as an indented block scalar (stringData).
