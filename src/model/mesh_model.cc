@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/strings.h"
@@ -880,8 +881,12 @@ const DestinationRule* MeshContext::DestinationRuleFor(const std::string& host, 
 std::string MeshContext::RuleSelectorKey(const std::string& proxy_namespace, const LabelMap& proxy_labels) const {
   auto selectors = destination_rules_.selectors.find(proxy_namespace);
   if (selectors == destination_rules_.selectors.end()) return "";
-  std::string key;
-  for (const LabelMap& selector : selectors->second) key += LabelsMatch(selector, proxy_labels) ? '1' : '0';
+  // The indices of the selectors met, so the key grows with what the proxy meets, not with the
+  // namespace's rules ("s" alone: none met).
+  std::string key = "s";
+  for (size_t i = 0; i < selectors->second.size(); ++i) {
+    if (LabelsMatch(selectors->second[i], proxy_labels)) absl::StrAppend(&key, key.size() > 1 ? "," : "", i);
+  }
   return key;
 }
 

@@ -182,8 +182,8 @@ class MeshContext final : public PushContext {
   // rules with a workload selector.
   const DestinationRule* DestinationRuleFor(const std::string& host, const std::string& proxy_namespace,
                                             const LabelMap* proxy_labels = nullptr) const;
-  // Which workload selectors of the rules of `proxy_namespace` `proxy_labels` meet, one
-  // character each ("" when the namespace has none): proxies with equal keys get the same rules.
+  // Which workload selectors of the rules of `proxy_namespace` `proxy_labels` meet, by index
+  // ("" when the namespace has none): proxies with equal keys get the same rules.
   std::string RuleSelectorKey(const std::string& proxy_namespace, const LabelMap& proxy_labels) const;
   bool has_rule_selectors() const { return !destination_rules_.selectors.empty(); }
   const MergedDestinationRules& destination_rules() const { return destination_rules_; }

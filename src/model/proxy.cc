@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/strings.h"
@@ -288,11 +289,16 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     route_key_ = StrCat(route_key_, "|rules:", selected);
   }
   if (!context.source_conditions().empty()) {
+    // The indices of the conditions met (a proxy meets few of a mesh's many).
     route_key_ += "|source:";
-    for (const MeshContext::SourceCondition& condition : context.source_conditions()) {
+    bool first = true;
+    for (size_t i = 0; i < context.source_conditions().size(); ++i) {
+      const MeshContext::SourceCondition& condition = context.source_conditions()[i];
       const bool meets = LabelsMatch(condition.labels, labels_) &&
                          (condition.namespace_name.empty() || condition.namespace_name == namespace_name_);
-      route_key_ += meets ? '1' : '0';
+      if (!meets) continue;
+      absl::StrAppend(&route_key_, first ? "" : ",", i);
+      first = false;
     }
   }
   if (node_idle_timeout_.has_value()) idle_key_ = StrCat("|idle:", absl::ToInt64Nanoseconds(*node_idle_timeout_));

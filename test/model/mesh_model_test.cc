@@ -785,6 +785,10 @@ spec:
   EXPECT_EQ(mesh.RuleSelectorKey("shop", {{"app", "canary"}}), mesh.RuleSelectorKey("shop", {{"app", "canary"}}));
   EXPECT_NE(mesh.RuleSelectorKey("shop", {{"app", "canary"}}), mesh.RuleSelectorKey("shop", {}));
   EXPECT_EQ(mesh.RuleSelectorKey("other", {{"app", "canary"}}), "") << "no selector there";
+  EXPECT_EQ(mesh.RuleSelectorKey("shop", {}), "s") << "none met: the key does not grow with the rules";
+  EXPECT_THAT(mesh.RuleSelectorKey("shop", {{"app", "canary"}, {"track", "beta"}}),
+              ::testing::MatchesRegex("s[0-9]+,[0-9]+"))
+      << "the indices of the selectors met";
 
   // A rule without a selector exported to "." alone, as istiod's merge takes it: merged into the
   // earlier rule with a selector (exported alike, "."), and not kept on its own.
