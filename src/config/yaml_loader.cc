@@ -613,13 +613,20 @@ class Reader {
 // Why `host` cannot name a service, or "" if it can: DNS labels of lowercase letters, digits
 // and '-', at most 253 characters, optionally after a "*." wildcard. Anything else would
 // collide in cluster names ("outbound|PORT|SUBSET|HOST" is split on '|') or in route matching.
+// What Istio takes and cxds does not (upper-case letters; a first label "*foo" or "*-foo",
+// which cxds's host matching takes only whole) is said so, once the host is valid to Istio.
 std::string HostProblem(std::string_view host, bool allow_wildcard) {
   if (host.empty()) return "must not be empty";
   if (host.size() > 253) return StrCat("is ", host.size(), " characters long; a host has at most 253");
-  std::string_view rest = host;
+  const std::string lower = absl::AsciiStrToLower(std::string(host));
+  std::string_view rest = lower;
+  bool partial_wildcard = false;
   if (allow_wildcard && (rest == "*" || rest.starts_with("*."))) {
     if (rest == "*") return "";
     rest.remove_prefix(2);
+  } else if (allow_wildcard && rest.starts_with('*')) {
+    rest.remove_prefix(rest.starts_with("*-") ? 2 : 1);
+    partial_wildcard = true;
   }
   size_t start = 0;
   while (start <= rest.size()) {
@@ -627,26 +634,23 @@ std::string HostProblem(std::string_view host, bool allow_wildcard) {
     if (dot == std::string_view::npos) dot = rest.size();
     const std::string_view label = rest.substr(start, dot - start);
     if (label.empty() || label.size() > 63) return "must be DNS labels of 1 to 63 characters separated by '.'";
-    for (size_t i = 0; i < label.size(); ++i) {
-      const char c = label[i];
+    for (const char c : label) {
       if (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-') {
         continue;
       }
-      // What Istio accepts and cxds does not: upper-case letters, and a wildcard that begins
-      // the first label ("*-foo.example.com"), which cxds's host matching takes only whole.
-      if (std::isupper(static_cast<unsigned char>(c))) {
-        return "upper-case letters are not supported by cxds (Istio accepts them; DNS names compare ignoring case, so "
-               "write the host in lower case)";
-      }
-      if (c == '*' && allow_wildcard && start == 0 && i == 0 && rest == host) {
-        return "a '*' that begins a label (\"*-foo.example.com\") is not supported by cxds: write '*' as a whole "
-               "first label (\"*.example.com\")";
-      }
       return c == '*' ? "may use '*' only as a whole first label (\"*.example.com\")"
-                      : "must contain only lowercase letters, digits, '-' and '.'";
+                      : "must contain only letters, digits, '-' and '.'";
     }
     if (label.front() == '-' || label.back() == '-') return "DNS labels must not start or end with '-'";
     start = dot + 1;
+  }
+  if (partial_wildcard) {
+    return "a '*' that begins a label (\"*-foo.example.com\") is not supported by cxds: write '*' as a whole "
+           "first label (\"*.example.com\")";
+  }
+  if (lower != host) {
+    return "upper-case letters are not supported by cxds (Istio accepts them; DNS names compare ignoring case, so "
+           "write the host in lower case)";
   }
   return "";
 }
@@ -864,10 +868,12 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   std::vector<ServicePort> ports;
   const YAML::Node node = spec["ports"];
   const std::string list = Reader::Join(field, "ports");
-  if (!node.IsDefined() || (!k8s && node.IsNull())) {
-    // Kubernetes requires a Service's ports; Istio takes a ServiceEntry without any, which then
-    // serves nothing (no cluster, route or listener), as in istiod.
-    if (k8s) r.Error(spec, list, "is required");
+  // Istio takes a ServiceEntry without ports, and Kubernetes a headless Service: they serve
+  // nothing (no cluster, route or listener), as in istiod.
+  const YAML::Node cluster_ip = k8s ? spec["clusterIP"] : YAML::Node();
+  const bool headless = cluster_ip.IsDefined() && cluster_ip.IsScalar() && cluster_ip.Scalar() == "None";
+  if (!node.IsDefined() || ((!k8s || headless) && node.IsNull())) {
+    if (k8s && !headless) r.Error(spec, list, "is required");
     return ports;
   }
   if (!r.IsSeq(node, list)) return ports;
@@ -883,10 +889,17 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       port.number = r.Uint(p, "port", f, true, 1, 65535).value_or(0);
       const std::optional<std::string> app = r.String(p, "appProtocol", f, false);
       port.protocol = KubernetesPortProtocol(r.String(p, "name", f, false).value_or(""), app);
+      // As Istio's ConvertProtocol: a port it cannot place by name is TCP on the well-known
+      // ports of SMTP, DNS, MySQL and MongoDB (no detection there).
+      if (port.protocol.empty() &&
+          (port.number == 25 || port.number == 53 || port.number == 3306 || port.number == 27017)) {
+        port.protocol = "TCP";
+      }
       if (port.protocol.empty()) {
         // Istio would sniff the protocol; cxds does not, and serves HTTP. An appProtocol it
         // cannot place is refused rather than guessed.
-        // (Kubernetes takes any appProtocol, and Istio detects the protocol of one it does not know.)
+        // (Kubernetes takes any appProtocol of a qualified name's form, and Istio detects the
+        // protocol of one it does not know.)
         if (app.has_value()) {
           r.Error(p["appProtocol"], Reader::Join(f, "appProtocol"),
                   StrCat("appProtocol \"", TruncateUntrusted(*app, 64),
@@ -926,7 +939,7 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
     }
     ports.push_back(std::move(port));
   }
-  if (ports.empty() && node.size() == 0) r.Error(node, list, "must not be empty");
+  if (k8s && !headless && ports.empty() && node.size() == 0) r.Error(node, list, "must not be empty");
   return ports;
 }
 
@@ -1627,6 +1640,14 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
   return fault;
 }
 
+// An HTTP token (RFC 7230): letters, digits and !#$%&'*+-.^_`|~, at most 256 here.
+bool IsHttpToken(std::string_view name) {
+  static constexpr std::string_view kTokenMarks = "!#$%&'*+-.^_`|~";
+  return !name.empty() && name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kTokenMarks.find(c) != std::string_view::npos;
+  });
+}
+
 // A header name as Istio takes one: an HTTP token (RFC 7230: letters, digits and
 // !#$%&'*+-.^_`|~). To match, Istio also takes a pseudo-header and a JWT claim
 // (@request.auth.claims.NAME); in an operation, any name without a ':' prefix. `host` is not
@@ -1634,13 +1655,16 @@ std::optional<FaultInjection> ReadFault(Reader& r, const YAML::Node& node, const
 // way).
 bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field, const std::string& name,
                      bool operation) {
-  static constexpr std::string_view kTokenMarks = "!#$%&'*+-.^_`|~";
-  const bool token = !name.empty() && name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || kTokenMarks.find(c) != std::string_view::npos;
-  });
-  if (!token) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (operation && (lower == "host" || lower == ":authority")) {
+    // Istio takes these in request set/add as the authority rewrite.
+    r.Error(node, field,
+            "changing the host header by header operations is not supported by cxds (use rewrite.authority)");
+    return false;
+  }
+  if (!IsHttpToken(name)) {
     static constexpr std::string_view kPseudo[] = {":method", ":scheme", ":authority", ":path", ":status"};
-    if (!operation && name.starts_with("@request.auth.claims")) {
+    if (!operation && lower.starts_with("@request.auth.claims")) {
       r.Error(node, field,
               "routing by JWT claim is not supported by cxds (it needs a RequestAuthentication, which cxds does not "
               "read)");
@@ -1654,10 +1678,6 @@ bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field
     } else {
       r.Error(node, field, "must be a header name (an HTTP token: letters, digits and !#$%&'*+-.^_`|~)");
     }
-    return false;
-  }
-  if (operation && absl::AsciiStrToLower(name) == "host") {
-    r.Error(node, field, "the host header cannot be changed by header operations (use rewrite.authority)");
     return false;
   }
   return true;
@@ -1803,7 +1823,7 @@ std::vector<std::string> ReadGatewayNames(Reader& r, const YAML::Node& node, con
       r.Error(at, field,
               StrCat("gateway \"", name.substr(0, 64), "\": the namespace must be a DNS label (a-z, 0-9, '-')"));
     } else if (std::string problem = HostProblem(gateway_name, false); !problem.empty()) {
-      r.Error(at, field, StrCat("gateway \"", name.substr(0, 64), "\": the name ", problem));
+      r.Error(at, field, StrCat("gateway \"", name.substr(0, 64), "\": the name: ", problem));
     } else {
       out.push_back(StrCat(gateway_ns, "/", gateway_name));
     }
@@ -1984,11 +2004,10 @@ std::optional<HttpRoute::CorsPolicy> ReadCorsPolicy(Reader& r, const YAML::Node&
       if (!list[i].IsScalar()) continue;  // said by Strings
       // Envoy joins them with commas: a name holding one would be two.
       const std::string& token = list[i].Scalar();
-      if (token.empty() || token.size() > 256 || !std::all_of(token.begin(), token.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '*';
-          })) {
+      // An HTTP token (RFC 7230), as Istio's ValidateCORSHTTPHeaderName takes it, or "*".
+      if (!(token == "*" || IsHttpToken(token))) {
         r.Error(list[i], Reader::Index(Reader::Join(f, key), i),
-                "must be a method or header name (letters, digits, '-', '_', or *)");
+                "must be a method or header name (an HTTP token: letters, digits and !#$%&'*+-.^_`|~), or *");
       }
     }
   };
@@ -2880,6 +2899,11 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     return sc;
   }
   if (!r.IsSeq(egress, "spec.egress")) return sc;
+  if (egress.size() == 0 && !spec["ingress"].IsDefined() && !spec["outboundTrafficPolicy"].IsDefined() &&
+      !spec["inboundConnectionPool"].IsDefined()) {
+    r.Error(egress, "spec.egress", "must not be empty (an empty Sidecar is refused, as Istio validates)");
+    return sc;
+  }
   for (size_t i = 0; i < egress.size(); ++i) {
     const std::string f = Reader::Index("spec.egress", i);
     if (!r.IsMap(egress[i], f)) continue;
@@ -3830,7 +3854,6 @@ bool IsKindWithoutXdsMeaning(std::string_view kind) {
                                                 "PriorityClass",
                                                 "NetworkPolicy",
                                                 "CustomResourceDefinition",
-                                                "Node",
                                                 "Lease",
                                                 "Event",
                                                 "PodTemplate",

@@ -1450,7 +1450,8 @@ std::vector<std::string> NamesToResolve(const ObjectMap& objects) {
   std::set<std::string> names;
   for (const auto& [key, stored] : objects) {
     const auto* se = std::get_if<ServiceEntry>(&stored->object);
-    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic) continue;
+    // (An entry without ports serves nothing: its names are not looked up.)
+    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic || se->ports.empty()) continue;
     if (se->endpoints.empty()) names.insert(se->hosts.begin(), se->hosts.end());
     for (const WorkloadEndpoint& endpoint : se->endpoints) names.insert(endpoint.address);
   }

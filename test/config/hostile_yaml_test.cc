@@ -219,8 +219,8 @@ spec:
   endpoints: [{address: 127.0.0.1}]
 )" + std::string("---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: d}\nspec: {host: ") +
                                                           std::string(300, 'h') + ", subsets: [{name: \"v|1\"}]}\n");
-  EXPECT_TRUE(HasError(parsed, "spec.hosts[0]", "lowercase letters, digits")) << Errors(parsed);
-  EXPECT_TRUE(HasError(parsed, "spec.hosts[1]", "lowercase letters, digits")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[0]", "only letters, digits")) << Errors(parsed);
+  EXPECT_TRUE(HasError(parsed, "spec.hosts[1]", "only letters, digits")) << Errors(parsed);
   EXPECT_TRUE(HasError(parsed, "spec.hosts[2]", "upper-case letters are not supported by cxds")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "spec.hosts[3]", "")) << "a leading wildcard label is a valid host";
   EXPECT_FALSE(HasError(parsed, "spec.hosts[4]", ""));
@@ -382,6 +382,11 @@ TEST(HostileYamlTest, ASidecarWithoutEgressIsRefusedForWhatItHas) {
   const ParsedFile policy = ParseConfigFile("x.yaml", head + "spec: {outboundTrafficPolicy: {mode: REGISTRY_ONLY}}\n");
   ASSERT_EQ(policy.errors.size(), 1u) << Errors(policy);
   EXPECT_EQ(policy.errors[0].field, "spec.outboundTrafficPolicy");
+  const ParsedFile no_hosts =
+      ParseConfigFile("x.yaml", head + "spec: {workloadSelector: {labels: {a: b}}, egress: []}\n");
+  ASSERT_EQ(no_hosts.errors.size(), 1u) << Errors(no_hosts);
+  EXPECT_EQ(no_hosts.errors[0].message, "must not be empty (an empty Sidecar is refused, as Istio validates)")
+      << "else its proxies would see no host at all";
   const ParsedFile empty = ParseConfigFile("x.yaml", head + "spec: {}\n");
   ASSERT_EQ(empty.errors.size(), 1u) << Errors(empty);
   EXPECT_EQ(empty.errors[0].field, "spec.egress");
@@ -410,8 +415,29 @@ TEST(HostileYamlTest, ServiceEntriesAsIstioTakesThem) {
   ASSERT_EQ(unset_protocol.documents.size(), 1u) << Errors(unset_protocol);
   EXPECT_EQ(std::get<ServiceEntry>(unset_protocol.documents[0].object).ports[0].protocol, "HTTP")
       << "\"\" is unset, as Istio reads it";
+  const ParsedFile empty_ports = ParseConfigFile("x.yaml", head + "  resolution: DNS\n  ports: []\n");
+  EXPECT_EQ(empty_ports.documents.size(), 1u) << "[] is none, as Istio reads it: " << Errors(empty_ports);
   const ParsedFile unknown = ParseConfigFile("x.yaml", head + "  resolution: MAGIC\n");
   EXPECT_TRUE(HasError(unknown, "spec.resolution", "must be one of NONE, STATIC, DNS, DNS_ROUND_ROBIN, DYNAMIC_DNS"));
+}
+
+// Kubernetes Services as Kubernetes takes them: a headless one without ports (serving nothing);
+// a port Istio cannot place by name is TCP on the well-known ports, as Istio's ConvertProtocol.
+TEST(HostileYamlTest, KubernetesServicePortsAsIstioReadsThem) {
+  const std::string head = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: shop}\nspec:\n";
+  const ParsedFile headless = ParseConfigFile("x.yaml", head + "  clusterIP: None\n  selector: {app: s}\n");
+  EXPECT_EQ(headless.documents.size(), 1u) << Errors(headless);
+  const ParsedFile portless = ParseConfigFile("x.yaml", head + "  selector: {app: s}\n");
+  EXPECT_TRUE(HasError(portless, "spec.ports", "is required")) << "Kubernetes requires them";
+  const ParsedFile mysql = ParseConfigFile(
+      "x.yaml",
+      head + "  ports: [{name: db, port: 3306}, {name: web, port: 8080}, {port: 27017, appProtocol: mqtt}]\n");
+  ASSERT_EQ(mysql.documents.size(), 1u) << Errors(mysql);
+  const auto& ports = std::get<K8sService>(mysql.documents[0].object).ports;
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_EQ(ports[0].protocol, "TCP");
+  EXPECT_EQ(ports[1].protocol, "HTTP") << "not a well-known port: cxds serves HTTP where Istio would sniff";
+  EXPECT_EQ(ports[2].protocol, "TCP");
 }
 
 TEST(HostileYamlTest, NamespacesMustBeDnsLabels) {

@@ -586,7 +586,7 @@ TEST(YamlLoaderTest, TunnelIsReadAsIstioValidatesIt) {
   EXPECT_EQ(error_of("{tunnel: {targetHost: Proxy.example, targetPort: 80}}"), "") << "upper case, as Istio takes it";
   EXPECT_EQ(error_of("{tunnel: {targetHost: proxy_1.example, targetPort: 80}}"),
             "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"proxy_1.example\" (must "
-            "contain only lowercase letters, digits, '-' and '.')");
+            "contain only letters, digits, '-' and '.')");
   EXPECT_EQ(error_of("{tunnel: {targetHost: 10.0.0.300, targetPort: 80}}"),
             "spec.trafficPolicy.tunnel.targetHost: must be a DNS name or an IP address, got \"10.0.0.300\" (a DNS "
             "name's last label cannot be all digits)");
@@ -679,7 +679,8 @@ spec: {}
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Pod"));  // read: its labels are its endpoints' labels
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Gateway"));
   // What an istioctl or cluster dump holds beside the mesh.
-  EXPECT_TRUE(IsKindWithoutXdsMeaning("Node"));
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("Node")) << "istiod takes Pods' localities from their Nodes' labels";
+  EXPECT_TRUE(IsKindWithoutXdsMeaning("Lease"));
   EXPECT_TRUE(IsKindWithoutXdsMeaning("MutatingWebhookConfiguration"));
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Endpoints")) << "traffic, not read: refused as not supported";
   EXPECT_FALSE(IsKindWithoutXdsMeaning("List")) << "its items would be lost unread";
@@ -1610,8 +1611,24 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
   const std::string head = kOneRouteVirtualService;
   const auto error_of = [&](const std::string& more) { return OnlyError(head + more); };
   EXPECT_EQ(error_of("    headers: {request: {set: {Host: x}}}\n"),
-            "spec.http[0].headers.request.set.Host: the host header cannot be changed by header operations (use "
-            "rewrite.authority)");
+            "spec.http[0].headers.request.set.Host: changing the host header by header operations is not supported "
+            "by cxds (use rewrite.authority)");
+  EXPECT_EQ(error_of("    headers: {request: {add: {\":authority\": x}}}\n"),
+            "spec.http[0].headers.request.add.:authority: changing the host header by header operations is not "
+            "supported by cxds (use rewrite.authority)")
+      << "Istio takes it as the authority rewrite";
+  EXPECT_EQ(error_of("    match: [{headers: {\"@Request.Auth.Claims.group\": {exact: a}}}]\n"),
+            "spec.http[0].match[0].headers.@Request.Auth.Claims.group: routing by JWT claim is not supported by cxds "
+            "(it needs a RequestAuthentication, which cxds does not read)")
+      << "Istio compares the prefix ignoring case";
+  EXPECT_EQ(
+      error_of("    corsPolicy: {allowOrigins: [{exact: \"https://a.example\"}], allowHeaders: [x.custom, \"*\"], "
+               "exposeHeaders: [x-b]}\n"),
+      "")
+      << "CORS header names are HTTP tokens too";
+  EXPECT_EQ(error_of("    corsPolicy: {allowOrigins: [{exact: \"https://a.example\"}], allowHeaders: [\"a,b\"]}\n"),
+            "spec.http[0].corsPolicy.allowHeaders[0]: must be a method or header name (an HTTP token: letters, digits "
+            "and !#$%&'*+-.^_`|~), or *");
   EXPECT_EQ(error_of("    headers: {response: {remove: [\"bad header\"]}}\n"),
             "spec.http[0].headers.response.remove[0]: a header name other than an HTTP token (letters, digits and "
             "!#$%&'*+-.^_`|~) is not supported by cxds")
@@ -1769,7 +1786,8 @@ TEST(YamlLoaderTest, ACorsPolicyIsReadAndItsNamesChecked) {
   const auto error_of = [](const std::string& more) { return OnlyError(kOneRouteVirtualService + more); };
   EXPECT_EQ(
       error_of("    corsPolicy: {allowMethods: [\"GET,POST\"]}\n"),
-      "spec.http[0].corsPolicy.allowMethods[0]: must be a method or header name (letters, digits, '-', '_', or *)");
+      "spec.http[0].corsPolicy.allowMethods[0]: must be a method or header name (an HTTP token: letters, digits and "
+      "!#$%&'*+-.^_`|~), or *");
   EXPECT_EQ(error_of("    corsPolicy: {allowOrigins: [{regex: \"(\"}]}\n"),
             "spec.http[0].corsPolicy.allowOrigins[0].regex: is not an RE2 regular expression: missing ): (");
   EXPECT_EQ(error_of("    corsPolicy: {allowOrigin: [\"*\"], allowOrigins: [{exact: a}]}\n"),
@@ -2058,7 +2076,7 @@ TEST(YamlLoaderTest, TlsRoutesAreReadWithIstiosSniHostRules) {
             "spec.tls[0].match[0].sniHosts[0]: upper-case letters are not supported by cxds (Istio accepts them; DNS "
             "names compare ignoring case, so write the host in lower case)");
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [\"api_1.example.com\"]}")),
-            "spec.tls[0].match[0].sniHosts[0]: must contain only lowercase letters, digits, '-' and '.'");
+            "spec.tls[0].match[0].sniHosts[0]: must contain only letters, digits, '-' and '.'");
   EXPECT_EQ(OnlyError(head + route("{sniHosts: [api.example.com], port: 0}")),
             "spec.tls[0].match[0].port: must be an integer from 1 to 65535, got \"0\"");
   EXPECT_EQ(OnlyError(head + "  tls:\n  - match: [{sniHosts: [api.example.com]}]\n    route:\n"

@@ -77,6 +77,32 @@ TEST(MeshAnalysisTest, ACleanMeshHasNoFindingsAndAPortWithoutEndpointsIsOne) {
   EXPECT_TRUE(listed);
 }
 
+// A route to a host without ports (a ServiceEntry listing none, valid Istio) goes to no cluster:
+// reported, and the entry's DNS names are not looked up.
+TEST(MeshAnalysisTest, ARouteToAHostWithoutPortsIsReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("portless.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: portless, namespace: shop}
+spec:
+  hosts: [portless.example.com]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-portless, namespace: shop}
+spec:
+  hosts: [front.example.com]
+  http: [{route: [{destination: {host: portless.example.com}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ::testing::Contains("portless.yaml:8: VirtualService shop/to-portless: spec.http[0].route[0].destination."
+                                  "host: host portless.example.com has no ports, so it has no cluster: requests "
+                                  "routed here fail [IST0101]"));
+  EXPECT_THAT(NamesToResolve(*store.Snapshot()), IsEmpty()) << "an entry that serves nothing is not resolved";
+}
+
 TEST(MeshAnalysisTest, TheOldestVirtualServiceOfAHostIsServedAndTheOtherIsReported) {
   ConfigStore store = AnalyzedStore();
   store.ApplyFile("mesh.yaml", kMesh);
