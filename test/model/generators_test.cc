@@ -2255,6 +2255,29 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(grpc_routes[0].route().request_mirror_policies_size(), 0);
 }
 
+// Header names are HTTP tokens as Istio takes them ("x.trace|id"): each reaches Envoy's matcher
+// and header operations as written, within Envoy's rules, and gRPC's matcher too.
+TEST_F(GeneratorsTest, HeaderNamesOfHttpTokensReachTheProxiesAsWritten) {
+  Apply("routes.yaml", std::string(kInventoryRoutesHead) + R"(  - name: api
+    match: [{headers: {"x.trace|id": {exact: a}}, withoutHeaders: {"x~b": {exact: b}}}]
+    headers: {request: {set: {"x.set!": v}}, response: {remove: ["x'gone"]}}
+    route: [{destination: {host: inventory.mesh.local, subset: v1}}]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  for (const bool grpc : {false, true}) {
+    const auto route = OnlyInventoryRoute(grpc);
+    EXPECT_THAT(PgvChecker().Check(route), ::testing::IsEmpty()) << route.DebugString();
+    ASSERT_EQ(route.match().headers_size(), 2) << route.DebugString();
+    EXPECT_EQ(route.match().headers(0).name(), "x.trace|id");
+    EXPECT_EQ(route.match().headers(1).name(), "x~b");
+    EXPECT_TRUE(route.match().headers(1).invert_match());
+    if (grpc) continue;  // gRPC has no header operations (GrpcIgnoredRouteFields)
+    ASSERT_EQ(route.request_headers_to_add_size(), 1);
+    EXPECT_EQ(route.request_headers_to_add(0).header().key(), "x.set!");
+    EXPECT_THAT(route.response_headers_to_remove(), ::testing::ElementsAre("x'gone"));
+  }
+}
+
 // rewrite.uriRegexRewrite is RouteAction.regex_rewrite; `mirrors` is one mirror policy each, as
 // istiod writes it: a percentage in millionths, the default 100 in hundredths, none at 0%.
 // Envoy only: gRPC implements neither (gRFC A28).
