@@ -3734,6 +3734,16 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
                                             static_cast<int>(doc["kind"].Mark().line + 1)});  // the kind line
       continue;
     }
+    if (api_version.starts_with("gateway.networking.k8s.io/") ||
+        api_version.starts_with("gateway.networking.x-k8s.io/")) {
+      // The Kubernetes Gateway API (its Gateway shares a kind name with Istio's): valid input
+      // cxds does not read, refused as a whole, as an unknown kind is.
+      r.Error(doc["apiVersion"], "apiVersion",
+              StrCat("the Kubernetes Gateway API (", api_version.substr(0, 64), ", kind ", kind.substr(0, 64),
+                     ") is not supported by cxds: write Istio's Gateway and VirtualService (networking.istio.io)"));
+      out.unidentified_failure = true;
+      continue;
+    }
     if (info == nullptr) {
       r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
               kind.empty() ? "is required"
