@@ -94,7 +94,7 @@ spec:
   endpoints: [{address: 127.0.0.1}]
 `);
   await errorFor('bad-hosts.yaml', /spec\.address: must be an IPv4 or IPv6 address/);
-  await errorFor('bad-hosts.yaml', /spec\.hosts\[0\]: must contain only lowercase/);
+  await errorFor('bad-hosts.yaml', /spec\.hosts\[0\]: must contain only letters, digits/);
   e2e.check(true, 'a hostname address and a host with "|" are refused with file:line:field');
   splitHolds('after a hostname address and a "|" host');
   fs.rmSync(path.join(config, 'bad-hosts.yaml'));
