@@ -3,6 +3,8 @@
 // endpoint move and a route change cause.
 #include "model/generators.h"
 
+#include <functional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -185,12 +187,34 @@ class GeneratorsTest : public ::testing::Test {
     if (grpc) (*node_.mutable_metadata()->mutable_fields())["GENERATOR"].set_string_value("grpc");
     if (!ns.empty()) (*node_.mutable_metadata()->mutable_fields())["NAMESPACE"].set_string_value(ns);
     return h;
-  }  // The listeners (by name) a gateway proxy `id` labelled istio=ingressgateway is sent.
-  std::map<std::string, envoy::config::listener::v3::Listener> IngressListeners(const std::string& id) {
-    auto h = Connect(id, false);
+  }
+  // What a new stream of the Envoy gateway proxy `id` labelled istio=ingressgateway, that proved
+  // `identity`, is sent when it first asks for `names` of `type`.
+  std::vector<DiscoveryResponse> AskAsIngress(const std::string& id, const std::string& type,
+                                              std::vector<std::string> names, const PeerIdentity& identity = {}) {
+    auto h = Connect(id, false, "", identity);
     LabelIngressGateway(node_);
-    h->Send(First(std::string(kListenerType), {}));
-    const auto responses = h->Take();
+    h->Send(First(type, std::move(names)));
+    return h->Take();
+  }
+  // What a stream of that gateway proxy, holding Secret `name` ACKed, is sent by the push of
+  // `change` (which applies config).
+  std::vector<DiscoveryResponse> SecretPushedAfter(const std::string& id, const PeerIdentity& identity,
+                                                   const std::string& name, const std::function<void()>& change) {
+    auto stream = Connect(id, false, "", identity);
+    LabelIngressGateway(node_);
+    stream->Send(First(std::string(kSecretType), {name}));
+    std::vector<DiscoveryResponse> first = stream->Take();
+    EXPECT_EQ(first.size(), 1u);
+    if (first.size() != 1) return {};
+    stream->Send(Ack(first[0], {name}));
+    change();
+    EXPECT_TRUE(pipeline_->Push(last_request_).ok());
+    return stream->Take();
+  }
+  // The listeners (by name) a gateway proxy `id` labelled istio=ingressgateway is sent.
+  std::map<std::string, envoy::config::listener::v3::Listener> IngressListeners(const std::string& id) {
+    const auto responses = AskAsIngress(id, std::string(kListenerType), {});
     EXPECT_EQ(responses.size(), 1u);
     std::map<std::string, envoy::config::listener::v3::Listener> listeners;
     for (int i = 0; responses.size() == 1 && i < responses[0].resources_size(); ++i) {
@@ -4054,6 +4078,13 @@ spec:
                                             "kubernetes://rsa-cert-cacert"));
 }
 
+// Notes as "RESOURCE FIELD: REASON", to compare whole.
+std::vector<std::string> DescribeNotes(const std::vector<ProxyConfigNote>& notes) {
+  std::vector<std::string> out;
+  for (const ProxyConfigNote& note : notes) out.push_back(StrCat(note.resource, " ", note.field, ": ", note.reason));
+  return out;
+}
+
 // A PEM text as a YAML block scalar under a Secret's stringData key.
 std::string PemBlock(const std::string& pem) {
   std::string out = "|\n";
@@ -4202,11 +4233,8 @@ spec:
   proven.spiffe_id = "spiffe://cluster.local/ns/edge/sa/ingress";
   const auto ask = [&](const std::string& id, const PeerIdentity& identity, const std::string& type,
                        std::vector<std::string> names) -> std::optional<DiscoveryResponse> {
-    auto h = Connect(id, false, "", identity);
-    LabelIngressGateway(node_);
-    h->Send(First(type, std::move(names)));
     // Nothing of what a named subscription asks for exists for it: no response at all.
-    auto responses = h->Take();
+    auto responses = AskAsIngress(id, type, std::move(names), identity);
     EXPECT_LE(responses.size(), 1u);
     if (responses.empty()) return std::nullopt;
     EXPECT_GT(responses[0].resources_size(), 0) << "an empty answer to a named subscription";
@@ -4319,15 +4347,9 @@ spec:
   // A rotated certificate reaches the gateway's open stream on the next push.
   {
     ASSERT_TRUE(pki.MakeLeaf("shop-2", "ca", "DNS:shop.example.com"));
-    auto stream = Connect(router, false, "", proven);
-    LabelIngressGateway(node_);
-    stream->Send(First(std::string(kSecretType), {"kubernetes://shop-cert"}));
-    std::vector<DiscoveryResponse> first = stream->Take();
-    ASSERT_EQ(first.size(), 1u);
-    stream->Send(Ack(first[0], {"kubernetes://shop-cert"}));
-    Apply("secrets.yaml", secrets(pki.Read("shop-2.crt"), pki.Read("shop-2.key")));
-    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-    std::vector<DiscoveryResponse> rotated = stream->Take();
+    const std::vector<DiscoveryResponse> rotated = SecretPushedAfter(router, proven, "kubernetes://shop-cert", [&] {
+      Apply("secrets.yaml", secrets(pki.Read("shop-2.crt"), pki.Read("shop-2.key")));
+    });
     ASSERT_EQ(rotated.size(), 1u);
     ASSERT_EQ(rotated[0].resources_size(), 1);
     EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(rotated[0], 0)
@@ -4389,11 +4411,7 @@ spec:
   envoy::config::core::v3::Node labelled = gateway_node;
   LabelIngressGateway(labelled);
   const ProxyInfo info = ParseProxyInfo(labelled);
-  const auto describe = [](const std::vector<ProxyConfigNote>& notes) {
-    std::vector<std::string> out;
-    for (const ProxyConfigNote& note : notes) out.push_back(StrCat(note.resource, " ", note.field, ": ", note.reason));
-    return out;
-  };
+  const auto describe = DescribeNotes;
   const std::vector<std::string> left_out = {
       "listener port 8443 spec.servers[2]: every SNI name of it on port 8443 is already served by an earlier server "
       "(Envoy matches each name once)",
@@ -4450,10 +4468,7 @@ spec:
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
   PeerIdentity proven = ProvenEdgeIngress();
   const auto ask = [&](const std::string& type, std::vector<std::string> names) {
-    auto h = Connect(router, false, "", proven);
-    LabelIngressGateway(node_);
-    h->Send(First(type, std::move(names)));
-    return h->Take();
+    return AskAsIngress(router, type, std::move(names), proven);
   };
 
   const std::vector<DiscoveryResponse> lds = ask(std::string(kListenerType), {});
@@ -4480,14 +4495,10 @@ spec:
   node.set_id(router);
   LabelIngressGateway(node);
   const auto notes = [&]() {
-    std::vector<std::string> out;
     const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
     EXPECT_NE(mesh, nullptr);
-    if (mesh == nullptr) return out;
-    for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(node), proven, {"edge/ingress"})) {
-      out.push_back(StrCat(note.resource, " ", note.field, ": ", note.reason));
-    }
-    return out;
+    return mesh == nullptr ? std::vector<std::string>{}
+                           : DescribeNotes(GatewayConfigNotes(*mesh, ParseProxyInfo(node), proven, {"edge/ingress"}));
   };
   EXPECT_THAT(notes(), ::testing::ElementsAre("kubernetes://partners-cacert spec.servers[0].tls.caCertCredentialName: "
                                               "not served: no Secret partners-cacert with a CA, and Secret partners "
@@ -4513,16 +4524,11 @@ spec:
   // A new CA in Secret partners reaches the gateway's open stream on the next push.
   {
     ASSERT_TRUE(pki.MakeCa("partners-ca-2"));
-    auto stream = Connect(router, false, "", proven);
-    LabelIngressGateway(node_);
-    stream->Send(First(std::string(kSecretType), {"kubernetes://partners-cacert"}));
-    std::vector<DiscoveryResponse> first = stream->Take();
-    ASSERT_EQ(first.size(), 1u);
-    stream->Send(Ack(first[0], {"kubernetes://partners-cacert"}));
-    Apply("partners.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: partners, namespace: edge}\n",
-                                  "stringData:\n  ca.crt: ", PemBlock(pki.Read("partners-ca-2.crt"))));
-    ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-    std::vector<DiscoveryResponse> rotated = stream->Take();
+    const std::vector<DiscoveryResponse> rotated =
+        SecretPushedAfter(router, proven, "kubernetes://partners-cacert", [&] {
+          Apply("partners.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: partners, namespace: edge}\n",
+                                        "stringData:\n  ca.crt: ", PemBlock(pki.Read("partners-ca-2.crt"))));
+        });
     ASSERT_EQ(rotated.size(), 1u);
     ASSERT_EQ(rotated[0].resources_size(), 1);
     EXPECT_EQ(Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(rotated[0], 0)
@@ -4826,10 +4832,7 @@ spec:
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
   const auto ask = [&](const std::string& type, std::vector<std::string> names) {
-    auto h = Connect(router, false);
-    LabelIngressGateway(node_);
-    h->Send(First(type, std::move(names)));
-    return h->Take();
+    return AskAsIngress(router, type, std::move(names));
   };
   auto listeners = IngressListeners(router);
   // 9444's server has no route: no listener (Envoy refuses one without chains).
