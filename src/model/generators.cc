@@ -2323,6 +2323,13 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
 
 }  // namespace
 
+namespace {
+// The SDS name a server's Secret is sent as.
+std::string SdsName(const Gateway::Server::SecretRef& ref) {
+  return ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
+}
+}  // namespace
+
 std::string AddressDomain(const std::string& address) {
   return address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
 }
@@ -2352,8 +2359,7 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
     for (const GatewayServer& entry : plan.servers) {
       for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
         // The first use of a name decides (credential "x-cacert" and the CA of "x" share one).
-        names.try_emplace(ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential),
-                          SecretUse{ref.credential, ref.ca});
+        names.try_emplace(SdsName(ref), SecretUse{ref.credential, ref.ca});
       }
     }
   }
@@ -2544,7 +2550,7 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
                     " not matched by this server: an earlier server of the port has them")});
       }
       for (const Gateway::Server::SecretRef& ref : server.SecretRefs()) {
-        const std::string name = ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
+        const std::string name = SdsName(ref);
         const std::string field = StrCat("spec.servers[", index, "].tls.", ref.field);
         // As UsedSecretNames decides: the first server to use a name gives its meaning.
         const auto [first, inserted] = meanings.try_emplace(name, ref.credential, ref.ca);

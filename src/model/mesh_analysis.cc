@@ -49,9 +49,7 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
                               "), so proxies there do not see it: requests routed here fail")});
       } else if (service->ports.empty()) {
         out.push_back({key, field + ".host", "IST0101",
-                       StrCat("host ", host,
-                              " has no ports, so it has no cluster: "
-                              "requests routed here fail")});
+                       StrCat("host ", host, " has no ports, so it has no cluster: requests routed here fail")});
       } else if (d.port != 0 && std::none_of(service->ports.begin(), service->ports.end(),
                                              [&](const ServicePort& p) { return p.number == d.port; })) {
         out.push_back({key, field + ".port.number", "IST0101",
