@@ -18,6 +18,10 @@ std::string GatewayCaSecretName(const std::string& credential_name) {
   return StrCat("kubernetes://", credential_name, "-cacert");
 }
 
+std::string SdsName(const Gateway::Server::SecretRef& ref) {
+  return ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
+}
+
 std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server) {
   return StrCat("https.", server.port, ".", server.port_name, ".", gateway.meta.name, ".", gateway.meta.namespace_name);
 }

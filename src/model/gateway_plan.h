@@ -81,6 +81,8 @@ GatewayChains PlanGatewayChains(const MeshContext& mesh, uint32_t port, const Ga
 // https.PORT.PORT_NAME.GATEWAY.NAMESPACE.
 std::string GatewaySecretName(const std::string& credential_name);
 std::string GatewayCaSecretName(const std::string& credential_name);
+// The SDS name a server's Secret reference is sent as: one of the two above.
+std::string SdsName(const Gateway::Server::SecretRef& ref);
 std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server);
 
 }  // namespace cxds

@@ -2323,13 +2323,6 @@ class SecretGenerator final : public TypedGenerator<MeshContext> {
 
 }  // namespace
 
-namespace {
-// The SDS name a server's Secret is sent as.
-std::string SdsName(const Gateway::Server::SecretRef& ref) {
-  return ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
-}
-}  // namespace
-
 std::string AddressDomain(const std::string& address) {
   return address.find(':') != std::string::npos ? StrCat("[", address, "]") : address;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
@@ -488,6 +489,47 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
+// Servers that send different Secrets under one SDS name (the certificate of Secret "x-cacert" and
+// the CA of Secret "x" are both kubernetes://x-cacert) on the proxies that `plans` are of: Envoy
+// is sent what the first server in plan order means, as UsedSecretNames decides, so a later one
+// is not served as meant (as /debug/config_status says per proxy). `alone`: the clashes said of
+// each Gateway by itself, (gateway, server index, SDS name); `across` (a pair of Gateways): only
+// clashes with a server of the other Gateway that its Gateway alone does not have.
+using SdsClash = std::tuple<const Gateway*, size_t, std::string>;
+void SdsNameClashes(const std::map<uint32_t, GatewayPort>& plans,
+                    const std::map<const Gateway*, const ConfigKey*>& keys, bool across, std::set<SdsClash>& alone,
+                    std::vector<ConfigWarning>& out) {
+  struct Meaning {
+    Gateway::Server::SecretRef ref;
+    const Gateway* gateway;
+    size_t index;
+  };
+  std::map<std::string, Meaning> meanings;  // SDS name -> its first use
+  for (const auto& [port, plan] : plans) {
+    for (const GatewayServer& entry : plan.servers) {
+      const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
+      for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
+        const auto [first, inserted] = meanings.try_emplace(SdsName(ref), Meaning{ref, entry.gateway, index});
+        const Meaning& meant = first->second;
+        if (inserted || (meant.ref.credential == ref.credential && meant.ref.ca == ref.ca)) continue;
+        if (across && (meant.gateway == entry.gateway || alone.contains({entry.gateway, index, first->first}))) {
+          continue;
+        }
+        if (!across) alone.emplace(entry.gateway, index, first->first);
+        const auto key = keys.find(entry.gateway);
+        if (key == keys.end()) continue;
+        out.push_back({*key->second, StrCat("spec.servers[", index, "].tls.", ref.field), "cxds_gateway_sds_name_clash",
+                       StrCat("not served as meant", across ? " on gateway proxies that both Gateways pick" : "",
+                              ": its ", ref.ca ? "CA of Secret " : "certificate of Secret ", ref.credential,
+                              " is sent as ", first->first, ", which Gateway ", meant.gateway->meta.namespace_name, "/",
+                              meant.gateway->meta.name, " spec.servers[", meant.index, "] already uses for the ",
+                              meant.ref.ca ? "CA of Secret " : "certificate of Secret ", meant.ref.credential,
+                              ": Envoy is sent that one")});
+      }
+    }
+  }
+}
+
 // Gateways are planned with the VirtualServices exported to every namespace: a narrowly exported
 // one counts only for gateway proxies of the namespaces it names, which a Gateway does not say
 // (/debug/config_status judges those per proxy).
@@ -495,7 +537,8 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
 // whose labels include both selectors (one selector within the other: the wider label set
 // has both) gets both Gateways' servers on one listener per port, planned in GatewaysFor order.
 // Said on the server left out, naming the other Gateway. At most kMaxGatewayPairs pairs.
-void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::set<SdsClash>& sds_alone,
+                  std::vector<ConfigWarning>& out) {
   constexpr size_t kMaxGatewayPairs = 10000;
   std::vector<std::pair<ConfigKey, const Gateway*>> gateways;
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kGateway)) {
@@ -517,7 +560,9 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
       const Gateway* second = gateways[j].second;
       if (!LabelsMatch(first->selector, second->selector) && !LabelsMatch(second->selector, first->selector)) continue;
       ++pairs;
-      for (const auto& [port, plan] : PlanGatewayPorts(mesh, {first, second}, "")) {
+      const std::map<uint32_t, GatewayPort> plans = PlanGatewayPorts(mesh, {first, second}, "");
+      SdsNameClashes(plans, {{first, &gateways[i].first}, {second, &gateways[j].first}}, true, sds_alone, out);
+      for (const auto& [port, plan] : plans) {
         for (const GatewayServer& left_out : plan.left_out) {
           const size_t index = static_cast<size_t>(left_out.server - left_out.gateway->servers.data());
           if (alone.contains({left_out.gateway, index})) continue;
@@ -539,6 +584,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::vector<
 // of one Gateway that its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or tls
 // route matches not routed there (PlanGatewayChains).
 void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
+  std::set<SdsClash> sds_alone;
   std::map<std::string, std::pair<bool, bool>> material;  // Secret name -> (certificate, CA), any namespace
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kSecret)) {
     const auto* secret = std::get_if<K8sTlsSecret>(&stored->object);
@@ -583,7 +629,9 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
         }
       }
     }
-    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {
+    const std::map<uint32_t, GatewayPort> plans = PlanGatewayPorts(mesh, {gateway}, "");
+    SdsNameClashes(plans, {{gateway, &key}}, false, sds_alone, out);
+    for (const auto& [port, plan] : plans) {
       for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
         out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
       }
@@ -601,7 +649,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
       }
     }
   }
-  GatewayPairs(served, mesh, out);
+  GatewayPairs(served, mesh, sds_alone, out);
 }
 
 // Services and ServiceEntries exported to no namespace ("~"): valid in Istio, and served to no
@@ -764,6 +812,7 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_tls_route_unused",
                                                   "cxds_gateway_server_left_out",
                                                   "cxds_gateway_tls_ignored",
+                                                  "cxds_gateway_sds_name_clash",
                                                   "cxds_gateway_only",
                                                   "pilot_destrule_subsets",
                                                   "cxds_delegate_conflict",

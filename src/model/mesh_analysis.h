@@ -40,6 +40,10 @@
 //                                 (a PASSTHROUGH server's; on an HTTP server, anything but
 //                                 httpsRedirect; files beside a credentialName; a SIMPLE
 //                                 server's CA), with the reason
+//   cxds_gateway_sds_name_clash   a Gateway server whose Secret (certificate or CA) is sent under
+//                                 an SDS name an earlier server of the same proxies uses for
+//                                 another Secret's (credential "x-cacert" and the CA of "x"):
+//                                 Envoy gets the earlier one's, so this one is not served as meant
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
 //   cxds_exported_to_none         a Service or ServiceEntry exported to no namespace ("~"):

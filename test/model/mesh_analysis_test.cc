@@ -852,6 +852,74 @@ spec:
                           "one kind of server (plain HTTP, plain TCP or TLS) per port [cxds_gateway_server_left_out]"));
 }
 
+// One SDS name for two Secrets: the certificate of Secret "shop-cacert" and the CA of Secret "shop"
+// are both kubernetes://shop-cacert, and Envoy is sent the first server's. Said of one Gateway's
+// servers, and of two Gateways that pick one proxy (once: not again where a Gateway alone has it).
+TEST(MeshAnalysisTest, SecretsSentUnderOneSdsNameAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: a, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [a.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: b, namespace: edge}
+spec:
+  selector: {istio: ingressgateway, team: web}
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [b.example.com]
+    tls: {mode: MUTUAL, credentialName: shop}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: c, namespace: edge}
+spec:
+  selector: {istio: egressgateway}
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: [c.example.com]
+    tls: {mode: MUTUAL, credentialName: shop}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: d, namespace: edge}
+spec:
+  selector: {app: other}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [d.example.com]
+    tls: {mode: SIMPLE, credentialName: web-cacert}
+  - port: {number: 9443, name: https-mutual, protocol: HTTPS}
+    hosts: [d.example.com]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: web-cert, caCertCredentialName: web}
+  - port: {number: 9444, name: https-same, protocol: HTTPS}
+    hosts: [e.example.com]
+    tls: {mode: SIMPLE, credentialName: web-cacert}
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  std::vector<std::string> clashes;
+  for (const std::string& w : Strings(update.warnings)) {
+    if (w.find("[cxds_gateway_sds_name_clash]") != std::string::npos) clashes.push_back(w);
+  }
+  EXPECT_THAT(clashes,
+              ElementsAre("edge.yaml:31: Gateway edge/d: spec.servers[1].tls.caCertCredentialName: not served as "
+                          "meant: its CA of Secret web is sent as kubernetes://web-cacert, which Gateway edge/d "
+                          "spec.servers[0] already uses for the certificate of Secret web-cacert: Envoy is sent that "
+                          "one [cxds_gateway_sds_name_clash]",
+                          "edge.yaml:11: Gateway edge/b: spec.servers[0].tls.credentialName: not served as meant on "
+                          "gateway proxies that both Gateways pick: its CA of Secret shop is sent as "
+                          "kubernetes://shop-cacert, which Gateway edge/a spec.servers[0] already uses for the "
+                          "certificate of Secret shop-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]"));
+  EXPECT_EQ(store.WarningCounts()["cxds_gateway_sds_name_clash"], 2u);
+}
+
 // A TCP or passthrough server no route applies to takes no connections, and a tls route match
 // whose SNI name another server of the port owns is not routed: both said, on the object.
 TEST(MeshAnalysisTest, GatewayTcpAndTlsServersWithoutRoutesAreReported) {
