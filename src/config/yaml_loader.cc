@@ -1649,10 +1649,10 @@ bool IsHttpToken(std::string_view name) {
 }
 
 // A header name as Istio takes one: an HTTP token (RFC 7230: letters, digits and
-// !#$%&'*+-.^_`|~). To match, Istio also takes a pseudo-header and a JWT claim
-// (@request.auth.claims.NAME); in an operation, any name without a ':' prefix. `host` is not
-// one a proxy may rewrite through header operations (Envoy refuses it: rewrite.authority is the
-// way).
+// !#$%&'*+-.^_`|~). To match, Istio also takes a pseudo-header (kept: Envoy matches it as
+// istiod sends it) and a JWT claim (@request.auth.claims.NAME); in an operation, any name
+// without a ':' prefix. `host` is not one a proxy may rewrite through header operations (Envoy
+// refuses it: rewrite.authority is the way).
 bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field, const std::string& name,
                      bool operation) {
   const std::string lower = absl::AsciiStrToLower(name);
@@ -1662,16 +1662,13 @@ bool CheckHeaderName(Reader& r, const YAML::Node& node, const std::string& field
             "changing the host header by header operations is not supported by cxds (use rewrite.authority)");
     return false;
   }
+  static constexpr std::string_view kPseudo[] = {":method", ":scheme", ":authority", ":path", ":status"};
+  if (!operation && std::find(std::begin(kPseudo), std::end(kPseudo), name) != std::end(kPseudo)) return true;
   if (!IsHttpToken(name)) {
-    static constexpr std::string_view kPseudo[] = {":method", ":scheme", ":authority", ":path", ":status"};
     if (!operation && lower.starts_with("@request.auth.claims")) {
       r.Error(node, field,
               "routing by JWT claim is not supported by cxds (it needs a RequestAuthentication, which cxds does not "
               "read)");
-    } else if (!operation && std::find(std::begin(kPseudo), std::end(kPseudo), name) != std::end(kPseudo)) {
-      r.Error(node, field,
-              StrCat("matching the pseudo-header ", name,
-                     " is not supported by cxds: match uri, method, authority or scheme instead"));
     } else if (operation && !name.empty() && name.size() <= 256 && !name.starts_with(':')) {
       r.Error(node, field,
               "a header name other than an HTTP token (letters, digits and !#$%&'*+-.^_`|~) is not supported by cxds");

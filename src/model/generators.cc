@@ -1646,8 +1646,10 @@ void SetStringMatch(const StringMatch& match, envoy::type::matcher::v3::StringMa
 }
 
 bool MatchesWhatGrpcLacks(const HttpRoute::Match& match) {
+  const auto pseudo = [](const auto& header) { return header.first.starts_with(':'); };
   return match.method.has_value() || match.authority.has_value() || match.scheme.has_value() ||
-         !match.query_params.empty();
+         !match.query_params.empty() || std::any_of(match.headers.begin(), match.headers.end(), pseudo) ||
+         std::any_of(match.without_headers.begin(), match.without_headers.end(), pseudo);
 }
 
 // Istio's header operations: set replaces (OVERWRITE_IF_EXISTS_OR_ADD), add appends. `T` is a
@@ -2439,7 +2441,8 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http) {
     if (r.ignore_previous_hosts.has_value()) fields.push_back("retries.retryIgnorePreviousHosts");
   }
   if (std::any_of(http.match.begin(), http.match.end(), MatchesWhatGrpcLacks)) {
-    fields.push_back("match on method, authority, scheme or queryParams (the match is left out for gRPC)");
+    fields.push_back(
+        "match on method, authority, scheme, queryParams or a pseudo-header (the match is left out for gRPC)");
   }
   return fields;
 }

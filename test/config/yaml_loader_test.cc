@@ -1638,16 +1638,21 @@ TEST(YamlLoaderTest, RouteHeadersRewritesMirrorsAndMatchesAreChecked) {
             "!#$%&'*+-.^_`|~)")
       << "Istio refuses a ':' prefix in an operation";
   EXPECT_EQ(error_of("    headers: {request: {set: {x.trace~id: v}}}\n"), "") << "an HTTP token";
-  // Match names: an HTTP token; a JWT claim and a pseudo-header, which Istio takes too, are not
+  // Match names: an HTTP token or a pseudo-header; a JWT claim, which Istio takes too, is not
   // served.
   EXPECT_EQ(error_of("    match: [{headers: {\"x.custom!\": {exact: a}}, withoutHeaders: {\"X_B\": {exact: b}}}]\n"),
             "");
   EXPECT_EQ(error_of("    match: [{headers: {\"@request.auth.claims.group\": {exact: a}}}]\n"),
             "spec.http[0].match[0].headers.@request.auth.claims.group: routing by JWT claim is not supported by cxds "
             "(it needs a RequestAuthentication, which cxds does not read)");
-  EXPECT_EQ(error_of("    match: [{withoutHeaders: {\":path\": {prefix: /a}}}]\n"),
-            "spec.http[0].match[0].withoutHeaders.:path: matching the pseudo-header :path is not supported by cxds: "
-            "match uri, method, authority or scheme instead");
+  EXPECT_EQ(error_of("    match: [{withoutHeaders: {\":path\": {prefix: /a}}, headers: {\":status\": {exact: "
+                     "\"200\"}}}]\n"),
+            "")
+      << "Istio's five pseudo-headers";
+  EXPECT_EQ(error_of("    match: [{headers: {\":Path\": {prefix: /a}}}]\n"),
+            "spec.http[0].match[0].headers.:Path: must be a header name (an HTTP token: letters, digits and "
+            "!#$%&'*+-.^_`|~)")
+      << "as Istio's list has them";
   EXPECT_EQ(error_of("    match: [{headers: {\"a b\": {exact: a}}}]\n"),
             "spec.http[0].match[0].headers.a b: must be a header name (an HTTP token: letters, digits and "
             "!#$%&'*+-.^_`|~)");

@@ -2204,6 +2204,9 @@ spec:
     match:
     - {method: {exact: DELETE}, authority: {prefix: admin.}, scheme: {exact: https}, queryParams: {debug: {exact: "1"}}}
     route: [{destination: {host: inventory.mesh.local, subset: v2}}]
+  - name: pseudo
+    match: [{headers: {":path": {prefix: /internal/}}, withoutHeaders: {":method": {exact: GET}}}]
+    route: [{destination: {host: inventory.mesh.local, subset: v2}}]
   - name: api
     match:
     - uri: {prefix: /API/}
@@ -2224,14 +2227,15 @@ spec:
 )";
 
 // Envoy-only route features (gRFC A28 leaves them out of gRPC): Istio's translation for Envoy
-// nodes; for gRPC nodes the pseudo-header/query route is left out and the rest ignored.
+// nodes (pseudo-headers matched by name, as istiod sends them); for gRPC nodes the routes that
+// match pseudo-headers or the query are left out and the rest ignored.
 TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   Apply("routes.yaml", kEnvoyOnlyRoutes);
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
   const auto config = RoutesFor("sidecar~127.0.0.5~app-1.default~default.svc.cluster.local", false, "8080");
   ASSERT_EQ(config.virtual_hosts_size(), 1);
   const auto& routes = config.virtual_hosts(0).routes();
-  ASSERT_EQ(routes.size(), 2);
+  ASSERT_EQ(routes.size(), 3);
   const auto& admin = routes[0].match();
   ASSERT_EQ(admin.headers_size(), 3);
   EXPECT_EQ(admin.headers(0).name(), ":method");
@@ -2243,7 +2247,17 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   EXPECT_EQ(admin.query_parameters(0).name(), "debug");
   EXPECT_EQ(admin.query_parameters(0).string_match().exact(), "1");
 
-  const auto& api = routes[1];
+  const auto& pseudo = routes[1].match();
+  EXPECT_EQ(pseudo.prefix(), "/");
+  ASSERT_EQ(pseudo.headers_size(), 2);
+  EXPECT_EQ(pseudo.headers(0).name(), ":path");
+  EXPECT_EQ(pseudo.headers(0).string_match().prefix(), "/internal/");
+  EXPECT_FALSE(pseudo.headers(0).invert_match());
+  EXPECT_EQ(pseudo.headers(1).name(), ":method");
+  EXPECT_EQ(pseudo.headers(1).string_match().exact(), "GET");
+  EXPECT_TRUE(pseudo.headers(1).invert_match());
+
+  const auto& api = routes[2];
   EXPECT_EQ(api.match().prefix(), "/API/");
   EXPECT_FALSE(api.match().case_sensitive().value());
   ASSERT_EQ(api.match().headers_size(), 1);
@@ -2270,7 +2284,7 @@ TEST_F(GeneratorsTest, RouteMatchesRewritesHeadersAndMirrorsForEnvoyOnly) {
   const auto grpc_config = RoutesFor("grpc-client-1", true, "inventory.mesh.local:8080");
   ASSERT_EQ(grpc_config.virtual_hosts_size(), 1);
   const auto& grpc_routes = grpc_config.virtual_hosts(0).routes();
-  ASSERT_EQ(grpc_routes.size(), 1) << "the pseudo-header/query route is left out for gRPC";
+  ASSERT_EQ(grpc_routes.size(), 1) << "the pseudo-header and query routes are left out for gRPC";
   EXPECT_EQ(grpc_routes[0].name(), "api");
   EXPECT_FALSE(grpc_routes[0].match().case_sensitive().value()) << "gRPC implements case-insensitive paths";
   EXPECT_TRUE(grpc_routes[0].match().headers(0).invert_match()) << "and inverted header matches";
