@@ -3724,7 +3724,8 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     for (const KindInfo& k : Kinds()) {
       if (k.kind == kind) info = &k;
     }
-    if (IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) {
+    if ((IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) ||
+        (info == nullptr && !kind.empty() && IsApiGroupWithoutXdsMeaning(api_version))) {
       const YAML::Node metadata = doc["metadata"];
       const std::string ns = ScalarAt(metadata, "namespace");
       out.skipped.push_back(SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")),
@@ -3875,8 +3876,35 @@ bool IsKindWithoutXdsMeaning(std::string_view kind) {
                                                 "CSINode",
                                                 "VolumeAttachment",
                                                 "RuntimeClass",
-                                                "IngressClass"};
+                                                "IngressClass",
+                                                "PodSecurityPolicy"};
   return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
+}
+
+bool IsApiGroupWithoutXdsMeaning(std::string_view api_version) {
+  const size_t slash = api_version.find('/');
+  if (slash == std::string_view::npos || slash == 0) return false;
+  const std::string_view group = api_version.substr(0, slash);
+  // The groups of istiod's config schema (pkg/config/schema/metadata.yaml), and Kubernetes's
+  // multi-cluster services, which istiod reads when told to.
+  static constexpr std::string_view kReadByIstiod[] = {"networking.istio.io",
+                                                       "security.istio.io",
+                                                       "telemetry.istio.io",
+                                                       "extensions.istio.io",
+                                                       "gateway.networking.k8s.io",
+                                                       "gateway.networking.x-k8s.io",
+                                                       "inference.networking.k8s.io",
+                                                       "networking.k8s.io",
+                                                       "discovery.k8s.io",
+                                                       "multicluster.x-k8s.io",
+                                                       "apps",
+                                                       "autoscaling",
+                                                       "policy",
+                                                       "admissionregistration.k8s.io",
+                                                       "apiextensions.k8s.io",
+                                                       "certificates.k8s.io",
+                                                       "coordination.k8s.io"};
+  return std::find(std::begin(kReadByIstiod), std::end(kReadByIstiod), group) == std::end(kReadByIstiod);
 }
 
 std::string SkippedDocument::ToString() const { return StrCat(kind, " ", name, " (line ", line, ")"); }

@@ -91,4 +91,13 @@ std::string KubernetesPortProtocol(std::string_view name, std::optional<std::str
 // those are refused as not supported.
 bool IsKindWithoutXdsMeaning(std::string_view kind);
 
+// Whether `api_version` ("GROUP/VERSION") is of an API group istiod never reads (its config
+// schema's groups are Istio's own, the Kubernetes Gateway API and the Kubernetes groups of
+// Services, endpoints, Ingress and what it manages): an Argo CD Application, a Prometheus
+// ServiceMonitor, a cert-manager Certificate, a tool's own file such as Skaffold's. A document
+// of such a group whose kind cxds does not read has no meaning for xDS and is skipped (one of a
+// kind cxds reads stays an apiVersion error: a misspelt group must not pass unread). False for
+// the core group ("v1") and a missing group.
+bool IsApiGroupWithoutXdsMeaning(std::string_view api_version);
+
 }  // namespace cxds

@@ -686,6 +686,65 @@ spec: {}
   EXPECT_FALSE(IsKindWithoutXdsMeaning("List")) << "its items would be lost unread";
 }
 
+// Objects of API groups istiod never reads (operators' and tools' own kinds, kept beside the
+// mesh) are skipped as without meaning for xDS; Istio's and the Kubernetes groups istiod reads
+// keep their errors, and so does a kind cxds reads under a misspelt group.
+TEST(YamlLoaderTest, KindsOfGroupsIstiodNeverReadsAreSkipped) {
+  const ParsedFile parsed = ParseConfigFile("deploy.yaml", R"(apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: bookinfo, namespace: argocd}
+spec: {project: default}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: reviews}
+---
+apiVersion: skaffold/v2beta22
+kind: Config
+metadata: {name: build}
+---
+apiVersion: networking.isito.io/v1
+kind: VirtualService
+metadata: {name: typo}
+spec: {hosts: [a.mesh.local], http: [{route: [{destination: {host: a.mesh.local}}]}]}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: deny}
+---
+apiVersion: networking.istio.io/v1
+kind: ProxyConfig
+metadata: {name: pc}
+---
+apiVersion: v1
+kind: Binding
+metadata: {name: b}
+)");
+  EXPECT_TRUE(parsed.documents.empty());
+  ASSERT_EQ(parsed.skipped.size(), 3u) << Errors(parsed);
+  EXPECT_EQ(parsed.skipped[0].ToString(), "Application argocd/bookinfo (line 2)");
+  EXPECT_EQ(parsed.skipped[1].ToString(), "ServiceMonitor reviews (line 7)");
+  EXPECT_EQ(parsed.skipped[2].ToString(), "Config build (line 11)");
+  EXPECT_EQ(Errors(parsed),
+            "deploy.yaml:14: VirtualService default/typo: apiVersion: must be networking.istio.io/v1 for "
+            "VirtualService, got \"networking.isito.io/v1\"\n"
+            "deploy.yaml:20: kind: kind \"AuthorizationPolicy\" is not supported by cxds (supported: Service, "
+            "EndpointSlice, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and "
+            "Secrets of TLS material)\n"
+            "deploy.yaml:24: kind: kind \"ProxyConfig\" is not supported by cxds (supported: Service, EndpointSlice, "
+            "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and Secrets of TLS "
+            "material)\n"
+            "deploy.yaml:28: kind: kind \"Binding\" is not supported by cxds (supported: Service, EndpointSlice, Pod, "
+            "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and Secrets of TLS "
+            "material)\n");
+  EXPECT_TRUE(IsApiGroupWithoutXdsMeaning("cert-manager.io/v1"));
+  EXPECT_TRUE(IsApiGroupWithoutXdsMeaning("install.istio.io/v1alpha1")) << "IstioOperator: read by installers";
+  EXPECT_FALSE(IsApiGroupWithoutXdsMeaning("v1"));
+  EXPECT_FALSE(IsApiGroupWithoutXdsMeaning("telemetry.istio.io/v1"));
+  EXPECT_FALSE(IsApiGroupWithoutXdsMeaning("gateway.networking.k8s.io/v1"));
+  EXPECT_FALSE(IsApiGroupWithoutXdsMeaning("/v1"));
+}
+
 // YAML text of `pem` as an indented block scalar (stringData).
 std::string Block(const std::string& pem, const std::string& indent) {
   std::string out = "|\n";
