@@ -3707,8 +3707,73 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>
   }
 }
 
-void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
+// Whether `kind` is one of the kinds a list of that kind ("ServiceList") may hold: one cxds
+// reads or skips.
+bool IsListedKind(std::string_view kind) {
+  return IsKindWithoutXdsMeaning(kind) ||
+         std::any_of(Kinds().begin(), Kinds().end(), [&](const KindInfo& k) { return k.kind == kind; });
+}
+
+// The documents of `docs` with every list replaced by its items, in order, so that a dump is read
+// as the objects it holds: `kubectl get -o yaml` prints a v1 List whose items carry their own
+// kind and apiVersion; the API server prints a KIND-List (a ServiceList) whose items omit them,
+// and each item then takes the list's. An item is read, and its errors placed, where it is
+// written. Lists do not nest in Kubernetes: a list among the items is an error.
+std::vector<YAML::Node> ExpandLists(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
+  std::vector<YAML::Node> expanded;
+  expanded.reserve(docs.size());
+  const auto scalar = [](const YAML::Node& doc, const char* key) {
+    const YAML::Node value = doc[key];
+    return value.IsDefined() && value.IsScalar() ? value.Scalar() : std::string();
+  };
   for (const YAML::Node& doc : docs) {
+    const std::string kind = doc.IsMap() ? scalar(doc, "kind") : "";
+    const std::string api_version = doc.IsMap() ? scalar(doc, "apiVersion") : "";
+    const bool generic = kind == "List" && api_version == "v1";
+    const std::string item_kind =
+        kind.size() > 4 && kind.ends_with("List") && IsListedKind(kind.substr(0, kind.size() - 4))
+            ? kind.substr(0, kind.size() - 4)
+            : "";
+    if (!generic && item_kind.empty()) {
+      expanded.push_back(doc);
+      continue;
+    }
+    Reader r(path, out.errors);
+    r.set_document_line(doc.Mark().line + 1);
+    r.set_object(kind);
+    r.OnlyKeys(doc, "", {"apiVersion", "kind", "metadata", "items"});
+    const YAML::Node items = doc["items"];
+    if (!items.IsDefined() || items.IsNull() || !r.IsSeq(items, "items")) {
+      if (items.IsDefined() && !items.IsNull()) out.unidentified_failure = true;
+      continue;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      YAML::Node item = items[i];
+      if (!item.IsMap()) {
+        r.Error(item, Reader::Index("items", i), "must be a map with apiVersion, kind, metadata");
+        out.unidentified_failure = true;
+        continue;
+      }
+      const std::string own_kind = scalar(item, "kind");
+      if (own_kind == "List" || (own_kind.size() > 4 && own_kind.ends_with("List") &&
+                                 IsListedKind(own_kind.substr(0, own_kind.size() - 4)))) {
+        r.Error(item["kind"], Reader::Join(Reader::Index("items", i), "kind"),
+                "a list inside a list is not read (Kubernetes lists do not nest)");
+        out.unidentified_failure = true;
+        continue;
+      }
+      if (!item_kind.empty()) {
+        if (!item["kind"].IsDefined()) item["kind"] = item_kind;
+        if (!item["apiVersion"].IsDefined()) item["apiVersion"] = api_version;
+      }
+      expanded.push_back(item);
+    }
+  }
+  return expanded;
+}
+
+void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
+  for (const YAML::Node& doc : ExpandLists(path, docs, out)) {
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
     Reader r(path, out.errors);
     r.set_document_line(doc.Mark().line + 1);

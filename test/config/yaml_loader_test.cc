@@ -683,7 +683,59 @@ spec: {}
   EXPECT_TRUE(IsKindWithoutXdsMeaning("Lease"));
   EXPECT_TRUE(IsKindWithoutXdsMeaning("MutatingWebhookConfiguration"));
   EXPECT_FALSE(IsKindWithoutXdsMeaning("Endpoints")) << "traffic, not read: refused as not supported";
-  EXPECT_FALSE(IsKindWithoutXdsMeaning("List")) << "its items would be lost unread";
+  EXPECT_FALSE(IsKindWithoutXdsMeaning("List")) << "its items are read (ListsAreReadAsTheirItems)";
+}
+
+// A dump is read as the objects it holds: `kubectl get -o yaml` prints a v1 List (items with
+// their own kind), the API server a KIND-List whose items take the list's kind and apiVersion;
+// every item is read where it is written, skipped kinds skipped, and lists do not nest.
+TEST(YamlLoaderTest, ListsAreReadAsTheirItems) {
+  const ParsedFile parsed = ParseConfigFile("dump.yaml", R"(apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: v1
+  kind: Service
+  metadata: {name: reviews, namespace: shop}
+  spec: {ports: [{name: http, port: 9080}], selector: {app: reviews}}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: reviews-v1, namespace: shop}
+- apiVersion: v1
+  kind: List
+  items: []
+- apiVersion: v1
+  kind: Service
+  metadata: {name: bad, namespace: shop}
+  spec: {ports: [{name: http, port: 0}]}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRuleList
+items:
+- metadata: {name: reviews, namespace: shop}
+  spec: {host: reviews, subsets: [{name: v1, labels: {version: v1}}]}
+---
+apiVersion: v1
+kind: PodList
+items: null
+---
+apiVersion: v1
+kind: ServiceList
+items: {name: x}
+)");
+  ASSERT_EQ(parsed.documents.size(), 2u) << Errors(parsed);
+  EXPECT_EQ(KindOf(parsed.documents[0].object), "Service");
+  EXPECT_EQ(parsed.documents[0].position.line, 5) << "where the item is written";
+  EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "reviews");
+  EXPECT_EQ(KindOf(parsed.documents[1].object), "DestinationRule");
+  EXPECT_EQ(MetaOf(parsed.documents[1].object).namespace_name, "shop");
+  ASSERT_EQ(parsed.skipped.size(), 1u);
+  EXPECT_EQ(parsed.skipped[0].ToString(), "Deployment shop/reviews-v1 (line 10)");
+  EXPECT_EQ(Errors(parsed),
+            "dump.yaml:13: List: items[2].kind: a list inside a list is not read (Kubernetes lists do not nest)\n"
+            "dump.yaml:32: ServiceList: items: must be a list\n"
+            "dump.yaml:18: Service shop/bad: spec.ports[0].port: must be an integer from 1 to 65535, got \"0\"\n")
+      << "the lists' own errors first, then their items'";
 }
 
 // Objects of API groups istiod never reads (operators' and tools' own kinds, kept beside the
