@@ -1534,9 +1534,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     // some VirtualService is exported narrowly.
     if (mesh.gateway_virtual_services_vary_by_namespace()) picked += StrCat("|ns:", proxy.namespace_name);
     // A TCP proxy takes fields of the DestinationRule the proxy gets (ApplyRuleToTcpProxy), which
-    // route_key() follows, and the proxy's IDLE_TIMEOUT: tcp_proxy_key().
+    // route_key() follows, and the proxy's IDLE_TIMEOUT; not the source conditions it meets, which
+    // no gateway's chains read (PlanGatewayChains): gateway_tcp_proxy_key().
     const ProxyScope scope(proxy, mesh);
-    picked += StrCat("|", scope.tcp_proxy_key());
+    picked += StrCat("|", scope.gateway_tcp_proxy_key());
     GeneratedResources out;
     for (const auto& [port, plan] : PlanGatewayPorts(mesh, gateways, proxy.namespace_name)) {
       if (plan.servers.empty()) continue;

@@ -104,6 +104,9 @@ class ProxyScope {
   // connection managers depend on; tcp_proxy_key(), route_key() with it: what its TCP proxies do.
   const std::string& idle_key() const { return idle_key_; }
   const std::string& tcp_proxy_key() const { return tcp_proxy_key_; }
+  // tcp_proxy_key() without the source conditions met: what a gateway's TCP proxies depend on
+  // (istiod applies a tcp or tls match's sourceLabels and sourceNamespace to no gateway proxy).
+  const std::string& gateway_tcp_proxy_key() const { return gateway_tcp_proxy_key_; }
   const std::optional<absl::Duration>& node_idle_timeout() const { return node_idle_timeout_; }
   const std::string& namespace_name() const { return namespace_name_; }
   const LabelMap& labels() const { return labels_; }
@@ -125,6 +128,7 @@ class ProxyScope {
   std::string route_key_;
   std::string idle_key_;
   std::string tcp_proxy_key_;
+  std::string gateway_tcp_proxy_key_;
   std::optional<absl::Duration> node_idle_timeout_;
 };
 

@@ -188,12 +188,15 @@ class GeneratorsTest : public ::testing::Test {
     if (!ns.empty()) (*node_.mutable_metadata()->mutable_fields())["NAMESPACE"].set_string_value(ns);
     return h;
   }
-  // What a new stream of the Envoy gateway proxy `id` labelled istio=ingressgateway, that proved
-  // `identity`, is sent when it first asks for `names` of `type`.
+  // What a new stream of the Envoy gateway proxy `id` labelled istio=ingressgateway (and
+  // `more_labels`), that proved `identity`, is sent when it first asks for `names` of `type`.
   std::vector<DiscoveryResponse> AskAsIngress(const std::string& id, const std::string& type,
-                                              std::vector<std::string> names, const PeerIdentity& identity = {}) {
+                                              std::vector<std::string> names, const PeerIdentity& identity = {},
+                                              const std::map<std::string, std::string>& more_labels = {}) {
     auto h = Connect(id, false, "", identity);
     LabelIngressGateway(node_);
+    auto& labels = *(*node_.mutable_metadata()->mutable_fields())["LABELS"].mutable_struct_value()->mutable_fields();
+    for (const auto& [key, value] : more_labels) labels[key].set_string_value(value);
     h->Send(First(type, std::move(names)));
     return h->Take();
   }
@@ -4734,10 +4737,19 @@ spec:
               ::testing::Contains(" -> outbound|5432||echo.mesh.local"));
   EXPECT_THAT(SidecarChains("default", "reader", "127.0.0.1_5432"),
               ::testing::Contains(" -> outbound|5432||db.mesh.local"));
-  auto listeners = IngressListeners("router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local");
+  const std::string ingress = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  auto listeners = IngressListeners(ingress);
   EXPECT_THAT(ChainsOf(listeners["127.0.0.1_31400"]), ::testing::ElementsAre(" -> outbound|5432||echo.mesh.local"))
       << "the gateway proxy's labels (istio: ingressgateway) do not include app: writer; the match applies all the "
          "same";
+  // A gateway proxy that meets the condition gets the listener built for the one that does not:
+  // the cache builds nothing for it.
+  const uint64_t builds = pipeline_->cache().stats().builds;
+  const auto writer = AskAsIngress("router~127.0.0.10~ingress-2.edge~edge.svc.cluster.local",
+                                   std::string(kListenerType), {}, {}, {{"app", "writer"}});
+  ASSERT_EQ(writer.size(), 1u);
+  EXPECT_EQ(writer[0].resources_size(), 1);
+  EXPECT_EQ(pipeline_->cache().stats().builds, builds) << "one resource for both gateway proxies";
 }
 
 // TCP and TLS Gateway servers, as istiod builds them: a TCP server proxies to the first tcp route
