@@ -3741,7 +3741,10 @@ std::vector<YAML::Node> ExpandLists(const std::string& path, const std::vector<Y
     Reader r(path, out.errors);
     r.set_document_line(doc.Mark().line + 1);
     r.set_object(kind);
+    // A list with a stray field is not what its writer meant: its items keep their last good state.
+    const int before = r.error_count();
     r.OnlyKeys(doc, "", {"apiVersion", "kind", "metadata", "items"});
+    if (r.error_count() > before) out.unidentified_failure = true;
     const YAML::Node items = doc["items"];
     if (!items.IsDefined() || items.IsNull() || !r.IsSeq(items, "items")) {
       if (items.IsDefined() && !items.IsNull()) out.unidentified_failure = true;

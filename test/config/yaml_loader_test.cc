@@ -722,6 +722,10 @@ items: null
 apiVersion: v1
 kind: ServiceList
 items: {name: x}
+---
+apiVersion: v1
+kind: PodList
+itemz: []
 )");
   ASSERT_EQ(parsed.documents.size(), 2u) << Errors(parsed);
   EXPECT_EQ(KindOf(parsed.documents[0].object), "Service");
@@ -734,8 +738,10 @@ items: {name: x}
   EXPECT_EQ(Errors(parsed),
             "dump.yaml:13: List: items[2].kind: a list inside a list is not read (Kubernetes lists do not nest)\n"
             "dump.yaml:32: ServiceList: items: must be a list\n"
+            "dump.yaml:36: PodList: itemz: unknown field (did you mean \"items\"?)\n"
             "dump.yaml:18: Service shop/bad: spec.ports[0].port: must be an integer from 1 to 65535, got \"0\"\n")
       << "the lists' own errors first, then their items'";
+  EXPECT_TRUE(parsed.unidentified_failure) << "what the file held before keeps serving";
 }
 
 // Objects of API groups istiod never reads (operators' and tools' own kinds, kept beside the
