@@ -1056,7 +1056,10 @@ std::vector<std::string> ServiceExportTo(const std::string& annotation) {
 MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   K8sService s{std::move(meta), {}, {}};
   // Istio narrows a Service's visibility by this annotation; ignoring it would widen it.
-  if (const YAML::Node annotations = doc["metadata"]["annotations"]; annotations.IsDefined() && annotations.IsMap()) {
+  // (A key of a missing node throws in yaml-cpp: metadata is looked at only when it is a map.)
+  const YAML::Node metadata = doc["metadata"];
+  if (const YAML::Node annotations = metadata.IsDefined() && metadata.IsMap() ? metadata["annotations"] : YAML::Node();
+      annotations.IsDefined() && annotations.IsMap()) {
     const YAML::Node exported = annotations["networking.istio.io/exportTo"];
     // Anything but a string was refused with the other annotations (ReadMeta).
     if (exported.IsDefined() && exported.IsScalar() && NonStringPlainScalar(exported).empty()) {
@@ -3714,69 +3717,103 @@ bool IsListedKind(std::string_view kind) {
          std::any_of(Kinds().begin(), Kinds().end(), [&](const KindInfo& k) { return k.kind == kind; });
 }
 
+// What an apiVersion error adds when the group is one istiod never reads: it may be another
+// product's kind of the same name (Knative's Service, Gloo's Gateway) rather than a misspelling.
+std::string AnotherGroupsKind(std::string_view kind) {
+  return StrCat(" (if this is another API group's ", kind,
+                ", cxds does not read it: keep it out of the config it reads)");
+}
+
 // The documents of `docs` with every list replaced by its items, in order, so that a dump is read
 // as the objects it holds: `kubectl get -o yaml` prints a v1 List whose items carry their own
-// kind and apiVersion; the API server prints a KIND-List (a ServiceList) whose items omit them,
-// and each item then takes the list's. An item is read, and its errors placed, where it is
-// written. Lists do not nest in Kubernetes: a list among the items is an error.
-std::vector<YAML::Node> ExpandLists(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
-  std::vector<YAML::Node> expanded;
+// kind and apiVersion; the API server prints a KIND-List (a ServiceList) whose items omit them.
+// An item without them takes the list's kind, and, for a kind cxds reads, its apiVersion, which
+// must then be one the kind is read under (a list of another group's kind of that name, such as
+// the Gateway API's GatewayList, is one error on the list, not one per item). Nothing is written
+// into the items (one may be an alias of a node another object holds): what an item takes from
+// its list travels beside it (DocumentToRead). Each item is read, and its errors placed, where it
+// is written.
+// A list with a stray field, or an item that is no map, refuses the whole list: the file's last
+// good state keeps serving. Lists do not nest in Kubernetes: a list among the items is an error.
+// A document to read: a node as written, and for an item of a KIND-List without its own kind
+// the kind (and apiVersion) it takes from the list, read as if written in it.
+struct DocumentToRead {
+  YAML::Node node;
+  std::string listed_kind;
+  std::string listed_api_version;
+};
+
+std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
+  std::vector<DocumentToRead> expanded;
   expanded.reserve(docs.size());
   const auto scalar = [](const YAML::Node& doc, const char* key) {
     const YAML::Node value = doc[key];
     return value.IsDefined() && value.IsScalar() ? value.Scalar() : std::string();
   };
+  const auto list_of = [](const std::string& kind) {
+    return kind.size() > 4 && kind.ends_with("List") && IsListedKind(kind.substr(0, kind.size() - 4))
+               ? kind.substr(0, kind.size() - 4)
+               : std::string();
+  };
   for (const YAML::Node& doc : docs) {
     const std::string kind = doc.IsMap() ? scalar(doc, "kind") : "";
-    const std::string api_version = doc.IsMap() ? scalar(doc, "apiVersion") : "";
-    const bool generic = kind == "List" && api_version == "v1";
-    const std::string item_kind =
-        kind.size() > 4 && kind.ends_with("List") && IsListedKind(kind.substr(0, kind.size() - 4))
-            ? kind.substr(0, kind.size() - 4)
-            : "";
-    if (!generic && item_kind.empty()) {
-      expanded.push_back(doc);
+    const std::string item_kind = list_of(kind);
+    if (kind != "List" && item_kind.empty()) {
+      expanded.push_back({doc, "", ""});
       continue;
     }
     Reader r(path, out.errors);
     r.set_document_line(doc.Mark().line + 1);
     r.set_object(kind);
-    // A list with a stray field is not what its writer meant: its items keep their last good state.
+    const std::string api_version = scalar(doc, "apiVersion");
+    const YAML::Node api_node = doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc;
+    const KindInfo* read = nullptr;
+    for (const KindInfo& k : Kinds()) {
+      if (k.kind == item_kind) read = &k;
+    }
     const int before = r.error_count();
+    if (kind == "List" && api_version != "v1") {
+      r.Error(api_node, "apiVersion", StrCat("must be v1 for List, got \"", api_version.substr(0, 64), "\""));
+    } else if (read != nullptr && std::find(read->api_versions.begin(), read->api_versions.end(), api_version) ==
+                                      read->api_versions.end()) {
+      r.Error(api_node, "apiVersion",
+              StrCat("must be ", read->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\"",
+                     IsApiGroupWithoutXdsMeaning(api_version) ? AnotherGroupsKind(item_kind) : ""));
+    }
     r.OnlyKeys(doc, "", {"apiVersion", "kind", "metadata", "items"});
-    if (r.error_count() > before) out.unidentified_failure = true;
     const YAML::Node items = doc["items"];
-    if (!items.IsDefined() || items.IsNull() || !r.IsSeq(items, "items")) {
-      if (items.IsDefined() && !items.IsNull()) out.unidentified_failure = true;
+    if (items.IsDefined() && !items.IsNull()) r.IsSeq(items, "items");
+    for (size_t i = 0; items.IsDefined() && items.IsSequence() && i < items.size(); ++i) {
+      if (!items[i].IsMap()) {
+        r.Error(items[i], Reader::Index("items", i),
+                kind == "List" ? "must be a map with apiVersion, kind, metadata"
+                               : StrCat("must be a map (a ", item_kind, ")"));
+      }
+    }
+    if (r.error_count() > before) {
+      out.unidentified_failure = true;
       continue;
     }
-    for (size_t i = 0; i < items.size(); ++i) {
-      YAML::Node item = items[i];
-      if (!item.IsMap()) {
-        r.Error(item, Reader::Index("items", i), "must be a map with apiVersion, kind, metadata");
-        out.unidentified_failure = true;
-        continue;
-      }
-      const std::string own_kind = scalar(item, "kind");
-      if (own_kind == "List" || (own_kind.size() > 4 && own_kind.ends_with("List") &&
-                                 IsListedKind(own_kind.substr(0, own_kind.size() - 4)))) {
-        r.Error(item["kind"], Reader::Join(Reader::Index("items", i), "kind"),
+    for (size_t i = 0; items.IsDefined() && items.IsSequence() && i < items.size(); ++i) {
+      const YAML::Node written = items[i];
+      const std::string own_kind = scalar(written, "kind");
+      if (own_kind == "List" || !list_of(own_kind).empty()) {
+        r.Error(written["kind"], Reader::Join(Reader::Index("items", i), "kind"),
                 "a list inside a list is not read (Kubernetes lists do not nest)");
         out.unidentified_failure = true;
         continue;
       }
-      if (!item_kind.empty()) {
-        if (!item["kind"].IsDefined()) item["kind"] = item_kind;
-        if (!item["apiVersion"].IsDefined()) item["apiVersion"] = api_version;
-      }
-      expanded.push_back(item);
+      const bool takes_kind = !item_kind.empty() && !written["kind"].IsDefined();
+      expanded.push_back({written, takes_kind ? item_kind : "",
+                          takes_kind && read != nullptr && !written["apiVersion"].IsDefined() ? api_version : ""});
     }
   }
   return expanded;
 }
 
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
-  for (const YAML::Node& doc : ExpandLists(path, docs, out)) {
+  for (const DocumentToRead& document : ExpandLists(path, docs, out)) {
+    const YAML::Node& doc = document.node;
     if (doc.IsNull()) continue;  // an empty document ("---" at the end)
     Reader r(path, out.errors);
     r.set_document_line(doc.Mark().line + 1);
@@ -3785,9 +3822,13 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       out.unidentified_failure = true;
       continue;
     }
-    const std::string kind = doc["kind"].IsDefined() && doc["kind"].IsScalar() ? doc["kind"].Scalar() : "";
-    const std::string api_version =
-        doc["apiVersion"].IsDefined() && doc["apiVersion"].IsScalar() ? doc["apiVersion"].Scalar() : "";
+    const std::string kind = !document.listed_kind.empty()                       ? document.listed_kind
+                             : doc["kind"].IsDefined() && doc["kind"].IsScalar() ? doc["kind"].Scalar()
+                                                                                 : "";
+    const std::string api_version = !document.listed_api_version.empty() ? document.listed_api_version
+                                    : doc["apiVersion"].IsDefined() && doc["apiVersion"].IsScalar()
+                                        ? doc["apiVersion"].Scalar()
+                                        : "";
     const KindInfo* info = nullptr;
     for (const KindInfo& k : Kinds()) {
       if (k.kind == kind) info = &k;
@@ -3796,8 +3837,10 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
         (info == nullptr && !kind.empty() && IsApiGroupWithoutXdsMeaning(api_version))) {
       const YAML::Node metadata = doc["metadata"];
       const std::string ns = ScalarAt(metadata, "namespace");
-      out.skipped.push_back(SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")),
-                                            static_cast<int>(doc["kind"].Mark().line + 1)});  // the kind line
+      // The kind's line (a list item given its list's kind has none of its own: the item's).
+      const int kind_line = doc["kind"].IsDefined() ? doc["kind"].Mark().line : doc.Mark().line;
+      out.skipped.push_back(
+          SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")), kind_line + 1});
       continue;
     }
     if (api_version.starts_with("gateway.networking.k8s.io/") ||
@@ -3824,9 +3867,9 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     ObjectMeta meta = ReadMeta(r, doc);
     r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
     if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
-      r.Error(
-          doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
-          StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\""));
+      r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
+              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\"",
+                     IsApiGroupWithoutXdsMeaning(api_version) ? AnotherGroupsKind(kind) : ""));
     }
     for (const auto& entry : doc) {
       const std::string key = entry.first.Scalar();

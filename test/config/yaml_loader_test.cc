@@ -720,12 +720,10 @@ kind: PodList
 items: null
 ---
 apiVersion: v1
-kind: ServiceList
-items: {name: x}
----
-apiVersion: v1
-kind: PodList
-itemz: []
+kind: ConfigMapList
+items:
+- metadata: {name: settings, namespace: shop}
+  data: {a: b}
 )");
   ASSERT_EQ(parsed.documents.size(), 2u) << Errors(parsed);
   EXPECT_EQ(KindOf(parsed.documents[0].object), "Service");
@@ -733,15 +731,76 @@ itemz: []
   EXPECT_EQ(MetaOf(parsed.documents[0].object).name, "reviews");
   EXPECT_EQ(KindOf(parsed.documents[1].object), "DestinationRule");
   EXPECT_EQ(MetaOf(parsed.documents[1].object).namespace_name, "shop");
-  ASSERT_EQ(parsed.skipped.size(), 1u);
+  ASSERT_EQ(parsed.skipped.size(), 2u);
   EXPECT_EQ(parsed.skipped[0].ToString(), "Deployment shop/reviews-v1 (line 10)");
+  EXPECT_EQ(parsed.skipped[1].ToString(), "ConfigMap shop/settings (line 33)") << "the item's line: it has no kind";
   EXPECT_EQ(Errors(parsed),
             "dump.yaml:13: List: items[2].kind: a list inside a list is not read (Kubernetes lists do not nest)\n"
-            "dump.yaml:32: ServiceList: items: must be a list\n"
-            "dump.yaml:36: PodList: itemz: unknown field (did you mean \"items\"?)\n"
             "dump.yaml:18: Service shop/bad: spec.ports[0].port: must be an integer from 1 to 65535, got \"0\"\n")
       << "the lists' own errors first, then their items'";
-  EXPECT_TRUE(parsed.unidentified_failure) << "what the file held before keeps serving";
+}
+
+// A list that is not well formed is refused whole (the file's last good state keeps serving,
+// parsed.unidentified_failure), with one error however many items it has; what a list adds to
+// its items is bounded and checked, and added to a copy (an item may be an alias of a node
+// another object holds).
+TEST(YamlLoaderTest, ListsThatAreNotWellFormedAreRefusedWhole) {
+  const auto only = [](const std::string& text) {
+    const ParsedFile parsed = ParseConfigFile("dump.yaml", text);
+    EXPECT_TRUE(parsed.documents.empty()) << text;
+    EXPECT_TRUE(parsed.skipped.empty()) << text;
+    EXPECT_TRUE(parsed.unidentified_failure) << text;
+    return Errors(parsed);
+  };
+  EXPECT_EQ(only("apiVersion: v1\nkind: ServiceList\nitemz: []\nitems: [{metadata: {name: a}}]\n"),
+            "dump.yaml:3: ServiceList: itemz: unknown field (did you mean \"items\"?)\n");
+  EXPECT_EQ(only("apiVersion: v1\nkind: ServiceList\nitems: {name: x}\n"),
+            "dump.yaml:3: ServiceList: items: must be a list\n");
+  EXPECT_EQ(only("apiVersion: v1\nkind: ServiceList\nitems: [{metadata: {name: a}}, x]\n"),
+            "dump.yaml:3: ServiceList: items[1]: must be a map (a Service)\n");
+  EXPECT_EQ(only("apiVersion: example.com/v1\nkind: List\nitems: []\n"),
+            "dump.yaml:1: List: apiVersion: must be v1 for List, got \"example.com/v1\"\n");
+  EXPECT_EQ(only("apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayList\nitems: [{metadata: {name: a}}, "
+                 "{metadata: {name: b}}]\n"),
+            "dump.yaml:1: GatewayList: apiVersion: must be networking.istio.io/v1 for GatewayList, got "
+            "\"gateway.networking.k8s.io/v1\"\n")
+      << "one error for the list, not one per item";
+  // A huge apiVersion is never copied into the items.
+  std::string huge = "apiVersion: " + std::string(100'000, 'a') + "\nkind: ServiceList\nitems:\n";
+  for (int i = 0; i < 5'000; ++i) huge += "- {}\n";
+  const std::string error = only(huge);
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << error.substr(0, 200);
+  EXPECT_NE(error.find("ServiceList: apiVersion: must be v1 for ServiceList"), std::string::npos);
+
+  // An aliased item: the list's kind is added to a copy, so the object it aliases keeps its labels.
+  const ParsedFile aliased = ParseConfigFile("dump.yaml", R"(apiVersion: v1
+kind: ServiceList
+items:
+- metadata: {name: a, namespace: shop}
+  spec:
+    ports: [{name: http, port: 80}]
+    selector: &selector {app: a}
+- *selector
+)");
+  ASSERT_EQ(aliased.documents.size(), 1u) << Errors(aliased);
+  const auto& service = std::get<K8sService>(aliased.documents[0].object);
+  EXPECT_EQ(service.selector, (LabelMap{{"app", "a"}})) << "no kind or apiVersion among its labels";
+  EXPECT_NE(Errors(aliased).find("dump.yaml:7: Service"), std::string::npos) << Errors(aliased);
+  EXPECT_EQ(Errors(aliased).find("invalid node"), std::string::npos)
+      << "an item without metadata is said to lack it, not failed inside the YAML library";
+}
+
+// An object of a kind cxds reads under a group istiod never reads may be another product's kind
+// of that name (Knative's Service): the apiVersion error says so.
+TEST(YamlLoaderTest, AKindOfAnotherGroupIsNamedAsSuch) {
+  const ParsedFile parsed = ParseConfigFile("knative.yaml", R"(apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: hello}
+spec: {ports: [{port: 80}]}
+)");
+  EXPECT_EQ(Errors(parsed),
+            "knative.yaml:1: Service default/hello: apiVersion: must be v1 for Service, got \"serving.knative.dev/v1\" "
+            "(if this is another API group's Service, cxds does not read it: keep it out of the config it reads)\n");
 }
 
 // Objects of API groups istiod never reads (operators' and tools' own kinds, kept beside the
@@ -785,7 +844,8 @@ metadata: {name: b}
   EXPECT_EQ(parsed.skipped[2].ToString(), "Config build (line 11)");
   EXPECT_EQ(Errors(parsed),
             "deploy.yaml:14: VirtualService default/typo: apiVersion: must be networking.istio.io/v1 for "
-            "VirtualService, got \"networking.isito.io/v1\"\n"
+            "VirtualService, got \"networking.isito.io/v1\" (if this is another API group's VirtualService, cxds does "
+            "not read it: keep it out of the config it reads)\n"
             "deploy.yaml:20: kind: kind \"AuthorizationPolicy\" is not supported by cxds (supported: Service, "
             "EndpointSlice, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and "
             "Secrets of TLS material)\n"
