@@ -492,12 +492,12 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
 // Servers that send different Secrets under one SDS name (the certificate of Secret "x-cacert" and
 // the CA of Secret "x" are both kubernetes://x-cacert) on the proxies that `plans` are of: Envoy
 // is sent what the first server in plan order means, as UsedSecretNames decides, so a later one
-// is not served as meant (as /debug/config_status says per proxy). `alone`: the clashes said of
-// each Gateway by itself, (gateway, server index, SDS name); `across` (a pair of Gateways): only
-// clashes with a server of the other Gateway that its Gateway alone does not have.
+// is not served as meant (as /debug/config_status says per proxy). `said`: the clashes said so
+// far, (gateway, server index, SDS name), each said once; `across` (a pair of Gateways): only
+// clashes with a server of the other Gateway.
 using SdsClash = std::tuple<const Gateway*, size_t, std::string>;
 void SdsNameClashes(const std::map<uint32_t, GatewayPort>& plans,
-                    const std::map<const Gateway*, const ConfigKey*>& keys, bool across, std::set<SdsClash>& alone,
+                    const std::map<const Gateway*, const ConfigKey*>& keys, bool across, std::set<SdsClash>& said,
                     std::vector<ConfigWarning>& out) {
   struct Meaning {
     Gateway::Server::SecretRef ref;
@@ -512,10 +512,10 @@ void SdsNameClashes(const std::map<uint32_t, GatewayPort>& plans,
         const auto [first, inserted] = meanings.try_emplace(SdsName(ref), Meaning{ref, entry.gateway, index});
         const Meaning& meant = first->second;
         if (inserted || (meant.ref.credential == ref.credential && meant.ref.ca == ref.ca)) continue;
-        if (across && (meant.gateway == entry.gateway || alone.contains({entry.gateway, index, first->first}))) {
+        // Each clash once: a pair's only if the Gateway alone, or an earlier pair, did not say it.
+        if ((across && meant.gateway == entry.gateway) || !said.emplace(entry.gateway, index, first->first).second) {
           continue;
         }
-        if (!across) alone.emplace(entry.gateway, index, first->first);
         const auto key = keys.find(entry.gateway);
         if (key == keys.end()) continue;
         out.push_back({*key->second, StrCat("spec.servers[", index, "].tls.", ref.field), "cxds_gateway_sds_name_clash",
@@ -537,7 +537,7 @@ void SdsNameClashes(const std::map<uint32_t, GatewayPort>& plans,
 // whose labels include both selectors (one selector within the other: the wider label set
 // has both) gets both Gateways' servers on one listener per port, planned in GatewaysFor order.
 // Said on the server left out, naming the other Gateway. At most kMaxGatewayPairs pairs.
-void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::set<SdsClash>& sds_alone,
+void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::set<SdsClash>& sds_said,
                   std::vector<ConfigWarning>& out) {
   constexpr size_t kMaxGatewayPairs = 10000;
   std::vector<std::pair<ConfigKey, const Gateway*>> gateways;
@@ -561,7 +561,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::set<Sds
       if (!LabelsMatch(first->selector, second->selector) && !LabelsMatch(second->selector, first->selector)) continue;
       ++pairs;
       const std::map<uint32_t, GatewayPort> plans = PlanGatewayPorts(mesh, {first, second}, "");
-      SdsNameClashes(plans, {{first, &gateways[i].first}, {second, &gateways[j].first}}, true, sds_alone, out);
+      SdsNameClashes(plans, {{first, &gateways[i].first}, {second, &gateways[j].first}}, true, sds_said, out);
       for (const auto& [port, plan] : plans) {
         for (const GatewayServer& left_out : plan.left_out) {
           const size_t index = static_cast<size_t>(left_out.server - left_out.gateway->servers.data());
@@ -584,7 +584,7 @@ void GatewayPairs(const ObjectMap& served, const MeshContext& mesh, std::set<Sds
 // of one Gateway that its listeners leave out (PlanGatewayPorts), and TCP and TLS servers no route applies to or tls
 // route matches not routed there (PlanGatewayChains).
 void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
-  std::set<SdsClash> sds_alone;
+  std::set<SdsClash> sds_said;                            // each clash said once (SdsNameClashes)
   std::map<std::string, std::pair<bool, bool>> material;  // Secret name -> (certificate, CA), any namespace
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kSecret)) {
     const auto* secret = std::get_if<K8sTlsSecret>(&stored->object);
@@ -630,7 +630,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
       }
     }
     const std::map<uint32_t, GatewayPort> plans = PlanGatewayPorts(mesh, {gateway}, "");
-    SdsNameClashes(plans, {{gateway, &key}}, false, sds_alone, out);
+    SdsNameClashes(plans, {{gateway, &key}}, false, sds_said, out);
     for (const auto& [port, plan] : plans) {
       for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
         out.push_back({note.object, note.field, "cxds_gateway_server_left_out", StrCat("not served: ", note.reason)});
@@ -649,7 +649,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
       }
     }
   }
-  GatewayPairs(served, mesh, sds_alone, out);
+  GatewayPairs(served, mesh, sds_said, out);
 }
 
 // Services and ServiceEntries exported to no namespace ("~"): valid in Istio, and served to no

@@ -854,7 +854,8 @@ spec:
 
 // One SDS name for two Secrets: the certificate of Secret "shop-cacert" and the CA of Secret "shop"
 // are both kubernetes://shop-cacert, and Envoy is sent the first server's. Said of one Gateway's
-// servers, and of two Gateways that pick one proxy (once: not again where a Gateway alone has it).
+// servers, and of two Gateways that pick one proxy; each clash once (not again for a pair where the
+// Gateway alone, or an earlier pair, has it).
 TEST(MeshAnalysisTest, SecretsSentUnderOneSdsNameAreReported) {
   ConfigStore store = AnalyzedStore();
   const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
@@ -902,6 +903,19 @@ spec:
   - port: {number: 9444, name: https-same, protocol: HTTPS}
     hosts: [e.example.com]
     tls: {mode: SIMPLE, credentialName: web-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: e, namespace: edge}
+spec:
+  selector: {istio: ingressgateway, team: web}
+  servers:
+  - port: {number: 7443, name: https, protocol: HTTPS}
+    hosts: [f.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cacert}
+  - port: {number: 9443, name: https-mutual, protocol: HTTPS}
+    hosts: [f.example.com]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: web2, caCertCredentialName: shop}
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
   std::vector<std::string> clashes;
@@ -913,11 +927,16 @@ spec:
                           "meant: its CA of Secret web is sent as kubernetes://web-cacert, which Gateway edge/d "
                           "spec.servers[0] already uses for the certificate of Secret web-cacert: Envoy is sent that "
                           "one [cxds_gateway_sds_name_clash]",
+                          "edge.yaml:47: Gateway edge/e: spec.servers[1].tls.caCertCredentialName: not served as "
+                          "meant: its CA of Secret shop is sent as kubernetes://shop-cacert, which Gateway edge/e "
+                          "spec.servers[0] already uses for the certificate of Secret shop-cacert: Envoy is sent that "
+                          "one [cxds_gateway_sds_name_clash]",
                           "edge.yaml:11: Gateway edge/b: spec.servers[0].tls.credentialName: not served as meant on "
                           "gateway proxies that both Gateways pick: its CA of Secret shop is sent as "
                           "kubernetes://shop-cacert, which Gateway edge/a spec.servers[0] already uses for the "
-                          "certificate of Secret shop-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]"));
-  EXPECT_EQ(store.WarningCounts()["cxds_gateway_sds_name_clash"], 2u);
+                          "certificate of Secret shop-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]"))
+      << "e's clash is said once, alone, not again with a; b's once, with a, not again with e";
+  EXPECT_EQ(store.WarningCounts()["cxds_gateway_sds_name_clash"], 3u);
 }
 
 // A TCP or passthrough server no route applies to takes no connections, and a tls route match
