@@ -2889,18 +2889,18 @@ MeshObject ReadSidecar(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
              {"ingress", "outboundTrafficPolicy", "inboundConnectionPool"});
   sc.workload_selector = Selector(r, spec, "spec");
   const YAML::Node egress = spec["egress"];
+  // Istio takes a Sidecar of any one of these fields, each refused above as not served; an
+  // empty one it refuses too.
+  const bool other_fields = spec["ingress"].IsDefined() || spec["outboundTrafficPolicy"].IsDefined() ||
+                            spec["inboundConnectionPool"].IsDefined();
   if (!egress.IsDefined()) {
-    // Istio takes a Sidecar of any one of these fields, each refused above as not served; an
-    // empty one it refuses too.
-    if (!spec["ingress"].IsDefined() && !spec["outboundTrafficPolicy"].IsDefined() &&
-        !spec["inboundConnectionPool"].IsDefined()) {
+    if (!other_fields) {
       r.Error(spec, "spec.egress", "is required (an empty Sidecar is refused, as Istio validates; cxds scopes egress)");
     }
     return sc;
   }
   if (!r.IsSeq(egress, "spec.egress")) return sc;
-  if (egress.size() == 0 && !spec["ingress"].IsDefined() && !spec["outboundTrafficPolicy"].IsDefined() &&
-      !spec["inboundConnectionPool"].IsDefined()) {
+  if (egress.size() == 0 && !other_fields) {
     r.Error(egress, "spec.egress", "must not be empty (an empty Sidecar is refused, as Istio validates)");
     return sc;
   }
@@ -3489,6 +3489,25 @@ const std::vector<KindInfo>& Kinds() {
   return kinds;
 }
 
+// The kind cxds reads by that name, or null.
+const KindInfo* FindKind(std::string_view kind) {
+  for (const KindInfo& k : Kinds()) {
+    if (k.kind == kind) return &k;
+  }
+  return nullptr;
+}
+
+// The apiVersion error of a document of `kind` (shown as `shown`, a list's own kind for a list of
+// it) under `api_version`, which `info` does not read. A group istiod never reads may hold another
+// product's kind of the same name (Knative's Service, Gloo's Gateway) rather than a misspelling.
+std::string ApiVersionError(const KindInfo& info, std::string_view shown, const std::string& api_version) {
+  return StrCat("must be ", info.api_versions.front(), " for ", shown, ", got \"", api_version.substr(0, 64), "\"",
+                IsApiGroupWithoutXdsMeaning(api_version)
+                    ? StrCat(" (if this is another API group's ", info.kind,
+                             ", cxds does not read it: keep it out of the config it reads)")
+                    : "");
+}
+
 // An upper-bound-ish count of the nodes a YAML text can produce, from its lines and flow
 // separators; cheap, and taken before yaml-cpp allocates anything.
 size_t EstimateNodes(std::string_view content) {
@@ -3712,17 +3731,15 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>
 
 // Whether `kind` is one of the kinds a list of that kind ("ServiceList") may hold: one cxds
 // reads or skips.
-bool IsListedKind(std::string_view kind) {
-  return IsKindWithoutXdsMeaning(kind) ||
-         std::any_of(Kinds().begin(), Kinds().end(), [&](const KindInfo& k) { return k.kind == kind; });
-}
+bool IsListedKind(std::string_view kind) { return IsKindWithoutXdsMeaning(kind) || FindKind(kind) != nullptr; }
 
-// What an apiVersion error adds when the group is one istiod never reads: it may be another
-// product's kind of the same name (Knative's Service, Gloo's Gateway) rather than a misspelling.
-std::string AnotherGroupsKind(std::string_view kind) {
-  return StrCat(" (if this is another API group's ", kind,
-                ", cxds does not read it: keep it out of the config it reads)");
-}
+// A document to read: a node as written, and for an item of a KIND-List without its own kind
+// the kind (and apiVersion) it takes from the list, read as if written in it.
+struct DocumentToRead {
+  YAML::Node node;
+  std::string listed_kind;
+  std::string listed_api_version;
+};
 
 // The documents of `docs` with every list replaced by its items, in order, so that a dump is read
 // as the objects it holds: `kubectl get -o yaml` prints a v1 List whose items carry their own
@@ -3735,28 +3752,16 @@ std::string AnotherGroupsKind(std::string_view kind) {
 // is written.
 // A list with a stray field, or an item that is no map, refuses the whole list: the file's last
 // good state keeps serving. Lists do not nest in Kubernetes: a list among the items is an error.
-// A document to read: a node as written, and for an item of a KIND-List without its own kind
-// the kind (and apiVersion) it takes from the list, read as if written in it.
-struct DocumentToRead {
-  YAML::Node node;
-  std::string listed_kind;
-  std::string listed_api_version;
-};
-
 std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
   std::vector<DocumentToRead> expanded;
   expanded.reserve(docs.size());
-  const auto scalar = [](const YAML::Node& doc, const char* key) {
-    const YAML::Node value = doc[key];
-    return value.IsDefined() && value.IsScalar() ? value.Scalar() : std::string();
-  };
   const auto list_of = [](const std::string& kind) {
     return kind.size() > 4 && kind.ends_with("List") && IsListedKind(kind.substr(0, kind.size() - 4))
                ? kind.substr(0, kind.size() - 4)
                : std::string();
   };
   for (const YAML::Node& doc : docs) {
-    const std::string kind = doc.IsMap() ? scalar(doc, "kind") : "";
+    const std::string kind = ScalarAt(doc, "kind");
     const std::string item_kind = list_of(kind);
     if (kind != "List" && item_kind.empty()) {
       expanded.push_back({doc, "", ""});
@@ -3765,25 +3770,21 @@ std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vect
     Reader r(path, out.errors);
     r.set_document_line(doc.Mark().line + 1);
     r.set_object(kind);
-    const std::string api_version = scalar(doc, "apiVersion");
+    const std::string api_version = ScalarAt(doc, "apiVersion");
     const YAML::Node api_node = doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc;
-    const KindInfo* read = nullptr;
-    for (const KindInfo& k : Kinds()) {
-      if (k.kind == item_kind) read = &k;
-    }
+    const KindInfo* read = FindKind(item_kind);
     const int before = r.error_count();
     if (kind == "List" && api_version != "v1") {
       r.Error(api_node, "apiVersion", StrCat("must be v1 for List, got \"", api_version.substr(0, 64), "\""));
     } else if (read != nullptr && std::find(read->api_versions.begin(), read->api_versions.end(), api_version) ==
                                       read->api_versions.end()) {
-      r.Error(api_node, "apiVersion",
-              StrCat("must be ", read->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\"",
-                     IsApiGroupWithoutXdsMeaning(api_version) ? AnotherGroupsKind(item_kind) : ""));
+      r.Error(api_node, "apiVersion", ApiVersionError(*read, kind, api_version));
     }
     r.OnlyKeys(doc, "", {"apiVersion", "kind", "metadata", "items"});
     const YAML::Node items = doc["items"];
     if (items.IsDefined() && !items.IsNull()) r.IsSeq(items, "items");
-    for (size_t i = 0; items.IsDefined() && items.IsSequence() && i < items.size(); ++i) {
+    const size_t count = items.IsDefined() && items.IsSequence() ? items.size() : 0;
+    for (size_t i = 0; i < count; ++i) {
       if (!items[i].IsMap()) {
         r.Error(items[i], Reader::Index("items", i),
                 kind == "List" ? "must be a map with apiVersion, kind, metadata"
@@ -3794,9 +3795,9 @@ std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vect
       out.unidentified_failure = true;
       continue;
     }
-    for (size_t i = 0; items.IsDefined() && items.IsSequence() && i < items.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       const YAML::Node written = items[i];
-      const std::string own_kind = scalar(written, "kind");
+      const std::string own_kind = ScalarAt(written, "kind");
       if (own_kind == "List" || !list_of(own_kind).empty()) {
         r.Error(written["kind"], Reader::Join(Reader::Index("items", i), "kind"),
                 "a list inside a list is not read (Kubernetes lists do not nest)");
@@ -3822,17 +3823,10 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       out.unidentified_failure = true;
       continue;
     }
-    const std::string kind = !document.listed_kind.empty()                       ? document.listed_kind
-                             : doc["kind"].IsDefined() && doc["kind"].IsScalar() ? doc["kind"].Scalar()
-                                                                                 : "";
-    const std::string api_version = !document.listed_api_version.empty() ? document.listed_api_version
-                                    : doc["apiVersion"].IsDefined() && doc["apiVersion"].IsScalar()
-                                        ? doc["apiVersion"].Scalar()
-                                        : "";
-    const KindInfo* info = nullptr;
-    for (const KindInfo& k : Kinds()) {
-      if (k.kind == kind) info = &k;
-    }
+    const std::string kind = !document.listed_kind.empty() ? document.listed_kind : ScalarAt(doc, "kind");
+    const std::string api_version =
+        !document.listed_api_version.empty() ? document.listed_api_version : ScalarAt(doc, "apiVersion");
+    const KindInfo* info = FindKind(kind);
     if ((IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) ||
         (info == nullptr && !kind.empty() && IsApiGroupWithoutXdsMeaning(api_version))) {
       const YAML::Node metadata = doc["metadata"];
@@ -3868,8 +3862,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
     r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
     if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
       r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
-              StrCat("must be ", info->api_versions.front(), " for ", kind, ", got \"", api_version.substr(0, 64), "\"",
-                     IsApiGroupWithoutXdsMeaning(api_version) ? AnotherGroupsKind(kind) : ""));
+              ApiVersionError(*info, kind, api_version));
     }
     for (const auto& entry : doc) {
       const std::string key = entry.first.Scalar();
