@@ -22,6 +22,23 @@ std::string SdsName(const Gateway::Server::SecretRef& ref) {
   return ref.ca ? GatewayCaSecretName(ref.credential) : GatewaySecretName(ref.credential);
 }
 
+std::vector<SdsNameClash> FindSdsNameClashes(const std::map<uint32_t, GatewayPort>& plans) {
+  std::vector<SdsNameClash> clashes;
+  std::map<std::string, std::pair<const GatewayServer*, Gateway::Server::SecretRef>> first_use;  // by SDS name
+  for (const auto& [port, plan] : plans) {
+    for (const GatewayServer& entry : plan.servers) {
+      for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
+        std::string name = SdsName(ref);
+        const auto [first, inserted] = first_use.try_emplace(name, &entry, ref);
+        const Gateway::Server::SecretRef& meant = first->second.second;
+        if (inserted || (meant.credential == ref.credential && meant.ca == ref.ca)) continue;
+        clashes.push_back({&entry, ref, std::move(name), first->second.first, meant});
+      }
+    }
+  }
+  return clashes;
+}
+
 std::string GatewayTlsRouteName(const Gateway& gateway, const Gateway::Server& server) {
   return StrCat("https.", server.port, ".", server.port_name, ".", gateway.meta.name, ".", gateway.meta.namespace_name);
 }

@@ -46,6 +46,19 @@ struct GatewayPort {
 std::map<uint32_t, GatewayPort> PlanGatewayPorts(const MeshContext& mesh, const std::vector<const Gateway*>& gateways,
                                                  const std::string& proxy_namespace);
 
+// A server's Secret reference sent under an SDS name that an earlier reference of the same plans
+// (ports in order, servers in plan order) uses for another Secret: the certificate of Secret
+// "x-cacert" and the CA of Secret "x" are both kubernetes://x-cacert. Envoy is sent the earlier
+// one's, as UsedSecretNames decides, so this one is not served as meant. Points into the plans.
+struct SdsNameClash {
+  const GatewayServer* server = nullptr;  // the later server
+  Gateway::Server::SecretRef ref;         // its reference
+  std::string sds_name;
+  const GatewayServer* first = nullptr;  // the server whose reference Envoy is sent
+  Gateway::Server::SecretRef first_ref;
+};
+std::vector<SdsNameClash> FindSdsNameClashes(const std::map<uint32_t, GatewayPort>& plans);
+
 // One filter chain of a TCP or TLS port's listener. An HTTPS server's chain terminates TLS and
 // runs its HTTP routes (`route` null); the others proxy TCP to `route`, the weighted
 // destinations of a tcp route (TCP servers, TLS servers that terminate) or of a tls route match

@@ -2526,8 +2526,13 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     if (notes.size() < limit) notes.push_back(std::move(note));
   };
   const std::string refusal = SecretsRefusal(proxy, identity, readers);
-  std::map<std::string, std::pair<std::string, bool>> meanings;  // SDS name -> (credential, CA)
-  for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
+  const std::map<uint32_t, GatewayPort> plans =
+      PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name);
+  std::map<std::pair<const GatewayServer*, std::string>, Gateway::Server::SecretRef> clashes;  // -> what Envoy gets
+  for (SdsNameClash& clash : FindSdsNameClashes(plans)) {
+    clashes.emplace(std::pair(clash.server, std::move(clash.sds_name)), clash.first_ref);
+  }
+  for (const auto& [port, plan] : plans) {
     for (const GatewayChainNote& note : PlanGatewayChains(mesh, port, plan).notes) {
       add({StrCat("listener port ", port),
            StrCat(note.object.kind, " ", note.object.namespace_name, "/", note.object.name), note.field, note.reason});
@@ -2550,11 +2555,11 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
         const std::string name = SdsName(ref);
         const std::string field = StrCat("spec.servers[", index, "].tls.", ref.field);
         // As UsedSecretNames decides: the first server to use a name gives its meaning.
-        const auto [first, inserted] = meanings.try_emplace(name, ref.credential, ref.ca);
-        if (!inserted && first->second != std::pair(ref.credential, ref.ca)) {
+        if (auto clash = clashes.find({&entry, name}); clash != clashes.end()) {
+          const Gateway::Server::SecretRef& sent = clash->second;
           add({name, ObjectName("Gateway", entry.gateway->meta), field,
                StrCat("not served as meant: an earlier server of this proxy uses the name for ",
-                      first->second.second ? "the CA of Secret " : "the certificate of Secret ", first->second.first,
+                      sent.ca ? "the CA of Secret " : "the certificate of Secret ", sent.credential,
                       ", which is what Envoy is sent")});
           continue;
         }

@@ -489,44 +489,30 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
   }
 }
 
-// Servers that send different Secrets under one SDS name (the certificate of Secret "x-cacert" and
-// the CA of Secret "x" are both kubernetes://x-cacert) on the proxies that `plans` are of: Envoy
-// is sent what the first server in plan order means, as UsedSecretNames decides, so a later one
-// is not served as meant (as /debug/config_status says per proxy). `said`: the clashes said so
-// far, (gateway, server index, SDS name), each said once; `across` (a pair of Gateways): only
-// clashes with a server of the other Gateway.
+// The SDS name clashes of `plans` (FindSdsNameClashes), on the proxies the plans are of, as
+// /debug/config_status says them per proxy. `said`: the clashes said so far, (gateway, server
+// index, SDS name), each said once; `across` (a pair of Gateways): only clashes with a server of
+// the other Gateway.
 using SdsClash = std::tuple<const Gateway*, size_t, std::string>;
 void SdsNameClashes(const std::map<uint32_t, GatewayPort>& plans,
                     const std::map<const Gateway*, const ConfigKey*>& keys, bool across, std::set<SdsClash>& said,
                     std::vector<ConfigWarning>& out) {
-  struct Meaning {
-    Gateway::Server::SecretRef ref;
-    const Gateway* gateway;
-    size_t index;
-  };
-  std::map<std::string, Meaning> meanings;  // SDS name -> its first use
-  for (const auto& [port, plan] : plans) {
-    for (const GatewayServer& entry : plan.servers) {
-      const size_t index = static_cast<size_t>(entry.server - entry.gateway->servers.data());
-      for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
-        const auto [first, inserted] = meanings.try_emplace(SdsName(ref), Meaning{ref, entry.gateway, index});
-        const Meaning& meant = first->second;
-        if (inserted || (meant.ref.credential == ref.credential && meant.ref.ca == ref.ca)) continue;
-        // Each clash once: a pair's only if the Gateway alone, or an earlier pair, did not say it.
-        if ((across && meant.gateway == entry.gateway) || !said.emplace(entry.gateway, index, first->first).second) {
-          continue;
-        }
-        const auto key = keys.find(entry.gateway);
-        if (key == keys.end()) continue;
-        out.push_back({*key->second, StrCat("spec.servers[", index, "].tls.", ref.field), "cxds_gateway_sds_name_clash",
-                       StrCat("not served as meant", across ? " on gateway proxies that both Gateways pick" : "",
-                              ": its ", ref.ca ? "CA of Secret " : "certificate of Secret ", ref.credential,
-                              " is sent as ", first->first, ", which Gateway ", meant.gateway->meta.namespace_name, "/",
-                              meant.gateway->meta.name, " spec.servers[", meant.index, "] already uses for the ",
-                              meant.ref.ca ? "CA of Secret " : "certificate of Secret ", meant.ref.credential,
-                              ": Envoy is sent that one")});
-      }
-    }
+  for (const SdsNameClash& clash : FindSdsNameClashes(plans)) {
+    const Gateway* gateway = clash.server->gateway;
+    const Gateway* meant = clash.first->gateway;
+    const size_t index = static_cast<size_t>(clash.server->server - gateway->servers.data());
+    if ((across && meant == gateway) || !said.emplace(gateway, index, clash.sds_name).second) continue;
+    const auto key = keys.find(gateway);
+    if (key == keys.end()) continue;
+    const auto what = [](const Gateway::Server::SecretRef& ref) {
+      return StrCat(ref.ca ? "CA of Secret " : "certificate of Secret ", ref.credential);
+    };
+    out.push_back(
+        {*key->second, StrCat("spec.servers[", index, "].tls.", clash.ref.field), "cxds_gateway_sds_name_clash",
+         StrCat("not served as meant", across ? " on gateway proxies that both Gateways pick" : "", ": its ",
+                what(clash.ref), " is sent as ", clash.sds_name, ", which Gateway ", meant->meta.namespace_name, "/",
+                meant->meta.name, " spec.servers[", clash.first->server - meant->servers.data(),
+                "] already uses for the ", what(clash.first_ref), ": Envoy is sent that one")});
   }
 }
 
