@@ -288,7 +288,9 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
     key_ = StrCat(key_, "|rules:", selected);
     route_key_ = StrCat(route_key_, "|rules:", selected);
   }
-  const std::string without_sources = route_key_;
+  // A gateway's TCP proxies read no source conditions (only gateway proxies need this key).
+  const bool gateway = proxy.type == "router";
+  if (gateway) gateway_tcp_proxy_key_ = route_key_;
   if (!context.source_conditions().empty()) {
     // The indices of the conditions met (a proxy meets few of a mesh's many).
     route_key_ += "|source:";
@@ -304,7 +306,7 @@ ProxyScope::ProxyScope(const ProxyInfo& proxy, const MeshContext& context)
   }
   if (node_idle_timeout_.has_value()) idle_key_ = StrCat("|idle:", absl::ToInt64Nanoseconds(*node_idle_timeout_));
   tcp_proxy_key_ = StrCat(route_key_, idle_key_);
-  gateway_tcp_proxy_key_ = StrCat(without_sources, idle_key_);
+  if (gateway) gateway_tcp_proxy_key_ += idle_key_;
 }
 
 bool ProxyScope::SourceMatches(const HttpRoute::Match& match, const LabelMap& labels, const std::string& namespace_name,

@@ -106,6 +106,7 @@ class ProxyScope {
   const std::string& tcp_proxy_key() const { return tcp_proxy_key_; }
   // tcp_proxy_key() without the source conditions met: what a gateway's TCP proxies depend on
   // (istiod applies a tcp or tls match's sourceLabels and sourceNamespace to no gateway proxy).
+  // Empty for a proxy that is not a gateway (router~).
   const std::string& gateway_tcp_proxy_key() const { return gateway_tcp_proxy_key_; }
   const std::optional<absl::Duration>& node_idle_timeout() const { return node_idle_timeout_; }
   const std::string& namespace_name() const { return namespace_name_; }
