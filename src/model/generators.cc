@@ -2349,7 +2349,8 @@ std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
   return "";
 }
 
-std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy) {
+std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy,
+                                                 std::vector<SecretNameClash>* clashes) {
   std::map<std::string, SecretUse> names;
   for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayServer& entry : plan.servers) {
@@ -2376,12 +2377,21 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
         if (!OriginatesTls(policy) || policy->tls->credential_name.empty()) continue;
         const PolicyFields::ClientTls& tls = *policy->tls;
         const std::string by = StrCat("DestinationRule ", rule->meta.namespace_name, "/", rule->meta.name);
-        if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) {
-          names.try_emplace(GatewaySecretName(tls.credential_name), SecretUse{tls.credential_name, false, by});
-        }
-        if (!tls.insecure_skip_verify) {
-          names.try_emplace(GatewayCaSecretName(tls.credential_name), SecretUse{tls.credential_name, true, by});
-        }
+        const auto use = [&](std::string name, bool ca) {
+          const auto [first, inserted] = names.try_emplace(name, SecretUse{tls.credential_name, ca, by});
+          const SecretUse& sent = first->second;
+          if (inserted || clashes == nullptr || (sent.credential == tls.credential_name && sent.ca == ca)) return;
+          const SecretNameClash clash{std::move(name), SecretUse{tls.credential_name, ca, by}, sent};
+          // A rule applies to many clusters: each clash once.
+          if (std::none_of(clashes->begin(), clashes->end(), [&](const SecretNameClash& said) {
+                return said.sds_name == clash.sds_name && said.lost.rule == by && said.lost.ca == ca &&
+                       said.lost.credential == tls.credential_name;
+              })) {
+            clashes->push_back(clash);
+          }
+        };
+        if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) use(GatewaySecretName(tls.credential_name), false);
+        if (!tls.insecure_skip_verify) use(GatewayCaSecretName(tls.credential_name), true);
       }
     }
   }
@@ -2573,7 +2583,17 @@ std::vector<ProxyConfigNote> GatewayConfigNotes(const MeshContext& mesh, const P
     }
   }
   // Secrets of DestinationRule credentialNames (clusters the gateway originates TLS for).
-  for (const auto& [name, use] : UsedSecretNames(mesh, proxy)) {
+  std::vector<SecretNameClash> rule_clashes;
+  const std::map<std::string, SecretUse> used = UsedSecretNames(mesh, proxy, &rule_clashes);
+  for (const SecretNameClash& clash : rule_clashes) {
+    add({clash.sds_name, clash.lost.rule, "tls.credentialName",
+         StrCat("not served as meant: its ", clash.lost.ca ? "CA of Secret " : "certificate of Secret ",
+                clash.lost.credential, " is sent under this name, which ",
+                clash.sent.rule.empty() ? "a Gateway server of this proxy" : clash.sent.rule, " already uses for the ",
+                clash.sent.ca ? "CA of Secret " : "certificate of Secret ", clash.sent.credential,
+                ": Envoy is sent that one")});
+  }
+  for (const auto& [name, use] : used) {
     if (use.rule.empty()) continue;
     if (!refusal.empty()) {
       add({name, use.rule, "tls.credentialName", StrCat("not served: ", refusal)});

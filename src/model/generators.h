@@ -78,14 +78,25 @@ std::vector<std::string> GrpcIgnoredRouteFields(const HttpRoute& http);
 // claim it.
 std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
                            const std::vector<std::string>& readers);
-// The SDS names the HTTPS servers of the Gateways picking `proxy` use (served ones only), each
-// with the credentialName it is of and whether it is the CA (MUTUAL) or the certificate.
+// The SDS names the HTTPS servers of the Gateways picking `proxy` use (served ones only), and
+// those of the DestinationRule tls credentialNames of the clusters a gateway proxy is sent, each
+// with the credentialName it is of and whether it is the CA or the certificate. The first use of
+// a name decides its meaning: Gateway servers in port order, then rules by host.
 struct SecretUse {
   std::string credential;
   bool ca = false;
   std::string rule;  // for a DestinationRule's tls credentialName: "DestinationRule NS/NAME"; else empty
 };
-std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy);
+// A DestinationRule's use of an SDS name that an earlier use gives another Secret (the CA of
+// credential "x" and the certificate of credential "x-cacert" are both kubernetes://x-cacert):
+// Envoy is sent `sent`'s, so the rule's cluster does not get what it means.
+struct SecretNameClash {
+  std::string sds_name;
+  SecretUse lost;  // the rule's
+  SecretUse sent;  // rule empty: a Gateway server's
+};
+std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy,
+                                                 std::vector<SecretNameClash>* clashes = nullptr);
 // The Secret of `namespace_name` holding credential `credential`'s certificate and key, or with
 // `ca` its CA (Secret CREDENTIAL-cacert when it holds one, else CREDENTIAL's own); null if none.
 const K8sTlsSecret* FindMaterial(const MeshContext& mesh, const std::string& namespace_name,

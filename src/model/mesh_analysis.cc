@@ -638,6 +638,82 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
   GatewayPairs(served, mesh, sds_said, out);
 }
 
+// DestinationRule tls credentialNames sent to gateway proxies under an SDS name that a Gateway
+// server or another rule uses for another Secret (the CA of credential "x" and the certificate
+// of credential "x-cacert" are both kubernetes://x-cacert). A proxy's Gateway servers take their
+// names first (UsedSecretNames), so against one the rule is said to lose; between two rules the
+// proxy's clusters decide, which /debug/config_status says per proxy. Said on the later user.
+void RuleSdsNameClashes(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+  struct Use {
+    std::string by;  // "Gateway NS/NAME spec.servers[I]" or "DestinationRule NS/NAME FIELD"
+    SecretUse use;
+  };
+  const auto what = [](const SecretUse& use) {
+    return StrCat(use.ca ? "CA of Secret " : "certificate of Secret ", use.credential);
+  };
+  std::map<std::string, Use> gateway_uses;  // by SDS name, the first
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kGateway)) {
+    const auto* gateway = std::get_if<Gateway>(&stored->object);
+    if (gateway == nullptr) continue;
+    for (size_t i = 0; i < gateway->servers.size(); ++i) {
+      for (const Gateway::Server::SecretRef& ref : gateway->servers[i].SecretRefs()) {
+        gateway_uses.try_emplace(SdsName(ref),
+                                 Use{StrCat("Gateway ", key.namespace_name, "/", key.name, " spec.servers[", i, "]"),
+                                     SecretUse{ref.credential, ref.ca, ""}});
+      }
+    }
+  }
+  std::map<std::string, Use> rule_uses;  // by SDS name, the first
+  const auto check_fields = [&](const ConfigKey& key, const PolicyFields& policy, const std::string& field) {
+    if (!policy.tls.has_value() || policy.tls->credential_name.empty() ||
+        policy.tls->mode == PolicyFields::ClientTls::Mode::kDisable) {
+      return;
+    }
+    const PolicyFields::ClientTls& tls = *policy.tls;
+    const std::string credential_field = field + ".tls.credentialName";
+    const auto check_name = [&](const std::string& name, bool ca) {
+      const SecretUse use{tls.credential_name, ca, ""};
+      const auto differs = [&](const Use& other) {
+        return other.use.credential != use.credential || other.use.ca != use.ca;
+      };
+      if (auto gateway = gateway_uses.find(name); gateway != gateway_uses.end() && differs(gateway->second)) {
+        out.push_back({key, credential_field, "cxds_gateway_sds_name_clash",
+                       StrCat("not served as meant on gateway proxies that ", gateway->second.by, " is of: its ",
+                              what(use), " is sent as ", name,
+                              ", which that server already uses "
+                              "for the ",
+                              what(gateway->second.use), ": Envoy is sent that one")});
+        return;
+      }
+      const std::string by = StrCat("DestinationRule ", key.namespace_name, "/", key.name, " ", credential_field);
+      const auto [first, inserted] = rule_uses.try_emplace(name, Use{by, use});
+      if (inserted || !differs(first->second)) return;
+      out.push_back({key, credential_field, "cxds_gateway_sds_name_clash",
+                     StrCat("its ", what(use), " is sent as ", name, ", which ", first->second.by, " uses for the ",
+                            what(first->second.use),
+                            ": a gateway proxy with clusters of both rules is sent one of the two "
+                            "(/debug/config_status says which, per proxy)")});
+    };
+    if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) check_name(GatewaySecretName(tls.credential_name), false);
+    if (!tls.insecure_skip_verify) check_name(GatewayCaSecretName(tls.credential_name), true);
+  };
+  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
+    if (!policy.has_value()) return;
+    check_fields(key, *policy, field);
+    for (size_t i = 0; i < policy->port_level.size(); ++i) {
+      check_fields(key, policy->port_level[i].policy, StrCat(field, ".portLevelSettings[", i, "]"));
+    }
+  };
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kDestinationRule)) {
+    const auto* dr = std::get_if<DestinationRule>(&stored->object);
+    if (dr == nullptr) continue;
+    check(key, dr->traffic_policy, "spec.trafficPolicy");
+    for (size_t i = 0; i < dr->subsets.size(); ++i) {
+      check(key, dr->subsets[i].traffic_policy, StrCat("spec.subsets[", i, "].trafficPolicy"));
+    }
+  }
+}
+
 // Services and ServiceEntries exported to no namespace ("~"): valid in Istio, and served to no
 // proxy at all (VirtualServices and DestinationRules cannot be, as Istio validates).
 void ExportedToNone(const ObjectMap& served, std::vector<ConfigWarning>& out) {
@@ -777,6 +853,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);
     GatewayServers(served, mesh, out);
+    RuleSdsNameClashes(served, out);
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);

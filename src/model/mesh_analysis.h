@@ -43,7 +43,9 @@
 //   cxds_gateway_sds_name_clash   a Gateway server whose Secret (certificate or CA) is sent under
 //                                 an SDS name an earlier server of the same proxies uses for
 //                                 another Secret's (credential "x-cacert" and the CA of "x"):
-//                                 Envoy gets the earlier one's, so this one is not served as meant
+//                                 Envoy gets the earlier one's, so this one is not served as meant;
+//                                 and a DestinationRule tls credentialName whose name a Gateway
+//                                 server (which wins) or another rule uses so
 //   cxds_gateway_only             a DestinationRule tls credentialName: gateway proxies use it,
 //                                 sidecars connect without it (as in Istio)
 //   cxds_exported_to_none         a Service or ServiceEntry exported to no namespace ("~"):

@@ -4195,6 +4195,100 @@ spec:
                          "kubernetes://egress-cert-cacert DestinationRule istio-system/shop-tls tls.credentialName"));
 }
 
+// A rule's credentialName whose SDS name a Gateway server of the proxy (which comes first) or an
+// earlier rule (by host) uses for another Secret: Envoy is sent the first use's Secret under it,
+// and the gateway's config status says so on the rule's field, once per rule and name.
+TEST_F(GeneratorsTest, RuleCredentialNameUnderAnotherSecretsSdsNameIsSaidPerProxy) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.MakeCa("ca"));
+  ASSERT_TRUE(pki.MakeLeaf("edge", "ca", "DNS:a.example.com"));
+  Apply("secret.yaml", StrCat("apiVersion: v1\nkind: Secret\nmetadata: {name: egress-cert-cacert, namespace: edge}\n",
+                              "type: kubernetes.io/tls\nstringData:\n  tls.crt: ", PemBlock(pki.Read("edge.crt")),
+                              "  tls.key: ", PemBlock(pki.Read("edge.key"))));
+  Apply("tls.yaml", kShopEntry + R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: more}
+spec:
+  resolution: STATIC
+  hosts: [api.mesh.local, web.mesh.local]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: a, namespace: edge}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [a.example.com]
+    tls: {mode: SIMPLE, credentialName: egress-cert-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: a, namespace: edge}
+spec:
+  hosts: [a.example.com]
+  gateways: [a]
+  http:
+  - route: [{destination: {host: shop.mesh.local}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: shop-tls, namespace: istio-system}
+spec:
+  host: shop.mesh.local
+  trafficPolicy:
+    tls: {mode: MUTUAL, credentialName: egress-cert}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-tls, namespace: istio-system}
+spec:
+  host: api.mesh.local
+  trafficPolicy:
+    tls: {mode: MUTUAL, credentialName: web-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web-tls, namespace: istio-system}
+spec:
+  host: web.mesh.local
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: web}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string router = "router~127.0.0.9~ingress-1.edge~edge.svc.cluster.local";
+  const PeerIdentity proven = ProvenEdgeIngress();
+  // Under kubernetes://egress-cert-cacert the gateway's certificate, not the rule's CA.
+  const std::vector<DiscoveryResponse> sds =
+      AskAsIngress(router, std::string(kSecretType), {"kubernetes://egress-cert-cacert"}, proven);
+  ASSERT_EQ(sds.size(), 1u);
+  ASSERT_EQ(sds[0].resources_size(), 1);
+  const auto secret = Decode<envoy::extensions::transport_sockets::tls::v3::Secret>(sds[0], 0);
+  EXPECT_EQ(secret.tls_certificate().certificate_chain().inline_bytes(), pki.Read("edge.crt"));
+  EXPECT_FALSE(secret.has_validation_context());
+
+  const auto* mesh = dynamic_cast<const MeshContext*>(pipeline_->context().get());
+  ASSERT_NE(mesh, nullptr);
+  envoy::config::core::v3::Node node;
+  node.set_id(router);
+  LabelIngressGateway(node);
+  std::vector<std::string> clashes;
+  for (const ProxyConfigNote& note : GatewayConfigNotes(*mesh, ParseProxyInfo(node), proven, {"edge/ingress"})) {
+    if (note.reason.find("as meant") != std::string::npos) {
+      clashes.push_back(StrCat(note.resource, " ", note.object, " ", note.field, ": ", note.reason));
+    }
+  }
+  EXPECT_THAT(clashes,
+              ::testing::ElementsAre(
+                  "kubernetes://egress-cert-cacert DestinationRule istio-system/shop-tls tls.credentialName: not "
+                  "served as meant: its CA of Secret egress-cert is sent under this name, which a Gateway server of "
+                  "this proxy already uses for the certificate of Secret egress-cert-cacert: Envoy is sent that one",
+                  "kubernetes://web-cacert DestinationRule istio-system/web-tls tls.credentialName: not served as "
+                  "meant: its CA of Secret web is sent under this name, which DestinationRule istio-system/api-tls "
+                  "already uses for the certificate of Secret web-cacert: Envoy is sent that one"));
+}
+
 // An HTTPS Gateway server terminates TLS as istiod builds it for a credentialName: a filter
 // chain per server matching its SNI names, the certificate over SDS on the ADS stream
 // (kubernetes://NAME; MUTUAL: a client certificate required, checked against

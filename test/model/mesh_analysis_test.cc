@@ -30,6 +30,15 @@ std::vector<std::string> Strings(const std::vector<ConfigError>& errors) {
   return out;
 }
 
+// The warnings of analysis `code`, as strings.
+std::vector<std::string> WarningsOf(const std::vector<ConfigError>& warnings, const std::string& code) {
+  std::vector<std::string> out;
+  for (const std::string& w : Strings(warnings)) {
+    if (w.find(absl::StrCat("[", code, "]")) != std::string::npos) out.push_back(w);
+  }
+  return out;
+}
+
 constexpr char kMesh[] = R"(apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: inventory}
@@ -723,10 +732,7 @@ spec:
   exportTo: ["."]
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
-  std::vector<std::string> none;
-  for (const std::string& w : Strings(update.warnings)) {
-    if (w.find("[cxds_exported_to_none]") != std::string::npos) none.push_back(w);
-  }
+  const std::vector<std::string> none = WarningsOf(update.warnings, "cxds_exported_to_none");
   EXPECT_THAT(none, ::testing::UnorderedElementsAre(
                         "hidden.yaml:1: ServiceEntry shop/hidden: spec.exportTo: exported to no namespace (~): no "
                         "proxy gets its hosts, as in Istio [cxds_exported_to_none]",
@@ -795,10 +801,7 @@ spec:
     route: [{destination: {host: inventory.mesh.local}}]
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid Istio config: warned about, not refused";
-  std::vector<std::string> ignored;
-  for (const std::string& w : Strings(update.warnings)) {
-    if (w.find("[cxds_gateway_source_ignored]") != std::string::npos) ignored.push_back(w);
-  }
+  const std::vector<std::string> ignored = WarningsOf(update.warnings, "cxds_gateway_source_ignored");
   EXPECT_THAT(ignored,
               ::testing::ElementsAre(
                   "edge.yaml:12: VirtualService edge/db: spec.tcp[0].match[1]: sourceLabels has no effect at "
@@ -918,10 +921,7 @@ spec:
     tls: {mode: OPTIONAL_MUTUAL, credentialName: web2, caCertCredentialName: shop}
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
-  std::vector<std::string> clashes;
-  for (const std::string& w : Strings(update.warnings)) {
-    if (w.find("[cxds_gateway_sds_name_clash]") != std::string::npos) clashes.push_back(w);
-  }
+  const std::vector<std::string> clashes = WarningsOf(update.warnings, "cxds_gateway_sds_name_clash");
   EXPECT_THAT(clashes,
               ElementsAre("edge.yaml:31: Gateway edge/d: spec.servers[1].tls.caCertCredentialName: not served as "
                           "meant: its CA of Secret web is sent as kubernetes://web-cacert, which Gateway edge/d "
@@ -937,6 +937,80 @@ spec:
                           "certificate of Secret shop-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]"))
       << "e's clash is said once, alone, not again with a; b's once, with a, not again with e";
   EXPECT_EQ(store.WarningCounts()["cxds_gateway_sds_name_clash"], 3u);
+}
+
+// A DestinationRule credentialName's SDS names meet a Gateway server's (which a proxy takes
+// first) or another rule's used for another Secret: said on the rule's field. The same Secret
+// under one name, or no CA asked for (insecureSkipVerify), is no clash.
+TEST(MeshAnalysisTest, RuleCredentialNamesSentUnderAnotherSecretsSdsNameAreReported) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: a, namespace: edge}
+spec:
+  selector: {istio: egressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [a.example.com]
+    tls: {mode: SIMPLE, credentialName: shop-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r1, namespace: edge}
+spec:
+  host: shop.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: shop}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r2, namespace: edge}
+spec:
+  host: web.example.com
+  trafficPolicy:
+    portLevelSettings:
+    - port: {number: 443}
+      tls: {mode: MUTUAL, credentialName: web-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r3, namespace: edge}
+spec:
+  host: api.example.com
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy:
+      tls: {mode: SIMPLE, credentialName: web}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r4, namespace: edge}
+spec:
+  host: db.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: shop, insecureSkipVerify: true}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r5, namespace: edge}
+spec:
+  host: cache.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: web-cacert}
+)");
+  EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
+  const std::vector<std::string> clashes = WarningsOf(update.warnings, "cxds_gateway_sds_name_clash");
+  EXPECT_THAT(clashes,
+              ElementsAre("edge.yaml:11: DestinationRule edge/r1: spec.trafficPolicy.tls.credentialName: not served "
+                          "as meant on gateway proxies that Gateway edge/a spec.servers[0] is of: its CA of Secret "
+                          "shop is sent as kubernetes://shop-cacert, which that server already uses for the "
+                          "certificate of Secret shop-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]",
+                          "edge.yaml:29: DestinationRule edge/r3: spec.subsets[0].trafficPolicy.tls.credentialName: "
+                          "its CA of Secret web is sent as kubernetes://web-cacert, which DestinationRule edge/r2 "
+                          "spec.trafficPolicy.portLevelSettings[0].tls.credentialName uses for the certificate of "
+                          "Secret web-cacert: a gateway proxy with clusters of both rules is sent one of the two "
+                          "(/debug/config_status says which, per proxy) [cxds_gateway_sds_name_clash]"));
 }
 
 // A TCP or passthrough server no route applies to takes no connections, and a tls route match
