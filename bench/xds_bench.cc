@@ -45,6 +45,7 @@
 #include "grpc/grpc.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "model/generators.h"
+#include "model/mesh_analysis.h"
 #include "model/mesh_model.h"
 #include "model/proxy.h"
 #include "model/workload_registry.h"
@@ -571,13 +572,25 @@ std::unique_ptr<ConfigStore> GeneratedMeshStore(benchmark::State& state, int ser
   return store;
 }
 
+// GeneratedMeshStore with a MeshModel that has taken it in; nulls if it did not load.
+struct GeneratedMesh {
+  std::unique_ptr<ConfigStore> store;
+  std::unique_ptr<MeshModel> model;
+};
+GeneratedMesh GeneratedMeshModel(benchmark::State& state, int services) {
+  ConfigStore::Update update;
+  GeneratedMesh mesh{GeneratedMeshStore(state, services, &update), nullptr};
+  if (mesh.store == nullptr) return mesh;
+  mesh.model = std::make_unique<MeshModel>(*mesh.store, "cluster.local");
+  mesh.model->OnUpdate(update);
+  return mesh;
+}
+
 void BM_BuildPushContext(benchmark::State& state) {
   const int services = static_cast<int>(state.range(0));
-  ConfigStore::Update update;
-  const std::unique_ptr<ConfigStore> store = GeneratedMeshStore(state, services, &update);
-  if (store == nullptr) return;
-  MeshModel model(*store, "cluster.local");
-  model.OnUpdate(update);
+  const GeneratedMesh mesh = GeneratedMeshModel(state, services);
+  if (mesh.model == nullptr) return;
+  MeshModel& model = *mesh.model;
   uint64_t sequence = 0;
   for (auto _ : state) {
     auto built = model.Build(nullptr, PushRequest{}, ++sequence, absl::UnixEpoch());
@@ -617,6 +630,78 @@ void BM_IndexServicesByHost(benchmark::State& state) {
   state.counters["services"] = benchmark::Counter(services);
   state.counters["per_service_ns"] = benchmark::Counter(
       static_cast<double>(services), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// One more slice of svc-0 of GeneratedMeshFiles, its address moving between two values with `i`.
+std::string ExtraSlice(int i) {
+  return StrCat(
+      "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: svc-0-extra\n  namespace: bench\n"
+      "  labels: {kubernetes.io/service-name: svc-0}\naddressType: IPv4\nports: [{name: http, port: 8080}]\n"
+      "endpoints:\n- addresses: [127.9.0.",
+      1 + i % 2, "]\n");
+}
+
+// What one EndpointSlice change costs the model's endpoint index (MeshModel::OnUpdate): the
+// slice's Service's host rebuilt, the other hosts' entries kept. Its baseline,
+// BM_BuildEndpointIndex on the same store, is the whole index built, as every update did before.
+// The store's own work (reading the file, the object map) is outside the timing.
+void BM_EndpointSliceChange(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  const GeneratedMesh mesh = GeneratedMeshModel(state, services);
+  if (mesh.model == nullptr) return;
+  MeshModel& model = *mesh.model;
+  int i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const ConfigStore::Update change = mesh.store->ApplyFile("extra.yaml", ExtraSlice(i++));
+    if (change.changed.size() != 1) state.SkipWithError("the slice did not change");
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(model.OnUpdate(change));
+  }
+  state.counters["services"] = benchmark::Counter(services);
+}
+
+// What one EndpointSlice change costs the store with the analysis on (ConfigStore::ApplyFiles:
+// the file read, the object map, every analysis), as the daemon takes a change in before its
+// push. tracked 1: the analyzer as the daemon has it, keeping its endpoint index from call to
+// call; 0: a new analyzer for each change, which builds the whole index, as every change did
+// before (the same-run baseline).
+void BM_AnalyzedSliceChange(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  const bool tracked = state.range(1) != 0;
+  auto analyzer = std::make_shared<Analyzer>(MeshAnalyzer("cluster.local"));
+  ConfigStore store(
+      ConfigStore::Options{.analyze = [analyzer](const ObjectMap& served) { return (*analyzer)(served); }});
+  const ConfigStore::Update loaded = store.ApplyFiles(GeneratedMeshFiles(services));
+  if (!loaded.errors.empty()) {
+    state.SkipWithError(loaded.errors.front().ToString().c_str());
+    return;
+  }
+  int i = 0;
+  for (auto _ : state) {
+    if (!tracked) {
+      state.PauseTiming();
+      *analyzer = MeshAnalyzer("cluster.local");
+      state.ResumeTiming();
+    }
+    const ConfigStore::Update change = store.ApplyFile("extra.yaml", ExtraSlice(i++));
+    if (change.changed.size() != 1) state.SkipWithError("the slice did not change");
+  }
+  state.counters["services"] = benchmark::Counter(services);
+}
+
+void BM_BuildEndpointIndex(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  ConfigStore::Update update;
+  const std::unique_ptr<ConfigStore> store = GeneratedMeshStore(state, services, &update);
+  if (store == nullptr) return;
+  const std::shared_ptr<const ObjectMap> objects = store->Snapshot();
+  for (auto _ : state) {
+    EndpointIndex index = BuildEndpointIndex(*objects, "cluster.local");
+    if (index.size() != static_cast<size_t>(services)) state.SkipWithError("hosts missing");
+    benchmark::DoNotOptimize(index);
+  }
+  state.counters["services"] = benchmark::Counter(services);
 }
 
 // What an update that touches Pods costs the workload registry (model/workload_registry.h):
@@ -750,6 +835,21 @@ void RegisterBenchmarks() {
       ->Arg(1000)
       ->Arg(10000)
       ->Unit(benchmark::kMillisecond);
+  for (int services : {1000, 10000}) {  // each beside its baseline, on the same heap
+    benchmark::RegisterBenchmark("BM_EndpointSliceChange", BM_EndpointSliceChange)
+        ->ArgName("services")
+        ->Arg(services)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_BuildEndpointIndex", BM_BuildEndpointIndex)
+        ->ArgName("services")
+        ->Arg(services)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_AnalyzedSliceChange", BM_AnalyzedSliceChange)
+        ->ArgNames({"services", "tracked"})
+        ->Args({services, 1})
+        ->Args({services, 0})
+        ->Unit(benchmark::kMillisecond);
+  }
   benchmark::RegisterBenchmark("BM_ParseProxyInfo", BM_ParseProxyInfo)->ArgName("pods")->Arg(0)->Arg(10000);
   benchmark::RegisterBenchmark("BM_ReadNodeLabels", BM_ReadNodeLabels);
   benchmark::RegisterBenchmark("BM_FindByTypeUrl/TypeUrlMap", BM_FindByTypeUrl<TypeUrlMap<int>>);

@@ -268,8 +268,9 @@ void DuplicateAddresses(const MeshContext& mesh, std::vector<ConfigWarning>& out
 // and DestinationRule subsets that select none of a port's endpoints: both are clusters a
 // proxy gets empty, so requests routed there fail with UNAVAILABLE while the proxy ACKs.
 void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
-                 const std::string& cluster_id, std::vector<ConfigWarning>& out) {
-  const EndpointIndex index = BuildEndpointIndex(served, suffix, nullptr, cluster_id);
+                 const std::string& cluster_id, EndpointIndexTracker& endpoints, std::vector<ConfigWarning>& out) {
+  const std::shared_ptr<const EndpointIndex> built = endpoints.Update(served);
+  const EndpointIndex& index = *built;
   const auto endpoints_of = [&](const std::string& host, uint32_t port) -> const std::vector<EndpointInfo>* {
     auto it = index.find(host);
     if (it == index.end()) return nullptr;
@@ -841,14 +842,16 @@ void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
-  return [suffix = std::move(domain_suffix), root = std::move(root_namespace),
-          cluster = std::move(cluster_id)](const ObjectMap& served) {
+  // Kept from call to call: an update of EndpointSlices alone rebuilds their hosts only.
+  auto endpoints = std::make_shared<EndpointIndexTracker>(domain_suffix, cluster_id);
+  return [suffix = std::move(domain_suffix), root = std::move(root_namespace), cluster = std::move(cluster_id),
+          endpoints](const ObjectMap& served) {
     // A context over `served` for this call only: the aliasing pointer owns nothing.
     const MeshContext mesh("", 0, absl::UnixEpoch(), std::shared_ptr<const ObjectMap>(std::shared_ptr<void>(), &served),
                            suffix, root);
     std::vector<ConfigWarning> out = mesh.findings();
     MissingDestinations(served, mesh, suffix, out);
-    NoInstances(served, mesh, suffix, cluster, out);
+    NoInstances(served, mesh, suffix, cluster, *endpoints, out);
     UnusedTlsRoutes(served, mesh, suffix, out);
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);

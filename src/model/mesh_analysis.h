@@ -70,7 +70,8 @@ namespace cxds {
 // linear in the objects (WorkloadEntries are matched by namespace and a selector label; a
 // selector of topology labels alone, AugmentLabels, reads every entry of its namespace).
 // `root_namespace`: Istio's meshConfig.rootNamespace; `cluster_id`: the cluster the workloads
-// are in, which subsets may select (AugmentLabels), as MeshModel's.
+// are in, which subsets may select (AugmentLabels), as MeshModel's. The analyzer keeps the
+// endpoint index of the last state it saw (EndpointIndexTracker): give each one its own store.
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace = kRootNamespace,
                       std::string cluster_id = kDefaultClusterId);
 

@@ -10,5 +10,8 @@ inline constexpr char kVirtualService[] = "VirtualService";
 inline constexpr char kSidecar[] = "Sidecar";
 inline constexpr char kWorkloadEntry[] = "WorkloadEntry";
 inline constexpr char kGateway[] = "Gateway";
-inline constexpr char kSecret[] = "Secret";  // K8sTlsSecret: TLS material for gateways
+inline constexpr char kSecret[] = "Secret";    // K8sTlsSecret: TLS material for gateways
+inline constexpr char kService[] = "Service";  // K8sService
+inline constexpr char kEndpointSlice[] = "EndpointSlice";
+inline constexpr char kPod[] = "Pod";  // K8sPod
 }  // namespace cxds::kind

@@ -333,14 +333,6 @@ std::string WorkloadLocality(const WorkloadEndpoint& w) {
 
 namespace {
 
-// A Pod's locality: its labels' (cxds reads no Node objects, whose topology labels istiod uses).
-std::string PodLocality(const K8sPod* pod) { return pod == nullptr ? "" : LabelLocality(pod->meta.labels); }
-
-uint32_t WorkloadPort(const WorkloadEndpoint& w, const ServicePort& port) {
-  if (auto it = w.ports.find(port.name); it != w.ports.end()) return it->second;
-  return port.target_port != 0 ? port.target_port : port.number;
-}
-
 bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
   // A DNS ServiceEntry's endpoints are in its clusters (Envoy resolves them), not in EDS.
   if (a.resolution != ServiceEntry::Resolution::kStatic || b.resolution != ServiceEntry::Resolution::kStatic) {
@@ -352,8 +344,8 @@ bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
          a.subject_alt_names == b.subject_alt_names;
 }
 
-bool IsEndpointKind(const std::string& kind) {
-  return kind == "EndpointSlice" || kind == "WorkloadEntry" || kind == "Pod";
+bool IsEndpointKind(const std::string& object_kind) {
+  return object_kind == kind::kEndpointSlice || object_kind == kind::kWorkloadEntry || object_kind == kind::kPod;
 }
 
 }  // namespace
@@ -401,7 +393,7 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   std::map<std::string, std::vector<Claim>> claims;  // resolved host -> VirtualServices naming it
   // Kind by kind ("Service" before "ServiceEntry", as in key order): the endpoint kinds, most of
   // a big mesh's objects, are never visited.
-  for (const auto& [key, stored] : ObjectsOfKind(*objects_, "Service")) {
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kService)) {
     if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
       define(ServiceInfo{StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_),
                          svc->meta.namespace_name, svc->ports, key, ServiceEntry::Resolution::kStatic,
@@ -1359,7 +1351,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
         if (!rule_host.starts_with('*')) return;
         // The service kinds' ranges only: a big mesh's endpoint objects are never visited.
         for (const std::string_view service_kind :
-             {std::string_view("Service"), std::string_view(kind::kServiceEntry)}) {
+             {std::string_view(kind::kService), std::string_view(kind::kServiceEntry)}) {
           for (const auto& entry : ObjectsOfKind(*objects, service_kind)) {
             for (const std::string& host : HostsOf(entry.second->object)) {
               if (HostSubsetOf(host, rule_host)) request.configs.insert({kind::kDestinationRule, "", host});
@@ -1377,7 +1369,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     }
   }
   if (!changed_pods.empty()) {
-    for (const auto& entry : *objects) {
+    for (const auto& entry : ObjectsOfKind(*objects, kind::kEndpointSlice)) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& stored = entry.second;
       const auto* slice = std::get_if<EndpointSlice>(&stored->object);
@@ -1395,7 +1387,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
   // (istiod's ProxyUpdate), through Workload keys, which leave the push endpoint-only.
   const bool workloads_touched = std::any_of(update.changed.begin(), update.changed.end(), [](const auto& change) {
     const std::string& changed_kind = change.first.kind;
-    return changed_kind == "Pod" || changed_kind == kind::kWorkloadEntry || changed_kind == kind::kServiceEntry;
+    return changed_kind == kind::kPod || changed_kind == kind::kWorkloadEntry || changed_kind == kind::kServiceEntry;
   });
   if (workloads_touched || !workloads_built_) {
     auto registry = std::make_shared<const WorkloadRegistry>(BuildWorkloadRegistry(*objects, cluster_id_));
@@ -1407,179 +1399,47 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     MutexLock lock(&mu_);
     workloads_ = std::move(registry);
   }
-  RebuildEndpoints(*objects);
+  // EndpointSlices alone changed (the usual endpoint churn): a slice gives endpoints to its
+  // Service's host only, so only those hosts are rebuilt.
+  std::optional<std::set<std::string>> slice_hosts;
+  if (!update.changed.empty() && std::all_of(update.changed.begin(), update.changed.end(), [](const auto& change) {
+        return change.first.kind == kind::kEndpointSlice;
+      })) {
+    slice_hosts.emplace();
+    for (const auto& [key, change] : update.changed) {
+      for (const auto* side : {change.first.get(), change.second.get()}) {
+        if (side == nullptr) continue;
+        for (std::string& host : HostsOf(side->object)) slice_hosts->insert(std::move(host));
+      }
+    }
+  }
+  RebuildEndpoints(slice_hosts.has_value() ? &*slice_hosts : nullptr);
   request.full = !request.EndpointOnly() && !request.configs.empty();
   request.reasons[request.full ? reason::kConfig : reason::kEndpoint] = static_cast<int64_t>(update.changed.size());
   return request;
 }
 
-namespace {
-
-// Pods by namespace/name, and by namespace and IP where one Pod alone has that IP.
-struct PodIndex {
-  std::map<std::pair<std::string, std::string>, const K8sPod*> by_name;
-  std::map<std::pair<std::string, std::string>, const K8sPod*> by_ip;  // null: more than one
-
-  explicit PodIndex(const ObjectMap& objects) {
-    for (const auto& [key, stored] : objects) {
-      const auto* pod = std::get_if<K8sPod>(&stored->object);
-      if (pod == nullptr) continue;
-      by_name[{pod->meta.namespace_name, pod->meta.name}] = pod;
-      for (const std::string& ip : pod->ips) {
-        auto [it, inserted] = by_ip.try_emplace({pod->meta.namespace_name, ip}, pod);
-        if (!inserted) it->second = nullptr;
-      }
-    }
-  }
-
-  // The Pod an EndpointSlice endpoint stands for: its targetRef, else its address's only Pod.
-  const K8sPod* For(const EndpointSlice& slice, const EndpointSlice::Endpoint& endpoint,
-                    const std::string& address) const {
-    if (!endpoint.pod_name.empty()) {
-      auto it = by_name.find({endpoint.pod_namespace, endpoint.pod_name});
-      return it == by_name.end() ? nullptr : it->second;
-    }
-    auto it = by_ip.find({slice.meta.namespace_name, address});
-    return it == by_ip.end() ? nullptr : it->second;
-  }
-};
-
-}  // namespace
-
-std::vector<std::string> NamesToResolve(const ObjectMap& objects) {
-  std::set<std::string> names;
-  for (const auto& [key, stored] : objects) {
-    const auto* se = std::get_if<ServiceEntry>(&stored->object);
-    // (An entry without ports serves nothing: its names are not looked up.)
-    if (se == nullptr || se->resolution == ServiceEntry::Resolution::kStatic || se->ports.empty()) continue;
-    if (se->endpoints.empty()) names.insert(se->hosts.begin(), se->hosts.end());
-    for (const WorkloadEndpoint& endpoint : se->endpoints) names.insert(endpoint.address);
-  }
-  return {names.begin(), names.end()};
-}
-
-EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
-                                 const ResolvedNames* resolved, const std::string& cluster_id) {
-  std::map<std::string, HostEndpoints> index;
-  std::map<std::string, const K8sService*> services;  // host -> Service
-  // WorkloadEntries by namespace, and by namespace and label: a selector's first label that is
-  // not a topology label (AugmentLabels may give those) narrows the candidates, so thousands of
-  // selectors over thousands of entries are not a product unless they name topology labels alone.
-  std::map<std::string, std::vector<const WorkloadEntry*>> workloads;
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const WorkloadEntry*>> workloads_by_label;
-  for (const auto& [key, stored] : objects) {
-    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
-      services[StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix)] = svc;
-    } else if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
-      workloads[we->meta.namespace_name].push_back(we);
-      for (const auto& [k, v] : we->spec.labels) workloads_by_label[{we->meta.namespace_name, k, v}].push_back(we);
-    }
-  }
-  static const std::vector<const WorkloadEntry*> kNone;
-  const auto candidates = [&](const std::string& ns,
-                              const LabelMap& selector) -> const std::vector<const WorkloadEntry*>& {
-    // Any label but those AugmentLabels may give must be among an entry's own, as indexed.
-    for (const auto& [k, v] : selector) {
-      if (IsAugmentedKey(k)) continue;
-      auto it = workloads_by_label.find({ns, k, v});
-      return it == workloads_by_label.end() ? kNone : it->second;
-    }
-    auto it = workloads.find(ns);
-    return it == workloads.end() ? kNone : it->second;
-  };
-  const PodIndex pods(objects);
-  // `members`, and the WorkloadEntries of `ns` that `selector` (if any) selects, on `ports`.
-  const auto add_workloads = [&](const std::string& host, const std::string& ns, const LabelMap* selector,
-                                 const std::vector<ServicePort>& ports, std::vector<const WorkloadEndpoint*> members) {
-    if (selector != nullptr) {
-      for (const WorkloadEntry* we : candidates(ns, *selector)) {
-        if (SelectsWorkload(*selector, we->spec, cluster_id)) members.push_back(&we->spec);
-      }
-    }
-    for (const ServicePort& port : ports) {
-      if (members.empty()) break;
-      auto& list = index[host][port.number];
-      for (const WorkloadEndpoint* w : members) {
-        list.push_back(EndpointInfo{w->address, WorkloadPort(*w, port), w->labels, w->weight == 0 ? 1 : w->weight,
-                                    /*bare=*/false, WorkloadLocality(*w)});
-      }
-    }
-  };
-  for (const auto& [key, stored] : objects) {
-    if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
-      const std::string host = StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix);
-      auto svc = services.find(host);
-      if (svc == services.end()) continue;  // a slice without its Service serves nothing
-      for (const EndpointSlice::Port& port : slice->ports) {
-        // The Service port this slice port backs: same name, or the only one.
-        const ServicePort* service_port = nullptr;
-        for (const ServicePort& p : svc->second->ports) {
-          if (p.name == port.name || svc->second->ports.size() == 1) service_port = &p;
-        }
-        if (service_port == nullptr) continue;
-        for (const EndpointSlice::Endpoint& endpoint : slice->endpoints) {
-          if (!endpoint.ready) continue;
-          for (const std::string& address : endpoint.addresses) {
-            const K8sPod* pod = pods.For(*slice, endpoint, address);
-            index[host][service_port->number].push_back(
-                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, /*bare=*/false,
-                             PodLocality(pod), pod != nullptr ? pod->node_name : ""});
-          }
-        }
-      }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
-               se != nullptr && se->resolution != ServiceEntry::Resolution::kStatic) {
-      // Envoy resolves these itself (ServiceInfo::dns_endpoints); for gRPC nodes, what cxds
-      // resolved the names to.
-      if (resolved == nullptr) continue;
-      for (const std::string& host : se->hosts) {
-        for (const ServicePort& port : se->ports) {
-          const auto add = [&](const std::string& name, uint32_t port_number, const LabelMap& labels, uint32_t weight,
-                               bool bare, const std::string& locality) {
-            auto it = resolved->find(name);
-            if (it == resolved->end()) return;
-            for (const std::string& address : it->second) {
-              index[host][port.number].push_back(
-                  EndpointInfo{address, port_number, labels, weight > 0 ? weight : 1, bare, locality});
-            }
-          };
-          // The host itself has no labels at all in istiod, so no subset selects it.
-          if (se->endpoints.empty()) {
-            add(host, port.target_port != 0 ? port.target_port : port.number, {}, 0, /*bare=*/true, "");
-          }
-          for (const WorkloadEndpoint& endpoint : se->endpoints) {
-            add(endpoint.address, WorkloadPort(endpoint, port), endpoint.labels, endpoint.weight, /*bare=*/false,
-                WorkloadLocality(endpoint));
-          }
-        }
-      }
-    } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-      std::vector<const WorkloadEndpoint*> inline_endpoints;
-      for (const WorkloadEndpoint& w : se->endpoints) inline_endpoints.push_back(&w);
-      for (const std::string& host : se->hosts) {
-        add_workloads(host, se->meta.namespace_name,
-                      se->workload_selector.has_value() ? &*se->workload_selector : nullptr, se->ports,
-                      inline_endpoints);
-      }
-    }
-  }
-  // A Service's selector also selects the WorkloadEntries of its namespace (Istio's VM pattern).
-  for (const auto& [host, svc] : services) {
-    if (!svc->selector.empty()) add_workloads(host, svc->meta.namespace_name, &svc->selector, svc->ports, {});
-  }
-  EndpointIndex built;
-  for (auto& [host, endpoints] : index) built[host] = std::make_shared<const HostEndpoints>(std::move(endpoints));
-  return built;
-}
-
-void MeshModel::RebuildEndpoints(const ObjectMap& objects) {
+void MeshModel::RebuildEndpoints(const std::set<std::string>* hosts) {
+  // One rebuild at a time (the source's thread and the DNS refresher's), each from the store as
+  // it is then: a rebuild that read an older store, or merged into an older index, would
+  // otherwise undo the one that finished between.
+  MutexLock rebuild(&rebuild_mu_);
+  const std::shared_ptr<const ObjectMap> objects = store_.Snapshot();
   ResolvedNames resolved;
+  std::shared_ptr<const EndpointIndex> previous;
   {
     MutexLock lock(&mu_);
     resolved = resolved_;
+    previous = endpoints_;
   }
-  auto built =
-      std::make_shared<const EndpointIndex>(BuildEndpointIndex(objects, domain_suffix_, &resolved, cluster_id_));
+  std::shared_ptr<const EndpointIndex> built;
+  if (hosts == nullptr || !endpoints_built_) {
+    built = std::make_shared<const EndpointIndex>(BuildEndpointIndex(*objects, domain_suffix_, &resolved, cluster_id_));
+    endpoints_built_ = true;
+  } else {
+    built = std::make_shared<const EndpointIndex>(
+        RebuildEndpointHosts(*previous, *objects, domain_suffix_, &resolved, cluster_id_, *hosts));
+  }
   MutexLock lock(&mu_);
   endpoints_ = std::move(built);
 }
@@ -1610,7 +1470,7 @@ PushRequest MeshModel::SetResolvedNames(ResolvedNames names) {
     if (!uses) continue;
     for (const std::string& host : se->hosts) request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
   }
-  RebuildEndpoints(*objects);
+  RebuildEndpoints(nullptr);
   if (!request.configs.empty()) request.reasons[reason::kEndpoint] = static_cast<int>(request.configs.size());
   return request;
 }

@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
 #include "config/config_store.h"
+#include "model/endpoint_index.h"
 #include "model/workload_registry.h"
 #include "pipeline/push_context.h"
 #include "push/push_request.h"
@@ -50,26 +51,6 @@ struct ServiceInfo {
   std::span<const std::string> addresses;
   std::span<const std::string> subject_alt_names;
 };
-
-struct EndpointInfo {
-  std::string address;
-  uint32_t port = 0;
-  LabelMap labels;
-  uint32_t weight = 1;
-  bool bare = false;  // no labels at all, not even AugmentLabels' (a DNS host resolved itself, as istiod's)
-  // "region/zone/subzone" ("" unknown): a WorkloadEntry's or inline endpoint's `locality`, or
-  // for an EndpointSlice endpoint its Pod's `istio-locality` label (dots for slashes).
-  std::string locality;
-  std::string node_name;  // its Pod's spec.nodeName
-  // Whether a subset's `selector` selects it: over its labels as istiod's registries give them.
-  bool SelectedBy(const LabelMap& selector, std::string_view cluster_id) const {
-    return bare ? selector.empty() : AugmentedLabelsMatch(selector, labels, cluster_id, locality, node_name);
-  }
-};
-
-// Endpoints per host and service port number.
-using HostEndpoints = std::map<uint32_t, std::vector<EndpointInfo>>;
-using EndpointIndex = std::map<std::string, std::shared_ptr<const HostEndpoints>>;
 
 // The entry of `by_host` (keyed by resolved host, wildcards such as "*.mesh.local" and "*"
 // among them) that applies to `host`: its own, else the most specific wildcard whose suffix it
@@ -149,10 +130,6 @@ struct MergedDestinationRules {
 };
 MergedDestinationRules MergeDestinationRules(const ObjectMap& objects, const std::string& domain_suffix,
                                              const std::string& root_namespace = kRootNamespace);
-
-// What cxds resolved the names of DNS ServiceEntries to, for proxyless gRPC nodes (Envoy
-// resolves them itself): name -> IP addresses (controller/dns_refresher.h).
-using ResolvedNames = std::map<std::string, std::vector<std::string>>;
 
 class MeshContext final : public PushContext {
  public:
@@ -292,7 +269,9 @@ class MeshContext final : public PushContext {
 };
 
 // Applies store updates: keeps the endpoint index current and says what each update means
-// for pushes. Also the PushContextBuilder of the pipeline. Thread-safe.
+// for pushes. Also the PushContextBuilder of the pipeline. Thread-safe: OnUpdate comes from the
+// config source's thread, SetResolvedNames from the DNS refresher's, and their index rebuilds
+// take turns; an update of EndpointSlices alone rebuilds only their Services' hosts.
 class MeshModel final : public PushContextBuilder {
  public:
   MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace,
@@ -318,30 +297,22 @@ class MeshModel final : public PushContextBuilder {
   std::vector<std::string> HostsOf(const MeshObject& object) const;
 
  private:
-  void RebuildEndpoints(const ObjectMap& objects);
+  // Rebuilds the endpoint index from the store: for the hosts in `hosts` only (the others keep
+  // the previous index's entries), or whole (null, and always the first time).
+  void RebuildEndpoints(const std::set<std::string>* hosts) ABSL_LOCKS_EXCLUDED(rebuild_mu_, mu_);
 
   ConfigStore& store_;
   const std::string domain_suffix_;
   const std::string root_namespace_;
   const std::string cluster_id_;
+  Mutex rebuild_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // RebuildEndpoints, one at a time
+  bool endpoints_built_ ABSL_GUARDED_BY(rebuild_mu_) = false;
   mutable Mutex mu_;
   std::shared_ptr<const EndpointIndex> endpoints_ ABSL_GUARDED_BY(mu_) = std::make_shared<EndpointIndex>();
   std::shared_ptr<const WorkloadRegistry> workloads_ ABSL_GUARDED_BY(mu_) = std::make_shared<WorkloadRegistry>();
   bool workloads_built_ = false;  // OnUpdate's thread only: the first update builds the registry
   ResolvedNames resolved_ ABSL_GUARDED_BY(mu_);
 };
-
-// The endpoints `objects` give each host, by the rules above (what MeshModel serves and analysis
-// checks). DNS ServiceEntries have endpoints only through `resolved` (null: none): each address a
-// name resolved to, with that endpoint's port, labels and weight. Selectors select WorkloadEntries
-// by their labels augmented with `cluster_id` and their locality (AugmentLabels), as istiod's.
-EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& domain_suffix,
-                                 const ResolvedNames* resolved = nullptr,
-                                 const std::string& cluster_id = kDefaultClusterId);
-
-// The names of the DNS ServiceEntries in `objects`: their endpoint addresses, or their hosts
-// when they have none. Sorted, unique.
-std::vector<std::string> NamesToResolve(const ObjectMap& objects);
 
 // Calls `fn(destination, field)` for every destination a VirtualService sends traffic to:
 // http[].route[], http[].mirror, tcp[].route[], tls[].route[] ("spec.http[0].route[1].destination").

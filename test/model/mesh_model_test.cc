@@ -1,5 +1,6 @@
 #include "model/mesh_model.h"
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/strings.h"
 #include "gmock/gmock.h"
@@ -229,6 +230,136 @@ TEST_F(MeshModelTest, APodLabelChangeIsAnEndpointOnlyPushForTheServicesOfItsSlic
                   "status: {podIP: 127.0.0.50}\n");
   EXPECT_THAT(request.configs, ::testing::ElementsAre(ConfigKey{kind::kWorkload, "bookinfo", "lonely"}));
   EXPECT_TRUE(request.EndpointOnly());
+}
+
+// Every field of every endpoint of `index`, a line each, for comparing whole indexes.
+std::vector<std::string> DescribeIndex(const EndpointIndex& index) {
+  std::vector<std::string> out;
+  for (const auto& [host, ports] : index) {
+    for (const auto& [port, endpoints] : *ports) {
+      for (const EndpointInfo& e : endpoints) {
+        std::vector<std::string> labels;
+        for (const auto& [k, v] : e.labels) labels.push_back(StrCat(k, "=", v));
+        out.push_back(StrCat(host, ":", port, " ", e.address, ":", e.port, " w", e.weight, e.bare ? " bare" : "", " [",
+                             absl::StrJoin(labels, ","), "] ", e.locality, " ", e.node_name));
+      }
+    }
+  }
+  return out;
+}
+
+// An update of EndpointSlices alone rebuilds their Services' hosts only: the other hosts keep
+// their entries (the same pointers), and the index is the one a whole build gives, through a
+// slice added, changed, moved to another Service, and removed.
+TEST_F(MeshModelTest, ASliceChangeRebuildsItsServicesHostsAloneAndMatchesAWholeBuild) {
+  Apply("bookinfo.yaml", kBookinfo);
+  Apply("ratings.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: ratings, namespace: bookinfo}
+spec:
+  ports: [{name: http, port: 9080}]
+)");
+  const std::string slice = R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: extra, namespace: bookinfo, labels: {kubernetes.io/service-name: SERVICE}}
+addressType: IPv4
+ports: [{name: http, port: 9080}]
+endpoints:
+- addresses: [ADDRESS]
+  targetRef: {kind: Pod, name: reviews-v2-c4d, namespace: bookinfo}
+)";
+  const auto slice_of = [&](const std::string& service, const std::string& address) {
+    return absl::StrReplaceAll(slice, {{"SERVICE", service}, {"ADDRESS", address}});
+  };
+  const std::string reviews = "reviews.bookinfo.svc.cluster.local";
+  const std::string ratings = "ratings.bookinfo.svc.cluster.local";
+  const std::string inventory = "inventory.mesh.local";
+  struct Step {
+    std::string what;
+    std::optional<std::string> content;  // nullopt: removed
+    std::set<std::string> rebuilt;
+  };
+  const std::vector<Step> steps = {
+      {"added", slice_of("reviews", "127.0.0.40"), {reviews}},
+      {"changed", slice_of("reviews", "127.0.0.41"), {reviews}},
+      {"moved to ratings", slice_of("ratings", "127.0.0.41"), {reviews, ratings}},
+      {"removed", std::nullopt, {ratings}},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.what);
+    const std::shared_ptr<const EndpointIndex> before = model_.endpoints();
+    const auto update = store_.ApplyFile("extra.yaml", step.content);
+    ASSERT_TRUE(update.errors.empty());
+    ASSERT_FALSE(update.changed.empty());
+    model_.OnUpdate(update);
+    const std::shared_ptr<const EndpointIndex> after = model_.endpoints();
+    EXPECT_EQ(DescribeIndex(*after), DescribeIndex(BuildEndpointIndex(*store_.Snapshot(), "cluster.local")));
+    for (const auto& [host, entry] : *before) {
+      if (step.rebuilt.contains(host) || !after->contains(host)) continue;
+      EXPECT_EQ(after->at(host), entry) << host << " was rebuilt, or copied";
+    }
+    ASSERT_TRUE(after->contains(inventory));
+    EXPECT_EQ(after->at(inventory), before->at(inventory));
+  }
+  EXPECT_THAT(VersionsByAddress(Endpoints(ratings, 9080)), ::testing::IsEmpty());
+  // Anything else changing rebuilds the whole index.
+  const std::shared_ptr<const EndpointIndex> before = model_.endpoints();
+  Apply("ratings.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: ratings, namespace: bookinfo}
+spec:
+  ports: [{name: http, port: 9081}]
+)");
+  EXPECT_NE(model_.endpoints()->at(inventory), before->at(inventory));
+}
+
+// The tracker analysis keeps: given whole states, it finds what changed by comparing them, and
+// rebuilds the hosts of changed EndpointSlices alone; anything else changing, the whole index.
+TEST_F(MeshModelTest, TheEndpointIndexTrackerRebuildsTheHostsOfChangedSlicesAlone) {
+  Apply("bookinfo.yaml", kBookinfo);
+  EndpointIndexTracker tracker("cluster.local", kDefaultClusterId);
+  const auto whole = [&]() { return DescribeIndex(BuildEndpointIndex(*store_.Snapshot(), "cluster.local")); };
+  std::shared_ptr<const EndpointIndex> index = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*index), whole());
+  EXPECT_EQ(tracker.Update(*store_.Snapshot()), index) << "nothing changed: the same index";
+  const std::string reviews = "reviews.bookinfo.svc.cluster.local";
+  const std::string inventory = "inventory.mesh.local";
+  // A slice changes: reviews is rebuilt, inventory kept.
+  std::string moved = kBookinfo;
+  moved.replace(moved.find("127.0.0.13"), 10, "127.0.0.14");
+  Apply("bookinfo.yaml", moved);
+  std::shared_ptr<const EndpointIndex> next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
+  EXPECT_EQ(next->at(inventory), index->at(inventory));
+  EXPECT_NE(next->at(reviews), index->at(reviews));
+  EXPECT_THAT(VersionsByAddress(next->at(reviews)->at(9080)), ::testing::Contains(::testing::Key("127.0.0.14:9080")));
+  // A slice removed with its file, and one added: both hosts rebuilt.
+  Apply("extra.yaml", R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: extra, namespace: shop, labels: {kubernetes.io/service-name: reviews}}
+addressType: IPv4
+ports: [{name: http, port: 19080}]
+endpoints:
+- addresses: [127.0.0.7]
+)");
+  index = next;
+  next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
+  EXPECT_EQ(next->at(inventory), index->at(inventory));
+  EXPECT_EQ(next->at(reviews), index->at(reviews)) << "another namespace's reviews";
+  EXPECT_NE(next->at("reviews.shop.svc.cluster.local"), index->at("reviews.shop.svc.cluster.local"));
+  store_.ApplyFile("extra.yaml", std::nullopt);
+  next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
+  // A Pod's labels change: not a slice, so the whole index is built anew.
+  index = next;
+  std::string relabelled = moved;
+  relabelled.replace(relabelled.find("version: v2}"), 11, "version: v9");
+  Apply("bookinfo.yaml", relabelled);
+  next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
+  EXPECT_NE(next->at(inventory), index->at(inventory));
+  EXPECT_EQ(VersionsByAddress(next->at(reviews)->at(9080))["127.0.0.12:9080"], "v9");
 }
 
 // What subsets see of an endpoint beyond its own labels (AugmentLabels) changes with its Pod's
