@@ -3632,8 +3632,14 @@ void EmitCanonical(YAML::Emitter& out, const YAML::Node& node) {
 
 // `doc` without what the API server rewrites on every read (status, uid, resourceVersion, ...):
 // the same object exported twice has the same canonical text. A copy: `doc` is left whole.
-YAML::Node ServerSetFree(const YAML::Node& doc) {
+// An item of a KIND-List gets the `listed_kind` and `listed_api_version` it takes from its list
+// (DocumentToRead), so that its text stands alone (`cxds apply` stores it as an object of its own)
+// and a Pod's IPs are kept.
+YAML::Node ServerSetFree(const YAML::Node& doc, const std::string& listed_kind = "",
+                         const std::string& listed_api_version = "") {
   YAML::Node copy = YAML::Clone(doc);
+  if (!listed_kind.empty()) copy["kind"] = listed_kind;
+  if (!listed_api_version.empty()) copy["apiVersion"] = listed_api_version;
   // A Pod's IPs are in its status and are what its endpoints are matched by: kept.
   if (YAML::Node status = copy["status"]; status.IsMap() && ScalarAt(copy, "kind") == "Pod") {
     YAML::Node ips;
@@ -3733,6 +3739,17 @@ bool CheckScalarTags(Reader& r, const YAML::Node& node, std::vector<TagPathStep>
 // reads or skips.
 bool IsListedKind(std::string_view kind) { return IsKindWithoutXdsMeaning(kind) || FindKind(kind) != nullptr; }
 
+// The Kubernetes Gateway API (its Gateway shares a kind name with Istio's): valid input cxds
+// does not read, refused as a whole, as an unknown kind is.
+bool IsGatewayApiVersion(const std::string& api_version) {
+  return api_version.starts_with("gateway.networking.k8s.io/") ||
+         api_version.starts_with("gateway.networking.x-k8s.io/");
+}
+std::string GatewayApiError(const std::string& api_version, const std::string& kind) {
+  return StrCat("the Kubernetes Gateway API (", api_version.substr(0, 64), ", kind ", kind.substr(0, 64),
+                ") is not supported by cxds: write Istio's Gateway and VirtualService (networking.istio.io)");
+}
+
 // A document to read: a node as written, and for an item of a KIND-List without its own kind
 // the kind (and apiVersion) it takes from the list, read as if written in it.
 struct DocumentToRead {
@@ -3745,8 +3762,9 @@ struct DocumentToRead {
 // as the objects it holds: `kubectl get -o yaml` prints a v1 List whose items carry their own
 // kind and apiVersion; the API server prints a KIND-List (a ServiceList) whose items omit them.
 // An item without them takes the list's kind, and, for a kind cxds reads, its apiVersion, which
-// must then be one the kind is read under (a list of another group's kind of that name, such as
-// the Gateway API's GatewayList, is one error on the list, not one per item). Nothing is written
+// must then be one the kind is read under (a list of another group's kind of that name is one
+// error on the list, not one per item; the Gateway API's GatewayList is refused as not
+// supported, as its Gateways are). Nothing is written
 // into the items (one may be an alias of a node another object holds): what an item takes from
 // its list travels beside it (DocumentToRead). Each item is read, and its errors placed, where it
 // is written.
@@ -3776,6 +3794,8 @@ std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vect
     const int before = r.error_count();
     if (kind == "List" && api_version != "v1") {
       r.Error(api_node, "apiVersion", StrCat("must be v1 for List, got \"", api_version.substr(0, 64), "\""));
+    } else if (IsGatewayApiVersion(api_version)) {
+      r.Error(api_node, "apiVersion", GatewayApiError(api_version, kind));
     } else if (read != nullptr && std::find(read->api_versions.begin(), read->api_versions.end(), api_version) ==
                                       read->api_versions.end()) {
       r.Error(api_node, "apiVersion", ApiVersionError(*read, kind, api_version));
@@ -3837,13 +3857,8 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
           SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")), kind_line + 1});
       continue;
     }
-    if (api_version.starts_with("gateway.networking.k8s.io/") ||
-        api_version.starts_with("gateway.networking.x-k8s.io/")) {
-      // The Kubernetes Gateway API (its Gateway shares a kind name with Istio's): valid input
-      // cxds does not read, refused as a whole, as an unknown kind is.
-      r.Error(doc["apiVersion"], "apiVersion",
-              StrCat("the Kubernetes Gateway API (", api_version.substr(0, 64), ", kind ", kind.substr(0, 64),
-                     ") is not supported by cxds: write Istio's Gateway and VirtualService (networking.istio.io)"));
+    if (IsGatewayApiVersion(api_version)) {
+      r.Error(doc["apiVersion"], "apiVersion", GatewayApiError(api_version, kind));
       out.unidentified_failure = true;
       continue;
     }
@@ -3883,7 +3898,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
       continue;
     }
     YAML::Emitter canonical;
-    EmitCanonical(canonical, ServerSetFree(doc));
+    EmitCanonical(canonical, ServerSetFree(doc, document.listed_kind, document.listed_api_version));
     std::string text = canonical.c_str();
     std::string hash = ContentHash(text);
     out.documents.push_back(

@@ -740,6 +740,33 @@ items:
       << "the lists' own errors first, then their items'";
 }
 
+// An item that takes its kind and apiVersion from its list stands alone in its canonical text
+// (what `cxds apply` stores, and what tells a change): with both, and for a Pod its IPs, so that
+// a Pod whose IP alone changed is a change.
+TEST(YamlLoaderTest, AListedItemsCanonicalTextCarriesWhatItTakesFromItsList) {
+  const auto pod_list = [](const std::string& ip) {
+    return ParseConfigFile("dump.yaml", StrCat("apiVersion: v1\nkind: PodList\nitems:\n"
+                                               "- metadata: {name: web-0, namespace: shop, labels: {app: web}}\n"
+                                               "  status: {podIP: ",
+                                               ip, ", phase: Running}\n"));
+  };
+  const ParsedFile first = pod_list("10.0.0.5");
+  ASSERT_EQ(first.documents.size(), 1u) << Errors(first);
+  const std::string& text = first.documents[0].canonical;
+  EXPECT_NE(text.find("kind: Pod"), std::string::npos) << text;
+  EXPECT_NE(text.find("apiVersion: v1"), std::string::npos) << text;
+  EXPECT_NE(text.find("podIP: 10.0.0.5"), std::string::npos) << text;
+  EXPECT_EQ(text.find("phase"), std::string::npos) << "the rest of the status is the server's: " << text;
+  const ParsedFile moved = pod_list("10.0.0.6");
+  ASSERT_EQ(moved.documents.size(), 1u) << Errors(moved);
+  EXPECT_NE(moved.documents[0].content_hash, first.documents[0].content_hash) << "a new IP is a change";
+  // The canonical text read again alone is the same object.
+  const ParsedFile alone = ParseConfigFile("stored.yaml", text);
+  ASSERT_EQ(alone.documents.size(), 1u) << Errors(alone);
+  EXPECT_EQ(alone.documents[0].content_hash, first.documents[0].content_hash);
+  EXPECT_EQ(std::get<K8sPod>(alone.documents[0].object).ips, std::vector<std::string>{"10.0.0.5"});
+}
+
 // A list that is not well formed is refused whole (the file's last good state keeps serving,
 // parsed.unidentified_failure), with one error however many items it has; what a list adds to
 // its items is bounded and checked, and added to a copy (an item may be an alias of a node
@@ -762,9 +789,12 @@ TEST(YamlLoaderTest, ListsThatAreNotWellFormedAreRefusedWhole) {
             "dump.yaml:1: List: apiVersion: must be v1 for List, got \"example.com/v1\"\n");
   EXPECT_EQ(only("apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayList\nitems: [{metadata: {name: a}}, "
                  "{metadata: {name: b}}]\n"),
+            "dump.yaml:1: GatewayList: apiVersion: the Kubernetes Gateway API (gateway.networking.k8s.io/v1, kind "
+            "GatewayList) is not supported by cxds: write Istio's Gateway and VirtualService (networking.istio.io)\n")
+      << "one error for the list, not one per item, and valid input is not called invalid";
+  EXPECT_EQ(only("apiVersion: security.istio.io/v1\nkind: GatewayList\nitems: [{metadata: {name: a}}]\n"),
             "dump.yaml:1: GatewayList: apiVersion: must be networking.istio.io/v1 for GatewayList, got "
-            "\"gateway.networking.k8s.io/v1\"\n")
-      << "one error for the list, not one per item";
+            "\"security.istio.io/v1\"\n");
   // A huge apiVersion is never copied into the items.
   std::string huge = "apiVersion: " + std::string(100'000, 'a') + "\nkind: ServiceList\nitems:\n";
   for (int i = 0; i < 5'000; ++i) huge += "- {}\n";
@@ -772,7 +802,8 @@ TEST(YamlLoaderTest, ListsThatAreNotWellFormedAreRefusedWhole) {
   EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << error.substr(0, 200);
   EXPECT_NE(error.find("ServiceList: apiVersion: must be v1 for ServiceList"), std::string::npos);
 
-  // An aliased item: the list's kind is added to a copy, so the object it aliases keeps its labels.
+  // An aliased item: nothing is written into it, so the object it aliases keeps its labels (it is
+  // read where its anchor is written).
   const ParsedFile aliased = ParseConfigFile("dump.yaml", R"(apiVersion: v1
 kind: ServiceList
 items:
