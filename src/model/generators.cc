@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -2352,6 +2353,8 @@ std::string SecretsRefusal(const ProxyInfo& proxy, const PeerIdentity& identity,
 std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const ProxyInfo& proxy,
                                                  std::vector<SecretNameClash>* clashes) {
   std::map<std::string, SecretUse> names;
+  // The clashes said, (SDS name, rule, CA or not, credential): a rule applies to many clusters.
+  std::set<std::tuple<std::string, std::string, bool, std::string>> said;
   for (const auto& [port, plan] : PlanGatewayPorts(mesh, mesh.GatewaysFor(proxy.labels), proxy.namespace_name)) {
     for (const GatewayServer& entry : plan.servers) {
       for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
@@ -2381,13 +2384,8 @@ std::map<std::string, SecretUse> UsedSecretNames(const MeshContext& mesh, const 
           const auto [first, inserted] = names.try_emplace(name, SecretUse{tls.credential_name, ca, by});
           const SecretUse& sent = first->second;
           if (inserted || clashes == nullptr || (sent.credential == tls.credential_name && sent.ca == ca)) return;
-          const SecretNameClash clash{std::move(name), SecretUse{tls.credential_name, ca, by}, sent};
-          // A rule applies to many clusters: each clash once.
-          if (std::none_of(clashes->begin(), clashes->end(), [&](const SecretNameClash& said) {
-                return said.sds_name == clash.sds_name && said.lost.rule == by && said.lost.ca == ca &&
-                       said.lost.credential == tls.credential_name;
-              })) {
-            clashes->push_back(clash);
+          if (said.emplace(name, by, ca, tls.credential_name).second) {
+            clashes->push_back({std::move(name), SecretUse{tls.credential_name, ca, by}, sent});
           }
         };
         if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) use(GatewaySecretName(tls.credential_name), false);

@@ -644,7 +644,7 @@ void GatewayServers(const ObjectMap& served, const MeshContext& mesh, std::vecto
 // of credential "x-cacert" are both kubernetes://x-cacert). A proxy's Gateway servers take their
 // names first (UsedSecretNames), so against one the rule is said to lose; between two rules the
 // proxy's clusters decide, which /debug/config_status says per proxy. Said on the later user.
-void RuleSdsNameClashes(const ObjectMap& served, std::vector<ConfigWarning>& out) {
+void RuleSdsNameClashes(const ObjectMap& served, const MeshContext& mesh, std::vector<ConfigWarning>& out) {
   struct Use {
     std::string by;  // "Gateway NS/NAME spec.servers[I]" or "DestinationRule NS/NAME FIELD"
     SecretUse use;
@@ -652,15 +652,24 @@ void RuleSdsNameClashes(const ObjectMap& served, std::vector<ConfigWarning>& out
   const auto what = [](const SecretUse& use) {
     return StrCat(use.ca ? "CA of Secret " : "certificate of Secret ", use.credential);
   };
-  std::map<std::string, Use> gateway_uses;  // by SDS name, the first
+  // By SDS name, each Gateway's first use among the servers it serves (planned as GatewayServers
+  // plans it: a server left out sends nothing); the proxies of each Gateway differ, so any one
+  // whose use differs is a clash there.
+  std::map<std::string, std::vector<Use>> gateway_uses;
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kGateway)) {
     const auto* gateway = std::get_if<Gateway>(&stored->object);
     if (gateway == nullptr) continue;
-    for (size_t i = 0; i < gateway->servers.size(); ++i) {
-      for (const Gateway::Server::SecretRef& ref : gateway->servers[i].SecretRefs()) {
-        gateway_uses.try_emplace(SdsName(ref),
-                                 Use{StrCat("Gateway ", key.namespace_name, "/", key.name, " spec.servers[", i, "]"),
-                                     SecretUse{ref.credential, ref.ca, ""}});
+    std::set<std::string> named;  // by this Gateway
+    for (const auto& [port, plan] : PlanGatewayPorts(mesh, {gateway}, "")) {
+      for (const GatewayServer& entry : plan.servers) {
+        const size_t i = static_cast<size_t>(entry.server - gateway->servers.data());
+        for (const Gateway::Server::SecretRef& ref : entry.server->SecretRefs()) {
+          std::string name = SdsName(ref);
+          if (!named.insert(name).second) continue;
+          gateway_uses[std::move(name)].push_back(
+              Use{StrCat("Gateway ", key.namespace_name, "/", key.name, " spec.servers[", i, "]"),
+                  SecretUse{ref.credential, ref.ca, ""}});
+        }
       }
     }
   }
@@ -677,14 +686,15 @@ void RuleSdsNameClashes(const ObjectMap& served, std::vector<ConfigWarning>& out
       const auto differs = [&](const Use& other) {
         return other.use.credential != use.credential || other.use.ca != use.ca;
       };
-      if (auto gateway = gateway_uses.find(name); gateway != gateway_uses.end() && differs(gateway->second)) {
-        out.push_back({key, credential_field, "cxds_gateway_sds_name_clash",
-                       StrCat("not served as meant on gateway proxies that ", gateway->second.by, " is of: its ",
-                              what(use), " is sent as ", name,
-                              ", which that server already uses "
-                              "for the ",
-                              what(gateway->second.use), ": Envoy is sent that one")});
-        return;
+      if (auto uses = gateway_uses.find(name); uses != gateway_uses.end()) {
+        if (auto gateway = std::find_if(uses->second.begin(), uses->second.end(), differs);
+            gateway != uses->second.end()) {
+          out.push_back({key, credential_field, "cxds_gateway_sds_name_clash",
+                         StrCat("not served as meant on gateway proxies that ", gateway->by, " is of: its ", what(use),
+                                " is sent as ", name, ", which that server already uses for the ", what(gateway->use),
+                                ": Envoy is sent that one")});
+          return;
+        }
       }
       const std::string by = StrCat("DestinationRule ", key.namespace_name, "/", key.name, " ", credential_field);
       const auto [first, inserted] = rule_uses.try_emplace(name, Use{by, use});
@@ -856,7 +866,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     GrpcIgnored(served, out);
     GatewayBindings(served, mesh, suffix, out);
     GatewayServers(served, mesh, out);
-    RuleSdsNameClashes(served, out);
+    RuleSdsNameClashes(served, mesh, out);
     AddressesOnOpaquePorts(served, out);
     DuplicateAddresses(mesh, out);
     ExportedToNone(served, out);

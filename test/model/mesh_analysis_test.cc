@@ -940,8 +940,9 @@ spec:
 }
 
 // A DestinationRule credentialName's SDS names meet a Gateway server's (which a proxy takes
-// first) or another rule's used for another Secret: said on the rule's field. The same Secret
-// under one name, or no CA asked for (insecureSkipVerify), is no clash.
+// first) or another rule's used for another Secret: said on the rule's field, against any
+// Gateway's served servers. The same Secret under one name, no CA asked for (insecureSkipVerify),
+// or a server left out, is no clash.
 TEST(MeshAnalysisTest, RuleCredentialNamesSentUnderAnotherSecretsSdsNameAreReported) {
   ConfigStore store = AnalyzedStore();
   const ConfigStore::Update update = store.ApplyFile("edge.yaml", R"(apiVersion: networking.istio.io/v1
@@ -998,6 +999,45 @@ spec:
   host: cache.example.com
   trafficPolicy:
     tls: {mode: SIMPLE, credentialName: web-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: b, namespace: edge}
+spec:
+  selector: {istio: egressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [b.example.com]
+    tls: {mode: MUTUAL, credentialName: zed}
+  - port: {number: 443, name: https-left-out, protocol: HTTPS}
+    hosts: [b.example.com]
+    tls: {mode: SIMPLE, credentialName: web2-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: c, namespace: edge}
+spec:
+  selector: {istio: other}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [c.example.com]
+    tls: {mode: SIMPLE, credentialName: zed-cacert}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r6, namespace: edge}
+spec:
+  host: six.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: web2}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: r7, namespace: edge}
+spec:
+  host: seven.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, credentialName: zed}
 )");
   EXPECT_THAT(update.errors, IsEmpty()) << "valid config: warned about, not refused";
   const std::vector<std::string> clashes = WarningsOf(update.warnings, "cxds_gateway_sds_name_clash");
@@ -1010,7 +1050,12 @@ spec:
                           "its CA of Secret web is sent as kubernetes://web-cacert, which DestinationRule edge/r2 "
                           "spec.trafficPolicy.portLevelSettings[0].tls.credentialName uses for the certificate of "
                           "Secret web-cacert: a gateway proxy with clusters of both rules is sent one of the two "
-                          "(/debug/config_status says which, per proxy) [cxds_gateway_sds_name_clash]"));
+                          "(/debug/config_status says which, per proxy) [cxds_gateway_sds_name_clash]",
+                          "edge.yaml:87: DestinationRule edge/r7: spec.trafficPolicy.tls.credentialName: not served "
+                          "as meant on gateway proxies that Gateway edge/c spec.servers[0] is of: its CA of Secret "
+                          "zed is sent as kubernetes://zed-cacert, which that server already uses for the "
+                          "certificate of Secret zed-cacert: Envoy is sent that one [cxds_gateway_sds_name_clash]"))
+      << "r6 meets only a server left out (which sends nothing); r7 agrees with Gateway b, not with c";
 }
 
 // A TCP or passthrough server no route applies to takes no connections, and a tls route match
