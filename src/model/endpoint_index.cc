@@ -219,6 +219,27 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
   return BuildEndpointIndexOf(objects, domain_suffix, resolved, cluster_id, nullptr);
 }
 
+void AddHostsSelecting(const ObjectMap& objects, const WorkloadEntry& we, const std::string& domain_suffix,
+                       const std::string& cluster_id, std::set<std::string>& hosts) {
+  const std::string& ns = we.meta.namespace_name;
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kService)) {
+    const auto* svc = std::get_if<K8sService>(&stored->object);
+    if (key.namespace_name != ns || svc == nullptr || svc->selector.empty() ||
+        !SelectsWorkload(svc->selector, we.spec, cluster_id)) {
+      continue;
+    }
+    hosts.insert(StrCat(svc->meta.name, ".", ns, ".svc.", domain_suffix));
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
+    const auto* se = std::get_if<ServiceEntry>(&stored->object);
+    if (key.namespace_name != ns || se == nullptr || se->resolution != ServiceEntry::Resolution::kStatic ||
+        !se->workload_selector.has_value() || !SelectsWorkload(*se->workload_selector, we.spec, cluster_id)) {
+      continue;
+    }
+    hosts.insert(se->hosts.begin(), se->hosts.end());
+  }
+}
+
 EndpointIndex RebuildEndpointHosts(const EndpointIndex& previous, const ObjectMap& objects,
                                    const std::string& domain_suffix, const ResolvedNames* resolved,
                                    const std::string& cluster_id, const std::set<std::string>& hosts) {
@@ -237,9 +258,17 @@ std::shared_ptr<const EndpointIndex> EndpointIndexTracker::Update(const ObjectMa
   std::optional<std::set<std::string>> hosts;
   if (index_ != nullptr) {
     hosts.emplace();
+    // The hosts `stored` gives endpoints to, in `objects` or the previous state (a WorkloadEntry
+    // the services of its namespace select in either); false for any other kind.
     const auto add_host = [&](const StoredObject* stored) {
       if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
         hosts->insert(StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix_));
+        return true;
+      }
+      if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
+        for (const ObjectMap* state : std::initializer_list<const ObjectMap*>{&previous_, &objects}) {
+          AddHostsSelecting(*state, *we, domain_suffix_, cluster_id_, *hosts);
+        }
         return true;
       }
       return false;

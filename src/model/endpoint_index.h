@@ -59,10 +59,17 @@ EndpointIndex RebuildEndpointHosts(const EndpointIndex& previous, const ObjectMa
                                    const std::string& domain_suffix, const ResolvedNames* resolved,
                                    const std::string& cluster_id, const std::set<std::string>& hosts);
 
+// Adds to `hosts` those whose endpoints WorkloadEntry `we` is among when it is in `objects`: the
+// Services (by selector) and STATIC ServiceEntries (by workloadSelector) of its namespace that
+// select it.
+void AddHostsSelecting(const ObjectMap& objects, const WorkloadEntry& we, const std::string& domain_suffix,
+                       const std::string& cluster_id, std::set<std::string>& hosts);
+
 // BuildEndpointIndex (without resolved names) over successive states of a store, for a caller
 // that is given each whole state (analysis): what changed since the last state is found by
 // comparing the maps' objects, which a store shares while they are unchanged; when that is
-// EndpointSlices alone, only their Services' hosts are rebuilt. Thread-safe.
+// EndpointSlices and WorkloadEntries alone, only the hosts they give endpoints to are rebuilt.
+// Thread-safe.
 class EndpointIndexTracker {
  public:
   EndpointIndexTracker(std::string domain_suffix, std::string cluster_id)

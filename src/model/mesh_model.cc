@@ -1399,21 +1399,18 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     MutexLock lock(&mu_);
     workloads_ = std::move(registry);
   }
-  // EndpointSlices alone changed (the usual endpoint churn): a slice gives endpoints to its
-  // Service's host only, so only those hosts are rebuilt.
-  std::optional<std::set<std::string>> slice_hosts;
-  if (!update.changed.empty() && std::all_of(update.changed.begin(), update.changed.end(), [](const auto& change) {
-        return change.first.kind == kind::kEndpointSlice;
-      })) {
-    slice_hosts.emplace();
-    for (const auto& [key, change] : update.changed) {
-      for (const auto* side : {change.first.get(), change.second.get()}) {
-        if (side == nullptr) continue;
-        for (std::string& host : HostsOf(side->object)) slice_hosts->insert(std::move(host));
-      }
+  // Endpoint objects alone changed (EndpointSlices, WorkloadEntries, Pods: the usual endpoint
+  // churn): only the hosts this push sends endpoints of are rebuilt, which are the hosts whose
+  // endpoints those objects give.
+  std::optional<std::set<std::string>> endpoint_hosts;
+  if (!update.changed.empty() && std::all_of(update.changed.begin(), update.changed.end(),
+                                             [](const auto& change) { return IsEndpointKind(change.first.kind); })) {
+    endpoint_hosts.emplace();
+    for (const ConfigKey& key : request.configs) {
+      if (key.kind == kind::kEndpoints) endpoint_hosts->insert(key.name);
     }
   }
-  RebuildEndpoints(slice_hosts.has_value() ? &*slice_hosts : nullptr);
+  RebuildEndpoints(endpoint_hosts.has_value() ? &*endpoint_hosts : nullptr);
   request.full = !request.EndpointOnly() && !request.configs.empty();
   request.reasons[request.full ? reason::kConfig : reason::kEndpoint] = static_cast<int64_t>(update.changed.size());
   return request;

@@ -271,7 +271,8 @@ class MeshContext final : public PushContext {
 // Applies store updates: keeps the endpoint index current and says what each update means
 // for pushes. Also the PushContextBuilder of the pipeline. Thread-safe: OnUpdate comes from the
 // config source's thread, SetResolvedNames from the DNS refresher's, and their index rebuilds
-// take turns; an update of EndpointSlices alone rebuilds only their Services' hosts.
+// take turns; an update of endpoint objects alone (EndpointSlices, WorkloadEntries, Pods)
+// rebuilds only the hosts whose endpoints it pushes.
 class MeshModel final : public PushContextBuilder {
  public:
   MeshModel(ConfigStore& store, std::string domain_suffix, std::string root_namespace = kRootNamespace,

@@ -248,10 +248,11 @@ std::vector<std::string> DescribeIndex(const EndpointIndex& index) {
   return out;
 }
 
-// An update of EndpointSlices alone rebuilds their Services' hosts only: the other hosts keep
-// their entries (the same pointers), and the index is the one a whole build gives, through a
-// slice added, changed, moved to another Service, and removed.
-TEST_F(MeshModelTest, ASliceChangeRebuildsItsServicesHostsAloneAndMatchesAWholeBuild) {
+// An update of endpoint objects alone rebuilds only the hosts whose endpoints it pushes: the
+// other hosts keep their entries (the same pointers), and the index is the one a whole build
+// gives, through a slice added, changed, moved to another Service and removed, WorkloadEntries
+// moved and a Pod relabelled.
+TEST_F(MeshModelTest, AnEndpointChangeRebuildsItsHostsAloneAndMatchesAWholeBuild) {
   Apply("bookinfo.yaml", kBookinfo);
   Apply("ratings.yaml", R"(apiVersion: v1
 kind: Service
@@ -274,21 +275,31 @@ endpoints:
   const std::string reviews = "reviews.bookinfo.svc.cluster.local";
   const std::string ratings = "ratings.bookinfo.svc.cluster.local";
   const std::string inventory = "inventory.mesh.local";
+  std::string vm_moved = kBookinfo;
+  vm_moved.replace(vm_moved.find("127.0.0.20"), 10, "127.0.0.30");
+  std::string pod_relabelled = vm_moved;
+  pod_relabelled.replace(pod_relabelled.find("version: v2}"), 11, "version: v9");
+  std::string inventory_moved = kMesh;
+  inventory_moved.replace(inventory_moved.find("127.0.0.1,"), 10, "127.0.0.8,");
   struct Step {
     std::string what;
+    std::string file;
     std::optional<std::string> content;  // nullopt: removed
     std::set<std::string> rebuilt;
   };
   const std::vector<Step> steps = {
-      {"added", slice_of("reviews", "127.0.0.40"), {reviews}},
-      {"changed", slice_of("reviews", "127.0.0.41"), {reviews}},
-      {"moved to ratings", slice_of("ratings", "127.0.0.41"), {reviews, ratings}},
-      {"removed", std::nullopt, {ratings}},
+      {"slice added", "extra.yaml", slice_of("reviews", "127.0.0.40"), {reviews}},
+      {"slice changed", "extra.yaml", slice_of("reviews", "127.0.0.41"), {reviews}},
+      {"slice moved to ratings", "extra.yaml", slice_of("ratings", "127.0.0.41"), {reviews, ratings}},
+      {"slice removed", "extra.yaml", std::nullopt, {ratings}},
+      {"a WorkloadEntry the reviews Service selects moved", "bookinfo.yaml", vm_moved, {reviews}},
+      {"a Pod a reviews slice stands for relabelled", "bookinfo.yaml", pod_relabelled, {reviews}},
+      {"a WorkloadEntry a ServiceEntry selects moved", "mesh.yaml", inventory_moved, {inventory}},
   };
   for (const Step& step : steps) {
     SCOPED_TRACE(step.what);
     const std::shared_ptr<const EndpointIndex> before = model_.endpoints();
-    const auto update = store_.ApplyFile("extra.yaml", step.content);
+    const auto update = store_.ApplyFile(step.file, step.content);
     ASSERT_TRUE(update.errors.empty());
     ASSERT_FALSE(update.changed.empty());
     model_.OnUpdate(update);
@@ -298,10 +309,15 @@ endpoints:
       if (step.rebuilt.contains(host) || !after->contains(host)) continue;
       EXPECT_EQ(after->at(host), entry) << host << " was rebuilt, or copied";
     }
-    ASSERT_TRUE(after->contains(inventory));
-    EXPECT_EQ(after->at(inventory), before->at(inventory));
+    for (const std::string& host : step.rebuilt) {
+      if (before->contains(host) && after->contains(host)) {
+        EXPECT_NE(after->at(host), before->at(host)) << host;
+      }
+    }
   }
   EXPECT_THAT(VersionsByAddress(Endpoints(ratings, 9080)), ::testing::IsEmpty());
+  EXPECT_EQ(VersionsByAddress(Endpoints(reviews, 9080))["127.0.0.12:9080"], "v9");
+  EXPECT_EQ(Endpoints(inventory, 8080).at(0).address, "127.0.0.8");
   // Anything else changing rebuilds the whole index.
   const std::shared_ptr<const EndpointIndex> before = model_.endpoints();
   Apply("ratings.yaml", R"(apiVersion: v1
@@ -314,7 +330,8 @@ spec:
 }
 
 // The tracker analysis keeps: given whole states, it finds what changed by comparing them, and
-// rebuilds the hosts of changed EndpointSlices alone; anything else changing, the whole index.
+// rebuilds the hosts of changed EndpointSlices and WorkloadEntries alone; anything else
+// changing, the whole index.
 TEST_F(MeshModelTest, TheEndpointIndexTrackerRebuildsTheHostsOfChangedSlicesAlone) {
   Apply("bookinfo.yaml", kBookinfo);
   EndpointIndexTracker tracker("cluster.local", kDefaultClusterId);
@@ -351,7 +368,24 @@ endpoints:
   store_.ApplyFile("extra.yaml", std::nullopt);
   next = tracker.Update(*store_.Snapshot());
   EXPECT_EQ(DescribeIndex(*next), whole());
-  // A Pod's labels change: not a slice, so the whole index is built anew.
+  // A WorkloadEntry the inventory ServiceEntry selects moves, then leaves its selector: inventory
+  // alone is rebuilt (by the state before for the second).
+  std::string inventory_moved = kMesh;
+  inventory_moved.replace(inventory_moved.find("127.0.0.1,"), 10, "127.0.0.8,");
+  std::string inventory_left = inventory_moved;
+  inventory_left.replace(inventory_left.find("{app: inventory, version: v1}"), 29, "{app: gone, version: v1}");
+  for (const std::string& mesh : {inventory_moved, inventory_left}) {
+    Apply("mesh.yaml", mesh);
+    index = next;
+    next = tracker.Update(*store_.Snapshot());
+    EXPECT_EQ(DescribeIndex(*next), whole());
+    EXPECT_EQ(next->at(reviews), index->at(reviews));
+  }
+  EXPECT_FALSE(next->contains(inventory)) << "no endpoint left";
+  Apply("mesh.yaml", kMesh);
+  next = tracker.Update(*store_.Snapshot());
+  ASSERT_TRUE(next->contains(inventory));
+  // A Pod's labels change: not a slice or WorkloadEntry, so the whole index is built anew.
   index = next;
   std::string relabelled = moved;
   relabelled.replace(relabelled.find("version: v2}"), 11, "version: v9");
