@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/mesh_kinds.h"
+#include "model/object_ranges.h"
 
 namespace cxds {
 
@@ -80,10 +81,13 @@ EndpointIndex BuildEndpointIndexOf(const ObjectMap& objects, const std::string& 
   if (only != nullptr) {
     const std::string tail = StrCat(".svc.", domain_suffix);
     for (const std::string& host : *only) {
+      // NAME.NAMESPACE.svc.SUFFIX: a namespace is one DNS label, a name may hold dots.
       const std::string_view h(host);
-      const size_t dot = h.find('.');
-      if (dot == std::string_view::npos || !h.ends_with(tail) || dot + tail.size() >= h.size()) continue;
-      wanted_services.emplace(h.substr(0, dot), h.substr(dot + 1, h.size() - tail.size() - dot - 1));
+      if (!h.ends_with(tail)) continue;
+      const std::string_view name_and_namespace = h.substr(0, h.size() - tail.size());
+      const size_t dot = name_and_namespace.rfind('.');
+      if (dot == std::string_view::npos) continue;
+      wanted_services.emplace(name_and_namespace.substr(0, dot), name_and_namespace.substr(dot + 1));
     }
   }
   const auto wanted_service = [&](const std::string& name, const std::string& namespace_name) {
@@ -222,18 +226,17 @@ EndpointIndex BuildEndpointIndex(const ObjectMap& objects, const std::string& do
 void AddHostsSelecting(const ObjectMap& objects, const WorkloadEntry& we, const std::string& domain_suffix,
                        const std::string& cluster_id, std::set<std::string>& hosts) {
   const std::string& ns = we.meta.namespace_name;
-  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kService)) {
+  for (const auto& [key, stored] : ObjectsOfKindIn(objects, kind::kService, ns)) {
     const auto* svc = std::get_if<K8sService>(&stored->object);
-    if (key.namespace_name != ns || svc == nullptr || svc->selector.empty() ||
-        !SelectsWorkload(svc->selector, we.spec, cluster_id)) {
+    if (svc == nullptr || svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id)) {
       continue;
     }
     hosts.insert(StrCat(svc->meta.name, ".", ns, ".svc.", domain_suffix));
   }
-  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
+  for (const auto& [key, stored] : ObjectsOfKindIn(objects, kind::kServiceEntry, ns)) {
     const auto* se = std::get_if<ServiceEntry>(&stored->object);
-    if (key.namespace_name != ns || se == nullptr || se->resolution != ServiceEntry::Resolution::kStatic ||
-        !se->workload_selector.has_value() || !SelectsWorkload(*se->workload_selector, we.spec, cluster_id)) {
+    if (se == nullptr || se->resolution != ServiceEntry::Resolution::kStatic || !se->workload_selector.has_value() ||
+        !SelectsWorkload(*se->workload_selector, we.spec, cluster_id)) {
       continue;
     }
     hosts.insert(se->hosts.begin(), se->hosts.end());

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/strings.h"
 #include "model/mesh_kinds.h"
+#include "model/object_ranges.h"
 #include "protocol/resource.h"
 
 namespace cxds {
@@ -1293,18 +1294,21 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
   // The services selecting a WorkloadEntry: ServiceEntries by workloadSelector, Services by
   // selector, in its namespace.
   auto endpoint_keys_for_workload = [&](const WorkloadEntry& we) {
-    for (const auto& [key, stored] : *objects) {
-      if (key.namespace_name != we.meta.namespace_name) continue;
-      if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
-        if (!se->workload_selector.has_value() || !SelectsWorkload(*se->workload_selector, we.spec, cluster_id_)) {
-          continue;
+    // The service kinds' ranges of its namespace only (keys sort by kind, then namespace).
+    for (const std::string_view service_kind :
+         {std::string_view(kind::kService), std::string_view(kind::kServiceEntry)}) {
+      for (const auto& [key, stored] : ObjectsOfKindIn(*objects, service_kind, we.meta.namespace_name)) {
+        if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) {
+          if (!se->workload_selector.has_value() || !SelectsWorkload(*se->workload_selector, we.spec, cluster_id_)) {
+            continue;
+          }
+          for (const std::string& host : se->hosts) {
+            request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
+          }
+        } else if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+          if (svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id_)) continue;
+          request.configs.insert({kind::kEndpoints, svc->meta.namespace_name, HostsOf(stored->object).front()});
         }
-        for (const std::string& host : se->hosts) {
-          request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
-        }
-      } else if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
-        if (svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id_)) continue;
-        request.configs.insert({kind::kEndpoints, svc->meta.namespace_name, HostsOf(stored->object).front()});
       }
     }
   };

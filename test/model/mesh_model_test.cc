@@ -275,6 +275,27 @@ endpoints:
   const std::string reviews = "reviews.bookinfo.svc.cluster.local";
   const std::string ratings = "ratings.bookinfo.svc.cluster.local";
   const std::string inventory = "inventory.mesh.local";
+  // Kubernetes names Services by DNS labels, but a name with dots is read too: its host's
+  // namespace is the label before ".svc.".
+  const std::string dotted = R"(apiVersion: v1
+kind: Service
+metadata: {name: web.v2, namespace: bookinfo}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-v2, namespace: bookinfo, labels: {kubernetes.io/service-name: web.v2}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints:
+- addresses: [ADDRESS]
+)";
+  const auto dotted_at = [&](const std::string& address) {
+    return absl::StrReplaceAll(dotted, {{"ADDRESS", address}});
+  };
+  Apply("dotted.yaml", dotted_at("127.0.0.60"));
+  const std::string web = "web.v2.bookinfo.svc.cluster.local";
   std::string vm_moved = kBookinfo;
   vm_moved.replace(vm_moved.find("127.0.0.20"), 10, "127.0.0.30");
   std::string pod_relabelled = vm_moved;
@@ -295,6 +316,7 @@ endpoints:
       {"a WorkloadEntry the reviews Service selects moved", "bookinfo.yaml", vm_moved, {reviews}},
       {"a Pod a reviews slice stands for relabelled", "bookinfo.yaml", pod_relabelled, {reviews}},
       {"a WorkloadEntry a ServiceEntry selects moved", "mesh.yaml", inventory_moved, {inventory}},
+      {"a slice of a Service with a dotted name changed", "dotted.yaml", dotted_at("127.0.0.61"), {web}},
   };
   for (const Step& step : steps) {
     SCOPED_TRACE(step.what);
@@ -318,6 +340,8 @@ endpoints:
   EXPECT_THAT(VersionsByAddress(Endpoints(ratings, 9080)), ::testing::IsEmpty());
   EXPECT_EQ(VersionsByAddress(Endpoints(reviews, 9080))["127.0.0.12:9080"], "v9");
   EXPECT_EQ(Endpoints(inventory, 8080).at(0).address, "127.0.0.8");
+  ASSERT_EQ(Endpoints(web, 80).size(), 1u);
+  EXPECT_EQ(Endpoints(web, 80)[0].address, "127.0.0.61");
   // Anything else changing rebuilds the whole index.
   const std::shared_ptr<const EndpointIndex> before = model_.endpoints();
   Apply("ratings.yaml", R"(apiVersion: v1
