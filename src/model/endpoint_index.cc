@@ -261,6 +261,8 @@ std::shared_ptr<const EndpointIndex> EndpointIndexTracker::Update(const ObjectMa
   std::optional<std::set<std::string>> hosts;
   if (index_ != nullptr) {
     hosts.emplace();
+    constexpr int kMaxWorkloadEntries = 256;
+    int workload_entries = 0;
     // The hosts `stored` gives endpoints to, in `objects` or the previous state (a WorkloadEntry
     // the services of its namespace select in either); false for any other kind.
     const auto add_host = [&](const StoredObject* stored) {
@@ -269,6 +271,9 @@ std::shared_ptr<const EndpointIndex> EndpointIndexTracker::Update(const ObjectMa
         return true;
       }
       if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {
+        // Each is matched against its namespace's selectors: past a few hundred, a whole build
+        // (which indexes the entries by label) costs less.
+        if (++workload_entries > kMaxWorkloadEntries) return false;
         for (const ObjectMap* state : std::initializer_list<const ObjectMap*>{&previous_, &objects}) {
           AddHostsSelecting(*state, *we, domain_suffix_, cluster_id_, *hosts);
         }
