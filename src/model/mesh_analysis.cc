@@ -1,6 +1,7 @@
 #include "model/mesh_analysis.h"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -361,6 +362,22 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
   }
 }
 
+// Calls `fn(policy, field)` for every traffic policy of DestinationRule `dr`: the rule's, its
+// subsets', and the port-level settings of each, with the field path of each.
+void ForEachPolicy(const DestinationRule& dr, const std::function<void(const PolicyFields&, const std::string&)>& fn) {
+  const auto each = [&](const std::optional<TrafficPolicy>& policy, const std::string& field) {
+    if (!policy.has_value()) return;
+    fn(*policy, field);
+    for (size_t i = 0; i < policy->port_level.size(); ++i) {
+      fn(policy->port_level[i].policy, StrCat(field, ".portLevelSettings[", i, "]"));
+    }
+  };
+  each(dr.traffic_policy, "spec.trafficPolicy");
+  for (size_t i = 0; i < dr.subsets.size(); ++i) {
+    each(dr.subsets[i].traffic_policy, StrCat("spec.subsets[", i, "].trafficPolicy"));
+  }
+}
+
 // What proxyless gRPC does not implement: consistent hashing by anything but a header (gRFC
 // A42: gRPC nodes get a ring hash without a key, which picks at random), and header
 // operations, rewrites, mirrors and pseudo-header or query matches (gRFC A28).
@@ -402,14 +419,9 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
                           " is not implemented by proxyless gRPC clients, which hash on headers only: Envoy nodes "
                           "hash by it, gRPC nodes get the ring hash without a key and pick at random")});
   };
-  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
-    if (!policy.has_value()) return;
-    check_fields(key, *policy, field);
-    for (size_t i = 0; i < policy->port_level.size(); ++i) {
-      check_fields(key, policy->port_level[i].policy, StrCat(field, ".portLevelSettings[", i, "]"));
-    }
-  };
-  for (const auto& [key, stored] : served) {
+  for (const auto& entry : served) {
+    const ConfigKey& key = entry.first;  // (not a structured binding: a lambda captures it)
+    const auto& stored = entry.second;
     if (const auto* vs = std::get_if<VirtualService>(&stored->object)) {
       for (size_t i = 0; i < vs->http.size(); ++i) {
         const HttpRoute& http = vs->http[i];
@@ -424,10 +436,7 @@ void GrpcIgnored(const ObjectMap& served, std::vector<ConfigWarning>& out) {
     }
     const auto* dr = std::get_if<DestinationRule>(&stored->object);
     if (dr == nullptr) continue;
-    check(key, dr->traffic_policy, "spec.trafficPolicy");
-    for (size_t i = 0; i < dr->subsets.size(); ++i) {
-      check(key, dr->subsets[i].traffic_policy, StrCat("spec.subsets[", i, "].trafficPolicy"));
-    }
+    ForEachPolicy(*dr, [&](const PolicyFields& policy, const std::string& field) { check_fields(key, policy, field); });
   }
 }
 
@@ -708,20 +717,12 @@ void RuleSdsNameClashes(const ObjectMap& served, const MeshContext& mesh, std::v
     if (tls.mode == PolicyFields::ClientTls::Mode::kMutual) check_name(GatewaySecretName(tls.credential_name), false);
     if (!tls.insecure_skip_verify) check_name(GatewayCaSecretName(tls.credential_name), true);
   };
-  const auto check = [&](const ConfigKey& key, const std::optional<TrafficPolicy>& policy, const std::string& field) {
-    if (!policy.has_value()) return;
-    check_fields(key, *policy, field);
-    for (size_t i = 0; i < policy->port_level.size(); ++i) {
-      check_fields(key, policy->port_level[i].policy, StrCat(field, ".portLevelSettings[", i, "]"));
-    }
-  };
-  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kDestinationRule)) {
+  for (const auto& entry : ObjectsOfKind(served, kind::kDestinationRule)) {
+    const ConfigKey& key = entry.first;  // (not a structured binding: a lambda captures it)
+    const auto& stored = entry.second;
     const auto* dr = std::get_if<DestinationRule>(&stored->object);
     if (dr == nullptr) continue;
-    check(key, dr->traffic_policy, "spec.trafficPolicy");
-    for (size_t i = 0; i < dr->subsets.size(); ++i) {
-      check(key, dr->subsets[i].traffic_policy, StrCat("spec.subsets[", i, "].trafficPolicy"));
-    }
+    ForEachPolicy(*dr, [&](const PolicyFields& policy, const std::string& field) { check_fields(key, policy, field); });
   }
 }
 
