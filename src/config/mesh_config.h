@@ -46,6 +46,10 @@ struct K8sService {
   // Selects its namespace's Pods (via EndpointSlices) and WorkloadEntries (Istio's VMs); may be empty.
   LabelMap selector;
   std::vector<std::string> export_to;  // annotation networking.istio.io/exportTo (empty: all)
+  // spec.externalName of a Service of type ExternalName (else empty): the Service is an alias of
+  // that host, as istiod's Alias resolution. It has no cluster, listener or endpoints of its
+  // own; the host's routes answer to its name (MeshContext::AliasesOf).
+  std::string external_name;
 };
 
 // discovery.k8s.io/v1 EndpointSlice.

@@ -869,9 +869,12 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   const YAML::Node node = spec["ports"];
   const std::string list = Reader::Join(field, "ports");
   // Istio takes a ServiceEntry without ports, and Kubernetes a headless Service: they serve
-  // nothing (no cluster, route or listener), as in istiod.
+  // nothing (no cluster, route or listener), as in istiod. Kubernetes takes an ExternalName
+  // Service without ports too (an alias uses its host's).
   const YAML::Node cluster_ip = k8s ? spec["clusterIP"] : YAML::Node();
-  const bool headless = cluster_ip.IsDefined() && cluster_ip.IsScalar() && cluster_ip.Scalar() == "None";
+  const YAML::Node type = k8s ? spec["type"] : YAML::Node();
+  const bool headless = (cluster_ip.IsDefined() && cluster_ip.IsScalar() && cluster_ip.Scalar() == "None") ||
+                        (type.IsDefined() && type.IsScalar() && type.Scalar() == "ExternalName");
   if (!node.IsDefined() || ((!k8s || headless) && node.IsNull())) {
     if (k8s && !headless) r.Error(spec, list, "is required");
     return ports;
@@ -1077,8 +1080,8 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
              {"ports", "selector", "type", "clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "sessionAffinity",
               "sessionAffinityConfig", "internalTrafficPolicy", "publishNotReadyAddresses", "externalTrafficPolicy",
               "healthCheckNodePort", "allocateLoadBalancerNodePorts", "loadBalancerClass", "loadBalancerIP",
-              "loadBalancerSourceRanges"},
-             {"externalIPs", "externalName", "trafficDistribution"});
+              "loadBalancerSourceRanges", "externalName"},
+             {"externalIPs", "trafficDistribution"});
   // Ignored, yet typed as Kubernetes types them: a file its API server would refuse is refused.
   for (const char* key :
        {"clusterIP", "ipFamilyPolicy", "externalTrafficPolicy", "loadBalancerClass", "loadBalancerIP"}) {
@@ -1092,13 +1095,41 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   }
   // A NodePort or LoadBalancer Service has its cluster address too: proxies reach it by its host
   // as a ClusterIP one's, as istiod serves it; its node ports and balancer lie outside the mesh.
-  if (auto type = r.String(spec, "type", "spec", false);
-      type.has_value() && *type != "ClusterIP" && *type != "NodePort" && *type != "LoadBalancer") {
+  const std::optional<std::string> type = r.String(spec, "type", "spec", false);
+  if (type.has_value() && *type != "ClusterIP" && *type != "NodePort" && *type != "LoadBalancer" &&
+      *type != "ExternalName") {
     r.Error(spec["type"], "spec.type",
-            *type == "ExternalName"
-                ? "type ExternalName is not supported by cxds (ClusterIP, NodePort and LoadBalancer are)"
-                : StrCat("type \"", type->substr(0, 64),
-                         "\" must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, as Kubernetes validates"));
+            StrCat("type \"", type->substr(0, 64),
+                   "\" must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, as Kubernetes validates"));
+  }
+  // An ExternalName Service is an alias of the host it names (MeshContext::AliasesOf); with
+  // another type, Kubernetes drops externalName, and so does cxds.
+  const std::optional<std::string> external_name = r.String(spec, "externalName", "spec", false);
+  if (type == "ExternalName") {
+    if (!external_name.has_value() || external_name->empty()) {
+      r.Error(spec, "spec.externalName", "is required for type ExternalName, as Kubernetes validates");
+    } else {
+      // A trailing dot (an absolute DNS name, which Kubernetes allows) names the same host.
+      std::string name = *external_name;
+      if (name.ends_with('.')) name.pop_back();
+      const std::vector<std::string> labels = absl::StrSplit(name, '.');
+      if (name.size() > 253 || !std::all_of(labels.begin(), labels.end(), IsDnsLabel)) {
+        r.Error(spec["externalName"], "spec.externalName",
+                StrCat("\"", external_name->substr(0, 64),
+                       "\" must be a lowercase DNS name (RFC 1123 labels of letters, digits and '-', joined by "
+                       "dots), as Kubernetes validates"));
+      } else {
+        s.external_name = std::move(name);
+      }
+    }
+    for (const char* key : {"clusterIP", "clusterIPs"}) {
+      const YAML::Node given = spec[key];
+      const bool set = given.IsDefined() && !given.IsNull() &&
+                       (given.IsSequence() ? given.size() > 0 : given.IsScalar() && !given.Scalar().empty());
+      if (set) {
+        r.Error(given, Reader::Join("spec", key), "must not be set for type ExternalName, as Kubernetes validates");
+      }
+    }
   }
   // Values that would change which endpoints serve, and that cxds does not implement.
   const auto only_default = [&](const char* key, const char* default_value, const char* meaning) {

@@ -101,8 +101,9 @@ EndpointIndex BuildEndpointIndexOf(const ObjectMap& objects, const std::string& 
   std::map<std::string, std::vector<const WorkloadEntry*>> workloads;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const WorkloadEntry*>> workloads_by_label;
   for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kService)) {
+    // (An ExternalName Service has no endpoints, whatever it selects, as in Kubernetes.)
     if (const auto* svc = std::get_if<K8sService>(&stored->object);
-        svc != nullptr && wanted_service(svc->meta.name, svc->meta.namespace_name)) {
+        svc != nullptr && svc->external_name.empty() && wanted_service(svc->meta.name, svc->meta.namespace_name)) {
       services[StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix)] = svc;
     }
   }
@@ -228,7 +229,8 @@ void AddHostsSelecting(const ObjectMap& objects, const WorkloadEntry& we, const 
   const std::string& ns = we.meta.namespace_name;
   for (const auto& [key, stored] : ObjectsOfKindIn(objects, kind::kService, ns)) {
     const auto* svc = std::get_if<K8sService>(&stored->object);
-    if (svc == nullptr || svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id)) {
+    if (svc == nullptr || svc->selector.empty() || !svc->external_name.empty() ||
+        !SelectsWorkload(svc->selector, we.spec, cluster_id)) {
       continue;
     }
     hosts.insert(StrCat(svc->meta.name, ".", ns, ".svc.", domain_suffix));

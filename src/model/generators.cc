@@ -1120,6 +1120,29 @@ uint32_t DestinationPort(const MeshContext& mesh, const std::string& host, const
   return service != nullptr && service->ports.size() == 1 ? service->ports.front().number : port;
 }
 
+// The service a proxyless client's target host reaches: the host's own, or for a served alias
+// (an ExternalName Service, stored in `alias`) its concrete host's; null when the proxy sees
+// neither, or not both of an alias and its host (as istiod filters a service's aliases).
+const ServiceInfo* TargetService(const MeshContext& mesh, const std::string& host, const ProxyScope& scope,
+                                 const ServiceAlias*& alias) {
+  alias = nullptr;
+  if (const ServiceInfo* service = mesh.FindService(host)) return scope.Visible(*service) ? service : nullptr;
+  const ServiceAlias* found = mesh.FindAlias(host);
+  if (found == nullptr || !scope.Visible(found->alias)) return nullptr;
+  const ServiceInfo* concrete = mesh.FindService(found->concrete);
+  if (concrete == nullptr || !scope.Visible(*concrete)) return nullptr;
+  alias = found;
+  return concrete;
+}
+
+// What an alias's requests are routed as: the alias itself when a VirtualService names it for
+// the proxy (to the concrete host's clusters), else its concrete host, whose routes answer to
+// the alias's name as to its own (istiod's virtual host domains).
+const ServiceInfo& RoutedAs(const MeshContext& mesh, const ServiceAlias& alias, const ServiceInfo& concrete,
+                            const ProxyScope& scope) {
+  return mesh.VirtualServicesFor(alias.alias.host, scope.namespace_name()).empty() ? concrete : alias.alias;
+}
+
 constexpr char kFaultFilter[] = "envoy.filters.http.fault";
 constexpr char kCorsFilter[] = "envoy.filters.http.cors";
 
@@ -1173,7 +1196,8 @@ HttpConnectionManager RdsManager(const std::string& route_name, const std::strin
 // connections to `port`, counted under `stat_prefix`.
 std::string DestinationCluster(const MeshContext& mesh, const HttpRouteDestination& d,
                                const std::string& route_namespace, uint32_t port) {
-  const std::string host = ResolveHost(d.host, route_namespace, mesh.domain_suffix());
+  // (An alias's route reaches its concrete host's cluster, as istiod's GetDestinationCluster.)
+  const std::string host = mesh.ConcreteHost(ResolveHost(d.host, route_namespace, mesh.domain_suffix()));
   return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
 }
 
@@ -1253,7 +1277,8 @@ TcpProxy RouteProxy(const MeshContext& mesh, const std::vector<HttpRouteDestinat
   const DestinationRule* rule =
       route.empty()
           ? nullptr
-          : ServiceRuleFor(mesh, ResolveHost(route.front().host, route_namespace, mesh.domain_suffix()), scope);
+          : ServiceRuleFor(
+                mesh, mesh.ConcreteHost(ResolveHost(route.front().host, route_namespace, mesh.domain_suffix())), scope);
   if (route.size() == 1) {
     tcp.set_cluster(cluster_of(route.front()));
     ApplyRuleToTcpProxy(rule, route.front().subset, /*split=*/false, scope, tcp);
@@ -1432,10 +1457,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
     const ProxyInfo& proxy = ResolvedProxy(proxy_node, model_, env);
     const ProxyScope scope(proxy, mesh);
     GeneratedResources out;
-    const auto add_api_listener = [&](const ServiceInfo& service, const ServicePort& port) -> absl::Status {
-      const std::string name = StrCat(service.host, ":", port.number);
+    // HOST:PORT, the target a client dials; `dependencies`: its service's (and an alias's) keys.
+    const auto add_api_listener = [&](const std::string& name, std::vector<ConfigKey> dependencies) -> absl::Status {
       auto resource = cache.GetOrBuild(
-          {std::string(kListenerType), name, "grpc"}, {ServiceKey(service)}, request.push_sequence,
+          {std::string(kListenerType), name, "grpc"}, std::move(dependencies), request.push_sequence,
           [&]() -> absl::StatusOr<ResourcePtr> {
             Listener listener;
             listener.set_name(name);
@@ -1454,11 +1479,14 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
         const size_t colon = name.rfind(':');
         uint32_t number = 0;
         if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &number)) continue;
-        const ServiceInfo* service = mesh.FindService(name.substr(0, colon));
-        if (service == nullptr || !scope.Visible(*service)) continue;
+        const ServiceAlias* alias = nullptr;
+        const ServiceInfo* service = TargetService(mesh, name.substr(0, colon), scope, alias);
+        if (service == nullptr) continue;
         for (const ServicePort& port : service->ports) {
           if (port.number != number || !IsHttp(port)) continue;
-          if (absl::Status status = add_api_listener(*service, port); !status.ok()) return status;
+          std::vector<ConfigKey> dependencies{ServiceKey(*service)};
+          if (alias != nullptr) dependencies.push_back(ServiceKey(alias->alias));
+          if (absl::Status status = add_api_listener(name, std::move(dependencies)); !status.ok()) return status;
         }
       }
       return out;
@@ -1477,7 +1505,10 @@ class ListenerGenerator final : public TypedGenerator<MeshContext> {
       for (const ServicePort& port : service.ports) {
         if (proxy.grpc) {
           if (!IsHttp(port)) continue;
-          if (absl::Status status = add_api_listener(service, port); !status.ok()) return status;
+          if (absl::Status status = add_api_listener(StrCat(service.host, ":", port.number), {ServiceKey(service)});
+              !status.ok()) {
+            return status;
+          }
         } else if (IsHttp(port)) {
           ports[port.number].http = true;
         } else if (auto [it, inserted] = ports.try_emplace(port.number); inserted) {
@@ -1975,12 +2006,13 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
       }
       auto* action = route->mutable_route();
       auto destination_cluster = [&](const HttpRouteDestination& d) {
-        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
+        const std::string host = mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()));
         return ClusterName(DestinationPort(mesh, host, d, port), d.subset, host);
       };
       for (const HttpRouteDestination& d : http.route) {
         if (http.route.size() == 1 || d.weight != 0) {
-          const std::string host = ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix());
+          const std::string host =
+              mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, mesh.domain_suffix()));
           AddHashPolicy(mesh, host, d.subset, DestinationPort(mesh, host, d, port), scope, grpc, action);
         }
       }
@@ -2026,7 +2058,8 @@ size_t AddVirtualServiceRoutes(const MeshContext& mesh, const VirtualService* vs
 }
 
 // The routes of one service port: its VirtualServices' HTTP routes in order, then nothing
-// else (a VirtualService decides) or, without one, a catch-all to the service.
+// else (a VirtualService decides) or, without one, a catch-all to the service (an alias's: to
+// its concrete host).
 void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t port, const ProxyScope& scope, bool grpc,
                envoy::config::route::v3::VirtualHost* vhost) {
   size_t for_proxy = 0;
@@ -2040,8 +2073,9 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   if (for_proxy == 0) {
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
-    route->mutable_route()->set_cluster(ClusterName(port, "", service.host));
-    AddHashPolicy(mesh, service.host, "", port, scope, grpc, route->mutable_route());
+    const std::string& host = mesh.ConcreteHost(service.host);
+    route->mutable_route()->set_cluster(ClusterName(port, "", host));
+    AddHashPolicy(mesh, host, "", port, scope, grpc, route->mutable_route());
     SetTimeout(std::nullopt, grpc, route->mutable_route());
     SetRetryPolicy(std::nullopt, grpc, route->mutable_route());
   }
@@ -2196,13 +2230,15 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
               if (colon == std::string::npos || !absl::SimpleAtoi(name.substr(colon + 1), &port)) {
                 return absl::NotFoundError("not a HOST:PORT route name");
               }
-              const ServiceInfo* service = mesh.FindService(name.substr(0, colon));
-              if (service == nullptr || !scope.Visible(*service)) return absl::NotFoundError("unknown service");
+              const ServiceAlias* alias = nullptr;
+              const ServiceInfo* service = TargetService(mesh, name.substr(0, colon), scope, alias);
+              if (service == nullptr) return absl::NotFoundError("unknown service");
               auto* vhost = config.add_virtual_hosts();
               vhost->set_name(name);
               vhost->add_domains(name);
-              vhost->add_domains(service->host);
-              AddRoutes(mesh, *service, port, scope, proxy.grpc, vhost);
+              vhost->add_domains(alias != nullptr ? alias->alias.host : service->host);
+              AddRoutes(mesh, alias != nullptr ? RoutedAs(mesh, *alias, *service, scope) : *service, port, scope,
+                        proxy.grpc, vhost);
             } else {
               uint32_t port = 0;
               if (!absl::SimpleAtoi(name, &port)) return absl::NotFoundError("not a port route name");
@@ -2226,6 +2262,23 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 vhost->set_name(StrCat(service->host, ":", port));
                 vhost->add_domains(service->host);
                 vhost->add_domains(StrCat(service->host, ":", port));
+                // Its aliases the proxy sees answer here, as istiod's domains; one a VirtualService
+                // names for the proxy gets a virtual host of its own, with that one's routes.
+                std::vector<const ServiceAlias*> routed_apart;
+                for (const ServiceAlias* alias : mesh.AliasesOf(service->host)) {
+                  if (!scope.Visible(alias->alias)) continue;
+                  const std::string with_port = StrCat(alias->alias.host, ":", port);
+                  if (!claimed.insert(absl::AsciiStrToLower(alias->alias.host)).second ||
+                      !claimed.insert(absl::AsciiStrToLower(with_port)).second) {
+                    continue;
+                  }
+                  if (&RoutedAs(mesh, *alias, *service, scope) != service) {
+                    routed_apart.push_back(alias);
+                    continue;
+                  }
+                  vhost->add_domains(alias->alias.host);
+                  vhost->add_domains(with_port);
+                }
                 for (const std::string& address : service->addresses) {
                   const std::string domain = AddressDomain(address);
                   const std::string with_port = StrCat(domain, ":", port);
@@ -2236,6 +2289,13 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                   vhost->add_domains(with_port);
                 }
                 AddRoutes(mesh, *service, port, scope, proxy.grpc, vhost);
+                for (const ServiceAlias* alias : routed_apart) {
+                  auto* own = config.add_virtual_hosts();
+                  own->set_name(StrCat(alias->alias.host, ":", port));
+                  own->add_domains(alias->alias.host);
+                  own->add_domains(StrCat(alias->alias.host, ":", port));
+                  AddRoutes(mesh, alias->alias, port, scope, proxy.grpc, own);
+                }
               }
             }
             if (!proxy.grpc) {

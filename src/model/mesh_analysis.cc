@@ -35,7 +35,8 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
     // exportTo names; a delegate's, where the VirtualServices delegating to it are served.
     const std::vector<std::string> from = ServedNamespaces(*vs, key, delegators);
     ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
-      const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+      // (An alias's routes go to its concrete host: that host is what must be there.)
+      const std::string host = mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, suffix));
       const ServiceInfo* service = mesh.FindService(host);
       if (service == nullptr) {
         out.push_back({key, field + ".host", "IST0101",
@@ -284,7 +285,7 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
                    StrCat("host ", host, " port ", port, " has no endpoints (", why, ")")});
   };
   for (const auto& [key, stored] : served) {
-    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+    if (const auto* svc = std::get_if<K8sService>(&stored->object); svc != nullptr && svc->external_name.empty()) {
       const std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", suffix);
       for (size_t i = 0; i < svc->ports.size(); ++i) {
         if (endpoints_of(host, svc->ports[i].number) != nullptr) continue;
@@ -462,7 +463,7 @@ void GatewayBindings(const ObjectMap& served, const MeshContext& mesh, const std
       // A destination without a port goes to its service's only port, else to the gateway
       // port the request came to (istiod's GetDestinationCluster): a port the service lacks.
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
-        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        const std::string host = mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, suffix));
         const ServiceInfo* service = mesh.FindService(host);
         if (!field.starts_with("spec.http") || d.port != 0 || service == nullptr || service->ports.size() < 2) return;
         std::set<uint32_t> missing;

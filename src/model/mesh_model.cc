@@ -32,6 +32,45 @@ std::string ResolveHost(const std::string& host, const std::string& ns, const st
   return StrCat(host, ".", ns, ".svc.", suffix);
 }
 
+std::map<std::string, std::string> ResolveServiceAliases(const ObjectMap& objects, const std::string& domain_suffix) {
+  std::map<std::string, std::string> direct;  // alias host -> its externalName
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kService)) {
+    const auto* svc = std::get_if<K8sService>(&stored->object);
+    if (svc == nullptr || svc->external_name.empty()) continue;
+    direct.emplace(StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix), svc->external_name);
+  }
+  // Each chain is walked once: a walk stops at an alias already resolved (or known to loop), so
+  // a long chain of aliases costs its length, not its square.
+  std::map<std::string, std::optional<std::string>> resolved;  // nullopt: in a loop
+  for (const auto& entry : direct) {
+    if (resolved.contains(entry.first)) continue;
+    std::vector<std::string> path{entry.first};
+    std::set<std::string> on_path{entry.first};
+    std::optional<std::string> end;
+    std::string at = entry.second;
+    for (;;) {
+      if (auto known = resolved.find(at); known != resolved.end()) {
+        end = known->second;
+        break;
+      }
+      auto next = direct.find(at);
+      if (next == direct.end()) {
+        end = at;  // not an alias: the concrete host
+        break;
+      }
+      if (!on_path.insert(at).second) break;  // a loop: every alias on the path is in it or leads into it
+      path.push_back(at);
+      at = next->second;
+    }
+    for (const std::string& alias : path) resolved[alias] = end;
+  }
+  std::map<std::string, std::string> out;
+  for (auto& [alias, concrete] : resolved) {
+    if (concrete.has_value()) out.emplace(alias, std::move(*concrete));
+  }
+  return out;
+}
+
 namespace {
 
 // Whether a delegate's string match `leaf` is not within the root's `root` (either unset: it
@@ -395,7 +434,7 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
   // Kind by kind ("Service" before "ServiceEntry", as in key order): the endpoint kinds, most of
   // a big mesh's objects, are never visited.
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kService)) {
-    if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
+    if (const auto* svc = std::get_if<K8sService>(&stored->object); svc != nullptr && svc->external_name.empty()) {
       define(ServiceInfo{StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_),
                          svc->meta.namespace_name, svc->ports, key, ServiceEntry::Resolution::kStatic,
                          std::span<const WorkloadEndpoint>{}, svc->export_to});
@@ -416,6 +455,7 @@ MeshContext::MeshContext(std::string version, uint64_t sequence, absl::Time crea
       }
     }
   }
+  ServeAliases(ResolveServiceAliases(*objects_, domain_suffix_));
   for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kGateway)) {
     if (const auto* gw = std::get_if<Gateway>(&stored->object)) {
       gateways_[StrCat(gw->meta.namespace_name, "/", gw->meta.name)] = gw;
@@ -741,7 +781,10 @@ void MeshContext::BuildOpaqueChains() {
         }
       }
       if (!routed) {
+        // Its aliases' names too, as istiod's SNI hosts (for every proxy that sees the host,
+        // whether or not it sees the alias: a chain is per port, not per proxy).
         OpaqueChain own{host, {host}};
+        for (const ServiceAlias* alias : AliasesOf(host)) own.server_names.push_back(alias->alias.host);
         own.unless = std::move(conditional);
         add(std::move(own), lost);
       }
@@ -830,6 +873,67 @@ const std::vector<MeshContext::OpaqueChain>& MeshContext::OpaqueChains(uint32_t 
 const ServiceInfo* MeshContext::FindService(const std::string& host) const {
   auto it = services_.find(host);
   return it == services_.end() ? nullptr : &it->second;
+}
+
+void MeshContext::ServeAliases(const std::map<std::string, std::string>& targets) {
+  for (const auto& [key, stored] : ObjectsOfKind(*objects_, kind::kService)) {
+    const auto* svc = std::get_if<K8sService>(&stored->object);
+    if (svc == nullptr || svc->external_name.empty()) continue;
+    std::string host = StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", domain_suffix_);
+    auto target = targets.find(host);
+    if (target == targets.end()) {
+      findings_.push_back({key, "spec.externalName", "cxds_alias_unserved",
+                           StrCat("externalName ", svc->external_name,
+                                  " leads into a loop of ExternalName Services (which DNS does not answer): nothing "
+                                  "is served for the alias ",
+                                  host)});
+      continue;
+    }
+    if (const ServiceInfo* defined = FindService(host)) {
+      findings_.push_back(
+          {key, "", "cxds_alias_unserved",
+           StrCat("host ", host, " is also defined by ", defined->key.kind, " ", defined->key.namespace_name, "/",
+                  defined->key.name, ", which is served for it: this ExternalName Service is not")});
+      continue;
+    }
+    if (FindService(target->second) == nullptr) {
+      findings_.push_back(
+          {key, "spec.externalName", "cxds_alias_unserved",
+           StrCat(target->second == svc->external_name
+                      ? StrCat("externalName ", target->second)
+                      : StrCat("the host externalName leads to, ", target->second, ","),
+                  " is not a host any Service or ServiceEntry defines: cxds serves nothing for the alias ", host,
+                  " (clients resolve the name by DNS, outside the mesh's routes)")});
+      continue;
+    }
+    if (!svc->export_to.empty() && svc->export_to != std::vector<std::string>{"*"}) exports_restricted_ = true;
+    aliases_.emplace(host, ServiceAlias{ServiceInfo{host, svc->meta.namespace_name, svc->ports, key,
+                                                    ServiceEntry::Resolution::kStatic,
+                                                    std::span<const WorkloadEndpoint>{}, svc->export_to},
+                                        target->second});
+  }
+  for (const auto& [host, alias] : aliases_) aliases_of_[alias.concrete].push_back(&alias);
+  for (auto& [host, list] : aliases_of_) {
+    std::sort(list.begin(), list.end(), [](const ServiceAlias* a, const ServiceAlias* b) {
+      return std::tie(a->alias.namespace_name, a->alias.host) < std::tie(b->alias.namespace_name, b->alias.host);
+    });
+  }
+}
+
+const ServiceAlias* MeshContext::FindAlias(const std::string& host) const {
+  auto it = aliases_.find(host);
+  return it == aliases_.end() ? nullptr : &it->second;
+}
+
+const std::vector<const ServiceAlias*>& MeshContext::AliasesOf(const std::string& host) const {
+  static const std::vector<const ServiceAlias*> kNone;
+  auto it = aliases_of_.find(host);
+  return it == aliases_of_.end() ? kNone : it->second;
+}
+
+const std::string& MeshContext::ConcreteHost(const std::string& host) const {
+  auto it = aliases_.find(host);
+  return it == aliases_.end() ? host : it->second.concrete;
 }
 
 std::optional<int> ExportRank(std::span<const std::string> export_to, const std::string& object_namespace,
@@ -1142,7 +1246,8 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
     std::optional<MergedDestinationRules> before;               // when needed
     std::optional<std::map<std::string, std::string>> entries;  // ServiceEntry host -> namespace
     std::optional<std::map<std::string, std::string>> entries_before;
-    std::optional<Delegators> delegators;  // when a delegate is checked
+    std::optional<Delegators> delegators;                       // when a delegate is checked
+    std::optional<std::map<std::string, std::string>> aliases;  // when a subset is checked
     for (const auto& entry : candidate) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& object = entry.second;
@@ -1150,7 +1255,10 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
       if (vs == nullptr) continue;
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
-        const std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        // A route to an alias (an ExternalName Service) takes its concrete host's subsets.
+        if (!aliases.has_value()) aliases = ResolveServiceAliases(candidate, suffix);
+        std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        if (auto alias = aliases->find(host); alias != aliases->end()) host = alias->second;
         // The rule proxies of each namespace the VirtualService is exported to get: its own when
         // exported everywhere (the namespace it is written for; proxies of other namespaces may
         // get another rule, as in Istio), else each it names ("~": none gets its routes).
@@ -1306,7 +1414,10 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
             request.configs.insert({kind::kEndpoints, se->meta.namespace_name, host});
           }
         } else if (const auto* svc = std::get_if<K8sService>(&stored->object)) {
-          if (svc->selector.empty() || !SelectsWorkload(svc->selector, we.spec, cluster_id_)) continue;
+          if (svc->selector.empty() || !svc->external_name.empty() ||
+              !SelectsWorkload(svc->selector, we.spec, cluster_id_)) {
+            continue;
+          }
           request.configs.insert({kind::kEndpoints, svc->meta.namespace_name, HostsOf(stored->object).front()});
         }
       }

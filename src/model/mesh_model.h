@@ -52,6 +52,19 @@ struct ServiceInfo {
   std::span<const std::string> subject_alt_names;
 };
 
+// An ExternalName Service as a MeshContext serves it: an alias of `concrete`, a host the context
+// defines, which its externalName names directly or through other aliases. `alias` is the Service
+// itself (its host, namespace and exportTo: ProxyScope::Visible says who sees the alias).
+struct ServiceAlias {
+  ServiceInfo alias;
+  std::string concrete;
+};
+
+// Each ExternalName Service's host -> the host its externalName resolves to, followed through
+// other ExternalName Services as istiod's resolveServiceAliases does; a Service in a loop of
+// aliases is left out (Kubernetes' DNS answers NXDOMAIN for it). The targets need not be defined.
+std::map<std::string, std::string> ResolveServiceAliases(const ObjectMap& objects, const std::string& domain_suffix);
+
 // The entry of `by_host` (keyed by resolved host, wildcards such as "*.mesh.local" and "*"
 // among them) that applies to `host`: its own, else the most specific wildcard whose suffix it
 // has ("*.b.c" before "*.c" before "*"), as Istio matches a DestinationRule's host.
@@ -138,6 +151,14 @@ class MeshContext final : public PushContext {
 
   const std::map<std::string, ServiceInfo>& services() const { return services_; }
   const ServiceInfo* FindService(const std::string& host) const;
+  // ExternalName Services whose target the context defines (ServiceAlias), by alias host; they
+  // are not in services(). An alias whose name a Service or ServiceEntry also defines, or whose
+  // target no object defines or loops, is not served (findings() says which).
+  const ServiceAlias* FindAlias(const std::string& host) const;
+  // The served aliases of `host`, by namespace then host (istiod's order of a service's Aliases).
+  const std::vector<const ServiceAlias*>& AliasesOf(const std::string& host) const;
+  // The host a route to `host` (resolved) reaches: a served alias's concrete host, else `host`.
+  const std::string& ConcreteHost(const std::string& host) const;
   // The VirtualService whose routes `host` gets in the mesh for proxies of `proxy_namespace`
   // (none or one; only those bound to "mesh", the default of spec.gateways): of several naming
   // it, the best by ExportRank for that namespace (its own namespace's private ones, then those
@@ -237,7 +258,8 @@ class MeshContext final : public PushContext {
   const std::vector<ConfigWarning>& findings() const { return findings_; }
 
  private:
-  void BuildOpaqueChains();  // after services_ and virtual_services_
+  void BuildOpaqueChains();  // after services_, aliases_ and virtual_services_
+  void ServeAliases(const std::map<std::string, std::string>& targets);  // after services_
   // `vs`, or when some route of it delegates, a copy in merged_virtual_services_ with each such route replaced by the
   // delegate's routes merged with it (MergeDelegateRoute); what is not merged is in findings_; delegates used are added
   // to `used`. At most kMaxDelegatedPerVirtualService route and match conditions are copied for `vs`, and `budget`
@@ -248,6 +270,8 @@ class MeshContext final : public PushContext {
   const std::shared_ptr<const ObjectMap> objects_;  // keeps the pointers below alive
   const std::string domain_suffix_;
   std::map<std::string, ServiceInfo> services_;
+  std::map<std::string, ServiceAlias> aliases_;                         // by alias host
+  std::map<std::string, std::vector<const ServiceAlias*>> aliases_of_;  // by concrete host
   // Bound to "mesh", by host: every VirtualService naming it, oldest first.
   std::map<std::string, std::vector<const VirtualService*>> virtual_services_;
   std::deque<VirtualService> merged_virtual_services_;  // WithDelegates' copies (stable addresses)

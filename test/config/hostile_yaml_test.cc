@@ -286,7 +286,8 @@ apiVersion: v1
 kind: Service
 metadata: {name: s, annotations: {networking.istio.io/exportTo: "."}}  # supported: no error
 spec:
-  type: ExternalName
+  type: ExternalName  # supported: an alias of the host externalName names
+  externalName: concrete.default.svc.cluster.local
   sessionAffinity: ClientIP
   externalIPs: [127.0.0.9]
   ports: [{port: 80}, {name: dns, port: 53, protocol: UDP}]
@@ -341,7 +342,8 @@ spec:
   EXPECT_FALSE(HasError(parsed, "spec.servers[0].port.protocol", "")) << "HTTPS servers are supported";
   EXPECT_TRUE(HasError(parsed, "spec.servers[0].tls.mode", "mode ISTIO_MUTUAL is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.servers[1].bind", "is not supported by cxds"));
-  EXPECT_TRUE(HasError(parsed, "spec.type", "type ExternalName is not supported by cxds"));
+  EXPECT_FALSE(HasError(parsed, "spec.type", "")) << "type ExternalName is supported";
+  EXPECT_FALSE(HasError(parsed, "spec.externalName", "")) << Errors(parsed);
   EXPECT_FALSE(HasError(parsed, "metadata.annotations.networking.istio.io/exportTo", ""));
   EXPECT_TRUE(HasError(parsed, "spec.sessionAffinity", "ClientIP (client IP stickiness) is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.externalIPs", "is not supported by cxds"));

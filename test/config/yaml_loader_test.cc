@@ -2494,6 +2494,38 @@ endpoints:
   EXPECT_EQ(service.ports[0].target_port, 0u) << "a named targetPort: the slice carries the number";
 }
 
+// An ExternalName Service is read as an alias of the name it gives, checked as Kubernetes checks
+// it; with another type, externalName is dropped, as Kubernetes drops it.
+TEST(YamlLoaderTest, AnExternalNameServiceIsReadAsAnAliasOfItsName) {
+  const auto service = [](const std::string& fields) {
+    return ParseConfigFile("svc.yaml", StrCat("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: shop}\n"
+                                              "spec:\n  ports: [{name: http, port: 80}]\n",
+                                              fields));
+  };
+  const ParsedFile alias = service("  type: ExternalName\n  externalName: db.data.svc.cluster.local.\n");
+  ASSERT_EQ(alias.documents.size(), 1u) << Errors(alias);
+  EXPECT_EQ(std::get<K8sService>(alias.documents[0].object).external_name, "db.data.svc.cluster.local")
+      << "an absolute name (trailing dot) names the same host";
+  const ParsedFile other_type = service("  type: ClusterIP\n  externalName: db.example.com\n");
+  ASSERT_EQ(other_type.documents.size(), 1u) << Errors(other_type);
+  EXPECT_EQ(std::get<K8sService>(other_type.documents[0].object).external_name, "");
+
+  EXPECT_EQ(Errors(service("  type: ExternalName\n")),
+            "svc.yaml:5: Service shop/s: spec.externalName: is required for type ExternalName, as Kubernetes "
+            "validates\n");
+  EXPECT_EQ(Errors(service("  type: ExternalName\n  externalName: Db_Example.com\n")),
+            "svc.yaml:7: Service shop/s: spec.externalName: \"Db_Example.com\" must be a lowercase DNS name (RFC "
+            "1123 labels of letters, digits and '-', joined by dots), as Kubernetes validates\n");
+  EXPECT_NE(Errors(service("  type: ExternalName\n  externalName: a..b\n")).find("\"a..b\" must be a lowercase DNS"),
+            std::string::npos)
+      << "an empty label";
+  EXPECT_EQ(Errors(service("  type: ExternalName\n  externalName: db.example.com\n  clusterIP: 10.96.0.9\n")),
+            "svc.yaml:8: Service shop/s: spec.clusterIP: must not be set for type ExternalName, as Kubernetes "
+            "validates\n");
+  EXPECT_EQ(Errors(service("  type: ExternalName\n  externalName: db.example.com\n  clusterIP: \"\"\n")), "")
+      << "an empty clusterIP is none";
+}
+
 // The Service and Secret fields cxds ignores are still typed as Kubernetes types them: a value
 // its API server would refuse is refused, with the field, rather than loaded.
 TEST(YamlLoaderTest, IgnoredKubernetesFieldsAreStillTypeChecked) {

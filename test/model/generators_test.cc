@@ -5894,5 +5894,110 @@ spec:
   EXPECT_EQ(routes[2].route().request_mirror_policies_size(), 0) << "the root's mirror at its own 0%: none";
 }
 
+// "NAME: DOMAINS -> CLUSTERS" for each virtual host of `config`: its domains joined by ',', the
+// clusters of its routes in order, joined by ' ', a weighted route's joined by '+'.
+std::vector<std::string> VirtualHostsOf(const envoy::config::route::v3::RouteConfiguration& config) {
+  std::vector<std::string> out;
+  for (const auto& vhost : config.virtual_hosts()) {
+    std::vector<std::string> clusters;
+    for (const auto& route : vhost.routes()) {
+      std::vector<std::string> weighted;
+      for (const auto& w : route.route().weighted_clusters().clusters()) weighted.push_back(w.name());
+      clusters.push_back(weighted.empty() ? route.route().cluster() : absl::StrJoin(weighted, "+"));
+    }
+    out.push_back(
+        StrCat(vhost.name(), ": ", absl::StrJoin(vhost.domains(), ","), " -> ", absl::StrJoin(clusters, " ")));
+  }
+  return out;
+}
+
+// ExternalName Services are aliases of the hosts they name, as istiod serves them: no cluster or
+// listener of their own; the host's virtual host answers to the alias's names (for proxies that
+// see the alias), or, where a VirtualService names the alias, a virtual host of the alias routes
+// by it; a route to an alias goes to its host's cluster; a proxyless client dialling an alias gets
+// the host's routes under the alias's name; a TLS host's chain takes its aliases' SNI names.
+TEST_F(GeneratorsTest, ExternalNameServicesAreServedAsAliasesOfTheirHosts) {
+  Apply("aliases.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: catalog, namespace: web}
+spec: {type: ExternalName, externalName: reviews.shop.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: old-catalog, namespace: web}
+spec: {type: ExternalName, externalName: catalog.web.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: stock, namespace: shop}
+spec: {type: ExternalName, externalName: inventory.mesh.local}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog, namespace: web}
+spec:
+  hosts: [catalog]
+  http: [{match: [{uri: {prefix: /one}}], route: [{destination: {host: old-catalog}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: secure}
+spec:
+  hosts: [secure.mesh.local]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.9}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: vault, namespace: shop}
+spec: {type: ExternalName, externalName: secure.mesh.local}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string envoy = "sidecar~127.0.0.5~app-1.default~default.svc.cluster.local";
+  EXPECT_THAT(VirtualHostsOf(RoutesFor(envoy, false, "9080")),
+              ::testing::ElementsAre("reviews.shop.svc.cluster.local:9080: reviews.shop.svc.cluster.local,"
+                                     "reviews.shop.svc.cluster.local:9080,old-catalog.web.svc.cluster.local,"
+                                     "old-catalog.web.svc.cluster.local:9080 -> "
+                                     "outbound|9080||reviews.shop.svc.cluster.local",
+                                     "catalog.web.svc.cluster.local:9080: catalog.web.svc.cluster.local,"
+                                     "catalog.web.svc.cluster.local:9080 -> "
+                                     "outbound|9080||reviews.shop.svc.cluster.local"));
+  EXPECT_THAT(VirtualHostsOf(RoutesFor("sidecar~127.0.0.6~app-2.shop~shop.svc.cluster.local", false, "9080")),
+              ::testing::ElementsAre("reviews.shop.svc.cluster.local:9080: reviews.shop.svc.cluster.local,"
+                                     "reviews.shop.svc.cluster.local:9080 -> "
+                                     "outbound|9080||reviews.shop.svc.cluster.local"))
+      << "shop's Sidecar imports ./* only: web's aliases are not its names";
+  for (const auto& [name, cluster] : ClustersFor(envoy)) {
+    EXPECT_THAT(name, ::testing::Not(::testing::AnyOf(::testing::HasSubstr("catalog"), ::testing::HasSubstr("stock"),
+                                                      ::testing::HasSubstr("vault"))));
+  }
+  EXPECT_THAT(
+      SidecarChains("default", "x", "127.0.0.1_443"),
+      ::testing::ElementsAre("secure.mesh.local,vault.shop.svc.cluster.local -> outbound|443||secure.mesh.local"));
+
+  // A proxyless client dialling xds:///stock.shop.svc.cluster.local:8080.
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(
+      First(std::string(kListenerType), {"stock.shop.svc.cluster.local:8080", "stock.shop.svc.cluster.local:9"}));
+  const auto lds = grpc->Take();
+  ASSERT_EQ(lds.size(), 1u);
+  ASSERT_EQ(lds[0].resources_size(), 1) << "port 9 is not a port of inventory.mesh.local";
+  const auto listener = Decode<envoy::config::listener::v3::Listener>(lds[0], 0);
+  EXPECT_EQ(listener.name(), "stock.shop.svc.cluster.local:8080");
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(listener.api_listener().api_listener().UnpackTo(&hcm));
+  EXPECT_EQ(hcm.rds().route_config_name(), "stock.shop.svc.cluster.local:8080");
+  EXPECT_THAT(VirtualHostsOf(RoutesFor("grpc-client-2", true, "stock.shop.svc.cluster.local:8080")),
+              ::testing::ElementsAre("stock.shop.svc.cluster.local:8080: stock.shop.svc.cluster.local:8080,"
+                                     "stock.shop.svc.cluster.local -> outbound|8080|v2|inventory.mesh.local "
+                                     "outbound|8080|v1|inventory.mesh.local+outbound|8080|v2|inventory.mesh.local"))
+      << "inventory's VirtualService routes its alias";
+  EXPECT_THAT(VirtualHostsOf(RoutesFor("grpc-client-3", true, "catalog.web.svc.cluster.local:9080")),
+              ::testing::ElementsAre("catalog.web.svc.cluster.local:9080: catalog.web.svc.cluster.local:9080,"
+                                     "catalog.web.svc.cluster.local -> outbound|9080||reviews.shop.svc.cluster.local"))
+      << "the alias's own VirtualService";
+}
+
 }  // namespace
 }  // namespace cxds::testing

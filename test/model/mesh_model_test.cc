@@ -1272,5 +1272,112 @@ spec:
   EXPECT_TRUE(std::get<DestinationRule>(served->second->object).export_to.empty()) << "the last good version";
 }
 
+// ExternalName Services are aliases of the host they name, resolved through other aliases as
+// istiod resolves them; one that loops, names a host the mesh does not define, or whose own host
+// another object defines is served as nothing, and the context says why.
+TEST(MeshAliasTest, ExternalNameServicesAreAliasesResolvedThroughChains) {
+  ConfigStore store(ConfigStore::Options{.check_references = MeshReferenceCheck("cluster.local")});
+  const std::string mesh = R"(apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: shop}
+spec: {ports: [{name: http, port: 9080}]}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  subsets: [{name: v1, labels: {version: v1}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: catalog, namespace: web}
+spec: {type: ExternalName, externalName: reviews.shop.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: old-catalog, namespace: shop}
+spec: {type: ExternalName, externalName: catalog.web.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ping, namespace: shop}
+spec: {type: ExternalName, externalName: pong.shop.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pong, namespace: shop}
+spec: {type: ExternalName, externalName: ping.shop.svc.cluster.local}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {type: ExternalName, externalName: db.example.com}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: taken, namespace: shop}
+spec: {type: ExternalName, externalName: reviews.shop.svc.cluster.local}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: taken, namespace: shop}
+spec:
+  hosts: [taken.shop.svc.cluster.local]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.7}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: catalog, namespace: web}
+spec:
+  hosts: [catalog]
+  http: [{route: [{destination: {host: old-catalog.shop.svc.cluster.local, subset: SUBSET}}]}]
+)";
+  const ConfigStore::Update good = store.ApplyFile("mesh.yaml", absl::StrReplaceAll(mesh, {{"SUBSET", "v1"}}));
+  ASSERT_TRUE(good.errors.empty()) << good.errors.front().ToString();
+
+  const std::map<std::string, std::string> resolved = ResolveServiceAliases(*store.Snapshot(), "cluster.local");
+  EXPECT_THAT(resolved, ::testing::UnorderedElementsAre(
+                            ::testing::Pair("catalog.web.svc.cluster.local", "reviews.shop.svc.cluster.local"),
+                            ::testing::Pair("old-catalog.shop.svc.cluster.local", "reviews.shop.svc.cluster.local"),
+                            ::testing::Pair("db.shop.svc.cluster.local", "db.example.com"),
+                            ::testing::Pair("taken.shop.svc.cluster.local", "reviews.shop.svc.cluster.local")))
+      << "ping and pong loop: left out";
+
+  const MeshContext context("v1", 1, absl::UnixEpoch(), store.Snapshot(), "cluster.local");
+  EXPECT_EQ(context.FindService("catalog.web.svc.cluster.local"), nullptr) << "an alias is not a service";
+  ASSERT_NE(context.FindAlias("old-catalog.shop.svc.cluster.local"), nullptr);
+  EXPECT_EQ(context.ConcreteHost("old-catalog.shop.svc.cluster.local"), "reviews.shop.svc.cluster.local");
+  EXPECT_EQ(context.ConcreteHost("reviews.shop.svc.cluster.local"), "reviews.shop.svc.cluster.local");
+  EXPECT_EQ(context.ConcreteHost("db.shop.svc.cluster.local"), "db.shop.svc.cluster.local") << "not served";
+  std::vector<std::string> aliases;
+  for (const ServiceAlias* alias : context.AliasesOf("reviews.shop.svc.cluster.local")) {
+    aliases.push_back(alias->alias.host);
+  }
+  EXPECT_THAT(aliases, ::testing::ElementsAre("old-catalog.shop.svc.cluster.local", "catalog.web.svc.cluster.local"))
+      << "by namespace, then host; taken's host is the ServiceEntry's";
+  EXPECT_NE(context.FindService("taken.shop.svc.cluster.local"), nullptr);
+
+  std::map<std::string, std::string> unserved;  // Service name -> finding
+  for (const ConfigWarning& w : context.findings()) {
+    if (w.code == "cxds_alias_unserved") unserved[w.key.name] = w.message;
+  }
+  EXPECT_THAT(unserved,
+              ::testing::UnorderedElementsAre(
+                  ::testing::Pair("ping", ::testing::HasSubstr("leads into a loop of ExternalName Services")),
+                  ::testing::Pair("pong", ::testing::HasSubstr("leads into a loop")),
+                  ::testing::Pair("db", ::testing::HasSubstr("externalName db.example.com is not a host any "
+                                                             "Service or ServiceEntry defines")),
+                  ::testing::Pair("taken", ::testing::HasSubstr("is also defined by ServiceEntry shop/taken"))));
+
+  const ConfigStore::Update bad = store.ApplyFile("mesh.yaml", absl::StrReplaceAll(mesh, {{"SUBSET", "v9"}}));
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_THAT(bad.errors[0].ToString(),
+              ::testing::HasSubstr("subset \"v9\" is not defined by DestinationRule shop/reviews (host "
+                                   "reviews.shop.svc.cluster.local)"));
+}
+
 }  // namespace
 }  // namespace cxds
