@@ -899,7 +899,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_addresses_unused",
                                                   "cxds_exported_to_none",
                                                   "cxds_failover_without_outlier_detection",
-                                                  "cxds_gateway_source_ignored"};
+                                                  "cxds_gateway_source_ignored",
+                                                  "cxds_alias_unserved"};
   return kCodes;
 }
 

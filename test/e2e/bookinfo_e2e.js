@@ -39,7 +39,10 @@
 //   9. failoverPriority in the client: two backends of one locality labelled track canary and
 //      stable, a rule `failoverPriority: [track]`: a client labelled track: canary (its
 //      bootstrap's LABELS) sends all 20 calls to the canary, one labelled stable all 20 to the
-//      stable one (one priority each, where without the rule they would share the calls).
+//      stable one (one priority each, where without the rule they would share the calls);
+//  10. an ExternalName Service book-reviews naming reviews: a client dialling
+//      xds:///book-reviews.bookinfo.svc.cluster.local:9080 gets reviews' routes under the alias's
+//      name (istiod's Alias resolution), so end-user: jason reaches v2 only.
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -372,6 +375,24 @@ spec:
       `failoverPriority: a client labelled track: ${track} sends every call to the ${track} backend (priority 0)`,
       served.by_inventory);
   }
+
+  // 10
+  writeAtomically(path.join(config, 'book-reviews.yaml'), `apiVersion: v1
+kind: Service
+metadata: {name: book-reviews, namespace: bookinfo}
+spec: {type: ExternalName, externalName: reviews.bookinfo.svc.cluster.local}
+`);
+  const aliasTarget = ['--target', 'xds:///book-reviews.bookinfo.svc.cluster.local:9080', '--deadline-ms', '2000'];
+  const viaAlias = await until('calls through the ExternalName alias', async () => {
+    const r = await client(app, [...aliasTarget, '--calls', '20', '--header', 'end-user=jason']);
+    return r.ok === 20 ? r : null;
+  });
+  check(viaAlias.by_inventory['reviews-v2'] === 20,
+    'an ExternalName Service: a client dialling the alias gets reviews\' routes (end-user: jason reaches v2 only)',
+    viaAlias.by_inventory);
+  const aliasFile = (await status()).find((f) => f.file.endsWith('book-reviews.yaml'));
+  check(aliasFile && aliasFile.accepted.length === 1 && aliasFile.errors.length === 0 && aliasFile.warnings.length === 0,
+    'and the alias is accepted with no error or warning', aliasFile);
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));

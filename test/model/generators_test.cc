@@ -5999,5 +5999,41 @@ spec: {type: ExternalName, externalName: secure.mesh.local}
       << "the alias's own VirtualService";
 }
 
+// A proxyless client that dials an alias before its Service exists is pushed the listener when
+// the ExternalName Service comes, and told it is gone when the Service goes.
+TEST_F(GeneratorsTest, AnAliasComingAndGoingIsPushedToTheClientDiallingIt) {
+  const std::string target = "stock.shop.svc.cluster.local:8080";
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {target}));
+  const auto before = grpc->Take();
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].resources_size(), 0) << "no such host yet";
+  grpc->Send(Ack(before[0], {target}));
+  Apply("alias.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: stock, namespace: shop}
+spec: {type: ExternalName, externalName: inventory.mesh.local}
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  std::vector<DiscoveryResponse> came;
+  for (const DiscoveryResponse& r : grpc->Take()) {
+    if (r.type_url() == kListenerType) came.push_back(r);
+  }
+  ASSERT_EQ(came.size(), 1u);
+  ASSERT_EQ(came[0].resources_size(), 1);
+  EXPECT_EQ(Decode<envoy::config::listener::v3::Listener>(came[0], 0).name(), target);
+  grpc->Send(Ack(came[0], {target}));
+
+  const ConfigStore::Update removed = store_.ApplyFile("alias.yaml", std::nullopt);
+  ASSERT_TRUE(removed.errors.empty());
+  ASSERT_TRUE(pipeline_->Push(model_.OnUpdate(removed)).ok());
+  std::vector<DiscoveryResponse> went;
+  for (const DiscoveryResponse& r : grpc->Take()) {
+    if (r.type_url() == kListenerType) went.push_back(r);
+  }
+  ASSERT_EQ(went.size(), 1u);
+  EXPECT_EQ(went[0].resources_size(), 0) << "the alias is gone: so is its listener";
+}
+
 }  // namespace
 }  // namespace cxds::testing
