@@ -72,6 +72,18 @@ struct EndpointSlice {
   std::vector<Endpoint> endpoints;
 };
 
+// v1 Endpoints, as Kubernetes' EndpointSlice mirroring reads it: for a Service without a
+// selector (its endpoints written by hand), each subset is mirrored to an EndpointSlice, which
+// istiod then serves; for one with a selector Kubernetes mirrors nothing (its own slices serve),
+// nor when the label endpointslice.kubernetes.io/skip-mirror is "true".
+struct K8sEndpoints {
+  ObjectMeta meta;
+  // Each subset as the slice mirrored from it: service_name the Endpoints' name; `addresses`
+  // ready, `notReadyAddresses` not.
+  std::vector<EndpointSlice> mirrored;
+  bool skip_mirror = false;
+};
+
 // v1 Pod: only what endpoints need, its labels, IPs (status.podIP, status.podIPs) and node
 // (spec.nodeName, a label of its endpoints as istiod adds it). The rest of its spec
 // (containers, volumes, ...) means nothing to a proxy and is not read.
@@ -269,7 +281,7 @@ struct Sidecar {
 };
 
 using MeshObject = std::variant<K8sService, EndpointSlice, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule,
-                                Sidecar, K8sPod, Gateway, K8sTlsSecret>;
+                                Sidecar, K8sPod, Gateway, K8sTlsSecret, K8sEndpoints>;
 
 // "Service", "EndpointSlice", ...
 std::string KindOf(const MeshObject& object);

@@ -64,8 +64,9 @@ std::string ConfigError::ToString() const {
 }
 
 std::string KindOf(const MeshObject& object) {
-  static const char* kNames[] = {"Service",         "EndpointSlice", "ServiceEntry", "WorkloadEntry", "VirtualService",
-                                 "DestinationRule", "Sidecar",       "Pod",          "Gateway",       "Secret"};
+  static const char* kNames[] = {"Service",        "EndpointSlice",   "ServiceEntry", "WorkloadEntry",
+                                 "VirtualService", "DestinationRule", "Sidecar",      "Pod",
+                                 "Gateway",        "Secret",          "Endpoints"};
   static_assert(std::size(kNames) == std::variant_size_v<MeshObject>);
   return kNames[object.index()];
 }
@@ -1149,6 +1150,21 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   return s;
 }
 
+// The `targetRef` of endpoint `node` (at `field`), a slice's or an Endpoints address's: a Pod
+// gives `endpoint` its labels (namespace `own_namespace` unless given); other targets (a
+// WorkloadEntry's, say) are kept as references and read for nothing.
+void ReadTargetRef(Reader& r, const YAML::Node& node, const std::string& field, const std::string& own_namespace,
+                   EndpointSlice::Endpoint& endpoint) {
+  const YAML::Node ref = node["targetRef"];
+  const std::string rf = Reader::Join(field, "targetRef");
+  if (!ref.IsDefined() || !r.IsMap(ref, rf)) return;
+  r.OnlyKeys(ref, rf, {"kind", "name", "namespace", "uid", "apiVersion", "resourceVersion", "fieldPath"});
+  if (r.String(ref, "kind", rf, false).value_or("") == "Pod") {
+    endpoint.pod_name = r.String(ref, "name", rf, true).value_or("");
+    endpoint.pod_namespace = r.String(ref, "namespace", rf, false).value_or(own_namespace);
+  }
+}
+
 MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   EndpointSlice e;
   e.meta = std::move(meta);
@@ -1197,17 +1213,7 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
           r.Error(endpoints[i]["addresses"][a], Reader::Index(Reader::Join(f, "addresses"), a), problem);
         }
       }
-      if (const YAML::Node ref = endpoints[i]["targetRef"];
-          ref.IsDefined() && r.IsMap(ref, Reader::Join(f, "targetRef"))) {
-        const std::string rf = Reader::Join(f, "targetRef");
-        r.OnlyKeys(ref, rf, {"kind", "name", "namespace", "uid", "apiVersion", "resourceVersion", "fieldPath"});
-        // Only a Pod gives the endpoint labels; other targets (a WorkloadEntry's, say) are kept
-        // as references and read for nothing.
-        if (r.String(ref, "kind", rf, false).value_or("") == "Pod") {
-          endpoint.pod_name = r.String(ref, "name", rf, true).value_or("");
-          endpoint.pod_namespace = r.String(ref, "namespace", rf, false).value_or(e.meta.namespace_name);
-        }
-      }
+      ReadTargetRef(r, endpoints[i], f, e.meta.namespace_name, endpoint);
       const YAML::Node conditions = endpoints[i]["conditions"];
       if (conditions.IsDefined() && r.IsMap(conditions, Reader::Join(f, "conditions"))) {
         r.OnlyKeys(conditions, Reader::Join(f, "conditions"), {"ready", "serving", "terminating"});
@@ -1219,6 +1225,66 @@ MeshObject ReadEndpointSlice(Reader& r, const YAML::Node& doc, ObjectMeta meta) 
     }
   }
   return e;
+}
+
+// v1 Endpoints, each subset read as the EndpointSlice Kubernetes' mirroring makes of it (what
+// the slice reader reads of an endpoint: its address, readiness and Pod).
+MeshObject ReadEndpoints(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
+  K8sEndpoints out;
+  out.meta = std::move(meta);
+  if (auto skip = out.meta.labels.find("endpointslice.kubernetes.io/skip-mirror"); skip != out.meta.labels.end()) {
+    out.skip_mirror = skip->second == "true";
+  }
+  // `subsets: null`, or none, is how kubectl prints the Endpoints of a Service with none.
+  const YAML::Node subsets = doc["subsets"];
+  if (!subsets.IsDefined() || subsets.IsNull() || !r.IsSeq(subsets, "subsets")) return out;
+  for (size_t i = 0; i < subsets.size(); ++i) {
+    const std::string f = Reader::Index("subsets", i);
+    if (!r.IsMap(subsets[i], f)) continue;
+    r.OnlyKeys(subsets[i], f, {"addresses", "notReadyAddresses", "ports"});
+    EndpointSlice slice;
+    slice.meta = out.meta;
+    slice.service_name = out.meta.name;
+    const std::string pf = Reader::Join(f, "ports");
+    if (const YAML::Node ports = subsets[i]["ports"]; ports.IsDefined() && !ports.IsNull() && r.IsSeq(ports, pf)) {
+      std::set<std::string> names;
+      for (size_t p = 0; p < ports.size(); ++p) {
+        const std::string pp = Reader::Index(pf, p);
+        if (!r.IsMap(ports[p], pp)) continue;
+        r.OnlyKeys(ports[p], pp, {"name", "port", "protocol", "appProtocol"});
+        for (const char* key : {"protocol", "appProtocol"}) r.String(ports[p], key, pp, false);  // typed only
+        const std::string name = r.String(ports[p], "name", pp, ports.size() > 1).value_or("");
+        if (!names.insert(name).second) {
+          r.Error(ports[p]["name"], Reader::Join(pp, "name"), "is the name of another port of the subset");
+        }
+        slice.ports.push_back({name, r.Uint(ports[p], "port", pp, true, 1, 65535).value_or(0)});
+      }
+    }
+    for (const char* list : {"addresses", "notReadyAddresses"}) {
+      const std::string lf = Reader::Join(f, list);
+      const YAML::Node addresses = subsets[i][list];
+      if (!addresses.IsDefined() || addresses.IsNull() || !r.IsSeq(addresses, lf)) continue;
+      for (size_t a = 0; a < addresses.size(); ++a) {
+        const std::string af = Reader::Index(lf, a);
+        if (!r.IsMap(addresses[a], af)) continue;
+        r.OnlyKeys(addresses[a], af, {"ip", "hostname", "nodeName", "targetRef"});
+        for (const char* key : {"hostname", "nodeName"}) r.String(addresses[a], key, af, false);  // typed only
+        EndpointSlice::Endpoint endpoint;
+        endpoint.ready = std::string_view(list) == "addresses";
+        if (auto ip = r.String(addresses[a], "ip", af, true)) {
+          if (std::string problem = AddressProblem(*ip); !problem.empty()) {
+            r.Error(addresses[a]["ip"], Reader::Join(af, "ip"), problem);
+          } else {
+            endpoint.addresses.push_back(*ip);
+          }
+        }
+        ReadTargetRef(r, addresses[a], af, out.meta.namespace_name, endpoint);
+        slice.endpoints.push_back(std::move(endpoint));
+      }
+    }
+    out.mirrored.push_back(std::move(slice));
+  }
+  return out;
 }
 
 // A Pod as `kubectl get pod -o yaml` prints it: of its spec, the node; of its status, the IPs.
@@ -3516,6 +3582,7 @@ const std::vector<KindInfo>& Kinds() {
       {"Gateway", kIstio, ReadGateway, {"apiVersion", "kind", "metadata", "spec", "status"}},
       // Only a Secret of TLS material (CarriesTlsMaterial) is read; any other is skipped.
       {"Secret", {"v1"}, ReadSecret, {"apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable"}},
+      {"Endpoints", {"v1"}, ReadEndpoints, {"apiVersion", "kind", "metadata", "subsets"}},
   };
   return kinds;
 }
@@ -3898,7 +3965,7 @@ void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs
               kind.empty() ? "is required"
                            : StrCat("kind \"", kind.substr(0, 64),
                                     "\" is not supported by cxds (supported: Service, EndpointSlice, "
-                                    "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
+                                    "Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
                                     "Sidecar, Gateway, and Secrets of TLS material)"));
       out.unidentified_failure = true;
       continue;

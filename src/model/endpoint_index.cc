@@ -143,31 +143,51 @@ EndpointIndex BuildEndpointIndexOf(const ObjectMap& objects, const std::string& 
       }
     }
   };
-  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kEndpointSlice)) {
-    if (const auto* slice = std::get_if<EndpointSlice>(&stored->object);
-        slice != nullptr && wanted_service(slice->service_name, slice->meta.namespace_name)) {
-      const std::string host = StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix);
-      auto svc = services.find(host);
-      if (svc == services.end()) continue;  // a slice without its Service serves nothing (or not wanted)
-      for (const EndpointSlice::Port& port : slice->ports) {
-        // The Service port this slice port backs: same name, or the only one.
-        const ServicePort* service_port = nullptr;
-        for (const ServicePort& p : svc->second->ports) {
-          if (p.name == port.name || svc->second->ports.size() == 1) service_port = &p;
-        }
-        if (service_port == nullptr) continue;
-        for (const EndpointSlice::Endpoint& endpoint : slice->endpoints) {
-          if (!endpoint.ready) continue;
-          for (const std::string& address : endpoint.addresses) {
-            if (!pods.has_value()) pods.emplace(objects);
-            const K8sPod* pod = pods->For(*slice, endpoint, address);
-            index[host][service_port->number].push_back(
-                EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, /*bare=*/false,
-                             PodLocality(pod), pod != nullptr ? pod->node_name : ""});
-          }
+  // `mirrored`: a slice Kubernetes mirrors from v1 Endpoints, only for a Service without a selector.
+  const auto add_slice = [&](const EndpointSlice* slice, bool mirrored) {
+    if (!wanted_service(slice->service_name, slice->meta.namespace_name)) return;
+    const std::string host = StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix);
+    auto svc = services.find(host);
+    if (svc == services.end()) return;  // a slice without its Service serves nothing (or not wanted)
+    if (mirrored && !svc->second->selector.empty()) return;
+    for (const EndpointSlice::Port& port : slice->ports) {
+      // The Service port this slice port backs: same name, or the only one.
+      const ServicePort* service_port = nullptr;
+      for (const ServicePort& p : svc->second->ports) {
+        if (p.name == port.name || svc->second->ports.size() == 1) service_port = &p;
+      }
+      if (service_port == nullptr) continue;
+      for (const EndpointSlice::Endpoint& endpoint : slice->endpoints) {
+        if (!endpoint.ready) continue;
+        for (const std::string& address : endpoint.addresses) {
+          if (!pods.has_value()) pods.emplace(objects);
+          const K8sPod* pod = pods->For(*slice, endpoint, address);
+          index[host][service_port->number].push_back(
+              EndpointInfo{address, port.port, pod != nullptr ? pod->meta.labels : LabelMap{}, 1, /*bare=*/false,
+                           PodLocality(pod), pod != nullptr ? pod->node_name : ""});
         }
       }
     }
+  };
+  // Services whose slices mirrored from their Endpoints are among the slices (a cluster's slices
+  // and Endpoints both written out): the Endpoints are not mirrored again.
+  std::set<std::pair<std::string, std::string>> mirror_present;  // namespace, service
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kEndpointSlice)) {
+    if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
+      add_slice(slice, /*mirrored=*/false);
+      if (auto by = slice->meta.labels.find("endpointslice.kubernetes.io/managed-by");
+          by != slice->meta.labels.end() && by->second == "endpointslicemirroring-controller.k8s.io") {
+        mirror_present.insert({slice->meta.namespace_name, slice->service_name});
+      }
+    }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kV1Endpoints)) {
+    const auto* endpoints = std::get_if<K8sEndpoints>(&stored->object);
+    if (endpoints == nullptr || endpoints->skip_mirror ||
+        mirror_present.contains({endpoints->meta.namespace_name, endpoints->meta.name})) {
+      continue;
+    }
+    for (const EndpointSlice& slice : endpoints->mirrored) add_slice(&slice, /*mirrored=*/true);
   }
   for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
     if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
@@ -270,6 +290,10 @@ std::shared_ptr<const EndpointIndex> EndpointIndexTracker::Update(const ObjectMa
     const auto add_host = [&](const StoredObject* stored) {
       if (const auto* slice = std::get_if<EndpointSlice>(&stored->object)) {
         hosts->insert(StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix_));
+        return true;
+      }
+      if (const auto* endpoints = std::get_if<K8sEndpoints>(&stored->object)) {
+        hosts->insert(StrCat(endpoints->meta.name, ".", endpoints->meta.namespace_name, ".svc.", domain_suffix_));
         return true;
       }
       if (const auto* we = std::get_if<WorkloadEntry>(&stored->object)) {

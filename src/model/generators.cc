@@ -1121,8 +1121,9 @@ uint32_t DestinationPort(const MeshContext& mesh, const std::string& host, const
 }
 
 // The service a proxyless client's target host reaches: the host's own, or for a served alias
-// (an ExternalName Service, stored in `alias`) its concrete host's; null when the proxy sees
-// neither, or not both of an alias and its host (as istiod filters a service's aliases).
+// (an ExternalName Service, stored in `alias`) its concrete host's; null when the proxy does not
+// see the host, or the alias (by the alias Service's own namespace and exportTo, and Sidecar
+// egress hosts: stricter than istiod, which ignores an alias's exportTo; docs/config.md).
 const ServiceInfo* TargetService(const MeshContext& mesh, const std::string& host, const ProxyScope& scope,
                                  const ServiceAlias*& alias) {
   alias = nullptr;
@@ -2073,7 +2074,7 @@ void AddRoutes(const MeshContext& mesh, const ServiceInfo& service, uint32_t por
   if (for_proxy == 0) {
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix("/");
-    const std::string& host = mesh.ConcreteHost(service.host);
+    const std::string host = mesh.ConcreteHost(service.host);
     route->mutable_route()->set_cluster(ClusterName(port, "", host));
     AddHashPolicy(mesh, host, "", port, scope, grpc, route->mutable_route());
     SetTimeout(std::nullopt, grpc, route->mutable_route());
@@ -2713,7 +2714,12 @@ std::vector<ProxyConfigNote> GrpcConfigNotes(const MeshContext& mesh, const Snap
           if (std::find(kept.begin(), kept.end(), field) == kept.end()) kept.push_back(field);
         }
       };
-      for (const VirtualService* vs : mesh.VirtualServicesFor(host, proxy_namespace)) {
+      // An alias without a VirtualService of its own is routed by its host's (RoutedAs).
+      const std::string routed_host =
+          mesh.FindAlias(host) != nullptr && mesh.VirtualServicesFor(host, proxy_namespace).empty()
+              ? mesh.ConcreteHost(host)
+              : host;
+      for (const VirtualService* vs : mesh.VirtualServicesFor(routed_host, proxy_namespace)) {
         for (size_t i = 0; i < vs->http.size(); ++i) {
           const HttpRoute& http = vs->http[i];
           const bool applies =
@@ -2823,6 +2829,8 @@ ProxyFilter MeshProxyFilter(const MeshModel& model) {
     if (previous == mesh_context) previous = nullptr;
     std::optional<ProxyScope> previous_scope;
     const auto saw_before = [&](const std::string& host) {
+      // (An alias the proxy may have had under its host's routes, or dialled: pushed, to be safe.)
+      if (previous != nullptr && previous->FindAlias(host) != nullptr) return true;
       if (previous == nullptr || previous->FindService(host) == nullptr) return false;
       if (EveryProxySeesEveryHost(*previous)) return true;
       if (!previous_scope.has_value()) previous_scope.emplace(proxy, *previous);

@@ -291,7 +291,8 @@ void NoInstances(const ObjectMap& served, const MeshContext& mesh, const std::st
         if (endpoints_of(host, svc->ports[i].number) != nullptr) continue;
         report(key, i, host, svc->ports[i].number,
                StrCat("no ready endpoint in an EndpointSlice labelled kubernetes.io/service-name: ", svc->meta.name,
-                      " with a port named \"", svc->ports[i].name, "\"",
+                      svc->selector.empty() ? StrCat(" or in Endpoints ", svc->meta.name) : "", " with a port named \"",
+                      svc->ports[i].name, "\"",
                       svc->selector.empty() ? "" : ", and its selector selects no WorkloadEntry in its namespace"));
       }
     } else if (const auto* se = std::get_if<ServiceEntry>(&stored->object);
@@ -851,6 +852,27 @@ void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>
   }
 }
 
+// v1 Endpoints Kubernetes would not mirror to EndpointSlices, so that istiod, which reads the
+// slices, serves none of their addresses, and cxds neither: those of a Service with a selector
+// (its own slices serve it) or of type ExternalName.
+void EndpointsNotMirrored(const ObjectMap& served, const std::string& suffix, std::vector<ConfigWarning>& out) {
+  for (const auto& [key, stored] : ObjectsOfKind(served, kind::kV1Endpoints)) {
+    const auto* endpoints = std::get_if<K8sEndpoints>(&stored->object);
+    if (endpoints == nullptr || endpoints->skip_mirror || endpoints->mirrored.empty()) continue;
+    auto service = served.find(ConfigKey{kind::kService, key.namespace_name, key.name});
+    const auto* svc = service == served.end() ? nullptr : std::get_if<K8sService>(&service->second->object);
+    if (svc == nullptr || (svc->selector.empty() && svc->external_name.empty())) continue;
+    out.push_back({key, "", "cxds_endpoints_not_mirrored",
+                   StrCat("Service ", key.namespace_name, "/", key.name,
+                          svc->external_name.empty() ? " has a selector" : " is of type ExternalName",
+                          ": Kubernetes does not mirror these Endpoints to EndpointSlices, so istiod (which reads the "
+                          "slices) serves none of their addresses, and neither does cxds",
+                          svc->external_name.empty() ? StrCat(" (the endpoints of ", key.name, ".", key.namespace_name,
+                                                              ".svc.", suffix, " are its slices')")
+                                                     : "")});
+  }
+}
+
 }  // namespace
 
 Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std::string cluster_id) {
@@ -874,6 +896,7 @@ Analyzer MeshAnalyzer(std::string domain_suffix, std::string root_namespace, std
     ExportedToNone(served, out);
     FailoverWithoutOutlierDetection(served, mesh, out);
     GatewaySourceConditions(served, out);
+    EndpointsNotMirrored(served, suffix, out);
     return out;
   };
 }
@@ -900,7 +923,8 @@ const std::vector<std::string>& MeshAnalysisCodes() {
                                                   "cxds_exported_to_none",
                                                   "cxds_failover_without_outlier_detection",
                                                   "cxds_gateway_source_ignored",
-                                                  "cxds_alias_unserved"};
+                                                  "cxds_alias_unserved",
+                                                  "cxds_endpoints_not_mirrored"};
   return kCodes;
 }
 

@@ -14,4 +14,6 @@ inline constexpr char kSecret[] = "Secret";    // K8sTlsSecret: TLS material for
 inline constexpr char kService[] = "Service";  // K8sService
 inline constexpr char kEndpointSlice[] = "EndpointSlice";
 inline constexpr char kPod[] = "Pod";  // K8sPod
+// K8sEndpoints (v1 Endpoints). Not push/push_request.h's kind::kEndpoints, the EDS key of a host.
+inline constexpr char kV1Endpoints[] = "Endpoints";
 }  // namespace cxds::kind

@@ -385,7 +385,8 @@ bool SameExceptEndpoints(const ServiceEntry& a, const ServiceEntry& b) {
 }
 
 bool IsEndpointKind(const std::string& object_kind) {
-  return object_kind == kind::kEndpointSlice || object_kind == kind::kWorkloadEntry || object_kind == kind::kPod;
+  return object_kind == kind::kEndpointSlice || object_kind == kind::kV1Endpoints ||
+         object_kind == kind::kWorkloadEntry || object_kind == kind::kPod;
 }
 
 }  // namespace
@@ -931,7 +932,7 @@ const std::vector<const ServiceAlias*>& MeshContext::AliasesOf(const std::string
   return it == aliases_of_.end() ? kNone : it->second;
 }
 
-const std::string& MeshContext::ConcreteHost(const std::string& host) const {
+std::string MeshContext::ConcreteHost(const std::string& host) const {
   auto it = aliases_.find(host);
   return it == aliases_.end() ? host : it->second.concrete;
 }
@@ -1236,6 +1237,46 @@ std::string ServiceNamespaceOf(const ObjectMap& objects, const std::string& host
   return "";
 }
 
+// ResolveServiceAliases as a MeshContext of `objects` serves them: aliases whose own host no
+// Service or ServiceEntry defines, of a host one does (ServeAliases).
+std::map<std::string, std::string> ServedAliasTargets(const ObjectMap& objects, const std::string& suffix) {
+  std::map<std::string, std::string> targets = ResolveServiceAliases(objects, suffix);
+  if (targets.empty()) return targets;
+  std::set<std::string> defined;
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kService)) {
+    const auto* svc = std::get_if<K8sService>(&stored->object);
+    if (svc != nullptr && svc->external_name.empty()) {
+      defined.insert(StrCat(svc->meta.name, ".", svc->meta.namespace_name, ".svc.", suffix));
+    }
+  }
+  for (const auto& [key, stored] : ObjectsOfKind(objects, kind::kServiceEntry)) {
+    if (const auto* se = std::get_if<ServiceEntry>(&stored->object)) defined.insert(se->hosts.begin(), se->hosts.end());
+  }
+  std::erase_if(targets,
+                [&](const auto& entry) { return defined.contains(entry.first) || !defined.contains(entry.second); });
+  return targets;
+}
+
+// The Services a route to `host` meets in `objects`, following ExternalName Services: each
+// alias's Service, then the Service it leads to (present or not), at most 64.
+std::vector<ConfigKey> AliasChain(const ObjectMap& objects, std::string host, const std::string& suffix) {
+  std::vector<ConfigKey> chain;
+  const std::string tail = StrCat(".svc.", suffix);
+  std::set<std::string> seen;
+  while (chain.size() < 64 && host.ends_with(tail) && seen.insert(host).second) {
+    // NAME.NAMESPACE.svc.SUFFIX: the namespace is the label before ".svc." (a name may have dots).
+    const std::string name_ns = host.substr(0, host.size() - tail.size());
+    const size_t dot = name_ns.rfind('.');
+    if (dot == std::string::npos) break;
+    chain.push_back(ConfigKey{kind::kService, name_ns.substr(dot + 1), name_ns.substr(0, dot)});
+    auto it = objects.find(chain.back());
+    const auto* svc = it == objects.end() ? nullptr : std::get_if<K8sService>(&it->second->object);
+    if (svc == nullptr || svc->external_name.empty()) break;
+    host = svc->external_name;
+  }
+  return chain;
+}
+
 }  // namespace
 
 ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_namespace) {
@@ -1246,8 +1287,10 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
     std::optional<MergedDestinationRules> before;               // when needed
     std::optional<std::map<std::string, std::string>> entries;  // ServiceEntry host -> namespace
     std::optional<std::map<std::string, std::string>> entries_before;
-    std::optional<Delegators> delegators;                       // when a delegate is checked
-    std::optional<std::map<std::string, std::string>> aliases;  // when a subset is checked
+    std::optional<Delegators> delegators;  // when a delegate is checked
+    // Served alias -> its host, when a subset is checked (in the served state when one fails).
+    std::optional<std::map<std::string, std::string>> aliases;
+    std::optional<std::map<std::string, std::string>> aliases_before;
     for (const auto& entry : candidate) {
       const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
       const auto& object = entry.second;
@@ -1256,9 +1299,10 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
       ForEachDestination(*vs, [&](const HttpRouteDestination& d, const std::string& field) {
         if (d.subset.empty()) return;
         // A route to an alias (an ExternalName Service) takes its concrete host's subsets.
-        if (!aliases.has_value()) aliases = ResolveServiceAliases(candidate, suffix);
-        std::string host = ResolveHost(d.host, vs->meta.namespace_name, suffix);
-        if (auto alias = aliases->find(host); alias != aliases->end()) host = alias->second;
+        if (!aliases.has_value()) aliases = ServedAliasTargets(candidate, suffix);
+        const std::string written = ResolveHost(d.host, vs->meta.namespace_name, suffix);
+        const auto alias = aliases->find(written);
+        const std::string host = alias != aliases->end() ? alias->second : written;
         // The rule proxies of each namespace the VirtualService is exported to get: its own when
         // exported everywhere (the namespace it is written for; proxies of other namespaces may
         // get another rule, as in Istio), else each it names ("~": none gets its routes).
@@ -1326,12 +1370,16 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         }
         // The rule that defined the subset in the served state, if any, is what changed.
         if (!before.has_value()) before = MergeDestinationRules(current, suffix, root);
+        if (!aliases_before.has_value()) aliases_before = ServedAliasTargets(current, suffix);
+        const auto alias_before = aliases_before->find(written);
+        const std::string host_before = alias_before != aliases_before->end() ? alias_before->second : written;
         // What changed: a rule now served in its place that is itself new or edited (a newer one
         // exported differently), else the rule that defined the subset in the served state
         // (deleted, or narrowed: reverting it keeps the subset), else the rule served now.
         // Of the rules some proxy of the namespace got (workload selectors), the one that defined it.
         const MergedDestinationRules::Entry* old = nullptr;
-        for (const auto* was : before->LookupAny(host, ns, ServiceNamespaceOf(current, host, suffix, entries_before))) {
+        for (const auto* was :
+             before->LookupAny(host_before, ns, ServiceNamespaceOf(current, host_before, suffix, entries_before))) {
           if (old == nullptr || (!old->subset_owners.contains(d.subset) && was->subset_owners.contains(d.subset))) {
             old = was;
           }
@@ -1372,6 +1420,19 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
             }
           }
         }
+        // A route to an alias that now leads to another host (or no longer to one): the Service
+        // of its chain that changed (added, edited or removed) is what changed.
+        if (host != host_before) {
+          std::vector<ConfigKey> chain = AliasChain(candidate, written, suffix);
+          const std::vector<ConfigKey> chain_before = AliasChain(current, written, suffix);
+          chain.insert(chain.end(), chain_before.begin(), chain_before.end());
+          for (const ConfigKey& service : chain) {
+            if (edited(service) || (current.contains(service) && !candidate.contains(service))) {
+              error.target = service;
+              break;
+            }
+          }
+        }
         errors.push_back(std::move(error));
       });
     }
@@ -1392,6 +1453,9 @@ std::vector<std::string> MeshModel::HostsOf(const MeshObject& object) const {
   if (const auto* se = std::get_if<ServiceEntry>(&object)) return se->hosts;
   if (const auto* slice = std::get_if<EndpointSlice>(&object)) {
     return {StrCat(slice->service_name, ".", slice->meta.namespace_name, ".svc.", domain_suffix_)};
+  }
+  if (const auto* endpoints = std::get_if<K8sEndpoints>(&object)) {
+    return {StrCat(endpoints->meta.name, ".", endpoints->meta.namespace_name, ".svc.", domain_suffix_)};
   }
   return {};
 }
@@ -1435,7 +1499,7 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     const auto& [before, after] = change;
     const MeshObject& any = after != nullptr ? after->object : before->object;
     const std::string& ns = key.namespace_name;
-    if (std::holds_alternative<EndpointSlice>(any)) {
+    if (std::holds_alternative<EndpointSlice>(any) || std::holds_alternative<K8sEndpoints>(any)) {
       for (const auto* side : {before.get(), after.get()}) {
         if (side == nullptr) continue;
         for (const std::string& host : HostsOf(side->object)) request.configs.insert({kind::kEndpoints, ns, host});
@@ -1484,18 +1548,25 @@ PushRequest MeshModel::OnUpdate(const ConfigStore::Update& update) {
     }
   }
   if (!changed_pods.empty()) {
-    for (const auto& entry : ObjectsOfKind(*objects, kind::kEndpointSlice)) {
-      const ConfigKey& key = entry.first;  // (not a structured binding: lambdas capture it)
-      const auto& stored = entry.second;
-      const auto* slice = std::get_if<EndpointSlice>(&stored->object);
-      if (slice == nullptr) continue;
-      const bool stands_for = std::any_of(slice->endpoints.begin(), slice->endpoints.end(), [&](const auto& e) {
+    const auto stands_for = [&](const EndpointSlice& slice) {
+      return std::any_of(slice.endpoints.begin(), slice.endpoints.end(), [&](const auto& e) {
         if (!e.pod_name.empty()) return changed_pods.contains({e.pod_namespace, e.pod_name});
         return std::any_of(e.addresses.begin(), e.addresses.end(), [&](const std::string& a) {
-          return changed_pod_ips.contains({key.namespace_name, a});
+          return changed_pod_ips.contains({slice.meta.namespace_name, a});
         });
       });
-      if (stands_for) request.configs.insert({kind::kEndpoints, key.namespace_name, HostsOf(stored->object).front()});
+    };
+    for (const auto& [key, stored] : ObjectsOfKind(*objects, kind::kEndpointSlice)) {
+      const auto* slice = std::get_if<EndpointSlice>(&stored->object);
+      if (slice != nullptr && stands_for(*slice)) {
+        request.configs.insert({kind::kEndpoints, key.namespace_name, HostsOf(stored->object).front()});
+      }
+    }
+    for (const auto& [key, stored] : ObjectsOfKind(*objects, kind::kV1Endpoints)) {
+      const auto* endpoints = std::get_if<K8sEndpoints>(&stored->object);
+      if (endpoints != nullptr && std::any_of(endpoints->mirrored.begin(), endpoints->mirrored.end(), stands_for)) {
+        request.configs.insert({kind::kEndpoints, key.namespace_name, HostsOf(stored->object).front()});
+      }
     }
   }
   // The workloads proxies may be: what changed among them reaches those proxies in full

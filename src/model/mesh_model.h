@@ -158,7 +158,7 @@ class MeshContext final : public PushContext {
   // The served aliases of `host`, by namespace then host (istiod's order of a service's Aliases).
   const std::vector<const ServiceAlias*>& AliasesOf(const std::string& host) const;
   // The host a route to `host` (resolved) reaches: a served alias's concrete host, else `host`.
-  const std::string& ConcreteHost(const std::string& host) const;
+  std::string ConcreteHost(const std::string& host) const;
   // The VirtualService whose routes `host` gets in the mesh for proxies of `proxy_namespace`
   // (none or one; only those bound to "mesh", the default of spec.gateways): of several naming
   // it, the best by ExportRank for that namespace (its own namespace's private ones, then those

@@ -878,14 +878,14 @@ metadata: {name: b}
             "VirtualService, got \"networking.isito.io/v1\" (if this is another API group's VirtualService, cxds does "
             "not read it: keep it out of the config it reads)\n"
             "deploy.yaml:20: kind: kind \"AuthorizationPolicy\" is not supported by cxds (supported: Service, "
-            "EndpointSlice, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and "
-            "Secrets of TLS material)\n"
+            "EndpointSlice, Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, "
+            "Gateway, and Secrets of TLS material)\n"
             "deploy.yaml:24: kind: kind \"ProxyConfig\" is not supported by cxds (supported: Service, EndpointSlice, "
-            "Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and Secrets of TLS "
-            "material)\n"
-            "deploy.yaml:28: kind: kind \"Binding\" is not supported by cxds (supported: Service, EndpointSlice, Pod, "
-            "ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and Secrets of TLS "
-            "material)\n");
+            "Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and "
+            "Secrets of TLS material)\n"
+            "deploy.yaml:28: kind: kind \"Binding\" is not supported by cxds (supported: Service, EndpointSlice, "
+            "Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, Sidecar, Gateway, and "
+            "Secrets of TLS material)\n");
   EXPECT_TRUE(IsApiGroupWithoutXdsMeaning("cert-manager.io/v1"));
   EXPECT_TRUE(IsApiGroupWithoutXdsMeaning("install.istio.io/v1alpha1")) << "IstioOperator: read by installers";
   EXPECT_FALSE(IsApiGroupWithoutXdsMeaning("v1"));
@@ -2524,6 +2524,58 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsReadAsAnAliasOfItsName) {
             "validates\n");
   EXPECT_EQ(Errors(service("  type: ExternalName\n  externalName: db.example.com\n  clusterIP: \"\"\n")), "")
       << "an empty clusterIP is none";
+}
+
+// v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and
+// not-ready addresses, Pods by targetRef; their fields are checked as Kubernetes checks them.
+TEST(YamlLoaderTest, V1EndpointsAreReadAsTheSlicesMirroredFromThem) {
+  const ParsedFile parsed = ParseConfigFile("ep.yaml", R"(apiVersion: v1
+kind: Endpoints
+metadata: {name: db, namespace: shop, labels: {endpointslice.kubernetes.io/skip-mirror: "true"}}
+subsets:
+- addresses: [{ip: 127.0.0.5, nodeName: node-1, hostname: db-0, targetRef: {kind: Pod, name: db-0}}]
+  notReadyAddresses: [{ip: "::1"}]
+  ports: [{name: sql, port: 5432, protocol: TCP}, {name: admin, port: 8080}]
+- addresses: [{ip: 127.0.0.6}]
+  ports: [{port: 5433}]
+)");
+  ASSERT_EQ(parsed.documents.size(), 1u) << Errors(parsed);
+  const auto& endpoints = std::get<K8sEndpoints>(parsed.documents[0].object);
+  EXPECT_TRUE(endpoints.skip_mirror);
+  ASSERT_EQ(endpoints.mirrored.size(), 2u);
+  const EndpointSlice& first = endpoints.mirrored[0];
+  EXPECT_EQ(first.service_name, "db");
+  EXPECT_EQ(first.meta.namespace_name, "shop");
+  ASSERT_EQ(first.ports.size(), 2u);
+  EXPECT_EQ(first.ports[1].name, "admin");
+  EXPECT_EQ(first.ports[1].port, 8080u);
+  ASSERT_EQ(first.endpoints.size(), 2u);
+  EXPECT_TRUE(first.endpoints[0].ready);
+  EXPECT_EQ(first.endpoints[0].addresses, std::vector<std::string>{"127.0.0.5"});
+  EXPECT_EQ(first.endpoints[0].pod_name, "db-0");
+  EXPECT_EQ(first.endpoints[0].pod_namespace, "shop");
+  EXPECT_FALSE(first.endpoints[1].ready);
+  EXPECT_EQ(endpoints.mirrored[1].ports[0].name, "") << "one port may be unnamed";
+  EXPECT_EQ(
+      Errors(ParseConfigFile("ep.yaml", "apiVersion: v1\nkind: Endpoints\nmetadata: {name: db}\nsubsets: null\n")), "")
+      << "as kubectl prints a Service's Endpoints with none";
+
+  EXPECT_EQ(Errors(ParseConfigFile("ep.yaml", R"(apiVersion: v1
+kind: Endpoints
+metadata: {name: db}
+subsets:
+- addresses: [{ip: db.example.com}, {hostname: x}]
+  ports: [{port: 1}, {name: a, port: 70000}, {name: a, port: 2}]
+  weight: 1
+)")),
+            "ep.yaml:7: Endpoints default/db: subsets[0].weight: unknown field\n"
+            "ep.yaml:6: Endpoints default/db: subsets[0].ports[0].name: is required\n"
+            "ep.yaml:6: Endpoints default/db: subsets[0].ports[1].port: must be an integer from 1 to 65535, got "
+            "\"70000\"\n"
+            "ep.yaml:6: Endpoints default/db: subsets[0].ports[2].name: is the name of another port of the subset\n"
+            "ep.yaml:5: Endpoints default/db: subsets[0].addresses[0].ip: must be an IPv4 or IPv6 address, got "
+            "\"db.example.com\" (hostnames need DNS resolution, which is not supported by cxds)\n"
+            "ep.yaml:5: Endpoints default/db: subsets[0].addresses[1].ip: is required\n");
 }
 
 // The Service and Secret fields cxds ignores are still typed as Kubernetes types them: a value

@@ -74,7 +74,8 @@ TEST(MeshAnalysisTest, ACleanMeshHasNoFindingsAndAPortWithoutEndpointsIsOne) {
   EXPECT_THAT(Strings(update.warnings),
               ElementsAre("mesh.yaml:15: Service shop/reviews: spec.ports[1]: host reviews.shop.svc.cluster.local port "
                           "9090 has no endpoints (no ready endpoint in an EndpointSlice labelled "
-                          "kubernetes.io/service-name: reviews with a port named \"grpc\") [pilot_eds_no_instances]"));
+                          "kubernetes.io/service-name: reviews or in Endpoints reviews with a port named \"grpc\") "
+                          "[pilot_eds_no_instances]"));
   EXPECT_EQ(store.Snapshot()->size(), 4u) << "warnings refuse nothing";
   EXPECT_EQ(store.WarningCounts().at("pilot_eds_no_instances"), 1u);
   // The same state again: the warning stays in the status, and is not new.
@@ -1603,6 +1604,56 @@ TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
   const ConfigStore::Update update = store.ApplyFile("many.yaml", many);
   EXPECT_EQ(update.warnings.size(), 3u);
   EXPECT_EQ(store.WarningCounts().at("pilot_eds_no_instances"), 10u);
+}
+
+// v1 Endpoints Kubernetes does not mirror (a Service with a selector, or an ExternalName one)
+// serve nothing, in istiod as in cxds: said, where those it mirrors are not.
+TEST(MeshAnalysisTest, V1EndpointsKubernetesDoesNotMirrorAreSaid) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("ep.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}, ports: [{name: http, port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {ports: [{name: sql, port: 5432}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: alias, namespace: shop}
+spec: {type: ExternalName, externalName: db.shop.svc.cluster.local}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: web, namespace: shop}
+subsets: [{addresses: [{ip: 127.0.0.5}], ports: [{name: http, port: 8080}]}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: db, namespace: shop}
+subsets: [{addresses: [{ip: 127.0.0.6}], ports: [{name: sql, port: 5432}]}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: alias, namespace: shop}
+subsets: [{addresses: [{ip: 127.0.0.7}], ports: [{port: 5432}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(
+      Strings(update.warnings),
+      ::testing::UnorderedElementsAre(
+          "ep.yaml:26: Endpoints shop/alias: Service shop/alias is of type ExternalName: Kubernetes does not mirror "
+          "these Endpoints to EndpointSlices, so istiod (which reads the slices) serves none of their addresses, and "
+          "neither does cxds [cxds_endpoints_not_mirrored]",
+          "ep.yaml:16: Endpoints shop/web: Service shop/web has a selector: Kubernetes does not mirror these Endpoints "
+          "to EndpointSlices, so istiod (which reads the slices) serves none of their addresses, and neither does "
+          "cxds (the endpoints of web.shop.svc.cluster.local are its slices') [cxds_endpoints_not_mirrored]",
+          "ep.yaml:1: Service shop/web: spec.ports[0]: host web.shop.svc.cluster.local port 80 has no endpoints (no "
+          "ready endpoint in an EndpointSlice labelled kubernetes.io/service-name: web with a port named \"http\", "
+          "and its selector selects no WorkloadEntry in its namespace) [pilot_eds_no_instances]"))
+      << "db's Endpoints serve it: no pilot_eds_no_instances for db";
 }
 
 }  // namespace

@@ -204,6 +204,74 @@ TEST_F(MeshModelTest, SliceEndpointsCarryTheirPodsLabelsAndTheSelectorAddsWorklo
       << "the WorkloadEntry in another namespace is not selected";
 }
 
+// v1 Endpoints give a Service without a selector its endpoints, as the slices Kubernetes mirrors
+// from them do (ready addresses, the Pod their targetRef names, the port by name); a change of
+// them is an endpoint push. Those of a Service with a selector, those labelled skip-mirror, and
+// those whose mirrored slices are written out too give none (each once, not twice).
+TEST_F(MeshModelTest, V1EndpointsServeAServiceWithoutASelectorAsTheirMirroredSlicesWould) {
+  Apply("bookinfo.yaml", kBookinfo);
+  const std::string db = R"(apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: bookinfo}
+spec:
+  ports: [{name: sql, port: 5432}, {name: admin, port: 8080}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: db, namespace: bookinfo}
+subsets:
+- addresses: [{ip: 127.0.0.70, targetRef: {kind: Pod, name: reviews-v2-c4d, namespace: bookinfo}}]
+  notReadyAddresses: [{ip: 127.0.0.71}]
+  ports: [{name: sql, port: 15432}, {name: admin, port: 18080}]
+- addresses: [{ip: ADDRESS}]
+  ports: [{name: sql, port: 25432}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: reviews, namespace: bookinfo}
+subsets: [{addresses: [{ip: 127.0.0.80}], ports: [{name: http, port: 9080}]}]
+)";
+  Apply("db.yaml", absl::StrReplaceAll(db, {{"ADDRESS", "127.0.0.72"}}));
+  const std::string host = "db.bookinfo.svc.cluster.local";
+  EXPECT_EQ(VersionsByAddress(Endpoints(host, 5432)),
+            (std::map<std::string, std::string>{{"127.0.0.70:15432", "v2"}, {"127.0.0.72:25432", ""}}))
+      << "ready addresses only; the Pod's labels";
+  EXPECT_EQ(VersionsByAddress(Endpoints(host, 8080)), (std::map<std::string, std::string>{{"127.0.0.70:18080", "v2"}}));
+  EXPECT_FALSE(VersionsByAddress(Endpoints("reviews.bookinfo.svc.cluster.local", 9080)).contains("127.0.0.80:9080"))
+      << "reviews has a selector: Kubernetes mirrors nothing";
+
+  PushRequest moved = Apply("db.yaml", absl::StrReplaceAll(db, {{"ADDRESS", "127.0.0.73"}}));
+  EXPECT_TRUE(moved.EndpointOnly());
+  EXPECT_THAT(moved.configs, ::testing::ElementsAre(ConfigKey{kind::kEndpoints, "bookinfo", host}));
+  EXPECT_TRUE(VersionsByAddress(Endpoints(host, 5432)).contains("127.0.0.73:25432"));
+
+  // The Pod its targetRef names is relabelled: an endpoint push for db too.
+  std::string relabelled = kBookinfo;
+  relabelled.replace(relabelled.find("version: v2}"), 11, "version: v9");
+  EXPECT_THAT(Apply("bookinfo.yaml", relabelled).configs,
+              ::testing::Contains(ConfigKey{kind::kEndpoints, "bookinfo", host}));
+  EXPECT_EQ(VersionsByAddress(Endpoints(host, 8080)).at("127.0.0.70:18080"), "v9");
+
+  // The slice Kubernetes mirrored from them written out beside them: served once.
+  Apply("mirror.yaml", R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: db-mirror
+  namespace: bookinfo
+  labels: {kubernetes.io/service-name: db, endpointslice.kubernetes.io/managed-by: endpointslicemirroring-controller.k8s.io}
+addressType: IPv4
+ports: [{name: sql, port: 15432}]
+endpoints: [{addresses: [127.0.0.70]}]
+)");
+  EXPECT_EQ(Endpoints(host, 5432).size(), 1u) << "the mirrored slice alone";
+  store_.ApplyFile("mirror.yaml", std::nullopt);
+  Apply("db.yaml", absl::StrReplaceAll(absl::StrReplaceAll(db, {{"ADDRESS", "127.0.0.73"}}),
+                                       {{"metadata: {name: db, namespace: bookinfo}\nsubsets",
+                                         "metadata: {name: db, namespace: bookinfo, labels: "
+                                         "{endpointslice.kubernetes.io/skip-mirror: \"true\"}}\nsubsets"}}));
+  EXPECT_THAT(Endpoints(host, 5432), ::testing::IsEmpty()) << "skip-mirror";
+}
+
 TEST_F(MeshModelTest, APodLabelChangeIsAnEndpointOnlyPushForTheServicesOfItsSlices) {
   Apply("bookinfo.yaml", kBookinfo);
   std::string relabelled = kBookinfo;
@@ -296,6 +364,11 @@ endpoints:
   };
   Apply("dotted.yaml", dotted_at("127.0.0.60"));
   const std::string web = "web.v2.bookinfo.svc.cluster.local";
+  const auto endpoints_of = [](const std::string& service, const std::string& address) {
+    return StrCat("apiVersion: v1\nkind: Endpoints\nmetadata: {name: ", service,
+                  ", namespace: bookinfo}\nsubsets: [{addresses: [{ip: ", address,
+                  "}], ports: [{name: http, port: 9080}]}]\n");
+  };
   std::string vm_moved = kBookinfo;
   vm_moved.replace(vm_moved.find("127.0.0.20"), 10, "127.0.0.30");
   std::string pod_relabelled = vm_moved;
@@ -317,6 +390,13 @@ endpoints:
       {"a Pod a reviews slice stands for relabelled", "bookinfo.yaml", pod_relabelled, {reviews}},
       {"a WorkloadEntry a ServiceEntry selects moved", "mesh.yaml", inventory_moved, {inventory}},
       {"a slice of a Service with a dotted name changed", "dotted.yaml", dotted_at("127.0.0.61"), {web}},
+      {"v1 Endpoints of ratings added", "ratings-ep.yaml", endpoints_of("ratings", "127.0.0.70"), {ratings}},
+      {"v1 Endpoints of ratings changed", "ratings-ep.yaml", endpoints_of("ratings", "127.0.0.71"), {ratings}},
+      {"v1 Endpoints moved to reviews (a selector: not mirrored)",
+       "ratings-ep.yaml",
+       endpoints_of("reviews", "127.0.0.71"),
+       {ratings, reviews}},
+      {"v1 Endpoints removed", "ratings-ep.yaml", std::nullopt, {reviews}},
   };
   for (const Step& step : steps) {
     SCOPED_TRACE(step.what);
@@ -1377,6 +1457,37 @@ spec:
   EXPECT_THAT(bad.errors[0].ToString(),
               ::testing::HasSubstr("subset \"v9\" is not defined by DestinationRule shop/reviews (host "
                                    "reviews.shop.svc.cluster.local)"));
+
+  // The alias in the middle of the chain retargeted to a host without the subset: that Service's
+  // change is what is refused, and the route keeps its host.
+  const std::string retargeted =
+      absl::StrReplaceAll(mesh, {{"SUBSET", "v1"},
+                                 {"spec: {type: ExternalName, externalName: reviews.shop.svc.cluster.local}\n---\n"
+                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog",
+                                  "spec: {type: ExternalName, externalName: db.shop.svc.cluster.local}\n---\n"
+                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog"}});
+  ASSERT_NE(retargeted, absl::StrReplaceAll(mesh, {{"SUBSET", "v1"}}));
+  const ConfigStore::Update moved = store.ApplyFile("mesh.yaml", retargeted);
+  ASSERT_EQ(moved.errors.size(), 1u);
+  EXPECT_THAT(moved.errors[0].ToString(),
+              ::testing::HasSubstr("Service web/catalog: this change is refused and the last good version keeps "
+                                   "serving: VirtualService web/catalog"));
+  const auto catalog = store.Snapshot()->find(ConfigKey{kind::kService, "web", "catalog"});
+  ASSERT_NE(catalog, store.Snapshot()->end());
+  EXPECT_EQ(std::get<K8sService>(catalog->second->object).external_name, "reviews.shop.svc.cluster.local");
+
+  // A route to an alias whose own host a ServiceEntry defines goes to that entry, so its subsets
+  // are the entry's rule's (none here), as served.
+  const ConfigStore::Update shadowed = store.ApplyFile("taken.yaml", R"(apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: to-taken, namespace: shop}
+spec:
+  hosts: [front.example.com]
+  http: [{route: [{destination: {host: taken, subset: v1}}]}]
+)");
+  ASSERT_EQ(shadowed.errors.size(), 1u);
+  EXPECT_THAT(shadowed.errors[0].ToString(),
+              ::testing::HasSubstr("subset \"v1\" of taken.shop.svc.cluster.local is not defined"));
 }
 
 }  // namespace
