@@ -42,7 +42,10 @@
 //      stable one (one priority each, where without the rule they would share the calls);
 //  10. an ExternalName Service book-reviews naming reviews: a client dialling
 //      xds:///book-reviews.bookinfo.svc.cluster.local:9080 gets reviews' routes under the alias's
-//      name (istiod's Alias resolution), so end-user: jason reaches v2 only.
+//      name (istiod's Alias resolution), so end-user: jason reaches v2 only;
+//  11. a Service without a selector whose endpoints are written as v1 Endpoints (one ready
+//      address, one not): every call reaches the ready one, as through the slice Kubernetes
+//      mirrors from them.
 //
 //   node test/e2e/bookinfo_e2e.js --cxds build/cxds [--base-port 18830]
 // Exit 0 only if every check passed.
@@ -393,6 +396,31 @@ spec: {type: ExternalName, externalName: reviews.bookinfo.svc.cluster.local}
   const aliasFile = (await status()).find((f) => f.file.endsWith('book-reviews.yaml'));
   check(aliasFile && aliasFile.accepted.length === 1 && aliasFile.errors.length === 0 && aliasFile.warnings.length === 0,
     'and the alias is accepted with no error or warning', aliasFile);
+
+  // 11
+  backend('legacy', '127.0.0.44', 60);
+  writeAtomically(path.join(config, 'legacy.yaml'), `apiVersion: v1
+kind: Service
+metadata: {name: legacy, namespace: bookinfo}
+spec:
+  ports: [{name: grpc, port: 9080}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: legacy, namespace: bookinfo}
+subsets:
+- addresses: [{ip: 127.0.0.44}]
+  notReadyAddresses: [{ip: 127.0.0.45}]
+  ports: [{name: grpc, port: ${PORT}}]
+`);
+  const viaEndpoints = await until('calls to a Service whose endpoints are v1 Endpoints', async () => {
+    const r = await client(app, ['--target', 'xds:///legacy.bookinfo.svc.cluster.local:9080', '--calls', '10',
+      '--deadline-ms', '2000']);
+    return r.ok === 10 ? r : null;
+  });
+  check(viaEndpoints.by_inventory['legacy'] === 10,
+    'v1 Endpoints of a Service without a selector: served as their mirrored slice (the ready address only)',
+    viaEndpoints.by_inventory);
 
   console.log(e2e.failures === 0 ? 'ALL PASSED' : `${e2e.failures} FAILED`);
   if (e2e.failures > 0) console.log('--- cxds log (tail) ---\n' + cxds.log.split('\n').slice(-40).join('\n'));
