@@ -1235,6 +1235,12 @@ MeshObject ReadEndpoints(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   if (auto skip = out.meta.labels.find("endpointslice.kubernetes.io/skip-mirror"); skip != out.meta.labels.end()) {
     out.skip_mirror = skip->second == "true";
   }
+  // Nor are leader-election records (an old pattern that keeps a lock on an Endpoints object).
+  if (const YAML::Node metadata = doc["metadata"]; metadata.IsDefined() && metadata.IsMap()) {
+    if (const YAML::Node annotations = metadata["annotations"]; annotations.IsDefined() && annotations.IsMap()) {
+      if (annotations["control-plane.alpha.kubernetes.io/leader"].IsDefined()) out.skip_mirror = true;
+    }
+  }
   // `subsets: null`, or none, is how kubectl prints the Endpoints of a Service with none.
   const YAML::Node subsets = doc["subsets"];
   if (!subsets.IsDefined() || subsets.IsNull() || !r.IsSeq(subsets, "subsets")) return out;
@@ -1242,8 +1248,11 @@ MeshObject ReadEndpoints(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     const std::string f = Reader::Index("subsets", i);
     if (!r.IsMap(subsets[i], f)) continue;
     r.OnlyKeys(subsets[i], f, {"addresses", "notReadyAddresses", "ports"});
+    // (Name and namespace alone: a copy of the labels per subset would let one small file ask
+    // for gigabytes, a long label times many empty subsets.)
     EndpointSlice slice;
-    slice.meta = out.meta;
+    slice.meta.name = out.meta.name;
+    slice.meta.namespace_name = out.meta.namespace_name;
     slice.service_name = out.meta.name;
     const std::string pf = Reader::Join(f, "ports");
     if (const YAML::Node ports = subsets[i]["ports"]; ports.IsDefined() && !ports.IsNull() && r.IsSeq(ports, pf)) {
@@ -1254,7 +1263,7 @@ MeshObject ReadEndpoints(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
         r.OnlyKeys(ports[p], pp, {"name", "port", "protocol", "appProtocol"});
         for (const char* key : {"protocol", "appProtocol"}) r.String(ports[p], key, pp, false);  // typed only
         const std::string name = r.String(ports[p], "name", pp, ports.size() > 1).value_or("");
-        if (!names.insert(name).second) {
+        if (!name.empty() && !names.insert(name).second) {
           r.Error(ports[p]["name"], Reader::Join(pp, "name"), "is the name of another port of the subset");
         }
         slice.ports.push_back({name, r.Uint(ports[p], "port", pp, true, 1, 65535).value_or(0)});

@@ -852,9 +852,9 @@ void GatewaySourceConditions(const ObjectMap& served, std::vector<ConfigWarning>
   }
 }
 
-// v1 Endpoints Kubernetes would not mirror to EndpointSlices, so that istiod, which reads the
-// slices, serves none of their addresses, and cxds neither: those of a Service with a selector
-// (its own slices serve it) or of type ExternalName.
+// v1 Endpoints whose addresses istiod serves to no one, and cxds neither: those of a Service with
+// a selector, which Kubernetes does not mirror to EndpointSlices (its own slices serve it), and
+// those of an ExternalName Service, an alias with no endpoints of its own.
 void EndpointsNotMirrored(const ObjectMap& served, const std::string& suffix, std::vector<ConfigWarning>& out) {
   for (const auto& [key, stored] : ObjectsOfKind(served, kind::kV1Endpoints)) {
     const auto* endpoints = std::get_if<K8sEndpoints>(&stored->object);
@@ -862,14 +862,19 @@ void EndpointsNotMirrored(const ObjectMap& served, const std::string& suffix, st
     auto service = served.find(ConfigKey{kind::kService, key.namespace_name, key.name});
     const auto* svc = service == served.end() ? nullptr : std::get_if<K8sService>(&service->second->object);
     if (svc == nullptr || (svc->selector.empty() && svc->external_name.empty())) continue;
-    out.push_back({key, "", "cxds_endpoints_not_mirrored",
-                   StrCat("Service ", key.namespace_name, "/", key.name,
-                          svc->external_name.empty() ? " has a selector" : " is of type ExternalName",
-                          ": Kubernetes does not mirror these Endpoints to EndpointSlices, so istiod (which reads the "
-                          "slices) serves none of their addresses, and neither does cxds",
-                          svc->external_name.empty() ? StrCat(" (the endpoints of ", key.name, ".", key.namespace_name,
-                                                              ".svc.", suffix, " are its slices')")
-                                                     : "")});
+    const std::string host = StrCat(key.name, ".", key.namespace_name, ".svc.", suffix);
+    out.push_back(
+        {key, "", "cxds_endpoints_not_mirrored",
+         svc->external_name.empty()
+             ? StrCat("Service ", key.namespace_name, "/", key.name,
+                      " has a selector: Kubernetes does not mirror these Endpoints to EndpointSlices, so istiod "
+                      "(which reads the slices) serves none of their addresses, and neither does cxds (the "
+                      "endpoints of ",
+                      host, " are its slices')")
+             : StrCat("Service ", key.namespace_name, "/", key.name, " is of type ExternalName, an alias of ",
+                      svc->external_name,
+                      " with no endpoints of its own: istiod serves none of these addresses, and neither does "
+                      "cxds")});
   }
 }
 

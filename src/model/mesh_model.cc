@@ -1423,15 +1423,42 @@ ReferenceCheck MeshReferenceCheck(std::string domain_suffix, std::string root_na
         // A route to an alias that now leads to another host (or no longer to one): the Service
         // of its chain that changed (added, edited or removed) is what changed.
         if (host != host_before) {
+          // What a Service of the chain is to a route: absent, a host of its own (""), or an alias.
+          const auto role = [](const ObjectMap& objects, const ConfigKey& service) -> std::optional<std::string> {
+            auto it = objects.find(service);
+            const auto* svc = it == objects.end() ? nullptr : std::get_if<K8sService>(&it->second->object);
+            if (svc == nullptr) return std::nullopt;
+            return svc->external_name;
+          };
           std::vector<ConfigKey> chain = AliasChain(candidate, written, suffix);
           const std::vector<ConfigKey> chain_before = AliasChain(current, written, suffix);
           chain.insert(chain.end(), chain_before.begin(), chain_before.end());
+          std::optional<ConfigKey> moved_by;
           for (const ConfigKey& service : chain) {
-            if (edited(service) || (current.contains(service) && !candidate.contains(service))) {
-              error.target = service;
+            if (role(candidate, service) != role(current, service)) {
+              moved_by = service;
               break;
             }
           }
+          // Else a ServiceEntry that defines (or defined) a host on the way: one taking an alias's
+          // own host, or the host it leads to.
+          for (const ObjectMap* side : {&candidate, &current}) {
+            for (const auto& [entry_key, stored] : ObjectsOfKind(*side, kind::kServiceEntry)) {
+              if (moved_by.has_value()) break;
+              const auto* se = std::get_if<ServiceEntry>(&stored->object);
+              if (se == nullptr || (!edited(entry_key) && candidate.contains(entry_key))) continue;
+              for (const std::string& defined : se->hosts) {
+                if (defined == written || defined == host || defined == host_before ||
+                    std::any_of(chain.begin(), chain.end(), [&](const ConfigKey& service) {
+                      return defined == StrCat(service.name, ".", service.namespace_name, ".svc.", suffix);
+                    })) {
+                  moved_by = entry_key;
+                  break;
+                }
+              }
+            }
+          }
+          if (moved_by.has_value()) error.target = *moved_by;
         }
         errors.push_back(std::move(error));
       });

@@ -2527,7 +2527,8 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsReadAsAnAliasOfItsName) {
 }
 
 // v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and
-// not-ready addresses, Pods by targetRef; their fields are checked as Kubernetes checks them.
+// not-ready addresses, Pods by targetRef; their fields are checked as Kubernetes checks them,
+// except that loopback addresses are taken (cxds's tests and examples run on them).
 TEST(YamlLoaderTest, V1EndpointsAreReadAsTheSlicesMirroredFromThem) {
   const ParsedFile parsed = ParseConfigFile("ep.yaml", R"(apiVersion: v1
 kind: Endpoints

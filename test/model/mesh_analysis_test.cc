@@ -1606,8 +1606,8 @@ TEST(MeshAnalysisTest, KeptWarningsAreBoundedButCountedInFull) {
   EXPECT_EQ(store.WarningCounts().at("pilot_eds_no_instances"), 10u);
 }
 
-// v1 Endpoints Kubernetes does not mirror (a Service with a selector, or an ExternalName one)
-// serve nothing, in istiod as in cxds: said, where those it mirrors are not.
+// v1 Endpoints that serve nothing, in istiod as in cxds (of a Service with a selector, which
+// Kubernetes does not mirror, or of an ExternalName one, an alias): said; those served are not.
 TEST(MeshAnalysisTest, V1EndpointsKubernetesDoesNotMirrorAreSaid) {
   ConfigStore store = AnalyzedStore();
   const ConfigStore::Update update = store.ApplyFile("ep.yaml", R"(apiVersion: v1
@@ -1644,8 +1644,8 @@ subsets: [{addresses: [{ip: 127.0.0.7}], ports: [{port: 5432}]}]
   EXPECT_THAT(
       Strings(update.warnings),
       ::testing::UnorderedElementsAre(
-          "ep.yaml:26: Endpoints shop/alias: Service shop/alias is of type ExternalName: Kubernetes does not mirror "
-          "these Endpoints to EndpointSlices, so istiod (which reads the slices) serves none of their addresses, and "
+          "ep.yaml:26: Endpoints shop/alias: Service shop/alias is of type ExternalName, an alias of "
+          "db.shop.svc.cluster.local with no endpoints of its own: istiod serves none of these addresses, and "
           "neither does cxds [cxds_endpoints_not_mirrored]",
           "ep.yaml:16: Endpoints shop/web: Service shop/web has a selector: Kubernetes does not mirror these Endpoints "
           "to EndpointSlices, so istiod (which reads the slices) serves none of their addresses, and neither does "

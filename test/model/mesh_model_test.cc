@@ -472,6 +472,19 @@ endpoints:
   store_.ApplyFile("extra.yaml", std::nullopt);
   next = tracker.Update(*store_.Snapshot());
   EXPECT_EQ(DescribeIndex(*next), whole());
+  // v1 Endpoints of shop's reviews (no selector) come: that host alone is rebuilt.
+  index = next;
+  Apply("ep.yaml",
+        "apiVersion: v1\nkind: Endpoints\nmetadata: {name: reviews, namespace: shop}\n"
+        "subsets: [{addresses: [{ip: 127.0.0.8}], ports: [{name: http, port: 19080}]}]\n");
+  next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
+  EXPECT_EQ(next->at(inventory), index->at(inventory));
+  EXPECT_NE(next->at("reviews.shop.svc.cluster.local"), index->at("reviews.shop.svc.cluster.local"));
+  EXPECT_EQ(next->at("reviews.shop.svc.cluster.local")->at(9080).size(), 2u) << "the slice's and the Endpoints'";
+  store_.ApplyFile("ep.yaml", std::nullopt);
+  next = tracker.Update(*store_.Snapshot());
+  EXPECT_EQ(DescribeIndex(*next), whole());
   // A WorkloadEntry the inventory ServiceEntry selects moves, then leaves its selector: inventory
   // alone is rebuilt (by the state before for the second).
   std::string inventory_moved = kMesh;
@@ -1463,9 +1476,10 @@ spec:
   const std::string retargeted =
       absl::StrReplaceAll(mesh, {{"SUBSET", "v1"},
                                  {"spec: {type: ExternalName, externalName: reviews.shop.svc.cluster.local}\n---\n"
-                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog",
+                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog, namespace: shop}",
                                   "spec: {type: ExternalName, externalName: db.shop.svc.cluster.local}\n---\n"
-                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog"}});
+                                  "apiVersion: v1\nkind: Service\nmetadata: {name: old-catalog, namespace: shop, "
+                                  "labels: {team: a}}"}});
   ASSERT_NE(retargeted, absl::StrReplaceAll(mesh, {{"SUBSET", "v1"}}));
   const ConfigStore::Update moved = store.ApplyFile("mesh.yaml", retargeted);
   ASSERT_EQ(moved.errors.size(), 1u);
@@ -1475,6 +1489,25 @@ spec:
   const auto catalog = store.Snapshot()->find(ConfigKey{kind::kService, "web", "catalog"});
   ASSERT_NE(catalog, store.Snapshot()->end());
   EXPECT_EQ(std::get<K8sService>(catalog->second->object).external_name, "reviews.shop.svc.cluster.local");
+  const auto old_catalog = store.Snapshot()->find(ConfigKey{kind::kService, "shop", "old-catalog"});
+  ASSERT_NE(old_catalog, store.Snapshot()->end());
+  EXPECT_EQ(std::get<K8sService>(old_catalog->second->object).meta.labels.at("team"), "a")
+      << "the other alias of the chain changed only its labels: taken";
+
+  // A ServiceEntry taking the alias's own host moves the route to it: the entry is refused.
+  const ConfigStore::Update entry = store.ApplyFile("entry.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: old-catalog, namespace: shop}
+spec:
+  hosts: [old-catalog.shop.svc.cluster.local]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: STATIC
+  endpoints: [{address: 127.0.0.8}]
+)");
+  ASSERT_EQ(entry.errors.size(), 1u);
+  EXPECT_THAT(entry.errors[0].ToString(),
+              ::testing::HasSubstr("ServiceEntry shop/old-catalog: this change is refused and the last good version "
+                                   "keeps serving: VirtualService web/catalog"));
 
   // A route to an alias whose own host a ServiceEntry defines goes to that entry, so its subsets
   // are the entry's rule's (none here), as served.
