@@ -23,6 +23,17 @@ namespace {
 // Routes to hosts that are not services, or to ports they do not have, or to services
 // exported to none of the namespaces the routes are served in (ServedNamespaces): requests
 // taking them fail, and a proxyless client waits for a cluster that never comes.
+// The Service object whose host `host` is (NAME.NAMESPACE.svc.SUFFIX), or null.
+const K8sService* ServiceOfHost(const ObjectMap& served, const std::string& host, const std::string& suffix) {
+  const std::string tail = StrCat(".svc.", suffix);
+  if (!host.ends_with(tail)) return nullptr;
+  const std::string name_ns = host.substr(0, host.size() - tail.size());
+  const size_t dot = name_ns.rfind('.');
+  if (dot == std::string::npos) return nullptr;
+  auto it = served.find(ConfigKey{kind::kService, name_ns.substr(dot + 1), name_ns.substr(0, dot)});
+  return it == served.end() ? nullptr : std::get_if<K8sService>(&it->second->object);
+}
+
 void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
                          std::vector<ConfigWarning>& out) {
   const Delegators delegators = DelegatorsOf(served);
@@ -38,7 +49,13 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
       // (An alias's routes go to its concrete host: that host is what must be there.)
       const std::string host = mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, suffix));
       const ServiceInfo* service = mesh.FindService(host);
-      if (service == nullptr) {
+      if (const K8sService* alias = ServiceOfHost(served, host, suffix);
+          service == nullptr && alias != nullptr && !alias->external_name.empty()) {
+        out.push_back({key, field + ".host", "IST0101",
+                       StrCat("host ", host,
+                              " is an ExternalName Service that is not served (its cxds_alias_unserved warning says "
+                              "why): requests routed here fail")});
+      } else if (service == nullptr) {
         out.push_back({key, field + ".host", "IST0101",
                        StrCat("host ", host,
                               " is not defined by any Service or ServiceEntry: requests routed here "

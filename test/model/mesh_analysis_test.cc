@@ -1656,5 +1656,40 @@ subsets: [{addresses: [{ip: 127.0.0.7}], ports: [{port: 5432}]}]
       << "db's Endpoints serve it: no pilot_eds_no_instances for db";
 }
 
+// A route to an ExternalName Service that is not served (its target outside the mesh) is said as
+// that, beside the alias's own warning, not as a host no Service defines.
+TEST(MeshAnalysisTest, ARouteToAnUnservedAliasSaysWhatItIs) {
+  ConfigStore store = AnalyzedStore();
+  const ConfigStore::Update update = store.ApplyFile("alias.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {type: ExternalName, externalName: db.example.com}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: front, namespace: shop}
+spec:
+  hosts: [front.example.com]
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  resolution: DNS
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: front, namespace: shop}
+spec:
+  hosts: [front.example.com]
+  http: [{route: [{destination: {host: db, port: {number: 5432}}}]}]
+)");
+  EXPECT_THAT(update.errors, IsEmpty());
+  EXPECT_THAT(Strings(update.warnings),
+              ::testing::UnorderedElementsAre(
+                  "alias.yaml:1: Service shop/db: spec.externalName: externalName db.example.com is not a host any "
+                  "Service or ServiceEntry defines: cxds serves nothing for the alias db.shop.svc.cluster.local "
+                  "(clients resolve the name by DNS, outside the mesh's routes) [cxds_alias_unserved]",
+                  "alias.yaml:14: VirtualService shop/front: spec.http[0].route[0].destination.host: host "
+                  "db.shop.svc.cluster.local is an ExternalName Service that is not served (its cxds_alias_unserved "
+                  "warning says why): requests routed here fail [IST0101]"));
+}
+
 }  // namespace
 }  // namespace cxds
