@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/mesh_kinds.h"
 #include "model/object_ranges.h"
+#include "model/service_host.h"
 
 namespace cxds {
 
@@ -79,15 +80,8 @@ EndpointIndex BuildEndpointIndexOf(const ObjectMap& objects, const std::string& 
   // others are passed over without building their hosts.
   std::set<std::pair<std::string_view, std::string_view>> wanted_services;
   if (only != nullptr) {
-    const std::string tail = StrCat(".svc.", domain_suffix);
     for (const std::string& host : *only) {
-      // NAME.NAMESPACE.svc.SUFFIX: a namespace is one DNS label, a name may hold dots.
-      const std::string_view h(host);
-      if (!h.ends_with(tail)) continue;
-      const std::string_view name_and_namespace = h.substr(0, h.size() - tail.size());
-      const size_t dot = name_and_namespace.rfind('.');
-      if (dot == std::string_view::npos) continue;
-      wanted_services.emplace(name_and_namespace.substr(0, dot), name_and_namespace.substr(dot + 1));
+      if (auto service = ServiceNameOfHost(host, domain_suffix)) wanted_services.insert(*service);
     }
   }
   const auto wanted_service = [&](const std::string& name, const std::string& namespace_name) {

@@ -2269,10 +2269,11 @@ class RouteGenerator final : public TypedGenerator<MeshContext> {
                 for (const ServiceAlias* alias : mesh.AliasesOf(service->host)) {
                   if (!scope.Visible(alias->alias)) continue;
                   const std::string with_port = StrCat(alias->alias.host, ":", port);
-                  if (!claimed.insert(absl::AsciiStrToLower(alias->alias.host)).second ||
-                      !claimed.insert(absl::AsciiStrToLower(with_port)).second) {
-                    continue;
-                  }
+                  const std::string lower = absl::AsciiStrToLower(alias->alias.host);
+                  const std::string lower_with_port = absl::AsciiStrToLower(with_port);
+                  if (claimed.contains(lower) || claimed.contains(lower_with_port)) continue;
+                  claimed.insert(lower);
+                  claimed.insert(lower_with_port);
                   if (&RoutedAs(mesh, *alias, *service, scope) != service) {
                     routed_apart.push_back(alias);
                     continue;

@@ -15,25 +15,23 @@
 #include "model/generators.h"
 #include "model/mesh_kinds.h"
 #include "model/mesh_model.h"
+#include "model/service_host.h"
 
 namespace cxds {
 
 namespace {
 
-// Routes to hosts that are not services, or to ports they do not have, or to services
-// exported to none of the namespaces the routes are served in (ServedNamespaces): requests
-// taking them fail, and a proxyless client waits for a cluster that never comes.
 // The Service object whose host `host` is (NAME.NAMESPACE.svc.SUFFIX), or null.
 const K8sService* ServiceOfHost(const ObjectMap& served, const std::string& host, const std::string& suffix) {
-  const std::string tail = StrCat(".svc.", suffix);
-  if (!host.ends_with(tail)) return nullptr;
-  const std::string name_ns = host.substr(0, host.size() - tail.size());
-  const size_t dot = name_ns.rfind('.');
-  if (dot == std::string::npos) return nullptr;
-  auto it = served.find(ConfigKey{kind::kService, name_ns.substr(dot + 1), name_ns.substr(0, dot)});
+  const auto service = ServiceNameOfHost(host, suffix);
+  if (!service.has_value()) return nullptr;
+  auto it = served.find(ConfigKey{kind::kService, std::string(service->second), std::string(service->first)});
   return it == served.end() ? nullptr : std::get_if<K8sService>(&it->second->object);
 }
 
+// Routes to hosts that are not services, or to ports they do not have, or to services
+// exported to none of the namespaces the routes are served in (ServedNamespaces): requests
+// taking them fail, and a proxyless client waits for a cluster that never comes.
 void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const std::string& suffix,
                          std::vector<ConfigWarning>& out) {
   const Delegators delegators = DelegatorsOf(served);

@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "model/mesh_kinds.h"
 #include "model/object_ranges.h"
+#include "model/service_host.h"
 #include "protocol/resource.h"
 
 namespace cxds {
@@ -1261,14 +1262,11 @@ std::map<std::string, std::string> ServedAliasTargets(const ObjectMap& objects, 
 // alias's Service, then the Service it leads to (present or not), at most 64.
 std::vector<ConfigKey> AliasChain(const ObjectMap& objects, std::string host, const std::string& suffix) {
   std::vector<ConfigKey> chain;
-  const std::string tail = StrCat(".svc.", suffix);
   std::set<std::string> seen;
-  while (chain.size() < 64 && host.ends_with(tail) && seen.insert(host).second) {
-    // NAME.NAMESPACE.svc.SUFFIX: the namespace is the label before ".svc." (a name may have dots).
-    const std::string name_ns = host.substr(0, host.size() - tail.size());
-    const size_t dot = name_ns.rfind('.');
-    if (dot == std::string::npos) break;
-    chain.push_back(ConfigKey{kind::kService, name_ns.substr(dot + 1), name_ns.substr(0, dot)});
+  while (chain.size() < 64 && seen.insert(host).second) {
+    const auto service = ServiceNameOfHost(host, suffix);
+    if (!service.has_value()) break;
+    chain.push_back(ConfigKey{kind::kService, std::string(service->second), std::string(service->first)});
     auto it = objects.find(chain.back());
     const auto* svc = it == objects.end() ? nullptr : std::get_if<K8sService>(&it->second->object);
     if (svc == nullptr || svc->external_name.empty()) break;

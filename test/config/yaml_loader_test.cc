@@ -2557,6 +2557,12 @@ subsets:
   EXPECT_EQ(first.endpoints[0].pod_namespace, "shop");
   EXPECT_FALSE(first.endpoints[1].ready);
   EXPECT_EQ(endpoints.mirrored[1].ports[0].name, "") << "one port may be unnamed";
+  const ParsedFile lock =
+      ParseConfigFile("ep.yaml",
+                      "apiVersion: v1\nkind: Endpoints\nmetadata: {name: lock, annotations: "
+                      "{control-plane.alpha.kubernetes.io/leader: '{\"holderIdentity\":\"a\"}'}}\nsubsets: null\n");
+  ASSERT_EQ(lock.documents.size(), 1u) << Errors(lock);
+  EXPECT_TRUE(std::get<K8sEndpoints>(lock.documents[0].object).skip_mirror) << "a leader-election lock";
   EXPECT_EQ(
       Errors(ParseConfigFile("ep.yaml", "apiVersion: v1\nkind: Endpoints\nmetadata: {name: db}\nsubsets: null\n")), "")
       << "as kubectl prints a Service's Endpoints with none";

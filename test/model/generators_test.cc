@@ -6001,6 +6001,21 @@ spec: {type: ExternalName, externalName: secure.mesh.local}
       << "the alias's own VirtualService";
 }
 
+constexpr char kStockAlias[] = R"(apiVersion: v1
+kind: Service
+metadata: {name: stock, namespace: shop}
+spec: {type: ExternalName, externalName: inventory.mesh.local}
+)";
+
+// The listener responses among what `stream` was sent since it was last read.
+std::vector<DiscoveryResponse> ListenerResponses(StreamHarness& stream) {
+  std::vector<DiscoveryResponse> out;
+  for (DiscoveryResponse& r : stream.Take()) {
+    if (r.type_url() == kListenerType) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 // A proxyless client that dials an alias before its Service exists is pushed the listener when
 // the ExternalName Service comes, and told it is gone when the Service goes.
 TEST_F(GeneratorsTest, AnAliasComingAndGoingIsPushedToTheClientDiallingIt) {
@@ -6011,16 +6026,9 @@ TEST_F(GeneratorsTest, AnAliasComingAndGoingIsPushedToTheClientDiallingIt) {
   ASSERT_EQ(before.size(), 1u);
   EXPECT_EQ(before[0].resources_size(), 0) << "no such host yet";
   grpc->Send(Ack(before[0], {target}));
-  Apply("alias.yaml", R"(apiVersion: v1
-kind: Service
-metadata: {name: stock, namespace: shop}
-spec: {type: ExternalName, externalName: inventory.mesh.local}
-)");
+  Apply("alias.yaml", kStockAlias);
   ASSERT_TRUE(pipeline_->Push(last_request_).ok());
-  std::vector<DiscoveryResponse> came;
-  for (const DiscoveryResponse& r : grpc->Take()) {
-    if (r.type_url() == kListenerType) came.push_back(r);
-  }
+  const std::vector<DiscoveryResponse> came = ListenerResponses(*grpc);
   ASSERT_EQ(came.size(), 1u);
   ASSERT_EQ(came[0].resources_size(), 1);
   EXPECT_EQ(Decode<envoy::config::listener::v3::Listener>(came[0], 0).name(), target);
@@ -6029,12 +6037,36 @@ spec: {type: ExternalName, externalName: inventory.mesh.local}
   const ConfigStore::Update removed = store_.ApplyFile("alias.yaml", std::nullopt);
   ASSERT_TRUE(removed.errors.empty());
   ASSERT_TRUE(pipeline_->Push(model_.OnUpdate(removed)).ok());
-  std::vector<DiscoveryResponse> went;
-  for (const DiscoveryResponse& r : grpc->Take()) {
-    if (r.type_url() == kListenerType) went.push_back(r);
-  }
+  const std::vector<DiscoveryResponse> went = ListenerResponses(*grpc);
   ASSERT_EQ(went.size(), 1u);
   EXPECT_EQ(went[0].resources_size(), 0) << "the alias is gone: so is its listener";
+}
+
+// A ServiceEntry taking an alias's host, exported where a client that dialled the alias cannot
+// see it: that client is pushed too, and loses the listener (the alias is no longer served).
+TEST_F(GeneratorsTest, AClientThatDialledAnAliasIsPushedWhenAnEntryTakesItsHost) {
+  Apply("alias.yaml", kStockAlias);
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::string target = "stock.shop.svc.cluster.local:8080";
+  auto grpc = Connect("grpc-client-1", true);
+  grpc->Send(First(std::string(kListenerType), {target}));
+  const auto first = grpc->Take();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].resources_size(), 1);
+  grpc->Send(Ack(first[0], {target}));
+  Apply("entry.yaml", R"(apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: stock, namespace: shop}
+spec:
+  hosts: [stock.shop.svc.cluster.local]
+  ports: [{number: 8080, name: grpc, protocol: GRPC}]
+  resolution: STATIC
+  exportTo: ["."]
+)");
+  ASSERT_TRUE(pipeline_->Push(last_request_).ok());
+  const std::vector<DiscoveryResponse> pushed = ListenerResponses(*grpc);
+  ASSERT_EQ(pushed.size(), 1u) << "the client had the alias: pushed";
+  EXPECT_EQ(pushed[0].resources_size(), 0);
 }
 
 }  // namespace

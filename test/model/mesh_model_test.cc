@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "model/mesh_kinds.h"
 #include "model/proxy.h"
+#include "model/service_host.h"
 
 namespace cxds {
 namespace {
@@ -1521,6 +1522,17 @@ spec:
   ASSERT_EQ(shadowed.errors.size(), 1u);
   EXPECT_THAT(shadowed.errors[0].ToString(),
               ::testing::HasSubstr("subset \"v1\" of taken.shop.svc.cluster.local is not defined"));
+}
+
+TEST(ServiceHostTest, AServiceHostIsReadBackIntoItsNameAndNamespace) {
+  using NameAndNamespace = std::pair<std::string_view, std::string_view>;
+  EXPECT_EQ(ServiceNameOfHost("reviews.shop.svc.cluster.local", "cluster.local"), NameAndNamespace("reviews", "shop"));
+  EXPECT_EQ(ServiceNameOfHost("web.v2.shop.svc.cluster.local", "cluster.local"), NameAndNamespace("web.v2", "shop"))
+      << "a name may hold dots; a namespace is one label";
+  EXPECT_EQ(ServiceNameOfHost("shop.svc.cluster.local", "cluster.local"), std::nullopt) << "no name";
+  EXPECT_EQ(ServiceNameOfHost("reviews.shop.svc.example.org", "cluster.local"), std::nullopt) << "another suffix";
+  EXPECT_EQ(ServiceNameOfHost("reviews.shopsvc.cluster.local", "cluster.local"), std::nullopt);
+  EXPECT_EQ(ServiceNameOfHost("inventory.mesh.local", "cluster.local"), std::nullopt);
 }
 
 }  // namespace
