@@ -2547,6 +2547,8 @@ subsets:
   const EndpointSlice& first = endpoints.mirrored[0];
   EXPECT_EQ(first.service_name, "db");
   EXPECT_EQ(first.meta.namespace_name, "shop");
+  EXPECT_TRUE(first.meta.labels.empty())
+      << "a slice per subset carries no copy of the labels (one long label times many subsets would not fit)";
   ASSERT_EQ(first.ports.size(), 2u);
   EXPECT_EQ(first.ports[1].name, "admin");
   EXPECT_EQ(first.ports[1].port, 8080u);
