@@ -46,7 +46,7 @@ void PushDispatcher::Enqueue(PushTarget* target, const PushTargetInfo& info, Pus
   {
     MutexLock lock(&mu_);
     if (stopping_) return;
-    infos_.try_emplace(target, info);
+    if (!infos_.contains(target)) infos_.emplace(target, std::make_shared<const PushTargetInfo>(info));
   }
   if (observer_ != nullptr) observer_->OnQueued(info, *request, clock_->Now());
   queue_.Enqueue(target, std::move(request));
@@ -59,7 +59,7 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
   if (queue_time_ != nullptr && request.start != absl::InfiniteFuture()) {
     queue_time_->Observe(absl::ToDoubleSeconds(std::max(absl::ZeroDuration(), now - request.start)));
   }
-  PushTargetInfo info;
+  std::shared_ptr<const PushTargetInfo> info;
   {
     MutexLock lock(&mu_);
     slot_holders_.insert(item.target);
@@ -75,7 +75,10 @@ void PushDispatcher::Deliver(PushQueue::Item item) {
       }
     }
   }
-  if (observer_ != nullptr) observer_->OnDequeued(info, request, now);
+  if (observer_ != nullptr) {
+    static const PushTargetInfo kUnknown;
+    observer_->OnDequeued(info != nullptr ? *info : kUnknown, request, now);
+  }
   PushTarget* target = item.target;
   target->DeliverPush(std::move(item.request));
   queue_.DeliveryFinished(target);
