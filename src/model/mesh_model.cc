@@ -1230,11 +1230,7 @@ std::string ServiceNamespaceOf(const ObjectMap& objects, const std::string& host
     }
   }
   if (auto it = entries->find(host); it != entries->end()) return it->second;
-  const std::string k8s_tail = StrCat(".svc.", suffix);
-  if (host.ends_with(k8s_tail)) {
-    const std::string name_ns = host.substr(0, host.size() - k8s_tail.size());
-    if (const size_t dot = name_ns.find('.'); dot != std::string::npos) return name_ns.substr(dot + 1);
-  }
+  if (const auto service = ServiceNameOfHost(host, suffix); service.has_value()) return std::string(service->second);
   return "";
 }
 
