@@ -874,8 +874,10 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   // Service without ports too (an alias uses its host's).
   const YAML::Node cluster_ip = k8s ? spec["clusterIP"] : YAML::Node();
   const YAML::Node type = k8s ? spec["type"] : YAML::Node();
-  const bool headless = (cluster_ip.IsDefined() && cluster_ip.IsScalar() && cluster_ip.Scalar() == "None") ||
-                        (type.IsDefined() && type.IsScalar() && type.Scalar() == "ExternalName");
+  // An alias serves its host's ports (MeshContext::AliasesOf), never its own: they are
+  // typed as Kubernetes types them, and nothing in them is refused as unsupported.
+  const bool alias = type.IsDefined() && type.IsScalar() && type.Scalar() == "ExternalName";
+  const bool headless = (cluster_ip.IsDefined() && cluster_ip.IsScalar() && cluster_ip.Scalar() == "None") || alias;
   if (!node.IsDefined() || ((!k8s || headless) && node.IsNull())) {
     if (k8s && !headless) r.Error(spec, list, "is required");
     return ports;
@@ -904,7 +906,7 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
         // cannot place is refused rather than guessed.
         // (Kubernetes takes any appProtocol of a qualified name's form, and Istio detects the
         // protocol of one it does not know.)
-        if (app.has_value()) {
+        if (app.has_value() && !alias) {
           r.Error(p["appProtocol"], Reader::Join(f, "appProtocol"),
                   StrCat("appProtocol \"", TruncateUntrusted(*app, 64),
                          "\" is not supported by cxds: Istio would detect the protocol from the traffic, which cxds "
@@ -912,7 +914,7 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
                          "kubernetes.io/h2c, kubernetes.io/ws, kubernetes.io/wss)"));
         }
         port.protocol = "HTTP";
-      } else {
+      } else if (!alias) {
         CheckProtocol(r, app.has_value() ? p["appProtocol"] : p["name"],
                       Reader::Join(f, app.has_value() ? "appProtocol" : "name"), port.protocol, "protocol");
       }
@@ -926,7 +928,9 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       }
       if (auto proto = r.String(p, "protocol", f, false); proto.has_value() && *proto != "TCP") {
         if (*proto == "UDP" || *proto == "SCTP") {
-          r.Error(p["protocol"], Reader::Join(f, "protocol"), StrCat(*proto, " ports are not supported by cxds"));
+          if (!alias) {
+            r.Error(p["protocol"], Reader::Join(f, "protocol"), StrCat(*proto, " ports are not supported by cxds"));
+          }
         } else {
           r.Error(p["protocol"], Reader::Join(f, "protocol"), "must be TCP, UDP or SCTP");
         }
@@ -1132,16 +1136,18 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
       }
     }
   }
-  // Values that would change which endpoints serve, and that cxds does not implement.
+  // Values that would change which endpoints serve, and that cxds does not implement. An alias
+  // has no endpoints of its own, so on it they change nothing and are only typed.
+  const bool alias = type == "ExternalName";
   const auto only_default = [&](const char* key, const char* default_value, const char* meaning) {
-    if (auto value = r.String(spec, key, "spec", false); value.has_value() && *value != default_value) {
+    if (auto value = r.String(spec, key, "spec", false); value.has_value() && *value != default_value && !alias) {
       r.Error(spec[key], Reader::Join("spec", key),
               StrCat(key, ": ", value->substr(0, 64), " (", meaning, ") is not supported by cxds"));
     }
   };
   only_default("sessionAffinity", "None", "client IP stickiness");
   only_default("internalTrafficPolicy", "Cluster", "node-local endpoints only");
-  if (r.Bool(spec, "publishNotReadyAddresses", "spec").value_or(false)) {
+  if (r.Bool(spec, "publishNotReadyAddresses", "spec").value_or(false) && !alias) {
     r.Error(spec["publishNotReadyAddresses"], "spec.publishNotReadyAddresses",
             "publishNotReadyAddresses: true (serving endpoints that are not ready) is not supported by cxds");
   }
@@ -3939,77 +3945,83 @@ std::vector<DocumentToRead> ExpandLists(const std::string& path, const std::vect
   return expanded;
 }
 
+// Reads one document (a list's item, or one written alone) into `out`.
+void ReadDocument(const std::string& path, const DocumentToRead& document, ParsedFile& out) {
+  const YAML::Node& doc = document.node;
+  if (doc.IsNull()) return;  // an empty document ("---" at the end)
+  Reader r(path, out.errors);
+  r.set_document_line(doc.Mark().line + 1);
+  if (!doc.IsMap()) {
+    r.Error(doc, "", "a document must be a map with apiVersion, kind, metadata");
+    out.unidentified_failure = true;
+    return;
+  }
+  const std::string kind = !document.listed_kind.empty() ? document.listed_kind : ScalarAt(doc, "kind");
+  const std::string api_version =
+      !document.listed_api_version.empty() ? document.listed_api_version : ScalarAt(doc, "apiVersion");
+  const KindInfo* info = FindKind(kind);
+  if ((IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) ||
+      (info == nullptr && !kind.empty() && IsApiGroupWithoutXdsMeaning(api_version))) {
+    const YAML::Node metadata = doc["metadata"];
+    const std::string ns = ScalarAt(metadata, "namespace");
+    // The kind's line (a list item given its list's kind has none of its own: the item's).
+    const int kind_line = doc["kind"].IsDefined() ? doc["kind"].Mark().line : doc.Mark().line;
+    out.skipped.push_back(
+        SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")), kind_line + 1});
+    return;
+  }
+  if (IsGatewayApiVersion(api_version)) {
+    r.Error(doc["apiVersion"], "apiVersion", GatewayApiError(api_version, kind));
+    out.unidentified_failure = true;
+    return;
+  }
+  if (info == nullptr) {
+    r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
+            kind.empty() ? "is required"
+                         : StrCat("kind \"", kind.substr(0, 64),
+                                  "\" is not supported by cxds (supported: Service, EndpointSlice, "
+                                  "Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
+                                  "Sidecar, Gateway, and Secrets of TLS material)"));
+    out.unidentified_failure = true;
+    return;
+  }
+  const int before = r.error_count();
+  ObjectMeta meta = ReadMeta(r, doc);
+  r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
+  if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
+    r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
+            ApiVersionError(*info, kind, api_version));
+  }
+  for (const auto& entry : doc) {
+    const std::string key = entry.first.Scalar();
+    if (std::find_if(info->top_level.begin(), info->top_level.end(), [&](const char* k) { return key == k; }) ==
+        info->top_level.end()) {
+      r.Error(entry.first, key, "unknown field");
+    }
+  }
+  std::vector<TagPathStep> tag_path;
+  // A document go-yaml cannot decode is not read further (its fields would only add errors).
+  MeshObject object = CheckScalarTags(r, doc, tag_path) ? MeshObject{} : info->read(r, doc, meta);
+  if (r.error_count() > before) {
+    if (meta.name.empty()) {
+      out.unidentified_failure = true;
+    } else {
+      out.failed.push_back({kind, meta.namespace_name, meta.name});
+    }
+    return;
+  }
+  YAML::Emitter canonical;
+  EmitCanonical(canonical, ServerSetFree(doc, document.listed_kind, document.listed_api_version));
+  std::string text = canonical.c_str();
+  std::string hash = ContentHash(text);
+  out.documents.push_back(
+      ConfigDocument{std::move(object), {path, doc.Mark().line + 1}, std::move(hash), std::move(text)});
+}
+
 void ParseDocuments(const std::string& path, const std::vector<YAML::Node>& docs, ParsedFile& out) {
-  for (const DocumentToRead& document : ExpandLists(path, docs, out)) {
-    const YAML::Node& doc = document.node;
-    if (doc.IsNull()) continue;  // an empty document ("---" at the end)
-    Reader r(path, out.errors);
-    r.set_document_line(doc.Mark().line + 1);
-    if (!doc.IsMap()) {
-      r.Error(doc, "", "a document must be a map with apiVersion, kind, metadata");
-      out.unidentified_failure = true;
-      continue;
-    }
-    const std::string kind = !document.listed_kind.empty() ? document.listed_kind : ScalarAt(doc, "kind");
-    const std::string api_version =
-        !document.listed_api_version.empty() ? document.listed_api_version : ScalarAt(doc, "apiVersion");
-    const KindInfo* info = FindKind(kind);
-    if ((IsKindWithoutXdsMeaning(kind) && !(kind == "Secret" && CarriesTlsMaterial(doc))) ||
-        (info == nullptr && !kind.empty() && IsApiGroupWithoutXdsMeaning(api_version))) {
-      const YAML::Node metadata = doc["metadata"];
-      const std::string ns = ScalarAt(metadata, "namespace");
-      // The kind's line (a list item given its list's kind has none of its own: the item's).
-      const int kind_line = doc["kind"].IsDefined() ? doc["kind"].Mark().line : doc.Mark().line;
-      out.skipped.push_back(
-          SkippedDocument{kind, StrCat(ns.empty() ? "" : ns + "/", ScalarAt(metadata, "name")), kind_line + 1});
-      continue;
-    }
-    if (IsGatewayApiVersion(api_version)) {
-      r.Error(doc["apiVersion"], "apiVersion", GatewayApiError(api_version, kind));
-      out.unidentified_failure = true;
-      continue;
-    }
-    if (info == nullptr) {
-      r.Error(doc["kind"].IsDefined() ? doc["kind"] : doc, "kind",
-              kind.empty() ? "is required"
-                           : StrCat("kind \"", kind.substr(0, 64),
-                                    "\" is not supported by cxds (supported: Service, EndpointSlice, "
-                                    "Endpoints, Pod, ServiceEntry, WorkloadEntry, VirtualService, DestinationRule, "
-                                    "Sidecar, Gateway, and Secrets of TLS material)"));
-      out.unidentified_failure = true;
-      continue;
-    }
-    const int before = r.error_count();
-    ObjectMeta meta = ReadMeta(r, doc);
-    r.set_object(StrCat(kind, " ", meta.namespace_name, "/", meta.name));
-    if (std::find(info->api_versions.begin(), info->api_versions.end(), api_version) == info->api_versions.end()) {
-      r.Error(doc["apiVersion"].IsDefined() ? doc["apiVersion"] : doc, "apiVersion",
-              ApiVersionError(*info, kind, api_version));
-    }
-    for (const auto& entry : doc) {
-      const std::string key = entry.first.Scalar();
-      if (std::find_if(info->top_level.begin(), info->top_level.end(), [&](const char* k) { return key == k; }) ==
-          info->top_level.end()) {
-        r.Error(entry.first, key, "unknown field");
-      }
-    }
-    std::vector<TagPathStep> tag_path;
-    // A document go-yaml cannot decode is not read further (its fields would only add errors).
-    MeshObject object = CheckScalarTags(r, doc, tag_path) ? MeshObject{} : info->read(r, doc, meta);
-    if (r.error_count() > before) {
-      if (meta.name.empty()) {
-        out.unidentified_failure = true;
-      } else {
-        out.failed.push_back({kind, meta.namespace_name, meta.name});
-      }
-      continue;
-    }
-    YAML::Emitter canonical;
-    EmitCanonical(canonical, ServerSetFree(doc, document.listed_kind, document.listed_api_version));
-    std::string text = canonical.c_str();
-    std::string hash = ContentHash(text);
-    out.documents.push_back(
-        ConfigDocument{std::move(object), {path, doc.Mark().line + 1}, std::move(hash), std::move(text)});
+  // A document at a time, a list with its items, so that errors come in the order written.
+  for (const YAML::Node& written : docs) {
+    for (const DocumentToRead& document : ExpandLists(path, {written}, out)) ReadDocument(path, document, out);
   }
 }
 

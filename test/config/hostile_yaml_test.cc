@@ -288,6 +288,12 @@ metadata: {name: s, annotations: {networking.istio.io/exportTo: "."}}  # support
 spec:
   type: ExternalName  # supported: an alias of the host externalName names
   externalName: concrete.default.svc.cluster.local
+---
+apiVersion: v1
+kind: Service
+metadata: {name: t}
+spec:
+  selector: {app: t}
   sessionAffinity: ClientIP
   externalIPs: [127.0.0.9]
   ports: [{port: 80}, {name: dns, port: 53, protocol: UDP}]
@@ -373,7 +379,9 @@ spec:
   EXPECT_TRUE(HasError(parsed, "spec.ingress", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.egress[0].port", "is not supported by cxds"));
   EXPECT_TRUE(HasError(parsed, "spec.outboundTrafficPolicy", "is not supported by cxds"));
-  EXPECT_TRUE(parsed.documents.empty());
+  // Every document but the alias (which has nothing cxds does not serve) is refused.
+  ASSERT_EQ(parsed.documents.size(), 1u);
+  EXPECT_EQ(std::get<K8sService>(parsed.documents[0].object).meta.name, "s");
   for (const ConfigError& e : parsed.errors) EXPECT_EQ(e.message.find("invalid"), std::string::npos) << e.message;
 }
 

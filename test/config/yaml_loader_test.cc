@@ -821,6 +821,29 @@ items:
       << "an item without metadata is said to lack it, not failed inside the YAML library";
 }
 
+// Errors come in the order the file is written: a list's own errors after those of the
+// documents above it, before those of the documents below.
+TEST(YamlLoaderTest, AListsErrorsComeWhereTheListIsWritten) {
+  const ParsedFile parsed = ParseConfigFile("dump.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: above}
+spec: {ports: [{port: 80}], colour: red}
+---
+apiVersion: v1
+kind: ServiceList
+itemz: []
+---
+apiVersion: v1
+kind: Service
+metadata: {name: below}
+spec: {ports: [{port: 80}], shape: round}
+)");
+  EXPECT_EQ(Errors(parsed),
+            "dump.yaml:4: Service default/above: spec.colour: unknown field\n"
+            "dump.yaml:8: ServiceList: itemz: unknown field (did you mean \"items\"?)\n"
+            "dump.yaml:13: Service default/below: spec.shape: unknown field\n");
+}
+
 // An object of a kind cxds reads under a group istiod never reads may be another product's kind
 // of that name (Knative's Service): the apiVersion error says so.
 TEST(YamlLoaderTest, AKindOfAnotherGroupIsNamedAsSuch) {
@@ -2524,6 +2547,37 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsReadAsAnAliasOfItsName) {
             "validates\n");
   EXPECT_EQ(Errors(service("  type: ExternalName\n  externalName: db.example.com\n  clusterIP: \"\"\n")), "")
       << "an empty clusterIP is none";
+}
+
+// An alias serves its host's ports and has no endpoints of its own: what cxds refuses on other
+// Services as not supported (UDP ports, client IP affinity, node-local endpoints, protocols it
+// cannot place) changes nothing on it, and is only typed.
+TEST(YamlLoaderTest, AnExternalNameServiceIsNotRefusedForFieldsAnAliasDoesNotUse) {
+  const std::string head = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: shop}\nspec:\n";
+  const std::string unused =
+      "  ports: [{name: dns, port: 53, protocol: UDP}, {name: web, port: 80, appProtocol: example.com/custom}, "
+      "{name: grpc-web, port: 81}]\n"
+      "  sessionAffinity: ClientIP\n  internalTrafficPolicy: Local\n  publishNotReadyAddresses: true\n";
+  const ParsedFile alias =
+      ParseConfigFile("svc.yaml", StrCat(head, "  type: ExternalName\n  externalName: db.example.com\n", unused));
+  ASSERT_EQ(alias.documents.size(), 1u) << Errors(alias);
+  EXPECT_EQ(std::get<K8sService>(alias.documents[0].object).external_name, "db.example.com");
+  // The same fields on a Service that serves endpoints are refused, each as not supported.
+  const std::string refused = Errors(ParseConfigFile("svc.yaml", StrCat(head, "  selector: {app: s}\n", unused)));
+  for (const char* field : {"spec.ports[0].protocol: UDP ports are not supported by cxds",
+                            "spec.ports[1].appProtocol: appProtocol \"example.com/custom\" is not supported by cxds",
+                            "spec.ports[2].name:", "spec.sessionAffinity: sessionAffinity: ClientIP",
+                            "spec.internalTrafficPolicy: internalTrafficPolicy: Local",
+                            "spec.publishNotReadyAddresses: publishNotReadyAddresses: true"}) {
+    EXPECT_NE(refused.find(field), std::string::npos) << field << " in:\n" << refused;
+  }
+  // Still typed as Kubernetes types them.
+  EXPECT_NE(Errors(ParseConfigFile("svc.yaml", StrCat(head,
+                                                      "  type: ExternalName\n  externalName: db.example.com\n"
+                                                      "  ports: [{port: 53, protocol: QUIC}]\n  "
+                                                      "publishNotReadyAddresses: sometimes\n")))
+                .find("spec.ports[0].protocol: must be TCP, UDP or SCTP"),
+            std::string::npos);
 }
 
 // v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and
