@@ -69,6 +69,16 @@ void PushAccounting::Answered(const FeedbackEvent& event) {
   observer_->OnFeedback(target_, *push->request, event.type_url, event.nonce, accepted, event.error, event.time);
 }
 
+bool PushAccounting::AnswersEndpointOnly(const FeedbackEvent& event) const {
+  for (const TypeAwaiting& awaiting : awaiting_) {
+    if (awaiting.type_url != event.type_url) continue;
+    for (const Awaiting& sent : awaiting.sent) {
+      if (sent.nonce == event.nonce) return sent.push != nullptr && sent.push->request->EndpointOnly();
+    }
+  }
+  return false;
+}
+
 void PushAccounting::RecordConvergence(InFlightPush& push) {
   if (push.convergence_recorded || !push.done || push.outstanding != 0 || push.responses == 0 || push.rejected ||
       push.superseded || push.request->start == absl::InfiniteFuture()) {

@@ -43,6 +43,9 @@ class PushAccounting {
   void Sent(const std::string& type_url, const std::string& version, const std::string& nonce);
   // The ledger matched an ACK or NACK to a response (kUnmatched is ignored).
   void Answered(const FeedbackEvent& event);
+  // `event` answers a response of an endpoint-only push (asked before Answered, which forgets
+  // the response): its ACK is logged at debug level, as that push's sends are.
+  bool AnswersEndpointOnly(const FeedbackEvent& event) const;
 
  private:
   // A push from delivery until its responses are written, then until each is answered.

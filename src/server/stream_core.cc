@@ -296,8 +296,11 @@ void StreamCore::RecordAnswer(const std::string& type_url, const std::string& no
   switch (event.kind) {
     case FeedbackKind::kAck:
       metrics_->Acked(type_url);
-      Log().info("ACK stream={} node={} type={} nonce={} version={}{}{}", stream_id_, node_log_, Untrusted(type_url),
-                 Untrusted(nonce), event.sent_version, delta_tag, event.stale ? " stale=true" : "");
+      // An endpoint change reaches every proxy: a line per proxy at info level, written while the
+      // push still runs, would flood the log and slow the push. At debug, as its sends are.
+      Log().log(accounting_.AnswersEndpointOnly(event) ? spdlog::level::debug : spdlog::level::info,
+                "ACK stream={} node={} type={} nonce={} version={}{}{}", stream_id_, node_log_, Untrusted(type_url),
+                Untrusted(nonce), event.sent_version, delta_tag, event.stale ? " stale=true" : "");
       break;
     case FeedbackKind::kNack:
       // The client keeps what it had; the rejected content is not sent again because of it

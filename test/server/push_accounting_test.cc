@@ -91,5 +91,33 @@ TEST_F(PushAccountingTest, AResponseOutsideAPushIsNotAccounted) {
   EXPECT_THAT(Answered(), ::testing::ElementsAre("1"));
 }
 
+// An ACK is logged at the level of the push it answers: an endpoint-only push's at debug (its
+// sends too), any other's at info. Asked before Answered forgets the response.
+TEST_F(PushAccountingTest, AnAnswerKnowsWhetherItsPushChangedEndpointsOnly) {
+  auto endpoints = std::make_shared<PushRequest>();
+  endpoints->configs.insert(ConfigKey{kind::kEndpoints, "shop", "reviews.shop.svc.cluster.local"});
+  auto config = std::make_shared<PushRequest>();
+  config->configs.insert(ConfigKey{"VirtualService", "shop", "reviews"});
+  accounting_.Begin(endpoints);
+  accounting_.Sent(kEds, "v1", "e1");
+  accounting_.Finish();
+  accounting_.Begin(config);
+  accounting_.Sent(kCds, "v2", "c1");
+  accounting_.Finish();
+  const auto answer = [](const std::string& type, const std::string& nonce) {
+    FeedbackEvent event;
+    event.kind = FeedbackKind::kAck;
+    event.type_url = type;
+    event.nonce = nonce;
+    return event;
+  };
+  EXPECT_TRUE(accounting_.AnswersEndpointOnly(answer(kEds, "e1")));
+  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kCds, "c1")));
+  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kCds, "e1"))) << "another type's nonce";
+  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kEds, "unknown")));
+  Ack(kEds, "e1");
+  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kEds, "e1"))) << "answered: forgotten";
+}
+
 }  // namespace
 }  // namespace cxds
