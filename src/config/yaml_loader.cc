@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "common/strings.h"
 #include "config/tls_material.h"
 #include "protocol/resource.h"
@@ -107,8 +108,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 // The known key `key` is most likely a typo of (at most 2 edits, and fewer than half its
 // length), or nullptr.
-const char* NearestKey(const std::string& key, std::initializer_list<const char*> allowed,
-                       std::initializer_list<const char*> unsupported) {
+const char* NearestKey(const std::string& key, absl::Span<const char* const> allowed,
+                       absl::Span<const char* const> unsupported) {
   if (key.empty() || key.size() > 64) return nullptr;
   const char* best = nullptr;
   size_t best_distance = std::min<size_t>(3, (key.size() + 1) / 2);
@@ -384,10 +385,10 @@ class Reader {
   // the Istio or Kubernetes API that cxds does not serve, is "not supported by cxds": valid
   // input is never called unknown. Any other key is unknown, with the nearest known key when it
   // looks like a typo.
-  void OnlyKeys(const YAML::Node& node, const std::string& field, std::initializer_list<const char*> allowed,
-                std::initializer_list<const char*> unsupported = {}) {
+  void OnlyKeys(const YAML::Node& node, const std::string& field, absl::Span<const char* const> allowed,
+                absl::Span<const char* const> unsupported = {}) {
     if (!node.IsMap()) return;
-    const auto in = [](std::initializer_list<const char*> list, const std::string& key) {
+    const auto in = [](absl::Span<const char* const> list, const std::string& key) {
       return std::any_of(list.begin(), list.end(), [&](const char* a) { return key == a; });
     };
     for (const auto& entry : node) {
@@ -883,7 +884,8 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
     return ports;
   }
   if (!r.IsSeq(node, list)) return ports;
-  std::set<uint32_t> numbers;
+  // Kubernetes takes a port number once per protocol (DNS on 53 over UDP and TCP); Istio once.
+  std::set<std::pair<std::string, uint32_t>> numbers;
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string f = Reader::Index(list, i);
     const YAML::Node p = node[i];
@@ -942,8 +944,10 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       port.protocol = Protocol(r, p, f);
     }
     port.name = r.String(p, "name", f, false).value_or(StrCat("port-", port.number));
-    if (port.number != 0 && !numbers.insert(port.number).second) {
-      r.Error(p, f, StrCat("port ", port.number, " is listed twice"));
+    const std::string l4 =
+        k8s && p["protocol"].IsDefined() && p["protocol"].IsScalar() ? p["protocol"].Scalar() : std::string("TCP");
+    if (port.number != 0 && !numbers.insert({l4, port.number}).second) {
+      r.Error(p, f, StrCat("port ", port.number, k8s ? StrCat(" (", l4.substr(0, 8), ")") : "", " is listed twice"));
     }
     ports.push_back(std::move(port));
   }
@@ -1080,13 +1084,37 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
   }
   const YAML::Node spec = doc["spec"];
   if (!r.IsMap(spec, "spec")) return s;
+  // An alias (type ExternalName) serves its host's ports and has no endpoints of its own: the
+  // fields that would change how its own endpoints serve mean nothing on it, so none of them is
+  // refused as not supported there; they are only typed (MeshContext::AliasesOf).
+  const YAML::Node type_node = spec["type"];
+  const bool alias = type_node.IsDefined() && type_node.IsScalar() && type_node.Scalar() == "ExternalName";
   // Addressing and node-level fields mean nothing to a proxy that routes by host: ignored.
-  r.OnlyKeys(spec, "spec",
-             {"ports", "selector", "type", "clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "sessionAffinity",
-              "sessionAffinityConfig", "internalTrafficPolicy", "publishNotReadyAddresses", "externalTrafficPolicy",
-              "healthCheckNodePort", "allocateLoadBalancerNodePorts", "loadBalancerClass", "loadBalancerIP",
-              "loadBalancerSourceRanges", "externalName"},
-             {"externalIPs", "trafficDistribution"});
+  std::vector<const char*> known = {"ports",
+                                    "selector",
+                                    "type",
+                                    "clusterIP",
+                                    "clusterIPs",
+                                    "ipFamilies",
+                                    "ipFamilyPolicy",
+                                    "sessionAffinity",
+                                    "sessionAffinityConfig",
+                                    "internalTrafficPolicy",
+                                    "publishNotReadyAddresses",
+                                    "externalTrafficPolicy",
+                                    "healthCheckNodePort",
+                                    "allocateLoadBalancerNodePorts",
+                                    "loadBalancerClass",
+                                    "loadBalancerIP",
+                                    "loadBalancerSourceRanges",
+                                    "externalName"};
+  constexpr const char* kUnsupported[] = {"externalIPs", "trafficDistribution"};
+  if (alias) known.insert(known.end(), std::begin(kUnsupported), std::end(kUnsupported));
+  r.OnlyKeys(spec, "spec", known, alias ? absl::Span<const char* const>() : kUnsupported);
+  if (alias) {
+    r.Strings(spec, "externalIPs", "spec", false);
+    r.String(spec, "trafficDistribution", "spec", false);
+  }
   // Ignored, yet typed as Kubernetes types them: a file its API server would refuse is refused.
   for (const char* key :
        {"clusterIP", "ipFamilyPolicy", "externalTrafficPolicy", "loadBalancerClass", "loadBalancerIP"}) {
@@ -1136,17 +1164,22 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
       }
     }
   }
-  // Values that would change which endpoints serve, and that cxds does not implement. An alias
-  // has no endpoints of its own, so on it they change nothing and are only typed.
-  const bool alias = type == "ExternalName";
-  const auto only_default = [&](const char* key, const char* default_value, const char* meaning) {
-    if (auto value = r.String(spec, key, "spec", false); value.has_value() && *value != default_value && !alias) {
+  // Values that would change which endpoints serve, and that cxds does not implement (not on an
+  // alias, above). Each must be one Kubernetes takes, the first its default ("" is unset).
+  const auto only_default = [&](const char* key, std::initializer_list<const char*> values, const char* meaning) {
+    const std::optional<std::string> value = r.String(spec, key, "spec", false);
+    if (!value.has_value() || value->empty() || *value == *values.begin()) return;
+    if (std::none_of(values.begin(), values.end(), [&](const char* v) { return *value == v; })) {
+      r.Error(spec[key], Reader::Join("spec", key),
+              StrCat("\"", TruncateUntrusted(*value, 64), "\" must be ", absl::StrJoin(values, " or "),
+                     ", as Kubernetes validates"));
+    } else if (!alias) {
       r.Error(spec[key], Reader::Join("spec", key),
               StrCat(key, ": ", value->substr(0, 64), " (", meaning, ") is not supported by cxds"));
     }
   };
-  only_default("sessionAffinity", "None", "client IP stickiness");
-  only_default("internalTrafficPolicy", "Cluster", "node-local endpoints only");
+  only_default("sessionAffinity", {"None", "ClientIP"}, "client IP stickiness");
+  only_default("internalTrafficPolicy", {"Cluster", "Local"}, "node-local endpoints only");
   if (r.Bool(spec, "publishNotReadyAddresses", "spec").value_or(false) && !alias) {
     r.Error(spec["publishNotReadyAddresses"], "spec.publishNotReadyAddresses",
             "publishNotReadyAddresses: true (serving endpoints that are not ready) is not supported by cxds");

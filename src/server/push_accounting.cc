@@ -6,6 +6,7 @@ namespace cxds {
 
 void PushAccounting::Begin(std::shared_ptr<const PushRequest> request) {
   active_ = std::make_shared<InFlightPush>();
+  active_->endpoint_only = request != nullptr && request->EndpointOnly();
   active_->request = std::move(request);
 }
 
@@ -73,7 +74,7 @@ bool PushAccounting::AnswersEndpointOnly(const FeedbackEvent& event) const {
   for (const TypeAwaiting& awaiting : awaiting_) {
     if (awaiting.type_url != event.type_url) continue;
     for (const Awaiting& sent : awaiting.sent) {
-      if (sent.nonce == event.nonce) return sent.push != nullptr && sent.push->request->EndpointOnly();
+      if (sent.nonce == event.nonce) return sent.push != nullptr && sent.push->endpoint_only;
     }
   }
   return false;

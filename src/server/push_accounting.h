@@ -34,7 +34,7 @@ class PushAccounting {
   void Begin(std::shared_ptr<const PushRequest> request);
   bool active() const { return active_ != nullptr; }
   // The active push changes endpoints only (its sends are logged at debug level).
-  bool ActiveIsEndpointOnly() const { return active_ != nullptr && active_->request->EndpointOnly(); }
+  bool ActiveIsEndpointOnly() const { return active_ != nullptr && active_->endpoint_only; }
   // Every response of the active push is written (or there were none).
   void Finish();
 
@@ -51,9 +51,10 @@ class PushAccounting {
   // A push from delivery until its responses are written, then until each is answered.
   struct InFlightPush {
     std::shared_ptr<const PushRequest> request;
-    int responses = 0;    // responses sent for it
-    int outstanding = 0;  // of those, not yet answered (nor superseded)
-    bool done = false;    // every response written
+    bool endpoint_only = false;  // request->EndpointOnly(), read once: asked at every send and ACK
+    int responses = 0;           // responses sent for it
+    int outstanding = 0;         // of those, not yet answered (nor superseded)
+    bool done = false;           // every response written
     bool rejected = false;
     absl::Time last_answer;   // of the latest ACK/NACK
     bool superseded = false;  // a response of it was replaced before being answered

@@ -2556,28 +2556,39 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsNotRefusedForFieldsAnAliasDoesNotUse
   const std::string head = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: shop}\nspec:\n";
   const std::string unused =
       "  ports: [{name: dns, port: 53, protocol: UDP}, {name: web, port: 80, appProtocol: example.com/custom}, "
-      "{name: grpc-web, port: 81}]\n"
-      "  sessionAffinity: ClientIP\n  internalTrafficPolicy: Local\n  publishNotReadyAddresses: true\n";
+      "{name: grpc-web, port: 81}, {name: dns-tcp, port: 53}]\n"
+      "  sessionAffinity: ClientIP\n  internalTrafficPolicy: Local\n  publishNotReadyAddresses: true\n"
+      "  externalIPs: [127.0.0.9]\n  trafficDistribution: PreferClose\n";
   const ParsedFile alias =
       ParseConfigFile("svc.yaml", StrCat(head, "  type: ExternalName\n  externalName: db.example.com\n", unused));
   ASSERT_EQ(alias.documents.size(), 1u) << Errors(alias);
   EXPECT_EQ(std::get<K8sService>(alias.documents[0].object).external_name, "db.example.com");
   // The same fields on a Service that serves endpoints are refused, each as not supported.
   const std::string refused = Errors(ParseConfigFile("svc.yaml", StrCat(head, "  selector: {app: s}\n", unused)));
-  for (const char* field : {"spec.ports[0].protocol: UDP ports are not supported by cxds",
-                            "spec.ports[1].appProtocol: appProtocol \"example.com/custom\" is not supported by cxds",
-                            "spec.ports[2].name:", "spec.sessionAffinity: sessionAffinity: ClientIP",
-                            "spec.internalTrafficPolicy: internalTrafficPolicy: Local",
-                            "spec.publishNotReadyAddresses: publishNotReadyAddresses: true"}) {
+  for (const char* field :
+       {"spec.ports[0].protocol: UDP ports are not supported by cxds",
+        "spec.ports[1].appProtocol: appProtocol \"example.com/custom\" is not supported by cxds", "spec.ports[2].name:",
+        "spec.sessionAffinity: sessionAffinity: ClientIP", "spec.internalTrafficPolicy: internalTrafficPolicy: Local",
+        "spec.publishNotReadyAddresses: publishNotReadyAddresses: true", "spec.externalIPs: is not supported by cxds",
+        "spec.trafficDistribution: is not supported by cxds"}) {
     EXPECT_NE(refused.find(field), std::string::npos) << field << " in:\n" << refused;
   }
-  // Still typed as Kubernetes types them.
-  EXPECT_NE(Errors(ParseConfigFile("svc.yaml", StrCat(head,
-                                                      "  type: ExternalName\n  externalName: db.example.com\n"
-                                                      "  ports: [{port: 53, protocol: QUIC}]\n  "
-                                                      "publishNotReadyAddresses: sometimes\n")))
-                .find("spec.ports[0].protocol: must be TCP, UDP or SCTP"),
-            std::string::npos);
+  EXPECT_EQ(refused.find("listed twice"), std::string::npos)
+      << "Kubernetes takes a port once per protocol: 53 over UDP and over TCP is no repeat";
+  // Still typed as Kubernetes types them, each error naming its field.
+  const std::string typed = Errors(ParseConfigFile(
+      "svc.yaml", StrCat(head,
+                         "  type: ExternalName\n  externalName: db.example.com\n"
+                         "  ports: [{port: 53, protocol: QUIC}, {port: 54}, {port: 54, protocol: TCP}]\n"
+                         "  publishNotReadyAddresses: sometimes\n  sessionAffinity: Sticky\n"
+                         "  internalTrafficPolicy: Node\n  externalIPs: 127.0.0.9\n")));
+  for (const char* field : {"spec.ports[0].protocol: must be TCP, UDP or SCTP",
+                            "spec.ports[2]: port 54 (TCP) is listed twice", "spec.publishNotReadyAddresses: must be",
+                            "spec.sessionAffinity: \"Sticky\" must be None or ClientIP, as Kubernetes validates",
+                            "spec.internalTrafficPolicy: \"Node\" must be Cluster or Local, as Kubernetes validates",
+                            "spec.externalIPs: must be a list"}) {
+    EXPECT_NE(typed.find(field), std::string::npos) << field << " in:\n" << typed;
+  }
 }
 
 // v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and

@@ -5,6 +5,7 @@
 
 #include <deque>
 
+#include "fakes/captured_log.h"
 #include "fakes/delta_harness.h"
 #include "fakes/stream_harness.h"
 #include "fakes/test_resources.h"
@@ -17,6 +18,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 using namespace cxds::testing;  // NOLINT
 
 const std::string kCds(kClusterType);
@@ -71,11 +73,13 @@ class ScriptedGenerator final : public ProxyGenerator {
     return std::make_unique<ScriptedSession>(this);
   }
 
-  // What the pipeline's Push does for this proxy: announce, nothing more.
-  void Announce(uint64_t sequence) {
+  // What the pipeline's Push does for this proxy: announce, nothing more. `endpoints`: a push of
+  // an endpoint change only.
+  void Announce(uint64_t sequence, bool endpoints = false) {
     auto push = std::make_shared<PushRequest>();
     push->push_sequence = sequence;
-    push->reasons[reason::kConfig] = 1;
+    push->reasons[endpoints ? reason::kEndpoint : reason::kConfig] = 1;
+    if (endpoints) push->configs.insert(ConfigKey{kind::kEndpoints, "shop", "a"});
     ASSERT_TRUE(on_push_ != nullptr) << "no session open";
     on_push_(std::move(push));
   }
@@ -128,6 +132,37 @@ TEST(ProxyGeneratorStreamTest, ADeltaStreamLooksOnlyAtTheNamesTheGeneratorSaysCh
   ASSERT_EQ(responses[0].resources_size(), 1);
   EXPECT_EQ(responses[0].resources(0).name(), "a");
   EXPECT_EQ(responses[0].system_version_info(), "v2");
+}
+
+// The sends and ACKs of an endpoint-only push are logged at debug (a line per proxy at info would
+// flood the log at every endpoint change); those of the subscription and of other pushes at info.
+TEST(ProxyGeneratorStreamTest, AnEndpointOnlyPushIsSentAndAckedAtDebugLevel) {
+  ScriptedGenerator generator;
+  generator.subscribe_results_.push_back(One(kEds, View("v1", {Endpoints("a", {1})}), {"a"}));
+  CapturedLog log;
+  StreamHarness proxy(generator, "", nullptr, "envoy-1");
+  const auto answer = [&proxy](const std::string& version) {
+    auto sent = proxy.Take();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].version_info(), version);
+    proxy.Send(Ack(sent[0], {"a"}));
+  };
+  proxy.Send(Request(kEds, {"a"}));
+  answer("v1");
+  EXPECT_THAT(log.LinesWith("ACK stream="), SizeIs(1));
+  EXPECT_THAT(log.LinesWith("SENT stream="), SizeIs(1));
+
+  generator.generate_results_.push_back(One(kEds, View("v2", {Endpoints("a", {2})}), {"a"}));
+  generator.Announce(2, /*endpoints=*/true);
+  answer("v2");
+  EXPECT_THAT(log.LinesWith("ACK stream="), SizeIs(1)) << "the endpoint-only push's ACK: at debug";
+  EXPECT_THAT(log.LinesWith("SENT stream="), SizeIs(1));
+
+  generator.generate_results_.push_back(One(kEds, View("v3", {Endpoints("a", {3})}), {"a"}));
+  generator.Announce(3);
+  answer("v3");
+  EXPECT_THAT(log.LinesWith("ACK stream="), SizeIs(2)) << "a config push's ACK: at info";
+  EXPECT_THAT(log.LinesWith("SENT stream="), SizeIs(2));
 }
 
 // A type generated for the first time with nothing in it is still news: a SotW LDS/CDS client is
