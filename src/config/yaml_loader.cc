@@ -947,7 +947,8 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
     const std::string l4 =
         k8s && p["protocol"].IsDefined() && p["protocol"].IsScalar() ? p["protocol"].Scalar() : std::string("TCP");
     if (port.number != 0 && !numbers.insert({l4, port.number}).second) {
-      r.Error(p, f, StrCat("port ", port.number, k8s ? StrCat(" (", l4.substr(0, 8), ")") : "", " is listed twice"));
+      r.Error(p, f,
+              StrCat("port ", port.number, k8s ? StrCat(" (", TruncateUntrusted(l4, 8), ")") : "", " is listed twice"));
     }
     ports.push_back(std::move(port));
   }
@@ -1165,10 +1166,12 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
     }
   }
   // Values that would change which endpoints serve, and that cxds does not implement (not on an
-  // alias, above). Each must be one Kubernetes takes, the first its default ("" is unset).
-  const auto only_default = [&](const char* key, std::initializer_list<const char*> values, const char* meaning) {
+  // alias, above). Each must be one Kubernetes takes, the first its default; `empty_is_unset`:
+  // Kubernetes defaults "" (a plain string field), where an optional field's "" is refused.
+  const auto only_default = [&](const char* key, std::initializer_list<const char*> values, bool empty_is_unset,
+                                const char* meaning) {
     const std::optional<std::string> value = r.String(spec, key, "spec", false);
-    if (!value.has_value() || value->empty() || *value == *values.begin()) return;
+    if (!value.has_value() || (empty_is_unset && value->empty()) || *value == *values.begin()) return;
     if (std::none_of(values.begin(), values.end(), [&](const char* v) { return *value == v; })) {
       r.Error(spec[key], Reader::Join("spec", key),
               StrCat("\"", TruncateUntrusted(*value, 64), "\" must be ", absl::StrJoin(values, " or "),
@@ -1178,8 +1181,8 @@ MeshObject ReadService(Reader& r, const YAML::Node& doc, ObjectMeta meta) {
               StrCat(key, ": ", value->substr(0, 64), " (", meaning, ") is not supported by cxds"));
     }
   };
-  only_default("sessionAffinity", {"None", "ClientIP"}, "client IP stickiness");
-  only_default("internalTrafficPolicy", {"Cluster", "Local"}, "node-local endpoints only");
+  only_default("sessionAffinity", {"None", "ClientIP"}, /*empty_is_unset=*/true, "client IP stickiness");
+  only_default("internalTrafficPolicy", {"Cluster", "Local"}, /*empty_is_unset=*/false, "node-local endpoints only");
   if (r.Bool(spec, "publishNotReadyAddresses", "spec").value_or(false) && !alias) {
     r.Error(spec["publishNotReadyAddresses"], "spec.publishNotReadyAddresses",
             "publishNotReadyAddresses: true (serving endpoints that are not ready) is not supported by cxds");

@@ -2589,6 +2589,25 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsNotRefusedForFieldsAnAliasDoesNotUse
                             "spec.externalIPs: must be a list"}) {
     EXPECT_NE(typed.find(field), std::string::npos) << field << " in:\n" << typed;
   }
+  // As Kubernetes: an empty sessionAffinity is defaulted, an empty internalTrafficPolicy refused;
+  // a value outside Kubernetes' is invalid on any Service, not "not supported".
+  const std::string empty =
+      Errors(ParseConfigFile("svc.yaml", StrCat(head,
+                                                "  selector: {app: s}\n  ports: [{port: 80}]\n  sessionAffinity: \"\"\n"
+                                                "  internalTrafficPolicy: \"\"\n  trafficDistribution: [x]\n")));
+  EXPECT_EQ(empty.find("spec.sessionAffinity"), std::string::npos) << empty;
+  EXPECT_NE(empty.find("spec.internalTrafficPolicy: \"\" must be Cluster or Local"), std::string::npos) << empty;
+  EXPECT_EQ(Errors(ParseConfigFile("svc.yaml", StrCat(head,
+                                                      "  selector: {app: s}\n  ports: [{port: 80}]\n"
+                                                      "  sessionAffinity: Sticky\n"))),
+            "svc.yaml:7: Service shop/s: spec.sessionAffinity: \"Sticky\" must be None or ClientIP, as Kubernetes "
+            "validates\n");
+  EXPECT_NE(Errors(ParseConfigFile("svc.yaml", StrCat(head,
+                                                      "  type: ExternalName\n  externalName: db.example.com\n"
+                                                      "  trafficDistribution: [x]\n")))
+                .find("spec.trafficDistribution: must be a string"),
+            std::string::npos)
+      << "an alias's trafficDistribution is typed";
 }
 
 // v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and
