@@ -886,6 +886,7 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
   if (!r.IsSeq(node, list)) return ports;
   // Kubernetes takes a port number once per protocol (DNS on 53 over UDP and TCP); Istio once.
   std::set<std::pair<std::string, uint32_t>> numbers;
+  std::set<std::string> names;  // Kubernetes: each port of a Service of several is named, once
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string f = Reader::Index(list, i);
     const YAML::Node p = node[i];
@@ -943,7 +944,17 @@ std::vector<ServicePort> Ports(Reader& r, const YAML::Node& spec, const std::str
       port.target_port = r.Uint(p, "targetPort", f, false, 1, 65535).value_or(0);
       port.protocol = Protocol(r, p, f);
     }
-    port.name = r.String(p, "name", f, false).value_or(StrCat("port-", port.number));
+    const std::optional<std::string> given_name = r.String(p, "name", f, false);
+    port.name = given_name.value_or(StrCat("port-", port.number));
+    if (k8s && (!given_name.has_value() || given_name->empty())) {
+      if (node.size() > 1) {
+        r.Error(p, Reader::Join(f, "name"),
+                "is required when the Service has more than one port, as Kubernetes validates");
+      }
+    } else if (k8s && !names.insert(*given_name).second) {
+      r.Error(p["name"], Reader::Join(f, "name"),
+              StrCat("\"", TruncateUntrusted(*given_name, 64), "\" is listed twice, as Kubernetes refuses"));
+    }
     const std::string l4 =
         k8s && p["protocol"].IsDefined() && p["protocol"].IsScalar() ? p["protocol"].Scalar() : std::string("TCP");
     if (port.number != 0 && !numbers.insert({l4, port.number}).second) {

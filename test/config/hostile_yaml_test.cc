@@ -439,9 +439,9 @@ TEST(HostileYamlTest, KubernetesServicePortsAsIstioReadsThem) {
   EXPECT_EQ(headless.documents.size(), 1u) << Errors(headless);
   const ParsedFile portless = ParseConfigFile("x.yaml", head + "  selector: {app: s}\n");
   EXPECT_TRUE(HasError(portless, "spec.ports", "is required")) << "Kubernetes requires them";
-  const ParsedFile mysql = ParseConfigFile(
-      "x.yaml",
-      head + "  ports: [{name: db, port: 3306}, {name: web, port: 8080}, {port: 27017, appProtocol: mqtt}]\n");
+  const ParsedFile mysql = ParseConfigFile("x.yaml", head +
+                                                         "  ports: [{name: db, port: 3306}, {name: web, port: 8080}, "
+                                                         "{name: store, port: 27017, appProtocol: mqtt}]\n");
   ASSERT_EQ(mysql.documents.size(), 1u) << Errors(mysql);
   const auto& ports = std::get<K8sService>(mysql.documents[0].object).ports;
   ASSERT_EQ(ports.size(), 3u);

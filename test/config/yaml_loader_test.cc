@@ -2610,6 +2610,23 @@ TEST(YamlLoaderTest, AnExternalNameServiceIsNotRefusedForFieldsAnAliasDoesNotUse
       << "an alias's trafficDistribution is typed";
 }
 
+// As Kubernetes validates a Service: each port of several is named, each name once (a slice's
+// endpoints are matched to the Service's ports by name); a single port may go unnamed.
+TEST(YamlLoaderTest, AServiceOfSeveralPortsNamesEachOnce) {
+  const auto errors = [](const std::string& ports) {
+    return Errors(ParseConfigFile("svc.yaml", StrCat("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: "
+                                                     "shop}\nspec:\n  selector: {app: s}\n  ports: ",
+                                                     ports, "\n")));
+  };
+  EXPECT_EQ(errors("[{port: 80}]"), "");
+  EXPECT_EQ(errors("[{name: http, port: 80}, {name: grpc, port: 81}]"), "");
+  EXPECT_EQ(errors("[{name: http, port: 80}, {port: 81}]"),
+            "svc.yaml:6: Service shop/s: spec.ports[1].name: is required when the Service has more than one port, "
+            "as Kubernetes validates\n");
+  EXPECT_EQ(errors("[{name: http, port: 80}, {name: http, port: 81}]"),
+            "svc.yaml:6: Service shop/s: spec.ports[1].name: \"http\" is listed twice, as Kubernetes refuses\n");
+}
+
 // v1 Endpoints are read as the slices Kubernetes mirrors from them: a slice per subset, ready and
 // not-ready addresses, Pods by targetRef; their fields are checked as Kubernetes checks them,
 // except that loopback addresses are taken (cxds's tests and examples run on them).
