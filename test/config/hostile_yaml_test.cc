@@ -296,7 +296,7 @@ spec:
   selector: {app: t}
   sessionAffinity: ClientIP
   externalIPs: [127.0.0.9]
-  ports: [{port: 80}, {name: dns, port: 53, protocol: UDP}]
+  ports: [{name: http, port: 80}, {name: dns, port: 53, protocol: UDP}]
 ---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
