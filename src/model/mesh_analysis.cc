@@ -47,17 +47,16 @@ void MissingDestinations(const ObjectMap& served, const MeshContext& mesh, const
       // (An alias's routes go to its concrete host: that host is what must be there.)
       const std::string host = mesh.ConcreteHost(ResolveHost(d.host, vs->meta.namespace_name, suffix));
       const ServiceInfo* service = mesh.FindService(host);
-      if (const K8sService* alias = ServiceOfHost(served, host, suffix);
-          service == nullptr && alias != nullptr && !alias->external_name.empty()) {
-        out.push_back({key, field + ".host", "IST0101",
-                       StrCat("host ", host,
-                              " is an ExternalName Service that is not served (its cxds_alias_unserved warning says "
-                              "why): requests routed here fail")});
-      } else if (service == nullptr) {
-        out.push_back({key, field + ".host", "IST0101",
-                       StrCat("host ", host,
-                              " is not defined by any Service or ServiceEntry: requests routed here "
-                              "fail")});
+      if (service == nullptr) {
+        // The Service is looked up only here, for a host nothing serves.
+        const K8sService* alias = ServiceOfHost(served, host, suffix);
+        out.push_back(
+            {key, field + ".host", "IST0101",
+             alias != nullptr && !alias->external_name.empty()
+                 ? StrCat("host ", host,
+                          " is an ExternalName Service that is not served (its cxds_alias_unserved warning "
+                          "says why): requests routed here fail")
+                 : StrCat("host ", host, " is not defined by any Service or ServiceEntry: requests routed here fail")});
       } else if (!from.empty() && std::none_of(from.begin(), from.end(), [&](const std::string& ns) {
                    return ExportRank(service->export_to, service->namespace_name, ns).has_value();
                  })) {
