@@ -44,8 +44,19 @@ class PushPipeline::WatchCore {
   // The view as a Snapshot, for the admin pages (the push path never assembles one).
   SnapshotPtr CurrentSnapshot();
 
+  // What the proxy watches, one entry per type in push order (CDS, EDS, LDS, RDS, SDS, then the
+  // rest by type URL). Replaced whole when a subscription changes, never changed in place: every
+  // push reads it for every proxy, and so pays one pointer copy, not a copy of each type's URL.
+  using Interest = std::vector<WatchedResources>;
+  static const WatchedResources* FindIn(const Interest& interest, std::string_view type_url) {
+    for (const WatchedResources& watched : interest) {
+      if (watched.type_url == type_url) return &watched;
+    }
+    return nullptr;
+  }
+
   Mutex mu_;
-  TypeUrlMap<WatchedResources> interest_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Interest> interest_ ABSL_GUARDED_BY(mu_) = std::make_shared<const Interest>();
   TypeUrlMap<TypeView> view_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PushContext> last_context_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
@@ -64,13 +75,11 @@ class PushPipeline::WatchCore {
 };
 
 namespace {
-std::vector<std::string> SortedByPushOrder(std::vector<std::string> types) {
-  std::sort(types.begin(), types.end(), [](const std::string& a, const std::string& b) {
-    const int ra = PushOrderRank(a);
-    const int rb = PushOrderRank(b);
-    return ra != rb ? ra < rb : a < b;
-  });
-  return types;
+// The order of WatchCore::Interest.
+bool PushesBefore(std::string_view a, std::string_view b) {
+  const int ra = PushOrderRank(a);
+  const int rb = PushOrderRank(b);
+  return ra != rb ? ra < rb : a < b;
 }
 }  // namespace
 
@@ -104,17 +113,29 @@ class PipelineSession final : public ProxyGenerator::Session {
     std::set<std::string> added;
     {
       MutexLock lock(&core_->mu_);
-      auto [it, inserted] = core_->interest_.try_emplace(type_url);
-      WatchedResources& watched = it->second;
-      first = inserted || (wildcard && !watched.wildcard);
-      if (shared != watched.names) {
+      const PushPipeline::WatchCore::Interest& interest = *core_->interest_;
+      const WatchedResources* before = PushPipeline::WatchCore::FindIn(interest, type_url);
+      first = before == nullptr || (wildcard && !before->wildcard);
+      if (before != nullptr && shared != before->names) {
         for (const std::string& name : names) {
-          if (!watched.names->contains(name)) added.insert(name);
+          if (!before->names->contains(name)) added.insert(name);
         }
       }
-      watched.type_url = type_url;
-      watched.wildcard = wildcard;
-      watched.names = shared;  // the stream's set itself: a proxy's names are held once
+      if (before == nullptr || before->wildcard != wildcard || before->names != shared) {
+        auto replaced = std::make_shared<PushPipeline::WatchCore::Interest>(interest);
+        auto it = std::find_if(replaced->begin(), replaced->end(),
+                               [&](const WatchedResources& watched) { return watched.type_url == type_url; });
+        if (it == replaced->end()) {
+          it = replaced->insert(std::upper_bound(replaced->begin(), replaced->end(), type_url,
+                                                 [](const std::string& url, const WatchedResources& watched) {
+                                                   return PushesBefore(url, watched.type_url);
+                                                 }),
+                                WatchedResources{.type_url = type_url});
+        }
+        it->wildcard = wildcard;
+        it->names = shared;  // the stream's set itself: a proxy's names are held once
+        core_->interest_ = std::move(replaced);
+      }
       if (!wildcard && !IsFullStateType(type_url)) {
         // Forget what is no longer wanted, so the view stays the size of the interest.
         auto view = core_->view_.find(type_url);
@@ -147,20 +168,13 @@ class PipelineSession final : public ProxyGenerator::Session {
       request.delta_scope = DeltaScope{};
       request.delta_scope->subscribed = std::move(added);
     }
-    for (auto& [generated_type, generated] : pipeline_->Generate(*core_, request, {type_url})) {
+    for (auto& [generated_type, generated] : pipeline_->Generate(*core_, request, type_url)) {
       out[generated_type] = std::move(generated);  // newer than a pruned view of the same type
     }
     return out;
   }
 
-  GeneratedConfig Generate(const PushRequest& push) override {
-    std::vector<std::string> types;
-    {
-      MutexLock lock(&core_->mu_);
-      for (const auto& [type_url, watched] : core_->interest_) types.push_back(type_url);
-    }
-    return pipeline_->Generate(*core_, push, SortedByPushOrder(std::move(types)));
-  }
+  GeneratedConfig Generate(const PushRequest& push) override { return pipeline_->Generate(*core_, push); }
 
  private:
   PushPipeline* const pipeline_;
@@ -205,14 +219,14 @@ void PushPipeline::AddGenerator(const std::string& type_url, std::shared_ptr<Gen
     push_time = &options_.metrics->GetHistogram("pilot_xds_push_time", "Time to generate one type for one proxy (s).",
                                                 FineTimeBuckets(), {{"type", std::string(ShortTypeName(type_url))}});
   }
-  generators_[type_url] = GeneratorEntry{std::move(generator), push_time};
+  auto replaced = std::make_shared<GeneratorMap>(*generators_);
+  (*replaced)[type_url] = GeneratorEntry{std::move(generator), push_time};
+  generators_ = std::move(replaced);
 }
 
-std::optional<PushPipeline::GeneratorEntry> PushPipeline::FindGenerator(const std::string& type_url) const {
+std::shared_ptr<const PushPipeline::GeneratorMap> PushPipeline::generators() const {
   MutexLock lock(&mu_);
-  auto it = generators_.find(type_url);
-  if (it == generators_.end()) return std::nullopt;
-  return it->second;
+  return generators_;
 }
 
 void PushPipeline::ConfigUpdate(PushRequest request) {
@@ -265,7 +279,7 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
   std::shared_ptr<WatchCore> core = FindWatch(node_id);
   const std::shared_ptr<const PushContext> current = context();
   if (core == nullptr || current == nullptr) return std::nullopt;
-  TypeUrlMap<WatchedResources> interest;
+  std::shared_ptr<const WatchCore::Interest> interest;
   std::map<std::string, std::map<std::string, ResourcePtr>> view;  // for incremental results
   {
     MutexLock lock(&core->mu_);
@@ -281,12 +295,14 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
   request.context = current;
   GeneratorEnv env{*current, cache_};
   std::map<std::string, RegeneratedType> out;
-  for (const auto& [type_url, watched] : interest) {
-    const std::optional<GeneratorEntry> generator = FindGenerator(type_url);
-    if (!generator.has_value()) continue;
+  const std::shared_ptr<const GeneratorMap> generators = this->generators();
+  for (const WatchedResources& watched : *interest) {
+    const std::string& type_url = watched.type_url;
+    auto generator = generators->find(type_url);
+    if (generator == generators->end()) continue;
     RegeneratedType& type = out[type_url];
     absl::StatusOr<std::optional<GeneratedResources>> generated =
-        generator->generator->Generate(core->proxy(), watched, request, env);
+        generator->second.generator->Generate(core->proxy(), watched, request, env);
     if (!generated.ok()) {
       type.error = std::string(generated.status().message());
       continue;
@@ -301,8 +317,7 @@ std::optional<std::map<std::string, PushPipeline::RegeneratedType>> PushPipeline
     }
     for (ResourcePtr& resource : (*generated)->resources) type.resources[resource->name()] = std::move(resource);
     // Generators may produce more than was asked for (the stream sends only what is subscribed).
-    const WatchedResources& wants = watched;  // clang 14 cannot capture a structured binding
-    std::erase_if(type.resources, [&wants](const auto& entry) { return !wants.Wants(entry.first); });
+    std::erase_if(type.resources, [&watched](const auto& entry) { return !watched.Wants(entry.first); });
   }
   return out;
 }
@@ -449,12 +464,14 @@ absl::StatusOr<std::shared_ptr<const PushContext>> PushPipeline::Push(PushReques
 }
 
 GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& request,
-                                       const std::vector<std::string>& types) {
+                                       std::optional<std::string_view> only_type) {
   GeneratedConfig change;
   std::shared_ptr<const PushContext> context = request.context != nullptr ? request.context : this->context();
   if (context == nullptr) return change;
+  std::shared_ptr<const WatchCore::Interest> interest;
   {
     MutexLock lock(&core.mu_);
+    interest = core.interest_;
     if (core.generated_context_ == nullptr || request.push_sequence >= core.generated_sequence_) {
       core.generated_context_ = context;
       core.generated_sequence_ = request.push_sequence;
@@ -466,27 +483,28 @@ GeneratedConfig PushPipeline::Generate(WatchCore& core, const PushRequest& reque
       core.last_push_start_ = request.start;
     }
   }
+  const std::shared_ptr<const GeneratorMap> generators = this->generators();
   GeneratorEnv env{*context, cache_};
-  for (const std::string& type_url : types) {
-    const std::optional<GeneratorEntry> generator = FindGenerator(type_url);
-    if (!generator.has_value()) continue;
-    WatchedResources watched;
-    {
-      MutexLock lock(&core.mu_);
-      auto it = core.interest_.find(type_url);
-      if (it == core.interest_.end()) continue;
-      watched = it->second;
-    }
+  for (const WatchedResources& watching : *interest) {
+    const std::string& type_url = watching.type_url;
+    if (only_type.has_value() && type_url != *only_type) continue;
+    auto generator = generators->find(type_url);
+    if (generator == generators->end()) continue;
+    const WatchedResources* watched = &watching;
+    WatchedResources narrowed;
     if (request.delta_scope.has_value()) {
       // Narrowed to what was just subscribed (docs/protocol-rules.md, "Narrowed generation").
-      watched.wildcard = false;
-      watched.names = std::make_shared<const absl::flat_hash_set<std::string>>(request.delta_scope->subscribed.begin(),
-                                                                               request.delta_scope->subscribed.end());
+      narrowed.type_url = type_url;
+      narrowed.names = std::make_shared<const absl::flat_hash_set<std::string>>(request.delta_scope->subscribed.begin(),
+                                                                                request.delta_scope->subscribed.end());
+      watched = &narrowed;
     }
     const absl::Time started = clock_.Now();
     absl::StatusOr<std::optional<GeneratedResources>> generated =
-        generator->generator->Generate(core.proxy(), watched, request, env);
-    if (generator->push_time != nullptr) generator->push_time->Observe(absl::ToDoubleSeconds(clock_.Now() - started));
+        generator->second.generator->Generate(core.proxy(), *watched, request, env);
+    if (generator->second.push_time != nullptr) {
+      generator->second.push_time->Observe(absl::ToDoubleSeconds(clock_.Now() - started));
+    }
     if (!generated.ok()) {
       {
         MutexLock lock(&mu_);

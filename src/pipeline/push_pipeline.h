@@ -155,11 +155,15 @@ class PushPipeline final : public ProxyGenerator {
     std::shared_ptr<Generator> generator;
     Histogram* push_time = nullptr;  // null without metrics
   };
-  std::optional<GeneratorEntry> FindGenerator(const std::string& type_url) const;
+  // Replaced whole by AddGenerator: a generation reads it once, for every type, with one lock.
+  using GeneratorMap = TypeUrlMap<GeneratorEntry>;
+  std::shared_ptr<const GeneratorMap> generators() const;
   // The first watch of the proxy `node_id`, or null.
   std::shared_ptr<WatchCore> FindWatch(const std::string& node_id) const;
-  // Generates `types` for one proxy and applies the results to its view; returns the changes.
-  GeneratedConfig Generate(WatchCore& core, const PushRequest& request, const std::vector<std::string>& types);
+  // Generates every type the proxy watches, in push order, or only `only_type`, and applies the
+  // results to its view; returns the changes.
+  GeneratedConfig Generate(WatchCore& core, const PushRequest& request,
+                           std::optional<std::string_view> only_type = std::nullopt);
 
   const std::shared_ptr<PushContextBuilder> builder_;
   Options options_;
@@ -169,7 +173,7 @@ class PushPipeline final : public ProxyGenerator {
   Debouncer debouncer_;
 
   mutable Mutex mu_;
-  std::map<std::string, GeneratorEntry> generators_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const GeneratorMap> generators_ ABSL_GUARDED_BY(mu_) = std::make_shared<const GeneratorMap>();
   std::shared_ptr<const PushContext> context_ ABSL_GUARDED_BY(mu_);
   uint64_t push_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::shared_ptr<WatchCore>> watches_ ABSL_GUARDED_BY(mu_);
