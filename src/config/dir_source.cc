@@ -54,11 +54,22 @@ void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   MutexLock lock(&mu_);
   if (stopped_) return;
   const absl::Time now = scheduler_.clock().Now();
-  if (first_event_ == absl::InfiniteFuture()) first_event_ = now;
+  if (first_event_ == absl::InfiniteFuture()) {
+    first_event_ = now;
+    may_read_at_once_ = now - last_event_ >= options_.settle;
+  }
+  last_event_ = now;
   if (event == DirWatcher::Event::kWriting && open_writes_.size() < kMaxOpenWrites) open_writes_.insert(path);
   if (event == DirWatcher::Event::kClosed) open_writes_.erase(path);
-  // Quiet for `settle`, but never later than the ceiling.
-  read_at_ = std::min(now + options_.settle, CeilingLocked());
+  if (event == DirWatcher::Event::kMovedIn && may_read_at_once_ && open_writes_.empty()) {
+    // A whole file after a quiet directory: waiting for more would only delay it.
+    may_read_at_once_ = false;
+    reading_at_once_ = true;
+    read_at_ = now;
+  } else if (!reading_at_once_) {  // events before that read are covered by it
+    // Quiet for `settle`, but never later than the ceiling.
+    read_at_ = std::min(now + options_.settle, CeilingLocked());
+  }
   old = ArmLocked();
 }
 
@@ -86,6 +97,7 @@ void DirectorySource::OnTimer() {
       return;
     }
     if (!open_writes_.empty() && now < CeilingLocked()) {  // a writer is still at work
+      reading_at_once_ = false;                            // from here its events settle again
       read_at_ = std::min(now + options_.settle, CeilingLocked());
       old = ArmLocked();
       return;
@@ -96,6 +108,7 @@ void DirectorySource::OnTimer() {
                        Untrusted(*open_writes_.begin()));
     }
     read_at_ = first_event_ = absl::InfiniteFuture();
+    reading_at_once_ = false;
     open_writes_.clear();
   }
   ReadNow();

@@ -8,6 +8,12 @@
 //  - `settle` after the last inotify event, so that a tool's several writes become one batch
 //    (an editor's save, a file written in two steps, a `git checkout`), but at most
 //    `max_settle` after the first, so that a directory written continuously is still read;
+//  - at once for a file renamed into place (a tool's atomic replace, a ConfigMap's `..data`
+//    swap: the file is whole) when the directory had been quiet for `settle` before its burst of
+//    events began and no writer is at work; once per burst, the events after it settle as
+//    above. A tool renaming several files in quick succession is then read twice: its first
+//    file at once, the rest `settle` after its last event; each read is a consistent state of
+//    the directory, and the push debounce merges the full pushes they cause;
 //  - not while a file still has a writer at work (written, not yet closed: see DirWatcher),
 //    up to `max_open_write` after the first event, so that a file written in place in several
 //    steps with pauses longer than `settle` is still read once, complete;
@@ -87,6 +93,10 @@ class DirectorySource final : public ConfigSource {
   absl::Time timer_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();    // of read_timer_, if pending
   absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();      // when the next read is wanted
   absl::Time first_event_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // of the pending read
+  absl::Time last_event_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // The pending read's burst began after a quiet `settle` and has not yet been read at once.
+  bool may_read_at_once_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_at_once_ ABSL_GUARDED_BY(mu_) = false;  // the pending read is due now
   bool stopped_ ABSL_GUARDED_BY(mu_) = true;
   // Files written and not yet closed since the pending read was scheduled; bounded (beyond
   // kMaxOpenWrites the set stops growing: its files are then covered by the ceiling only).

@@ -87,6 +87,8 @@ void DirWatcher::Run() {
         kind = Event::kClosed;
       } else if (event->mask & IN_MODIFY) {
         kind = Event::kWriting;
+      } else if (event->mask & IN_MOVED_TO) {
+        kind = Event::kMovedIn;
       }
       on_event_(path, kind);
     }

@@ -136,6 +136,69 @@ TEST_F(DirSourceTest, AFileStillOpenForWritingIsReadWhenClosedOrAtTheCeiling) {
   source.Stop();
 }
 
+// A tool's atomic replace, as inotify reports it: the temporary file written and closed, then
+// renamed over the target.
+void ReplaceWhole(DirectorySource& source, const fs::path& target, const std::string& text) {
+  const fs::path temporary = target.parent_path() / ("." + target.filename().string() + ".tmp");
+  std::ofstream(temporary) << text;
+  source.Poke(temporary.string(), DirWatcher::Event::kWriting);
+  source.Poke(temporary.string(), DirWatcher::Event::kClosed);
+  fs::rename(temporary, target);
+  source.Poke(temporary.string(), DirWatcher::Event::kChanged);  // moved out
+  source.Poke(target.string(), DirWatcher::Event::kMovedIn);
+}
+
+TEST_F(DirSourceTest, AFileRenamedIntoAQuietDirectoryIsReadAtOnce) {
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  ASSERT_TRUE(source.Load().ok());
+  Batches batches;
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+
+  ReplaceWhole(source, dir_ / "a.yaml", "one");
+  scheduler.RunUntilIdle();
+  ASSERT_EQ(batches.size(), 1u) << "a whole file after a quiet directory is read without waiting `settle`";
+  ASSERT_EQ(batches.last().size(), 1u);
+  EXPECT_EQ(batches.last()[0].content, "one");
+
+  // The next replace 50 ms later is part of the same burst of events: it settles.
+  scheduler.AdvanceBy(absl::Milliseconds(50));
+  ReplaceWhole(source, dir_ / "b.yaml", "two");
+  scheduler.AdvanceBy(absl::Milliseconds(99));
+  EXPECT_EQ(batches.size(), 1u) << "the directory was not quiet before it";
+  scheduler.AdvanceBy(absl::Milliseconds(1));
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches.last()[0].content, "two");
+
+  // After a quiet `settle`, two replaces in one burst: the first at once, the second settles.
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  ReplaceWhole(source, dir_ / "c.yaml", "three");
+  scheduler.RunUntilIdle();
+  ASSERT_EQ(batches.size(), 3u);
+  ReplaceWhole(source, dir_ / "d.yaml", "four");
+  scheduler.RunUntilIdle();
+  EXPECT_EQ(batches.size(), 3u) << "once per burst";
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(batches.last()[0].content, "four");
+
+  // A rename while another file still has a writer at work waits for that writer.
+  scheduler.AdvanceBy(absl::Seconds(1));
+  const std::string slow = (dir_ / "slow.yaml").string();
+  Write(slow, "half");
+  source.Poke(slow, DirWatcher::Event::kWriting);
+  fs::rename(dir_ / "a.yaml", dir_ / "e.yaml");
+  source.Poke((dir_ / "e.yaml").string(), DirWatcher::Event::kMovedIn);
+  scheduler.AdvanceBy(absl::Milliseconds(500));
+  EXPECT_EQ(batches.size(), 4u) << "not read while a writer is at work";
+  Write(slow, "half and the rest");
+  source.Poke(slow, DirWatcher::Event::kClosed);
+  scheduler.AdvanceBy(absl::Milliseconds(100));
+  ASSERT_EQ(batches.size(), 5u);
+  source.Stop();
+}
+
 TEST_F(DirSourceTest, ChangesWithoutEventsAreFoundByThePeriodicRead) {
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
