@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 
 #include "grpc/slice.h"
 #include "grpcpp/support/slice.h"
@@ -45,6 +47,22 @@ void AddResources(const std::vector<ResourcePtr>& resources, Bytes bytes, std::v
     }
     slices.emplace_back(run, grpc::Slice::STEAL_REF);
   }
+}
+// `parts` copied into one slice of gRPC's own: for a response below kOneSliceBelowBytes.
+grpc::ByteBuffer OneSlice(std::initializer_list<const std::string*> head, const std::vector<ResourcePtr>& resources,
+                          const std::function<const std::string&(const Resource&)>& bytes,
+                          std::initializer_list<const std::string*> tail, size_t total) {
+  grpc_slice slice = grpc_slice_malloc(total);
+  uint8_t* out = GRPC_SLICE_START_PTR(slice);
+  const auto put = [&out](const std::string& part) {
+    std::memcpy(out, part.data(), part.size());
+    out += part.size();
+  };
+  for (const std::string* part : head) put(*part);
+  for (const ResourcePtr& resource : resources) put(bytes(*resource));
+  for (const std::string* part : tail) put(*part);
+  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
+  return grpc::ByteBuffer(&owned, 1);
 }
 }  // namespace
 
@@ -98,18 +116,23 @@ grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, cons
     AppendLengthDelimited(1, control_plane_id, &control_plane);
     AppendLengthDelimited(7, control_plane, &trailer);
   }
+  std::string heartbeats;
+  for (const ResourcePtr& resource : response.heartbeats) heartbeats += EncodeDeltaHeartbeat(*resource);
+  const auto bytes = [&](const Resource& resource) -> const std::string& {
+    return resource.encoded_delta_field(response.with_ttl);
+  };
+  size_t total = header.size() + heartbeats.size() + trailer.size();
+  for (const ResourcePtr& resource : response.resources) {
+    if (total >= kOneSliceBelowBytes) break;
+    total += bytes(*resource).size();
+  }
+  if (total < kOneSliceBelowBytes)
+    return OneSlice({&header}, response.resources, bytes, {&heartbeats, &trailer}, total);
   std::vector<grpc::Slice> slices;
   slices.reserve(std::min(response.resources.size(), kCopyFromResources) + 3);
   slices.emplace_back(header);
-  AddResources(
-      response.resources,
-      [&](const Resource& resource) -> const std::string& { return resource.encoded_delta_field(response.with_ttl); },
-      slices);
-  if (!response.heartbeats.empty()) {
-    std::string heartbeats;
-    for (const ResourcePtr& resource : response.heartbeats) heartbeats += EncodeDeltaHeartbeat(*resource);
-    slices.emplace_back(heartbeats);
-  }
+  AddResources(response.resources, bytes, slices);
+  if (!heartbeats.empty()) slices.emplace_back(heartbeats);
   slices.emplace_back(trailer);
   return grpc::ByteBuffer(slices.data(), slices.size());
 }

@@ -94,5 +94,44 @@ TEST(ResponseEncodingTest, SmallResourcesAreCopiedInRunsLargeOnesShared) {
   EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), small.resources[0]->encoded_delta_field(false).data());
 }
 
+// A Delta response below kOneSliceBelowBytes (a change's EDS update) is one slice of its own,
+// with every field of the multi-slice encoding.
+TEST(ResponseEncodingTest, ASmallDeltaResponseIsOneSliceOfItsOwn) {
+  OutgoingDeltaResponse response;
+  response.type_url = std::string(kEndpointType);
+  response.system_version = "v2";
+  response.nonce = "v2-7-1";
+  response.resources = {Endpoints("a", {80}), Endpoints("b", {81})};
+  response.removed = {"gone"};
+  grpc::ByteBuffer buffer = EncodeDeltaResponse(response, "cxds");
+  ASSERT_LT(buffer.Length(), kOneSliceBelowBytes);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buffer.Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_NE(reinterpret_cast<const char*>(slices[0].begin()), response.resources[0]->encoded_delta_field(false).data());
+
+  envoy::service::discovery::v3::DeltaDiscoveryResponse decoded = ToDeltaDiscoveryResponse(response, "cxds");
+  EXPECT_EQ(decoded.system_version_info(), "v2");
+  EXPECT_EQ(decoded.nonce(), "v2-7-1");
+  EXPECT_EQ(decoded.type_url(), kEndpointType);
+  ASSERT_EQ(decoded.resources_size(), 2);
+  EXPECT_EQ(decoded.resources(0).name(), "a");
+  EXPECT_EQ(decoded.resources(1).resource().value(), response.resources[1]->serialized());
+  ASSERT_EQ(decoded.removed_resources_size(), 1);
+  EXPECT_EQ(decoded.removed_resources(0), "gone");
+  EXPECT_EQ(decoded.control_plane().identifier(), "cxds");
+
+  // One byte more than fits goes back to shared slices.
+  std::vector<uint32_t> ports;
+  for (uint32_t port = 1000; Endpoints("big", ports)->encoded_delta_field(false).size() < kOneSliceBelowBytes; ++port) {
+    ports.push_back(port);
+  }
+  response.resources = {Endpoints("big", ports)};
+  slices.clear();
+  ASSERT_TRUE(EncodeDeltaResponse(response, "cxds").Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 3u) << "header, the shared resource, trailer";
+  EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), response.resources[0]->encoded_delta_field(false).data());
+}
+
 }  // namespace
 }  // namespace cxds
