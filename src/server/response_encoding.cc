@@ -77,6 +77,18 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
     AppendLengthDelimited(1, control_plane_id, &control_plane);  // ControlPlane.identifier
     AppendLengthDelimited(6, control_plane, &trailer);
   }
+  const auto bytes = [&](const Resource& resource) -> const std::string& {
+    return response.wrap_ttl && resource.ttl().has_value() ? resource.encoded_sotw_ttl_field()
+                                                           : resource.encoded_any_field();
+  };
+  if (!response.heartbeat) {
+    size_t total = header.size() + trailer.size();
+    for (const ResourcePtr& resource : response.resources) {
+      if (total >= kOneSliceBelowBytes) break;
+      total += bytes(*resource).size();
+    }
+    if (total < kOneSliceBelowBytes) return OneSlice({&header}, response.resources, bytes, {&trailer}, total);
+  }
   std::vector<grpc::Slice> slices;
   slices.reserve(std::min(response.resources.size(), kCopyFromResources) + 3);
   slices.emplace_back(header);
@@ -92,13 +104,7 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
     }
     if (!heartbeats.empty()) slices.emplace_back(heartbeats);
   } else {
-    AddResources(
-        response.resources,
-        [&](const Resource& resource) -> const std::string& {
-          return response.wrap_ttl && resource.ttl().has_value() ? resource.encoded_sotw_ttl_field()
-                                                                 : resource.encoded_any_field();
-        },
-        slices);
+    AddResources(response.resources, bytes, slices);
   }
   slices.emplace_back(trailer);
   return grpc::ByteBuffer(slices.data(), slices.size());

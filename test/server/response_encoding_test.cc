@@ -46,10 +46,13 @@ TEST(ResponseEncodingTest, BufferOwnsItsResources) {
   grpc::ByteBuffer buffer;
   std::string expected_value;
   {
-    ResourcePtr cla = Endpoints("short-lived", {9});
+    std::vector<uint32_t> ports;  // large enough to be shared, not copied (kOneSliceBelowBytes)
+    for (uint32_t port = 1000; port < 1200; ++port) ports.push_back(port);
+    ResourcePtr cla = Endpoints("short-lived", ports);
     expected_value = cla->serialized();
     buffer = EncodeSotwResponse(OutgoingResponse{std::string(kEndpointType), "1", "n", {cla}}, "cxds");
   }
+  ASSERT_GE(expected_value.size(), kOneSliceBelowBytes);
   auto decoded = Decode(std::move(buffer));
   ASSERT_EQ(decoded.resources_size(), 1);
   EXPECT_EQ(decoded.resources(0).value(), expected_value);
@@ -94,9 +97,9 @@ TEST(ResponseEncodingTest, SmallResourcesAreCopiedInRunsLargeOnesShared) {
   EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), small.resources[0]->encoded_delta_field(false).data());
 }
 
-// A Delta response below kOneSliceBelowBytes (a change's EDS update) is one slice of its own,
-// with every field of the multi-slice encoding.
-TEST(ResponseEncodingTest, ASmallDeltaResponseIsOneSliceOfItsOwn) {
+// A response below kOneSliceBelowBytes (a change's EDS update) is one slice of its own, with
+// every field of the multi-slice encoding.
+TEST(ResponseEncodingTest, ASmallResponseIsOneSliceOfItsOwn) {
   OutgoingDeltaResponse response;
   response.type_url = std::string(kEndpointType);
   response.system_version = "v2";
@@ -131,6 +134,19 @@ TEST(ResponseEncodingTest, ASmallDeltaResponseIsOneSliceOfItsOwn) {
   ASSERT_TRUE(EncodeDeltaResponse(response, "cxds").Dump(&slices).ok());
   ASSERT_EQ(slices.size(), 3u) << "header, the shared resource, trailer";
   EXPECT_EQ(reinterpret_cast<const char*>(slices[1].begin()), response.resources[0]->encoded_delta_field(false).data());
+
+  // SotW alike.
+  OutgoingResponse sotw{std::string(kEndpointType), "v3", "v3-1", {Endpoints("a", {80})}};
+  slices.clear();
+  ASSERT_TRUE(EncodeSotwResponse(sotw, "cxds").Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 1u);
+  envoy::service::discovery::v3::DiscoveryResponse sotw_decoded = ToDiscoveryResponse(sotw, "cxds");
+  EXPECT_EQ(sotw_decoded.version_info(), "v3");
+  EXPECT_EQ(sotw_decoded.nonce(), "v3-1");
+  EXPECT_EQ(sotw_decoded.type_url(), kEndpointType);
+  ASSERT_EQ(sotw_decoded.resources_size(), 1);
+  EXPECT_EQ(sotw_decoded.resources(0).value(), sotw.resources[0]->serialized());
+  EXPECT_EQ(sotw_decoded.control_plane().identifier(), "cxds");
 }
 
 }  // namespace
