@@ -889,9 +889,9 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
         md += ["`cxds serve` on the generated mesh (1,000 services, 10,000 endpoints), gRPC-style Delta proxies, "
                "one endpoint change at a time through the files; the raw fan-out at the same N pushes messages "
                "of the size of that run's EDS responses. The daemon's times count from the file write, so they "
-               "include the intake, which the fan-out does not have: inotify's event and reading the change (the "
-               "load tool replaces the file by a rename, which cxds reads at once, without the config "
-               "directory's 100 ms quiet period). At thousands of streams the server core dominates. Each ratio is "
+               "include the config directory's 100 ms quiet period and reading the change, which the fan-out does "
+               "not have (cxds-load starts cxds with `--eds-debounce false`: an endpoint change is not debounced); "
+               "at small N those dominate; at thousands of streams the server core does. Each ratio is "
                "the median over the repeated pairs (the daemon, then the fan-out just after it).", ""]
         rows = [[fmt_int(n), fmt_ratio(f["push_vs_raw_fanout_ratio"]), fmt_ratio(f["send_vs_raw_fanout_ratio"]),
                  fmt_ratio(f["convergence_vs_raw_receipt_ratio"]),
@@ -909,7 +909,7 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
                    "fan-out with clients that ACK every receipt (`cxds-load --raw-ack`: its server then reads one "
                    "request per push per stream, as an xDS server must), and the daemon's last ACK counted from "
                    "the moment it took the change in (its change summary's `received_unix_ms`), without the "
-                   "intake. Each ACKed fan-out run follows the raw fan-out run "
+                   "directory's quiet period and reading the change. Each ACKed fan-out run follows the raw fan-out run "
                    "that follows the daemon's, so its pairs are a run further apart; ratios are medians over the "
                    "pairs, times the first pair's.", ""]
             rows = [[fmt_int(n), fmt_ms(f.get("acked_fanout_send_ms")), fmt_ratio(f.get("push_vs_acked_fanout_ratio")),

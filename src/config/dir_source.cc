@@ -1,5 +1,7 @@
 #include "config/dir_source.h"
 
+#include <string_view>
+
 #include "common/logging.h"
 
 namespace cxds {
@@ -49,6 +51,12 @@ void DirectorySource::Stop() {
   timer.reset();  // waits for a running read, outside mu_
 }
 
+namespace {
+// kubelet's AtomicWriter: a ConfigMap or Secret volume's files are symlinks through `..data`,
+// which it points at a new directory, already complete, by one rename.
+bool IsConfigMapSwap(std::string_view path) { return path == "..data" || path.ends_with("/..data"); }
+}  // namespace
+
 void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   TimerPtr old;  // destroyed after mu_ is released
   MutexLock lock(&mu_);
@@ -61,8 +69,8 @@ void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   last_event_ = now;
   if (event == DirWatcher::Event::kWriting && open_writes_.size() < kMaxOpenWrites) open_writes_.insert(path);
   if (event == DirWatcher::Event::kClosed) open_writes_.erase(path);
-  if (event == DirWatcher::Event::kMovedIn && may_read_at_once_ && open_writes_.empty()) {
-    // A whole file after a quiet directory: waiting for more would only delay it.
+  if (event == DirWatcher::Event::kMovedIn && IsConfigMapSwap(path) && may_read_at_once_ && open_writes_.empty()) {
+    // The whole mount switched after a quiet directory: waiting for more would only delay it.
     may_read_at_once_ = false;
     reading_at_once_ = true;
     read_at_ = now;

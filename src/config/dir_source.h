@@ -8,12 +8,11 @@
 //  - `settle` after the last inotify event, so that a tool's several writes become one batch
 //    (an editor's save, a file written in two steps, a `git checkout`), but at most
 //    `max_settle` after the first, so that a directory written continuously is still read;
-//  - at once for a file renamed into place (a tool's atomic replace, a ConfigMap's `..data`
-//    swap: the file is whole) when the directory had been quiet for `settle` before its burst of
-//    events began and no writer is at work; once per burst, the events after it settle as
-//    above. A tool renaming several files in quick succession is then read twice: its first
-//    file at once, the rest `settle` after its last event; each read is a consistent state of
-//    the directory, and the push debounce merges the full pushes they cause;
+//  - at once for a ConfigMap's swap (its `..data` symlink renamed into place, which switches
+//    every file of the mount at once) when the directory had been quiet for `settle` before
+//    that burst of events began and no writer is at work; once per burst, the events after it
+//    settle as above. Other renames settle: a tool replacing several files one rename at a time
+//    must be read once, after its last;
 //  - not while a file still has a writer at work (written, not yet closed: see DirWatcher),
 //    up to `max_open_write` after the first event, so that a file written in place in several
 //    steps with pauses longer than `settle` is still read once, complete;

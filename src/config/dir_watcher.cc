@@ -87,7 +87,7 @@ void DirWatcher::Run() {
         kind = Event::kClosed;
       } else if (event->mask & IN_MODIFY) {
         kind = Event::kWriting;
-      } else if (event->mask & IN_MOVED_TO) {
+      } else if ((event->mask & IN_MOVED_TO) && !(event->mask & IN_ISDIR)) {
         kind = Event::kMovedIn;
       }
       on_event_(path, kind);

@@ -32,7 +32,7 @@ class DirWatcher {
     kChanged,  // anything else, or events were lost
     kWriting,  // `path` was written through a descriptor that may still be open (IN_MODIFY)
     kClosed,   // a descriptor open for writing on `path` was closed (IN_CLOSE_WRITE)
-    kMovedIn,  // `path` was renamed into place (IN_MOVED_TO): written elsewhere, whole
+    kMovedIn,  // a file or symlink was renamed into place as `path` (IN_MOVED_TO, not a directory)
   };
   // `path`: what changed ("" when events were lost).
   using OnEvent = std::function<void(const std::string& path, Event event)>;

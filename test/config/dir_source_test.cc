@@ -148,7 +148,24 @@ void ReplaceWhole(DirectorySource& source, const fs::path& target, const std::st
   source.Poke(target.string(), DirWatcher::Event::kMovedIn);
 }
 
-TEST_F(DirSourceTest, AFileRenamedIntoAQuietDirectoryIsReadAtOnce) {
+// kubelet's ConfigMap update, as inotify reports it: the new version's directory, complete,
+// then `..data` pointed at it by one rename (mesh.yaml is a symlink through `..data`).
+void SwapConfigMap(DirectorySource& source, const fs::path& dir, const std::string& version, const std::string& text) {
+  const fs::path data = dir / ("..v" + version);
+  fs::create_directories(data);
+  std::ofstream(data / "mesh.yaml") << text;
+  source.Poke(data.string(), DirWatcher::Event::kChanged);
+  fs::create_directory_symlink(data.filename(), dir / "..data_tmp");
+  source.Poke((dir / "..data_tmp").string(), DirWatcher::Event::kChanged);
+  fs::rename(dir / "..data_tmp", dir / "..data");
+  source.Poke((dir / "..data_tmp").string(), DirWatcher::Event::kChanged);  // moved out
+  source.Poke((dir / "..data").string(), DirWatcher::Event::kMovedIn);
+}
+
+TEST_F(DirSourceTest, AConfigMapSwapIntoAQuietDirectoryIsReadAtOnce) {
+  Write(dir_ / "..v1" / "mesh.yaml", "one");
+  fs::create_directory_symlink("..v1", dir_ / "..data");
+  fs::create_symlink("..data/mesh.yaml", dir_ / "mesh.yaml");
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
   ASSERT_TRUE(source.Load().ok());
@@ -156,46 +173,61 @@ TEST_F(DirSourceTest, AFileRenamedIntoAQuietDirectoryIsReadAtOnce) {
   ASSERT_TRUE(source.Start(batches.Sink()).ok());
   scheduler.RunUntilIdle();
 
-  ReplaceWhole(source, dir_ / "a.yaml", "one");
+  SwapConfigMap(source, dir_, "2", "two");
   scheduler.RunUntilIdle();
-  ASSERT_EQ(batches.size(), 1u) << "a whole file after a quiet directory is read without waiting `settle`";
+  ASSERT_EQ(batches.size(), 1u) << "the whole mount switched after a quiet directory: read without waiting `settle`";
   ASSERT_EQ(batches.last().size(), 1u);
-  EXPECT_EQ(batches.last()[0].content, "one");
+  EXPECT_EQ(batches.last()[0].content, "two");
 
-  // The next replace 50 ms later is part of the same burst of events: it settles.
+  // The next swap 50 ms later is part of the same burst of events: it settles.
   scheduler.AdvanceBy(absl::Milliseconds(50));
-  ReplaceWhole(source, dir_ / "b.yaml", "two");
+  SwapConfigMap(source, dir_, "3", "three");
   scheduler.AdvanceBy(absl::Milliseconds(99));
   EXPECT_EQ(batches.size(), 1u) << "the directory was not quiet before it";
   scheduler.AdvanceBy(absl::Milliseconds(1));
   ASSERT_EQ(batches.size(), 2u);
-  EXPECT_EQ(batches.last()[0].content, "two");
+  EXPECT_EQ(batches.last()[0].content, "three");
 
-  // After a quiet `settle`, two replaces in one burst: the first at once, the second settles.
-  scheduler.AdvanceBy(absl::Milliseconds(100));
-  ReplaceWhole(source, dir_ / "c.yaml", "three");
+  // Any other rename settles, quiet directory or not: a tool replacing several files one rename
+  // at a time is read once, after its last.
+  scheduler.AdvanceBy(absl::Seconds(1));
+  ReplaceWhole(source, dir_ / "a.yaml", "a");
+  ReplaceWhole(source, dir_ / "b.yaml", "b");
   scheduler.RunUntilIdle();
+  EXPECT_EQ(batches.size(), 2u);
+  scheduler.AdvanceBy(absl::Milliseconds(100));
   ASSERT_EQ(batches.size(), 3u);
-  ReplaceWhole(source, dir_ / "d.yaml", "four");
-  scheduler.RunUntilIdle();
-  EXPECT_EQ(batches.size(), 3u) << "once per burst";
-  scheduler.AdvanceBy(absl::Milliseconds(100));
-  ASSERT_EQ(batches.size(), 4u);
-  EXPECT_EQ(batches.last()[0].content, "four");
+  EXPECT_EQ(batches.last().size(), 2u) << "both files in one read";
 
-  // A rename while another file still has a writer at work waits for that writer.
+  // A swap while another file still has a writer at work waits for that writer.
   scheduler.AdvanceBy(absl::Seconds(1));
   const std::string slow = (dir_ / "slow.yaml").string();
   Write(slow, "half");
   source.Poke(slow, DirWatcher::Event::kWriting);
-  fs::rename(dir_ / "a.yaml", dir_ / "e.yaml");
-  source.Poke((dir_ / "e.yaml").string(), DirWatcher::Event::kMovedIn);
+  SwapConfigMap(source, dir_, "4", "four");
   scheduler.AdvanceBy(absl::Milliseconds(500));
-  EXPECT_EQ(batches.size(), 4u) << "not read while a writer is at work";
+  EXPECT_EQ(batches.size(), 3u) << "not read while a writer is at work";
   Write(slow, "half and the rest");
   source.Poke(slow, DirWatcher::Event::kClosed);
   scheduler.AdvanceBy(absl::Milliseconds(100));
+  ASSERT_EQ(batches.size(), 4u);
+
+  // Once per burst: a writer starting before the at-once read holds it back, and a second swap
+  // in the same burst then settles.
+  scheduler.AdvanceBy(absl::Seconds(1));
+  SwapConfigMap(source, dir_, "5", "five");
+  source.Poke(slow, DirWatcher::Event::kWriting);
+  scheduler.RunUntilIdle();
+  EXPECT_EQ(batches.size(), 4u) << "a writer is at work";
+  source.Poke(slow, DirWatcher::Event::kClosed);
+  SwapConfigMap(source, dir_, "6", "six");
+  scheduler.RunUntilIdle();
+  EXPECT_EQ(batches.size(), 4u) << "the burst had its read at once";
+  scheduler.AdvanceBy(absl::Milliseconds(100));
   ASSERT_EQ(batches.size(), 5u);
+  bool six = false;
+  for (const FileRead& read : batches.last()) six = six || read.content == "six";
+  EXPECT_TRUE(six);
   source.Stop();
 }
 
