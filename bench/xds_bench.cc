@@ -311,7 +311,8 @@ std::vector<Connection> Connections(int n) {
 // cxds: one push of a new version of the resource to N connections. It is serialized once
 // (Resource::FromMessage, inside the loop: every push is a new version) and each connection's
 // DiscoveryResponse is a gRPC buffer of a small header and trailer around a slice that
-// references the resource's bytes.
+// references the resource's bytes, or, for a response below kOneSliceBelowBytes (the Cluster
+// and the Listener here), one slice with a copy of them.
 void BM_FanoutSharedBytes(benchmark::State& state, const Sample& sample) {
   const std::vector<Connection> connections = Connections(static_cast<int>(state.range(0)));
   const uint64_t serializations_before = ResourceSerializationCount();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <initializer_list>
 
 #include "grpc/slice.h"
@@ -48,10 +47,11 @@ void AddResources(const std::vector<ResourcePtr>& resources, Bytes bytes, std::v
     slices.emplace_back(run, grpc::Slice::STEAL_REF);
   }
 }
-// `parts` copied into one slice of gRPC's own: for a response below kOneSliceBelowBytes.
+// `head`, each resource's `bytes` and `tail`, `total` bytes in all, copied into one slice of
+// gRPC's own: a response below kOneSliceBelowBytes.
+template <typename Bytes>
 grpc::ByteBuffer OneSlice(std::initializer_list<const std::string*> head, const std::vector<ResourcePtr>& resources,
-                          const std::function<const std::string&(const Resource&)>& bytes,
-                          std::initializer_list<const std::string*> tail, size_t total) {
+                          Bytes bytes, std::initializer_list<const std::string*> tail, size_t total) {
   grpc_slice slice = grpc_slice_malloc(total);
   uint8_t* out = GRPC_SLICE_START_PTR(slice);
   const auto put = [&out](const std::string& part) {

@@ -44,7 +44,7 @@ struct OutgoingDeltaResponse {
 // one, unless the whole response is small enough to be copied (kOneSliceBelowBytes).
 inline constexpr size_t kCopyResourcesBelowBytes = 1024;
 inline constexpr size_t kCopyFromResources = 16;
-// A response of fewer bytes than this (a change's EDS update to a proxyless client) is copied
+// A response of fewer bytes than this (an endpoint change's EDS update, typically) is copied
 // whole into one slice: one allocation, where sharing its resources took a reference to each, a
 // release callback and a slice each for the header, the resources and the trailer. Measured at
 // 1,000 streams, a 529-byte Cluster and a 736-byte Listener: 0.21 us per Delta response against
@@ -56,7 +56,7 @@ inline constexpr size_t kOneSliceBelowBytes = 1024;
 // response; a resource of kCopyResourcesBelowBytes or more contributes a slice that points at
 // its own pre-encoded bytes (kept alive by a reference until gRPC releases the slice), smaller
 // ones are copied, in runs, into slices of the response's own; a response below
-// kOneSliceBelowBytes is one slice.
+// kOneSliceBelowBytes (not a SotW heartbeat) is one slice.
 grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std::string& control_plane_id);
 
 grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, const std::string& control_plane_id);

@@ -30,6 +30,16 @@ TEST(ResponseEncodingTest, EncodedBytesDecodeToTheResponse) {
   EXPECT_EQ(decoded.control_plane().identifier(), "cxds");
   ASSERT_EQ(decoded.resources_size(), 2);
   EXPECT_EQ(decoded.resources(1).value(), response.resources[1]->serialized());
+
+  // A response too large for one slice (kOneSliceBelowBytes): header, shared resource, trailer.
+  std::vector<uint32_t> ports;
+  for (uint32_t port = 1000; port < 1200; ++port) ports.push_back(port);
+  OutgoingResponse large{std::string(kEndpointType), "v8", "v8-1", {Endpoints("big", ports), Endpoints("c", {4})}};
+  grpc::ByteBuffer buffer = EncodeSotwResponse(large, "cxds");
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buffer.Dump(&slices).ok());
+  EXPECT_EQ(slices.size(), 4u);
+  EXPECT_EQ(Decode(std::move(buffer)).SerializeAsString(), ToDiscoveryResponse(large, "cxds").SerializeAsString());
 }
 
 // An empty response (meaningful for LDS/CDS) encodes with no resources.
@@ -124,7 +134,7 @@ TEST(ResponseEncodingTest, ASmallResponseIsOneSliceOfItsOwn) {
   EXPECT_EQ(decoded.removed_resources(0), "gone");
   EXPECT_EQ(decoded.control_plane().identifier(), "cxds");
 
-  // One byte more than fits goes back to shared slices.
+  // A resource that alone does not fit is shared again.
   std::vector<uint32_t> ports;
   for (uint32_t port = 1000; Endpoints("big", ports)->encoded_delta_field(false).size() < kOneSliceBelowBytes; ++port) {
     ports.push_back(port);
@@ -140,7 +150,8 @@ TEST(ResponseEncodingTest, ASmallResponseIsOneSliceOfItsOwn) {
   slices.clear();
   ASSERT_TRUE(EncodeSotwResponse(sotw, "cxds").Dump(&slices).ok());
   ASSERT_EQ(slices.size(), 1u);
-  envoy::service::discovery::v3::DiscoveryResponse sotw_decoded = ToDiscoveryResponse(sotw, "cxds");
+  envoy::service::discovery::v3::DiscoveryResponse sotw_decoded = Decode(EncodeSotwResponse(sotw, "cxds"));
+  EXPECT_EQ(sotw_decoded.SerializeAsString(), ToDiscoveryResponse(sotw, "cxds").SerializeAsString());
   EXPECT_EQ(sotw_decoded.version_info(), "v3");
   EXPECT_EQ(sotw_decoded.nonce(), "v3-1");
   EXPECT_EQ(sotw_decoded.type_url(), kEndpointType);
