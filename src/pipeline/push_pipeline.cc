@@ -123,9 +123,8 @@ class PipelineSession final : public ProxyGenerator::Session {
       }
       if (before == nullptr || before->wildcard != wildcard || before->names != shared) {
         auto replaced = std::make_shared<PushPipeline::WatchCore::Interest>(interest);
-        auto it = std::find_if(replaced->begin(), replaced->end(),
-                               [&](const WatchedResources& watched) { return watched.type_url == type_url; });
-        if (it == replaced->end()) {
+        auto it = replaced->begin() + (before != nullptr ? before - interest.data() : 0);  // its copy
+        if (before == nullptr) {
           it = replaced->insert(std::upper_bound(replaced->begin(), replaced->end(), type_url,
                                                  [](const std::string& url, const WatchedResources& watched) {
                                                    return PushesBefore(url, watched.type_url);

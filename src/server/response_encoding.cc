@@ -47,6 +47,19 @@ void AddResources(const std::vector<ResourcePtr>& resources, Bytes bytes, std::v
     slices.emplace_back(run, grpc::Slice::STEAL_REF);
   }
 }
+
+// `fixed` bytes and each resource's `bytes`, counted only until they reach kOneSliceBelowBytes
+// (a response of many resources is not walked twice).
+template <typename Bytes>
+size_t SizeUpToOneSlice(size_t fixed, const std::vector<ResourcePtr>& resources, Bytes bytes) {
+  size_t total = fixed;
+  for (const ResourcePtr& resource : resources) {
+    if (total >= kOneSliceBelowBytes) break;
+    total += bytes(*resource).size();
+  }
+  return total;
+}
+
 // `head`, each resource's `bytes` and `tail`, `total` bytes in all, copied into one slice of
 // gRPC's own: a response below kOneSliceBelowBytes.
 template <typename Bytes>
@@ -82,11 +95,7 @@ grpc::ByteBuffer EncodeSotwResponse(const OutgoingResponse& response, const std:
                                                            : resource.encoded_any_field();
   };
   if (!response.heartbeat) {
-    size_t total = header.size() + trailer.size();
-    for (const ResourcePtr& resource : response.resources) {
-      if (total >= kOneSliceBelowBytes) break;
-      total += bytes(*resource).size();
-    }
+    const size_t total = SizeUpToOneSlice(header.size() + trailer.size(), response.resources, bytes);
     if (total < kOneSliceBelowBytes) return OneSlice({&header}, response.resources, bytes, {&trailer}, total);
   }
   std::vector<grpc::Slice> slices;
@@ -127,13 +136,10 @@ grpc::ByteBuffer EncodeDeltaResponse(const OutgoingDeltaResponse& response, cons
   const auto bytes = [&](const Resource& resource) -> const std::string& {
     return resource.encoded_delta_field(response.with_ttl);
   };
-  size_t total = header.size() + heartbeats.size() + trailer.size();
-  for (const ResourcePtr& resource : response.resources) {
-    if (total >= kOneSliceBelowBytes) break;
-    total += bytes(*resource).size();
-  }
-  if (total < kOneSliceBelowBytes)
+  const size_t total = SizeUpToOneSlice(header.size() + heartbeats.size() + trailer.size(), response.resources, bytes);
+  if (total < kOneSliceBelowBytes) {
     return OneSlice({&header}, response.resources, bytes, {&heartbeats, &trailer}, total);
+  }
   std::vector<grpc::Slice> slices;
   slices.reserve(std::min(response.resources.size(), kCopyFromResources) + 3);
   slices.emplace_back(header);
