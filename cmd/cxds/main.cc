@@ -162,6 +162,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1024}, size_t{64} << 20));
   duration_flag("config-settle", serve.source.directory.settle,
                 "quiet period after a change in the config directory before it is read");
+  duration_flag("config-rename-settle", serve.source.directory.rename_settle,
+                "the shorter quiet period after a file replaced whole (a temporary file renamed into place), for a "
+                "tool's next rename (at most --config-settle)");
   duration_flag("send-timeout", serve.server.send_timeout,
                 "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
   flag("tls-cert", serve.security.files.cert_file, "xDS TLS certificate chain (PEM); none: plaintext");

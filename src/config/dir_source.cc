@@ -69,14 +69,27 @@ void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   last_event_ = now;
   if (event == DirWatcher::Event::kWriting && open_writes_.size() < kMaxOpenWrites) open_writes_.insert(path);
   if (event == DirWatcher::Event::kClosed) open_writes_.erase(path);
+  if (event == DirWatcher::Event::kMovedOut) {
+    touched_.erase(path);
+  } else if (event != DirWatcher::Event::kMovedIn) {
+    if (touched_.size() < kMaxOpenWrites) {
+      touched_.insert(path);
+    } else {
+      touched_overflow_ = true;
+    }
+  }
+  const bool whole_files_only = open_writes_.empty() && touched_.empty() && !touched_overflow_;
   if (event == DirWatcher::Event::kMovedIn && IsConfigMapSwap(path) && may_read_at_once_ && open_writes_.empty()) {
     // The whole mount switched after a quiet directory: waiting for more would only delay it.
     may_read_at_once_ = false;
     reading_at_once_ = true;
     read_at_ = now;
   } else if (!reading_at_once_) {  // events before that read are covered by it
-    // Quiet for `settle`, but never later than the ceiling.
-    read_at_ = std::min(now + options_.settle, CeilingLocked());
+    // Quiet for `settle` (or `rename_settle` after a whole-file replace), never past the ceiling.
+    const absl::Duration quiet = event == DirWatcher::Event::kMovedIn && whole_files_only
+                                     ? std::min(options_.rename_settle, options_.settle)
+                                     : options_.settle;
+    read_at_ = std::min(now + quiet, CeilingLocked());
   }
   old = ArmLocked();
 }
@@ -118,6 +131,8 @@ void DirectorySource::OnTimer() {
     read_at_ = first_event_ = absl::InfiniteFuture();
     reading_at_once_ = false;
     open_writes_.clear();
+    touched_.clear();
+    touched_overflow_ = false;
   }
   ReadNow();
 }

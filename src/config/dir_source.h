@@ -11,8 +11,12 @@
 //  - at once for a ConfigMap's swap (its `..data` symlink renamed into place, which switches
 //    every file of the mount at once) when the directory had been quiet for `settle` before
 //    that burst of events began and no writer is at work; once per burst, the events after it
-//    settle as above. Other renames settle: a tool replacing several files one rename at a time
-//    must be read once, after its last;
+//    settle as above;
+//  - `rename_settle` (shorter) after a file renamed into place when everything else in the
+//    burst was a temporary file written and renamed away: such a file is complete when it
+//    lands, so only a tool's next rename is waited for (back-to-back renames of several files
+//    are still read once, after the last). Any other event in the burst (a file written in
+//    place, created, deleted, a lost event) makes the burst settle as above;
 //  - not while a file still has a writer at work (written, not yet closed: see DirWatcher),
 //    up to `max_open_write` after the first event, so that a file written in place in several
 //    steps with pauses longer than `settle` is still read once, complete;
@@ -45,6 +49,8 @@ class DirectorySource final : public ConfigSource {
  public:
   struct Options {
     absl::Duration settle = absl::Milliseconds(100);
+    // Used instead of `settle` after a whole-file replace (see above); at most `settle`.
+    absl::Duration rename_settle = absl::Milliseconds(10);
     absl::Duration max_settle = absl::Seconds(1);
     // The ceiling while a written file is still open (a writer that never closes, or whose
     // close event was lost, delays reads by at most this).
@@ -101,6 +107,11 @@ class DirectorySource final : public ConfigSource {
   // kMaxOpenWrites the set stops growing: its files are then covered by the ceiling only).
   static constexpr size_t kMaxOpenWrites = 1024;
   std::set<std::string> open_writes_ ABSL_GUARDED_BY(mu_);
+  // Paths the pending read's burst touched other than by a rename into place, less those
+  // renamed away since (an atomic replace's temporary file); bounded like open_writes_, and
+  // `touched_overflow_` then stands for the paths left out.
+  std::set<std::string> touched_ ABSL_GUARDED_BY(mu_);
+  bool touched_overflow_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cxds

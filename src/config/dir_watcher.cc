@@ -89,6 +89,8 @@ void DirWatcher::Run() {
         kind = Event::kWriting;
       } else if ((event->mask & IN_MOVED_TO) && !(event->mask & IN_ISDIR)) {
         kind = Event::kMovedIn;
+      } else if ((event->mask & IN_MOVED_FROM) && !(event->mask & IN_ISDIR)) {
+        kind = Event::kMovedOut;
       }
       on_event_(path, kind);
     }

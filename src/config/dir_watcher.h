@@ -29,10 +29,11 @@ namespace cxds {
 class DirWatcher {
  public:
   enum class Event {
-    kChanged,  // anything else, or events were lost
-    kWriting,  // `path` was written through a descriptor that may still be open (IN_MODIFY)
-    kClosed,   // a descriptor open for writing on `path` was closed (IN_CLOSE_WRITE)
-    kMovedIn,  // a file or symlink was renamed into place as `path` (IN_MOVED_TO, not a directory)
+    kChanged,   // anything else, or events were lost
+    kWriting,   // `path` was written through a descriptor that may still be open (IN_MODIFY)
+    kClosed,    // a descriptor open for writing on `path` was closed (IN_CLOSE_WRITE)
+    kMovedIn,   // a file or symlink was renamed into place as `path` (IN_MOVED_TO, not a directory)
+    kMovedOut,  // a file or symlink was renamed away from `path` (IN_MOVED_FROM, not a directory)
   };
   // `path`: what changed ("" when events were lost).
   using OnEvent = std::function<void(const std::string& path, Event event)>;

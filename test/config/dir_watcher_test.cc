@@ -69,6 +69,7 @@ TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
   EXPECT_TRUE(Saw("a.yaml"));
   fs::rename(dir_ / "a.yaml", dir_ / "sub" / "b.yaml");
   EXPECT_TRUE(Saw("sub/b.yaml", DirWatcher::Event::kMovedIn)) << "a file renamed into place is whole";
+  EXPECT_TRUE(SawAny("a.yaml", DirWatcher::Event::kMovedOut)) << "its old name is gone whole";
   fs::permissions(dir_ / "sub" / "b.yaml", fs::perms::owner_read);
   fs::create_directory_symlink("sub", dir_ / "..data");  // what a ConfigMap swap touches
   EXPECT_TRUE(Saw("..data"));
