@@ -889,7 +889,8 @@ def protocol_section(pairs, whole_pairs, daemon, plots):
         md += ["`cxds serve` on the generated mesh (1,000 services, 10,000 endpoints), gRPC-style Delta proxies, "
                "one endpoint change at a time through the files; the raw fan-out at the same N pushes messages "
                "of the size of that run's EDS responses. The daemon's times count from the file write, so they "
-               "include the config directory's 100 ms quiet period and reading the change, which the fan-out does "
+               "include the config directory's quiet period (10 ms after cxds-load's whole-file replace, "
+               "`--config-rename-settle`) and reading the change, which the fan-out does "
                "not have (cxds-load starts cxds with `--eds-debounce false`: an endpoint change is not debounced); "
                "at small N those dominate; at thousands of streams the server core does. Each ratio is "
                "the median over the repeated pairs (the daemon, then the fan-out just after it).", ""]

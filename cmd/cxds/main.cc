@@ -164,7 +164,8 @@ int Main(int argc, char** argv) {
                 "quiet period after a change in the config directory before it is read");
   duration_flag("config-rename-settle", serve.source.directory.rename_settle,
                 "the shorter quiet period after a file replaced whole (a temporary file renamed into place), for a "
-                "tool's next rename (at most --config-settle)");
+                "tool's next rename (a shorter --config-settle takes its place; 0s: read after each rename, so several "
+                "files replaced back to back are several reads)");
   duration_flag("send-timeout", serve.server.send_timeout,
                 "a stream whose response write takes longer is closed (DEADLINE_EXCEEDED); 0s: never");
   flag("tls-cert", serve.security.files.cert_file, "xDS TLS certificate chain (PEM); none: plaintext");

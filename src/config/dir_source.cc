@@ -70,15 +70,17 @@ void DirectorySource::Poke(const std::string& path, DirWatcher::Event event) {
   if (event == DirWatcher::Event::kWriting && open_writes_.size() < kMaxOpenWrites) open_writes_.insert(path);
   if (event == DirWatcher::Event::kClosed) open_writes_.erase(path);
   if (event == DirWatcher::Event::kMovedOut) {
-    touched_.erase(path);
+    // A temporary file this burst wrote leaves; any other file renamed away is gone from the
+    // directory, as if deleted, until something takes its name.
+    if (touched_.erase(path) == 0) settle_whole_ = true;
   } else if (event != DirWatcher::Event::kMovedIn) {
     if (touched_.size() < kMaxOpenWrites) {
       touched_.insert(path);
     } else {
-      touched_overflow_ = true;
+      settle_whole_ = true;
     }
   }
-  const bool whole_files_only = open_writes_.empty() && touched_.empty() && !touched_overflow_;
+  const bool whole_files_only = open_writes_.empty() && touched_.empty() && !settle_whole_;
   if (event == DirWatcher::Event::kMovedIn && IsConfigMapSwap(path) && may_read_at_once_ && open_writes_.empty()) {
     // The whole mount switched after a quiet directory: waiting for more would only delay it.
     may_read_at_once_ = false;
@@ -132,7 +134,7 @@ void DirectorySource::OnTimer() {
     reading_at_once_ = false;
     open_writes_.clear();
     touched_.clear();
-    touched_overflow_ = false;
+    settle_whole_ = false;
   }
   ReadNow();
 }

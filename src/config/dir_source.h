@@ -16,7 +16,7 @@
 //    burst was a temporary file written and renamed away: such a file is complete when it
 //    lands, so only a tool's next rename is waited for (back-to-back renames of several files
 //    are still read once, after the last). Any other event in the burst (a file written in
-//    place, created, deleted, a lost event) makes the burst settle as above;
+//    place, created, deleted or renamed away, a lost event) makes the burst settle as above;
 //  - not while a file still has a writer at work (written, not yet closed: see DirWatcher),
 //    up to `max_open_write` after the first event, so that a file written in place in several
 //    steps with pauses longer than `settle` is still read once, complete;
@@ -73,7 +73,8 @@ class DirectorySource final : public ConfigSource {
   void Stop() override;
 
   // An event happened (inotify, or a test): schedules a read. `path` and `event` say whether a
-  // writer is still at work on a file (DirWatcher::Event).
+  // writer is still at work on a file and whether a file was renamed in or away
+  // (DirWatcher::Event).
   void Poke(const std::string& path = "", DirWatcher::Event event = DirWatcher::Event::kChanged);
 
  private:
@@ -108,10 +109,11 @@ class DirectorySource final : public ConfigSource {
   static constexpr size_t kMaxOpenWrites = 1024;
   std::set<std::string> open_writes_ ABSL_GUARDED_BY(mu_);
   // Paths the pending read's burst touched other than by a rename into place, less those
-  // renamed away since (an atomic replace's temporary file); bounded like open_writes_, and
-  // `touched_overflow_` then stands for the paths left out.
+  // renamed away since (an atomic replace's temporary file); bounded like open_writes_.
   std::set<std::string> touched_ ABSL_GUARDED_BY(mu_);
-  bool touched_overflow_ ABSL_GUARDED_BY(mu_) = false;
+  // The burst settles the whole `settle` whatever touched_ holds: a path was left out of it
+  // (the bound), or a file the burst had not written was renamed away.
+  bool settle_whole_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cxds

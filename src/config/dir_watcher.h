@@ -3,12 +3,13 @@
 // It only wakes its owner: what changed is found by reading the directory again (see
 // DirectorySource), so no event is interpreted on its own and none can be misread: a rename,
 // a ConfigMap's "..data" symlink swap, a permission change (IN_ATTRIB), a watched directory
-// removed, or lost events (queue overflow) all report the same way. The one thing an event
-// adds is whether a writer is still at work on a file: IN_MODIFY means a descriptor open for
-// writing, IN_CLOSE_WRITE that it was closed, so the owner can wait for a file written in
-// several steps to be complete. The owner says which directories to watch (Watch), after each
-// read. A directory is watched only after the read that found it, so what changed in it between
-// the two raises no event: Watch says how many watches are new, and the owner reads once more.
+// removed, or lost events (queue overflow) all report the same way. What an event adds is
+// whether a writer is still at work on a file (IN_MODIFY means a descriptor open for writing,
+// IN_CLOSE_WRITE that it was closed), so the owner can wait for a file written in several steps
+// to be complete, and whether a file was renamed in or away (IN_MOVED_TO, IN_MOVED_FROM), so
+// it can tell a file replaced whole from one written in place. The owner says which directories to watch (Watch), after
+// each read. A directory is watched only after the read that found it, so what changed in it between the two raises no
+// event: Watch says how many watches are new, and the owner reads once more.
 //
 // Threading: one background thread reads events and calls OnEvent on it; Watch may be called
 // from any thread; Stop() (or the destructor) joins the thread.

@@ -258,7 +258,8 @@ TEST_F(DirSourceTest, AWholeFileReplaceWaitsOnlyForTheNextRename) {
 
   // A file written in place in the same burst (its writer closed, but it may write again, as
   // an editor saving in two steps does) makes the rename wait the whole `settle`; so do a
-  // deleted file and a lost event (no path): only temporary files renamed away are discounted.
+  // deleted file, a lost event (no path) and a file renamed away that the burst had not written:
+  // only temporary files renamed away are discounted.
   const std::string in_place = (dir_ / "in-place.yaml").string();
   const std::vector<std::function<void()>> other_events = {
       [&] {
@@ -271,6 +272,11 @@ TEST_F(DirSourceTest, AWholeFileReplaceWaitsOnlyForTheNextRename) {
         source.Poke((dir_ / "c.yaml").string(), DirWatcher::Event::kChanged);
       },
       [&] { source.Poke("", DirWatcher::Event::kChanged); },
+      [&] {  // a config file renamed away (a backup by rename) is gone until its name is taken
+        fs::rename(dir_ / "a.yaml", dir_ / "a.yaml.bak");
+        source.Poke((dir_ / "a.yaml").string(), DirWatcher::Event::kMovedOut);
+        source.Poke((dir_ / "a.yaml.bak").string(), DirWatcher::Event::kMovedIn);
+      },
   };
   for (size_t i = 0; i < other_events.size(); ++i) {
     SCOPED_TRACE(i);

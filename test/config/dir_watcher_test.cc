@@ -73,6 +73,11 @@ TEST_F(DirWatcherTest, ReportsWritesRenamesPermissionChangesAndHiddenNames) {
   fs::permissions(dir_ / "sub" / "b.yaml", fs::perms::owner_read);
   fs::create_directory_symlink("sub", dir_ / "..data");  // what a ConfigMap swap touches
   EXPECT_TRUE(Saw("..data"));
+  fs::create_directory(dir_ / "d");
+  fs::rename(dir_ / "d", dir_ / "sub" / "d");
+  EXPECT_TRUE(Saw("sub/d")) << "a directory moved in";
+  EXPECT_FALSE(SawAny("d", DirWatcher::Event::kMovedOut)) << "a directory moved away is not a file renamed away";
+  EXPECT_FALSE(SawAny("sub/d", DirWatcher::Event::kMovedIn));
 }
 
 TEST_F(DirWatcherTest, TellsAWriteInProgressFromItsClose) {
