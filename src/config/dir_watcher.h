@@ -7,9 +7,10 @@
 // whether a writer is still at work on a file (IN_MODIFY means a descriptor open for writing,
 // IN_CLOSE_WRITE that it was closed), so the owner can wait for a file written in several steps
 // to be complete, and whether a file was renamed in or away (IN_MOVED_TO, IN_MOVED_FROM), so
-// it can tell a file replaced whole from one written in place. The owner says which directories to watch (Watch), after
-// each read. A directory is watched only after the read that found it, so what changed in it between the two raises no
-// event: Watch says how many watches are new, and the owner reads once more.
+// it can tell a file replaced whole from one written in place. The owner says which
+// directories to watch (Watch), after each read. A directory is watched only after the read
+// that found it, so what changed in it between the two raises no event: Watch says how many
+// watches are new, and the owner reads once more.
 //
 // Threading: one background thread reads events and calls OnEvent on it; Watch may be called
 // from any thread; Stop() (or the destructor) joins the thread.

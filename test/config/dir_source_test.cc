@@ -66,6 +66,13 @@ DirectorySource::Options Simulated() {
           .watch = false};
 }
 
+// Loads `source` and starts it, its first read done; its batches go to `batches`.
+void LoadAndStart(DirectorySource& source, SimulatedScheduler& scheduler, Batches& batches) {
+  ASSERT_TRUE(source.Load().ok());
+  ASSERT_TRUE(source.Start(batches.Sink()).ok());
+  scheduler.RunUntilIdle();
+}
+
 TEST_F(DirSourceTest, EventsAreReadAfterAQuietPeriodButNeverLaterThanTheCeiling) {
   Write(dir_ / "a.yaml", "a");
   SimulatedScheduler scheduler;
@@ -104,10 +111,8 @@ TEST_F(DirSourceTest, EventsAreReadAfterAQuietPeriodButNeverLaterThanTheCeiling)
 TEST_F(DirSourceTest, AFileStillOpenForWritingIsReadWhenClosedOrAtTheCeiling) {
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
-  ASSERT_TRUE(source.Load().ok());
   Batches batches;
-  ASSERT_TRUE(source.Start(batches.Sink()).ok());
-  scheduler.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
   const std::string slow = (dir_ / "slow.yaml").string();
 
   // Written in place, then a pause far longer than `settle` before the rest and the close.
@@ -180,10 +185,8 @@ TEST_F(DirSourceTest, AConfigMapSwapIntoAQuietDirectoryIsReadAtOnce) {
   fs::create_symlink("..data/mesh.yaml", dir_ / "mesh.yaml");
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
-  ASSERT_TRUE(source.Load().ok());
   Batches batches;
-  ASSERT_TRUE(source.Start(batches.Sink()).ok());
-  scheduler.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
 
   SwapConfigMap(source, dir_, "2", "two");
   scheduler.RunUntilIdle();
@@ -233,10 +236,8 @@ TEST_F(DirSourceTest, AConfigMapSwapIntoAQuietDirectoryIsReadAtOnce) {
 TEST_F(DirSourceTest, AWholeFileReplaceWaitsOnlyForTheNextRename) {
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
-  ASSERT_TRUE(source.Load().ok());
   Batches batches;
-  ASSERT_TRUE(source.Start(batches.Sink()).ok());
-  scheduler.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
 
   // A temporary file written and renamed into place is complete when it lands: read after
   // `rename_settle`, not `settle`.
@@ -294,13 +295,30 @@ TEST_F(DirSourceTest, AWholeFileReplaceWaitsOnlyForTheNextRename) {
   source.Stop();
 }
 
+TEST_F(DirSourceTest, ABurstOfMorePathsThanItTracksSettlesWhole) {
+  SimulatedScheduler scheduler;
+  DirectorySource source(dir_.string(), scheduler, Simulated());
+  Batches batches;
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
+  // As many temporary files as the source tracks, then a deletion it cannot track: once the
+  // temporaries are renamed away, the untracked deletion must still make the burst wait `settle`.
+  constexpr int kTracked = 1024;
+  for (int i = 0; i < kTracked; ++i)
+    source.Poke((dir_ / (".t" + std::to_string(i))).string(), DirWatcher::Event::kClosed);
+  source.Poke((dir_ / "deleted.yaml").string(), DirWatcher::Event::kChanged);
+  for (int i = 0; i < kTracked; ++i)
+    source.Poke((dir_ / (".t" + std::to_string(i))).string(), DirWatcher::Event::kMovedOut);
+  Write(dir_ / "a.yaml", "a");
+  source.Poke((dir_ / "a.yaml").string(), DirWatcher::Event::kMovedIn);
+  ExpectOneReadAfter(scheduler, batches, absl::Milliseconds(100));
+  source.Stop();
+}
+
 TEST_F(DirSourceTest, ChangesWithoutEventsAreFoundByThePeriodicRead) {
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
-  ASSERT_TRUE(source.Load().ok());
   Batches batches;
-  ASSERT_TRUE(source.Start(batches.Sink()).ok());
-  scheduler.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
   Write(dir_ / "lost.yaml", "an event inotify dropped");
   scheduler.AdvanceBy(absl::Seconds(29));
   EXPECT_EQ(batches.size(), 0u);
@@ -313,10 +331,8 @@ TEST_F(DirSourceTest, ADeletedDirectoryKeepsTheConfigAndIsFoundAgain) {
   Write(dir_ / "a.yaml", "a");
   SimulatedScheduler scheduler;
   DirectorySource source(dir_.string(), scheduler, Simulated());
-  ASSERT_TRUE(source.Load().ok());
   Batches batches;
-  ASSERT_TRUE(source.Start(batches.Sink()).ok());
-  scheduler.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(LoadAndStart(source, scheduler, batches));
   fs::remove_all(dir_);
   source.Poke();
   scheduler.AdvanceBy(absl::Seconds(1));
