@@ -7,7 +7,16 @@ namespace cxds {
 namespace {
 constexpr std::array<std::string_view, 5> kPushOrder = {kClusterType, kEndpointType, kListenerType, kRouteType,
                                                         kSecretType};
+constexpr std::array<std::string_view, 6> kKnownTypes = {kClusterType, kEndpointType, kListenerType,
+                                                         kRouteType,   kSecretType,   kResourceWrapperType};
 }  // namespace
+
+std::string_view KnownTypeUrl(std::string_view type_url) {
+  for (std::string_view known : kKnownTypes) {
+    if (known == type_url) return known;
+  }
+  return {};
+}
 
 bool IsFullStateType(std::string_view type_url) { return type_url == kListenerType || type_url == kClusterType; }
 

@@ -1,8 +1,12 @@
 #include "protocol/type_url.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace cxds {
@@ -36,6 +40,93 @@ TEST(TypeUrlLessTest, MapKeepsEveryTypeApartAndFindsByView) {
   EXPECT_EQ(types.at("type.googleapis.com/x.A"), 100);
   EXPECT_EQ(types.at("type.googleapis.com/x.B"), 200);
   EXPECT_EQ(types.find(std::string_view("type.googleapis.com/x.C")), types.end());
+}
+
+TEST(TypeUrlMapTest, KnownTypesAreFoundByAnyCopyOfTheirUrl) {
+  TypeUrlMap<int> types;
+  types[std::string(kEndpointType)] = 1;
+  const std::string request_copy(kEndpointType);  // as a request's type URL arrives
+  ASSERT_TRUE(types.contains(request_copy));
+  EXPECT_EQ(types.find(request_copy)->second, 1);
+  EXPECT_EQ(types.find(request_copy)->first, kEndpointType);
+  EXPECT_EQ(KnownTypeUrl(request_copy), kEndpointType);
+  EXPECT_EQ(KnownTypeUrl(request_copy).data(), kEndpointType.data());  // the shared copy
+  EXPECT_TRUE(KnownTypeUrl("type.googleapis.com/x.Unknown").empty());
+  EXPECT_FALSE(types.contains(std::string(kEndpointType) + "x"));
+  EXPECT_FALSE(types.contains(std::string(kEndpointType).substr(1)));
+}
+
+TEST(TypeUrlMapTest, IteratesInTypeUrlLessOrderWhateverTheInsertionOrder) {
+  TypeUrlMap<int> types;
+  const std::vector<std::string> urls = {std::string(kSecretType), "type.googleapis.com/x.B", std::string(kClusterType),
+                                         "type.googleapis.com/x.A", std::string(kRouteType)};
+  for (const std::string& url : urls) types[url] = 0;
+  std::vector<std::string> iterated;
+  for (const auto& [url, value] : types) iterated.push_back(url);
+  std::vector<std::string> expected = urls;
+  std::sort(expected.begin(), expected.end(), TypeUrlLess());
+  EXPECT_EQ(iterated, expected);
+  // And backwards.
+  std::vector<std::string> backwards;
+  for (auto it = types.end(); it != types.begin();) backwards.push_back((--it)->first);
+  std::reverse(backwards.begin(), backwards.end());
+  EXPECT_EQ(backwards, expected);
+}
+
+// What std::map guarantees and the streams rely on: an iterator or reference to an entry stays
+// valid while other entries are added and erased.
+TEST(TypeUrlMapTest, IteratorsAndReferencesSurviveOtherInsertionsAndErasures) {
+  TypeUrlMap<std::string> types;
+  auto [route, added] = types.try_emplace(std::string(kRouteType), "route");
+  ASSERT_TRUE(added);
+  std::string& route_value = route->second;
+  for (int i = 0; i < 10; ++i) types[absl::StrCat("type.googleapis.com/x.T", i)] = "other";  // past the inline four
+  types[std::string(kClusterType)] = "cluster";  // sorts before the route type
+  EXPECT_EQ(route->first, kRouteType);
+  EXPECT_EQ(&route->second, &route_value);
+  EXPECT_EQ(types.find(kRouteType), route);
+  EXPECT_EQ(types.erase("type.googleapis.com/x.T3"), 1u);
+  EXPECT_EQ(types.erase("type.googleapis.com/x.T3"), 0u);
+  EXPECT_EQ(types.find(kRouteType), route);
+  EXPECT_EQ(route_value, "route");
+  EXPECT_EQ(types.size(), 11u);
+  EXPECT_FALSE(types.try_emplace(std::string(kRouteType), "again").second);  // an existing key keeps its value
+  EXPECT_EQ(route_value, "route");
+}
+
+TEST(TypeUrlMapTest, EraseReturnsTheNextEntrySoALoopCanEraseAsItGoes) {
+  TypeUrlMap<int> types;
+  for (int i = 0; i < 6; ++i) types[absl::StrCat("type.googleapis.com/x.T", i)] = i;
+  for (auto it = types.begin(); it != types.end();) {
+    it = it->second % 2 == 0 ? types.erase(it) : std::next(it);
+  }
+  std::vector<int> left;
+  for (const auto& [url, value] : types) left.push_back(value);
+  EXPECT_EQ(left, (std::vector<int>{1, 3, 5}));
+  EXPECT_EQ(types.erase(std::prev(types.end())), types.end());  // the last: end()
+  EXPECT_EQ(types.size(), 2u);
+}
+
+TEST(TypeUrlMapTest, CopiesAreDeepAndMovesKeepEntriesInPlace) {
+  TypeUrlMap<std::vector<int>> types;
+  types[std::string(kClusterType)] = {1};
+  types["type.googleapis.com/x.Unknown"] = {2};
+  TypeUrlMap<std::vector<int>> copy = types;
+  copy[std::string(kClusterType)].push_back(10);
+  EXPECT_EQ(types.at(kClusterType), (std::vector<int>{1}));
+  EXPECT_EQ(copy.at(kClusterType), (std::vector<int>{1, 10}));
+  EXPECT_EQ(copy.at("type.googleapis.com/x.Unknown"), (std::vector<int>{2}));
+  EXPECT_FALSE(copy == types);
+
+  const std::vector<int>* unknown = &types.at("type.googleapis.com/x.Unknown");
+  TypeUrlMap<std::vector<int>> moved = std::move(types);
+  EXPECT_EQ(&moved.at("type.googleapis.com/x.Unknown"), unknown);  // not reallocated: still valid
+  EXPECT_TRUE(moved.contains("type.googleapis.com/x.Unknown"));    // its key still finds it
+  EXPECT_TRUE(types.empty());  // NOLINT(bugprone-use-after-move): left empty, as documented
+  types = moved;
+  EXPECT_TRUE(types == moved);
+  types.clear();
+  EXPECT_EQ(types.begin(), types.end());
 }
 
 }  // namespace
