@@ -21,11 +21,13 @@
 // the names and structure cxds really serves. Clusters and assignments then get the few fields
 // Istio also sends and cxds does not generate (see IstioCluster, IstioAssignment), so their size
 // is that of an istiod resource. Loopback addresses only; nothing here opens a socket.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -556,23 +558,29 @@ void BM_FindByTypeUrl(benchmark::State& state) {
 }
 
 // The server's shape of the same lookups: one map per stream, STREAMS of them, each holding an
-// Envoy's four ADS types, and one lookup in each in turn (the type of a push, then of its ACK),
-// so that, as during a push to thousands of streams, a map is rarely in the cache when looked
-// up. The keys looked up are each stream's own copies, as a request's type URL is.
+// Envoy's four ADS types and allocated on its own (as a stream's maps are, inside the stream),
+// and one lookup in each, the streams visited in a shuffled order (a fixed seed), so that, as
+// during a push to thousands of streams, a map is rarely in the cache and the hardware cannot
+// prefetch the next. The keys looked up are each stream's own copies, as a request's type URL is.
 template <typename Map>
 void BM_FindByTypeUrlAcrossStreams(benchmark::State& state) {
   const size_t streams = static_cast<size_t>(state.range(0));
   const std::vector<std::string_view> urls = {kClusterType, kEndpointType, kListenerType, kRouteType};
-  std::vector<Map> maps(streams);
+  std::vector<std::unique_ptr<Map>> maps;
   std::vector<std::string> asked;  // per stream, the type it is asked for
+  maps.reserve(streams);
   asked.reserve(streams);
   for (size_t s = 0; s < streams; ++s) {
-    for (size_t i = 0; i < urls.size(); ++i) maps[s][std::string(urls[i])] = static_cast<int>(i);
+    maps.push_back(std::make_unique<Map>());
+    for (size_t i = 0; i < urls.size(); ++i) (*maps.back())[std::string(urls[i])] = static_cast<int>(i);
     asked.emplace_back(urls[s % urls.size()]);
   }
+  std::vector<size_t> order(streams);
+  for (size_t s = 0; s < streams; ++s) order[s] = s;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
   int64_t found = 0;
   for (auto _ : state) {
-    for (size_t s = 0; s < streams; ++s) found += maps[s].find(asked[s])->second;
+    for (size_t s : order) found += maps[s]->find(asked[s])->second;
   }
   benchmark::DoNotOptimize(found);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(streams));

@@ -31,14 +31,19 @@ struct TypeUrlLess {
 // cache, where the copy a map or a request holds is one of thousands.
 std::string_view KnownTypeUrl(std::string_view type_url);
 
-// A map from type URL to Value with std::map's interface and guarantees (references and
-// iterators stay valid until their own entry is erased; iteration in TypeUrlLess order) for the
-// handful of types a stream or proxy holds. Why not std::map: every request and response looks
-// up several of these, one per stream, so their nodes are rarely in the cache; a std::map lookup
-// walked two or three nodes and read the key's heap bytes, a cache miss each (~5% of the
-// server's CPU during a 5,000-stream push, docs/load.md). Here the keys to compare sit in one
-// array inside the map, each a view of KnownTypeUrl's copy when the type is known, and only
-// the entry found is touched.
+// A map from type URL to Value for the handful of types a stream or proxy holds, with the part
+// of std::map's interface the server uses and its guarantees: references and iterators stay
+// valid until their own entry is erased, and iteration is in TypeUrlLess order. Unlike std::map,
+// an iterator does not survive moving the map (references do).
+//
+// Why not std::map: every request and response looks up several of these, one per stream, so
+// their nodes are rarely in the cache; a std::map lookup walked two or three nodes and read the
+// key's heap bytes, a cache miss each (~5% of the server's CPU during a 5,000-stream push,
+// docs/load.md). Here the keys to compare sit in one array, inside the map for up to five types,
+// each a view of KnownTypeUrl's copy when the type is known, and a lookup among known types
+// touches only the entry it finds. Keys of unknown types are compared in their own allocations,
+// one by one: a stream holds at most max_types_per_stream (64) of them, of at most
+// max_type_url_bytes (512) each (server/limits.h), so a lookup's worst case is bounded.
 //
 // Not thread-safe; its owner's lock or thread confines it, as for std::map.
 template <typename Value>
@@ -54,8 +59,8 @@ class TypeUrlMap {
     std::string_view key;  // KnownTypeUrl's copy, or the entry's own key
     std::unique_ptr<value_type> entry;
   };
-  // Four: the types of an Envoy's ADS stream (CDS, EDS, LDS, RDS); more spill to the heap.
-  using Slots = absl::InlinedVector<Slot, 4>;
+  // Five: the types of an Envoy's ADS stream (CDS, EDS, LDS, RDS) and SDS; more go to the heap.
+  using Slots = absl::InlinedVector<Slot, 5>;
 
  public:
   template <bool kConst>
@@ -121,14 +126,19 @@ class TypeUrlMap {
     for (const value_type& entry : entries) try_emplace(entry.first, entry.second);
   }
   TypeUrlMap(const TypeUrlMap& other) {
-    for (const value_type& entry : other) try_emplace(entry.first, entry.second);
+    slots_.reserve(other.slots_.size());
+    for (const Slot& slot : other.slots_) {  // already in order
+      auto entry = std::make_unique<value_type>(*slot.entry);
+      const std::string_view key = KnownTypeUrl(entry->first);
+      slots_.push_back(Slot{key.empty() ? std::string_view(entry->first) : key, std::move(entry)});
+    }
   }
   TypeUrlMap& operator=(const TypeUrlMap& other) {
     if (this != &other) *this = TypeUrlMap(other);
     return *this;
   }
-  // Moving keeps every entry where it is: views, references and iterators now of `other` stay
-  // valid, as with std::map, and `other` is left empty.
+  // Moving keeps every entry where it is: references to `other`'s values stay valid (its
+  // iterators do not), and `other` is left empty.
   TypeUrlMap(TypeUrlMap&& other) noexcept : slots_(std::move(other.slots_)) { other.slots_.clear(); }
   TypeUrlMap& operator=(TypeUrlMap&& other) noexcept {
     if (this != &other) {

@@ -284,7 +284,7 @@ void DeltaStream::AfterSend(const std::string& type_url, TypeState& state, const
   // Envoy warms every cluster it is sent until it gets EDS for it, even if unchanged: follow
   // each CDS response with EDS for its clusters (docs/protocol-rules.md, E57).
   if (type_url == kClusterType) {
-    auto eds = types_.find(std::string(kEndpointType));
+    auto eds = types_.find(kEndpointType);
     if (eds != types_.end()) {
       for (const ResourcePtr& cluster : response.resources) {
         std::string name = EdsServiceNameOf(*cluster);

@@ -93,7 +93,7 @@ void SotwStream::Handle(DiscoveryRequest& request) {
     // like an ACK but must still be answered or the new clusters stay warming
     // (docs/protocol-rules.md, E18).
     if (type_url == kClusterType) {
-      auto eds = types_.find(std::string(kEndpointType));
+      auto eds = types_.find(kEndpointType);
       if (eds != types_.end()) eds->second.always_respond = true;
     }
     return;
@@ -309,7 +309,7 @@ void SotwStream::AfterSend(const std::string& type_url, TypeState& state, const 
   state.always_respond = false;
 
   if (!changed_eds.empty()) {
-    auto eds = types_.find(std::string(kEndpointType));
+    auto eds = types_.find(kEndpointType);
     if (eds != types_.end()) {
       for (std::string& name : changed_eds) {
         if (eds->second.subscription.Covers(name)) eds->second.force.insert(std::move(name));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,16 +83,47 @@ TEST(TypeUrlMapTest, IteratorsAndReferencesSurviveOtherInsertionsAndErasures) {
   std::string& route_value = route->second;
   for (int i = 0; i < 10; ++i) types[absl::StrCat("type.googleapis.com/x.T", i)] = "other";  // past the inline four
   types[std::string(kClusterType)] = "cluster";  // sorts before the route type
-  EXPECT_EQ(route->first, kRouteType);
-  EXPECT_EQ(&route->second, &route_value);
   EXPECT_EQ(types.find(kRouteType), route);
+  EXPECT_EQ(&types.find(kRouteType)->second, &route_value);
   EXPECT_EQ(types.erase("type.googleapis.com/x.T3"), 1u);
   EXPECT_EQ(types.erase("type.googleapis.com/x.T3"), 0u);
   EXPECT_EQ(types.find(kRouteType), route);
-  EXPECT_EQ(route_value, "route");
+  EXPECT_EQ(&types.find(kRouteType)->second, &route_value);
   EXPECT_EQ(types.size(), 11u);
   EXPECT_FALSE(types.try_emplace(std::string(kRouteType), "again").second);  // an existing key keeps its value
   EXPECT_EQ(route_value, "route");
+}
+
+// An iterator steps from its entry, wherever the entries before it have moved.
+TEST(TypeUrlMapTest, AnIteratorStepsCorrectlyAfterEntriesBeforeItChange) {
+  TypeUrlMap<int> types;
+  for (int i : {2, 4, 6}) types[absl::StrCat("type.googleapis.com/x.T", i)] = i;
+  auto four = types.find("type.googleapis.com/x.T4");
+  types["type.googleapis.com/x.T1"] = 1;  // before it: its slot moves up
+  types["type.googleapis.com/x.T3"] = 3;
+  EXPECT_EQ(std::next(four)->second, 6);
+  EXPECT_EQ(std::prev(four)->second, 3);
+  types.erase("type.googleapis.com/x.T1");  // before it: its slot moves down
+  types.erase("type.googleapis.com/x.T2");
+  EXPECT_EQ(std::next(four)->second, 6);
+  EXPECT_EQ(std::prev(four)->second, 3);
+  EXPECT_EQ(std::next(four, 2), types.end());
+  EXPECT_EQ(std::prev(types.end())->second, 6);
+}
+
+TEST(TypeUrlMapTest, ConstIteratorsCompareWithMutableOnesAndAtRefusesAMissingKey) {
+  TypeUrlMap<int> types;
+  types[std::string(kListenerType)] = 7;
+  const TypeUrlMap<int>& view = types;
+  TypeUrlMap<int>::const_iterator found = types.find(kListenerType);  // converted
+  EXPECT_EQ(found, view.find(kListenerType));
+  EXPECT_EQ(types.find(kListenerType), view.begin());
+  EXPECT_NE(view.find(kClusterType), types.find(kListenerType));
+  EXPECT_EQ(view.find(kClusterType), types.end());
+  EXPECT_EQ(view.at(kListenerType), 7);
+  EXPECT_THROW((void)view.at(kClusterType), std::out_of_range);
+  EXPECT_EQ(types.count(kListenerType), 1u);
+  EXPECT_EQ(types.count(kClusterType), 0u);
 }
 
 TEST(TypeUrlMapTest, EraseReturnsTheNextEntrySoALoopCanEraseAsItGoes) {
