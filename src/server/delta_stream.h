@@ -87,7 +87,6 @@ class DeltaStream final : public StreamCore {
   std::optional<OutgoingDeltaResponse> Compute(const std::string& type_url, TypeState& state, const ConfigView& view);
   // What the client holds once `response` is sent (RecordSent follows when it is written).
   void AfterSend(const std::string& type_url, TypeState& state, const OutgoingDeltaResponse& response);
-  bool ClientSupportsTtl() const { return ClientHasFeature(kClientFeatureResourceTtl); }
   // TTL'd resources of `type_url` the client holds at their current content.
   std::vector<ResourcePtr> HeldTtlResources(const std::string& type_url, const TypeState& state,
                                             const ConfigView& view) const;

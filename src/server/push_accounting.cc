@@ -48,13 +48,13 @@ void PushAccounting::Sent(const std::string& type_url, const std::string& versio
   observer_->OnSent(target_, *active_->request, type_url, version, nonce, clock_->Now());
 }
 
-void PushAccounting::Answered(const FeedbackEvent& event) {
-  if (event.kind == FeedbackKind::kUnmatched) return;
+bool PushAccounting::Answered(const FeedbackEvent& event) {
+  if (event.kind == FeedbackKind::kUnmatched) return false;
   TypeAwaiting* awaiting = AwaitingOf(event.type_url);
-  if (awaiting == nullptr) return;
+  if (awaiting == nullptr) return false;
   std::vector<Awaiting>& sent = awaiting->sent;
   auto match = std::find_if(sent.begin(), sent.end(), [&](const Awaiting& a) { return a.nonce == event.nonce; });
-  if (match == sent.end()) return;
+  if (match == sent.end()) return false;
   const bool answered_superseded = match->superseded;
   std::shared_ptr<InFlightPush> push = std::move(match->push);
   // The client answers in order: what was sent before this will not be answered now.
@@ -68,16 +68,7 @@ void PushAccounting::Answered(const FeedbackEvent& event) {
     RecordConvergence(*push);
   }
   observer_->OnFeedback(target_, *push->request, event.type_url, event.nonce, accepted, event.error, event.time);
-}
-
-bool PushAccounting::AnswersEndpointOnly(const FeedbackEvent& event) const {
-  for (const TypeAwaiting& awaiting : awaiting_) {
-    if (awaiting.type_url != event.type_url) continue;
-    for (const Awaiting& sent : awaiting.sent) {
-      if (sent.nonce == event.nonce) return sent.push != nullptr && sent.push->endpoint_only;
-    }
-  }
-  return false;
+  return push->endpoint_only;
 }
 
 void PushAccounting::RecordConvergence(InFlightPush& push) {

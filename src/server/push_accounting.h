@@ -41,11 +41,10 @@ class PushAccounting {
   // A response of `type_url` went out. An unanswered older response of the type stops counting
   // towards its push's convergence (it converges through the newer one, if at all).
   void Sent(const std::string& type_url, const std::string& version, const std::string& nonce);
-  // The ledger matched an ACK or NACK to a response (kUnmatched is ignored).
-  void Answered(const FeedbackEvent& event);
-  // `event` answers a response of an endpoint-only push (asked before Answered, which forgets
-  // the response): its ACK is logged at debug level, as that push's sends are.
-  bool AnswersEndpointOnly(const FeedbackEvent& event) const;
+  // The ledger matched an ACK or NACK to a response (kUnmatched is ignored). Returns whether
+  // it answers a response of an endpoint-only push: its ACK is logged at debug level, as that
+  // push's sends are.
+  bool Answered(const FeedbackEvent& event);
 
  private:
   // A push from delivery until its responses are written, then until each is answered.

@@ -89,9 +89,7 @@ class SotwStream final : public StreamCore {
   void HandleHeartbeat() override;
   absl::Status CheckLimits(const Request& request) const override;
   // Both features are needed to receive TTLs in SotW (docs/protocol-rules.md, R9).
-  bool ClientSupportsSotwTtl() const {
-    return ClientHasFeature(kClientFeatureResourceTtl) && ClientHasFeature(kClientFeatureResourceInSotw);
-  }
+  bool ClientSupportsSotwTtl() const { return ClientSupportsTtl() && ClientSupportsResourceInSotw(); }
 
   void Handle(envoy::service::discovery::v3::DiscoveryRequest& request);
   void HandleFeedback(const envoy::service::discovery::v3::DiscoveryRequest& request);

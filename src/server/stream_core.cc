@@ -1,5 +1,6 @@
 #include "server/stream_core.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace cxds {
@@ -199,13 +200,6 @@ std::string StreamCore::KeptError(const std::string& message) const {
   return TruncateUntrusted(message, env_.limits.max_error_detail_bytes);
 }
 
-bool StreamCore::ClientHasFeature(std::string_view feature) const {
-  for (const std::string& f : node_.client_features()) {
-    if (f == feature) return true;
-  }
-  return false;
-}
-
 std::string StreamCore::ClientVersion() const {
   return node_.user_agent_version().empty() ? std::string("unknown") : EscapeUntrusted(node_.user_agent_version(), 64);
 }
@@ -292,13 +286,14 @@ void StreamCore::RecordAnswer(const std::string& type_url, const std::string& no
                                                     error != nullptr ? &kept_error : nullptr,
                                                     error != nullptr ? error->code() : 0, env_.clock->Now());
   event.node_id = node_.id();
+  const bool answers_endpoint_only = accounting_.Answered(event);
   const char* const delta_tag = delta ? " delta=true" : "";
   switch (event.kind) {
     case FeedbackKind::kAck:
       metrics_->Acked(type_url);
       // An endpoint change reaches every proxy: a line per proxy at info level, written while the
       // push still runs, would flood the log and slow the push. At debug, as its sends are.
-      Log().log(accounting_.AnswersEndpointOnly(event) ? spdlog::level::debug : spdlog::level::info,
+      Log().log(answers_endpoint_only ? spdlog::level::debug : spdlog::level::info,
                 "ACK stream={} node={} type={} nonce={} version={}{}{}", stream_id_, node_log_, Untrusted(type_url),
                 Untrusted(nonce), event.sent_version, delta_tag, event.stale ? " stale=true" : "");
       break;
@@ -316,7 +311,6 @@ void StreamCore::RecordAnswer(const std::string& type_url, const std::string& no
                  Untrusted(type_url), Untrusted(nonce), Untrusted(client_version), error != nullptr, delta_tag);
       break;
   }
-  accounting_.Answered(event);
   callbacks_->OnFeedback(event);
 }
 
@@ -545,6 +539,10 @@ bool StreamCore::BindNode(const Node& node) {
     }
   }
   node_bound_ = true;
+  const auto& features = node_.client_features();
+  client_supports_ttl_ = std::find(features.begin(), features.end(), kClientFeatureResourceTtl) != features.end();
+  client_supports_resource_in_sotw_ =
+      std::find(features.begin(), features.end(), kClientFeatureResourceInSotw) != features.end();
   accounting_.SetTarget(PushTargetInfo{stream_id_, node_.id()});
   env_.ledger->SetNode(*ledger_stream_, node_.id(), identity_.Describe());
   metrics_->StreamOpened(ClientVersion());

@@ -205,7 +205,9 @@ class StreamCore : public PushTarget {
   const StreamLimits& limits() const { return env_.limits; }
   // A request for a type the stream does not have yet, when it already has the most allowed.
   absl::Status CheckNewType(size_t types) const;
-  bool ClientHasFeature(std::string_view feature) const;
+  // The node's client_features, read once when the node is bound (every response asks).
+  bool ClientSupportsTtl() const { return client_supports_ttl_; }
+  bool ClientSupportsResourceInSotw() const { return client_supports_resource_in_sotw_; }
 
   // The one path for what goes on the wire and what comes back: ledger, metrics, push
   // accounting, log, callbacks. Called by the variants just before a write starts.
@@ -316,6 +318,8 @@ class StreamCore : public PushTarget {
   bool node_bound_ = false;
   envoy::config::core::v3::Node node_;
   std::string node_log_;                              // node_.id() as log lines carry it (EscapeUntrusted)
+  bool client_supports_ttl_ = false;                  // kClientFeatureResourceTtl in node_.client_features
+  bool client_supports_resource_in_sotw_ = false;     // kClientFeatureResourceInSotw in node_.client_features
   std::unique_ptr<ConfigWatcher::Watch> watch_;       // a cache's watch, or
   std::unique_ptr<ProxyGenerator::Session> session_;  // the generator's session
   // What the session last generated, by type URL (shared, immutable maps).

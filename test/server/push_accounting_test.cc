@@ -92,7 +92,7 @@ TEST_F(PushAccountingTest, AResponseOutsideAPushIsNotAccounted) {
 }
 
 // An ACK is logged at the level of the push it answers: an endpoint-only push's at debug (its
-// sends too), any other's at info. Asked before Answered forgets the response.
+// sends too), any other's at info. Answered says which, as it forgets the response.
 TEST_F(PushAccountingTest, AnAnswerKnowsWhetherItsPushChangedEndpointsOnly) {
   auto endpoints = std::make_shared<PushRequest>();
   endpoints->configs.insert(ConfigKey{kind::kEndpoints, "shop", "reviews.shop.svc.cluster.local"});
@@ -111,12 +111,15 @@ TEST_F(PushAccountingTest, AnAnswerKnowsWhetherItsPushChangedEndpointsOnly) {
     event.nonce = nonce;
     return event;
   };
-  EXPECT_TRUE(accounting_.AnswersEndpointOnly(answer(kEds, "e1")));
-  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kCds, "c1")));
-  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kCds, "e1"))) << "another type's nonce";
-  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kEds, "unknown")));
-  Ack(kEds, "e1");
-  EXPECT_FALSE(accounting_.AnswersEndpointOnly(answer(kEds, "e1"))) << "answered: forgotten";
+  EXPECT_FALSE(accounting_.Answered(answer(kCds, "e1"))) << "another type's nonce";
+  EXPECT_FALSE(accounting_.Answered(answer(kEds, "unknown")));
+  FeedbackEvent unmatched = answer(kEds, "e1");
+  unmatched.kind = FeedbackKind::kUnmatched;  // the ledger found no such response: ignored
+  EXPECT_FALSE(accounting_.Answered(unmatched));
+  EXPECT_TRUE(accounting_.Answered(answer(kEds, "e1")));
+  EXPECT_FALSE(accounting_.Answered(answer(kEds, "e1"))) << "answered: forgotten";
+  EXPECT_FALSE(accounting_.Answered(answer(kCds, "c1")));
+  EXPECT_THAT(Answered(), ::testing::ElementsAre("e1", "c1"));  // each once
 }
 
 }  // namespace
