@@ -209,8 +209,10 @@ class StreamCore : public PushTarget {
   bool ClientSupportsTtl() const { return client_supports_ttl_; }
   bool ClientSupportsResourceInSotw() const { return client_supports_resource_in_sotw_; }
 
-  // The one path for what goes on the wire and what comes back: ledger, metrics, push
-  // accounting, log, callbacks. Called by the variants just before a write starts.
+  // The one path for what goes on the wire and what comes back: the ledger first, the
+  // callbacks last; between them a sent response goes to the metrics, the push accounting and
+  // the log, an answer to the push accounting (which tells the log's level), the metrics and
+  // the log. RecordSent is called by the variants just before a write starts.
   void RecordSent(const OutgoingResponse& response);
   void RecordSent(const OutgoingDeltaResponse& response);
   // An answer (a request with a response nonce): `error` is the request's error_detail for a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -51,7 +52,9 @@ TEST(TypeUrlMapTest, KnownTypesAreFoundByAnyCopyOfTheirUrl) {
   EXPECT_EQ(types.find(request_copy)->second, 1);
   EXPECT_EQ(types.find(request_copy)->first, kEndpointType);
   EXPECT_EQ(KnownTypeUrl(request_copy), kEndpointType);
-  EXPECT_EQ(KnownTypeUrl(request_copy).data(), kEndpointType.data());  // the shared copy
+  // One copy for the process, not the caller's: every lookup returns the same bytes.
+  EXPECT_EQ(KnownTypeUrl(request_copy).data(), KnownTypeUrl(std::string(kEndpointType)).data());
+  EXPECT_NE(KnownTypeUrl(request_copy).data(), request_copy.data());
   EXPECT_TRUE(KnownTypeUrl("type.googleapis.com/x.Unknown").empty());
   EXPECT_FALSE(types.contains(std::string(kEndpointType) + "x"));
   EXPECT_FALSE(types.contains(std::string(kEndpointType).substr(1)));
@@ -104,9 +107,13 @@ TEST(TypeUrlMapTest, AnIteratorStepsCorrectlyAfterEntriesBeforeItChange) {
   EXPECT_EQ(std::next(four)->second, 6);
   EXPECT_EQ(std::prev(four)->second, 3);
   types.erase("type.googleapis.com/x.T1");  // before it: its slot moves down
-  types.erase("type.googleapis.com/x.T2");
   EXPECT_EQ(std::next(four)->second, 6);
   EXPECT_EQ(std::prev(four)->second, 3);
+  auto six = types.find("type.googleapis.com/x.T6");  // the last of four slots
+  types.erase("type.googleapis.com/x.T2");
+  types.erase("type.googleapis.com/x.T3");  // two slots left: where six was is past the end
+  EXPECT_EQ(std::prev(six)->second, 4);
+  EXPECT_EQ(std::next(six), types.end());
   EXPECT_EQ(std::next(four, 2), types.end());
   EXPECT_EQ(std::prev(types.end())->second, 6);
 }
@@ -159,6 +166,19 @@ TEST(TypeUrlMapTest, CopiesAreDeepAndMovesKeepEntriesInPlace) {
   EXPECT_TRUE(types == moved);
   types.clear();
   EXPECT_EQ(types.begin(), types.end());
+
+  // A copy of more entries than fit inline, its source gone: it holds keys of its own.
+  auto many = std::make_unique<TypeUrlMap<std::vector<int>>>();
+  for (int i = 0; i < 8; ++i) (*many)[absl::StrCat("type.googleapis.com/x.T", i)] = {i};
+  (*many)[std::string(kSecretType)] = {100};
+  const TypeUrlMap<std::vector<int>> kept = *many;
+  many.reset();
+  ASSERT_EQ(kept.size(), 9u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(kept.at(absl::StrCat("type.googleapis.com/x.T", i)), (std::vector<int>{i}));
+  EXPECT_EQ(kept.at(kSecretType), (std::vector<int>{100}));
+  std::vector<std::string> order;
+  for (const auto& [url, value] : kept) order.push_back(url);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end(), TypeUrlLess()));
 }
 
 }  // namespace
