@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
@@ -122,9 +121,6 @@ class TypeUrlMap {
   using const_iterator = Iterator<true>;
 
   TypeUrlMap() = default;
-  TypeUrlMap(std::initializer_list<value_type> entries) {
-    for (const value_type& entry : entries) try_emplace(entry.first, entry.second);
-  }
   TypeUrlMap(const TypeUrlMap& other) {
     slots_.reserve(other.slots_.size());
     for (const Slot& slot : other.slots_) {  // already in order
@@ -196,7 +192,6 @@ class TypeUrlMap {
   std::pair<iterator, bool> emplace(Key&& type_url, Args&&... args) {
     return try_emplace(std::string_view(type_url), std::forward<Args>(args)...);
   }
-  std::pair<iterator, bool> insert(value_type entry) { return try_emplace(entry.first, std::move(entry.second)); }
 
   iterator erase(const_iterator position) {
     const size_t index = IndexOf(position.entry_, position.index_);
